@@ -1,0 +1,90 @@
+"""One stored response and the pure decision of how usable it is now.
+
+A URL (its *primary key*) may hold several entries, one per *variant*: the
+normalised values of the request headers its response's ``Vary`` names
+(RFC 9111 §4.1).  An entry whose response has no ``Vary`` has variant ``""``.
+
+Invariants:
+- All times are wall-clock epoch seconds.
+- ``fresh_until <= stale_until`` and ``fresh_until <= error_until`` and
+  ``max(stale_until, error_until) <= keep_until``; a store may drop the entry
+  at ``keep_until`` and must never return it after.
+- Exactly one of ``body`` / ``body_file`` is set: small bodies live inline,
+  large ones in a file under the data directory (``body_file`` is its name).
+- ``headers`` are the stored response headers: lower-case names, no
+  hop-by-hop fields, no ``Age`` (computed when served).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+
+Header = tuple[bytes, bytes]
+
+
+class Freshness(enum.Enum):
+    """How a stored entry may be used at a given instant."""
+
+    FRESH = "fresh"
+    STALE_SWR = "stale-while-revalidate"
+    STALE_SIE = "stale-if-error"
+    EXPIRED = "expired"
+
+
+@dataclass(slots=True)
+class CacheEntry:
+    """A stored response.  See the module docstring for invariants."""
+
+    primary_key: str
+    variant: str
+    url: str
+    status: int
+    headers: tuple[Header, ...]
+    body: bytes | None
+    body_file: str | None
+    body_size: int
+    response_time: float
+    initial_age: float
+    fresh_until: float
+    stale_until: float
+    error_until: float
+    keep_until: float
+    vary: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    etag: str | None = None
+    last_modified: str | None = None
+    stored_at: float = 0.0
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def age(self, now: float) -> float:
+        """Current age per RFC 9111 §4.2.3: corrected initial age plus resident time."""
+        return self.initial_age + max(0.0, now - self.response_time)
+
+    def freshness(self, now: float) -> Freshness:
+        """Classify the entry at ``now`` (pure)."""
+        if now < self.fresh_until:
+            return Freshness.FRESH
+        if now < self.stale_until:
+            return Freshness.STALE_SWR
+        if now < self.error_until:
+            return Freshness.STALE_SIE
+        return Freshness.EXPIRED
+
+    def ttl(self, now: float) -> float:
+        """Seconds of freshness left (negative once stale), as Cache-Status ``ttl``."""
+        return self.fresh_until - now
+
+    def has_validators(self) -> bool:
+        """True when a conditional request can revalidate this entry."""
+        return self.etag is not None or self.last_modified is not None
+
+    def softened(self, now: float) -> CacheEntry:
+        """A copy made stale at ``now`` that keeps its stale windows (soft purge)."""
+        return replace(self, fresh_until=min(self.fresh_until, now))
+
+    def meta_size(self) -> int:
+        """Approximate bytes this entry holds in memory (for L1 accounting)."""
+        head = sum(len(k) + len(v) for k, v in self.headers)
+        inline = len(self.body) if self.body is not None else 0
+        return 256 + len(self.primary_key) + len(self.url) + head + inline

@@ -1,0 +1,63 @@
+"""The ``CacheStore`` port: what every cache tier (memory, SQLite, Redis) offers.
+
+Every backend passes the same contract suite (``tests/contract``).
+
+Invariants every implementation keeps:
+- ``(primary_key, variant)`` identifies an entry; ``put`` replaces in place.
+- ``get`` never returns an entry whose ``keep_until`` has passed (per the
+  store's injected clock); it may delete such entries lazily.
+- Tag matching is exact: tag ``post-1`` never selects an entry tagged only
+  ``post-10``.
+- Deleting an entry that owns a ``body_file`` removes that file only in the
+  tier that owns bodies (the persistent one); the memory tier never deletes files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from stoker.cache.entry import CacheEntry
+
+
+@dataclass(frozen=True, slots=True)
+class EntryRef:
+    """The identity of one stored entry."""
+
+    primary_key: str
+    variant: str
+
+
+class CacheStore(Protocol):
+    """One cache tier."""
+
+    async def get(self, primary_key: str) -> list[CacheEntry]:
+        """All live variants stored under ``primary_key`` (empty list when none)."""
+
+    async def put(self, entry: CacheEntry) -> None:
+        """Insert or replace the entry ``(entry.primary_key, entry.variant)``."""
+
+    async def delete(self, refs: Iterable[EntryRef]) -> int:
+        """Delete these entries; return how many existed."""
+
+    async def delete_primary(self, primary_keys: Iterable[str]) -> int:
+        """Delete every variant of these primary keys; return how many existed."""
+
+    async def refs_for_tags(self, tags: Sequence[str]) -> list[EntryRef]:
+        """Entries carrying any of ``tags`` (exact match)."""
+
+    async def refs_for_url_prefix(self, prefix: str) -> list[EntryRef]:
+        """Entries whose absolute ``url`` starts with ``prefix``."""
+
+    async def soften(self, refs: Iterable[EntryRef], now: float) -> int:
+        """Soft purge: set ``fresh_until = min(fresh_until, now)``; return how many changed."""
+
+    async def delete_except_version(self, version: str) -> int:
+        """Delete entries whose primary key does not start with ``f"{version}|"``."""
+
+    async def stats(self) -> dict[str, int]:
+        """At least ``{"entries": n, "bytes": m}``."""
+
+    async def close(self) -> None:
+        """Release connections/threads; flush pending writes."""
