@@ -77,5 +77,16 @@ def migrate(conn: sqlite3.Connection, component: str, package: str) -> list[str]
 
 
 def _statements(sql: str) -> list[str]:
-    """Split a migration into statements (migrations hold no ``;`` inside literals)."""
-    return [part.strip() for part in sql.split(";") if part.strip()]
+    """Split a migration into complete statements (comments and literals may hold ``;``)."""
+    statements: list[str] = []
+    buffer = ""
+    for line in sql.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip() and not all(
+        part.strip().startswith("--") or not part.strip() for part in buffer.splitlines()
+    ):
+        raise ValueError(f"migration ends with an incomplete statement: {buffer.strip()[:80]!r}")
+    return statements

@@ -1,0 +1,133 @@
+"""An ``OriginClient`` that answers from a wrapped ASGI app (used by the middleware).
+
+The wrapped app sees the client's original scope with the method, target and
+headers the pipeline chose (e.g. a HEAD miss fetched as GET, our own
+validators on a revalidation).
+
+Invariants: the app's body reaches the pipeline through a bounded queue, so a
+slow consumer applies back-pressure to the app instead of buffering; an app
+that raises before starting its response surfaces as :class:`OriginError`
+(the pipeline answers 502 or serves stale); ``close`` cancels an app still
+running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextvars import ContextVar
+from typing import Any
+from urllib.parse import unquote
+
+from stoker.proxy.origin import Headers, OriginError, OriginResponse
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]],
+                    Callable[[Message], Awaitable[None]]], Awaitable[None]]
+
+current_scope: ContextVar[Scope] = ContextVar("stoker_current_scope")
+_DONE = object()
+
+
+class AsgiOrigin:
+    """Calls ``app`` in-process as if it were the origin server."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def fetch(self, method: str, target: str, headers: Headers,
+                    body: AsyncIterator[bytes] | None) -> OriginResponse:
+        path, _, query = target.partition("?")
+        scope = dict(current_scope.get())
+        scope.update(method=method, path=unquote(path), raw_path=path.encode("latin-1"),
+                     query_string=query.encode("latin-1"), headers=headers)
+        started: asyncio.Future[tuple[int, Headers]] = asyncio.get_running_loop().create_future()
+        queue: asyncio.Queue[object] = asyncio.Queue(maxsize=16)
+        finished = asyncio.Event()
+
+        async def send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                started.set_result((int(message["status"]), list(message.get("headers", []))))
+            elif message["type"] == "http.response.body":
+                if message.get("body"):
+                    await queue.put(bytes(message["body"]))
+                if not message.get("more_body", False):
+                    await queue.put(_DONE)
+
+        task = asyncio.create_task(self._run(scope, _Receiver(body, finished), send, queue))
+        task.add_done_callback(lambda done: _fail_start(started, done))
+        try:
+            status, response_headers = await started
+        except OriginError:
+            raise
+        except Exception as error:
+            raise OriginError(f"the wrapped app failed: {error!r}") from error
+
+        async def close() -> None:
+            finished.set()
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+        return OriginResponse(status, [(k.lower(), v) for k, v in response_headers],
+                              _drain(queue), close)
+
+    async def _run(self, scope: Scope, receive: Callable[[], Awaitable[Message]],
+                   send: Callable[[Message], Awaitable[None]], queue: asyncio.Queue[object]) -> None:
+        try:
+            await self._app(scope, receive, send)
+        except Exception as error:
+            await queue.put(OriginError(f"the wrapped app failed: {error!r}"))
+            raise
+        await queue.put(_DONE)
+
+    async def close(self) -> None:
+        return None
+
+
+def _fail_start(started: asyncio.Future[tuple[int, Headers]], task: asyncio.Task[None]) -> None:
+    if started.done():
+        return
+    if task.cancelled():
+        started.set_exception(OriginError("the wrapped app was cancelled"))
+    elif task.exception() is not None:
+        started.set_exception(OriginError(f"the wrapped app failed: {task.exception()!r}"))
+    else:
+        started.set_exception(OriginError("the wrapped app sent no response"))
+
+
+class _Receiver:
+    """The ``receive`` callable handed to the app: the request body, then a disconnect."""
+
+    def __init__(self, body: AsyncIterator[bytes] | None, finished: asyncio.Event) -> None:
+        self._chunks = body.__aiter__() if body is not None else None
+        self._body_done = False
+        self._finished = finished
+
+    async def __call__(self) -> Message:
+        if self._chunks is not None:
+            try:
+                chunk = await self._chunks.__anext__()
+            except StopAsyncIteration:
+                self._chunks = None
+            else:
+                return {"type": "http.request", "body": chunk, "more_body": True}
+        if not self._body_done:
+            self._body_done = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await self._finished.wait()
+        return {"type": "http.disconnect"}
+
+
+async def _drain(queue: asyncio.Queue[object]) -> AsyncIterator[bytes]:
+    while True:
+        item = await queue.get()
+        if item is _DONE:
+            return
+        if isinstance(item, OriginError):
+            raise item
+        assert isinstance(item, bytes)
+        yield item

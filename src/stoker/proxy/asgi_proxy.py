@@ -1,0 +1,43 @@
+"""The reverse proxy as an ASGI application.
+
+Invariant: only HTTP requests reach the pipeline; a WebSocket handshake is
+refused (the proxy does not tunnel WebSockets), lifespan events are
+acknowledged (the process, not the server, owns the stores' lifecycle).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from stoker.proxy.pipeline import Pipeline
+
+Message = MutableMapping[str, Any]
+
+
+class ProxyApp:
+    """ASGI entry point of ``stoker serve``."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+
+    async def __call__(self, scope: Message, receive: Callable[[], Awaitable[Message]],
+                       send: Callable[[Message], Awaitable[None]]) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self.pipeline.handle(scope, receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1003})
+        elif kind == "lifespan":
+            await _acknowledge_lifespan(receive, send)
+
+
+async def _acknowledge_lifespan(receive: Callable[[], Awaitable[Message]],
+                                send: Callable[[Message], Awaitable[None]]) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

@@ -1,0 +1,259 @@
+"""One origin exchange for a cacheable request: fetch, decide, stream, store.
+
+Invariants:
+- Storage is decided from the response headers alone (RFC 9111 §3 via
+  :func:`decide_storage`) before any byte reaches the client; a response that
+  is not stored is passed through and never shared with collapsed followers.
+- A stored body is complete: a body broken off by the origin, or larger than
+  ``max_object_bytes``, is discarded, never stored.
+- The client's disconnect does not stop a store in progress (followers may be
+  waiting on it); it does stop a pass-through.
+- Within an entry's stale-if-error window, an origin error, timeout or 5xx
+  is answered with the stale entry.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from stoker.cache.bodies import BodyStore
+from stoker.cache.collapse import Flight
+from stoker.cache.entry import CacheEntry
+from stoker.cache.tags import tags_from_headers
+from stoker.cache.tiered import TieredStore
+from stoker.clock import Clock
+from stoker.http.cache_status import cache_status
+from stoker.http.conditional import merge_not_modified, revalidation_headers
+from stoker.http.headers import get_header
+from stoker.http.keys import parse_vary, variant_of
+from stoker.http.policy import RuleTTL, StaleDefaults, StorageDecision, decide_storage
+from stoker.proxy.forwarding import client_response_headers, origin_request_headers, stored_headers
+from stoker.proxy.origin import OriginClient, OriginError, OriginResponse, OriginTimeout
+from stoker.proxy.request import RequestInfo
+from stoker.proxy.respond import ClientSink
+
+log = logging.getLogger("stoker.proxy")
+
+
+@dataclass(frozen=True, slots=True)
+class FetchConfig:
+    """The settings one fetch needs."""
+
+    cache_name: str
+    via: bytes
+    origin_host: str | None
+    defaults: StaleDefaults
+    body_file_threshold: int
+    max_object_bytes: int
+    tag_headers: tuple[bytes, ...]
+    hidden_headers: frozenset[bytes]
+
+
+@dataclass(slots=True)
+class Fetch:
+    """What to fetch and for whom."""
+
+    request: RequestInfo
+    primary_key: str
+    rule_ttl: RuleTTL | None
+    cookie: str | None | bool
+    stale: CacheEntry | None
+    sink: ClientSink | None
+    fwd: str
+    flight: Flight | None = None
+
+
+@dataclass(slots=True)
+class Outcome:
+    """How a fetch ended: what the client was sent and what may be shared."""
+
+    kind: str  # "stored" | "refreshed" | "passed" | "stale" | "failed"
+    entry: CacheEntry | None
+    status: int
+    detail: str = ""
+
+
+class Fetcher:
+    """Performs fetches against one origin into one store."""
+
+    def __init__(self, config: FetchConfig, origin: OriginClient, store: TieredStore,
+                 bodies: BodyStore, clock: Clock) -> None:
+        self.config = config
+        self._origin = origin
+        self._store = store
+        self._bodies = bodies
+        self._clock = clock
+
+    def status_header(self, fwd: str, fwd_status: int, *, stored: bool = False,
+                      collapsed: bool = False, ttl: float | None = None,
+                      detail: str = "") -> tuple[bytes, bytes]:
+        """A Cache-Status field for a response that went forward to the origin."""
+        return (b"cache-status", cache_status(
+            hit=False, fwd=fwd, fwd_status=fwd_status, stored=stored, collapsed=collapsed,
+            ttl=ttl, detail=detail or None, name=self.config.cache_name))
+
+    async def run(self, fetch: Fetch) -> Outcome:
+        """Fetch from the origin; answer the client unless the caller must (see Outcome)."""
+        stale = fetch.stale
+        extra = revalidation_headers(etag=stale.etag, last_modified=stale.last_modified) if (
+            stale is not None) else []
+        headers = origin_request_headers(
+            fetch.request, via=self.config.via, origin_host=self.config.origin_host,
+            for_cache=True, cookie=fetch.cookie, extra=extra)
+        request_time = self._clock.now()
+        try:
+            response = await self._origin.fetch("GET", fetch.request.target, headers, None)
+        except OriginError as error:
+            log.warning("origin fetch of %s failed: %s", fetch.request.url, error)
+            status = 504 if isinstance(error, OriginTimeout) else 502
+            return self._fallback(stale, status, str(error))
+        try:
+            return await self._handle(fetch, response, request_time)
+        finally:
+            await response.close()
+
+    def _fallback(self, stale: CacheEntry | None, status: int, detail: str) -> Outcome:
+        """Stale-if-error when allowed, else a failure the caller reports."""
+        if stale is not None and self._clock.now() < stale.error_until:
+            return Outcome("stale", stale, status, detail)
+        return Outcome("failed", None, status, detail)
+
+    async def _handle(self, fetch: Fetch, response: OriginResponse,
+                      request_time: float) -> Outcome:
+        response_time = self._clock.now()
+        stale = fetch.stale
+        if response.status >= 500:
+            fallback = self._fallback(stale, response.status, "origin error")
+            if fallback.kind == "stale":
+                return fallback
+        if response.status == 304 and stale is not None:
+            return await self._refresh(fetch, stale, response, request_time, response_time)
+        decision = decide_storage(
+            method="GET", status=response.status, request_headers=fetch.request.headers,
+            response_headers=response.headers, request_time=request_time,
+            response_time=response_time, rule=fetch.rule_ttl, defaults=self.config.defaults)
+        decision = self._size_limit(decision, response.headers)
+        if not decision.store:
+            if fetch.flight is not None:
+                fetch.flight.share(None)  # followers must not wait for, or share, this response
+            await self._pass_through(fetch, response, decision)
+            return Outcome("passed", None, response.status, decision.reason)
+        entry = await self._stream_and_store(fetch, response, decision, response_time)
+        if entry is None:
+            return Outcome("passed", None, response.status, "incomplete")
+        return Outcome("stored", entry, response.status)
+
+    def _size_limit(self, decision: StorageDecision,
+                    headers: Sequence[tuple[bytes, bytes]]) -> StorageDecision:
+        length = get_header(headers, b"content-length")
+        if decision.store and length is not None and length.isdigit() and (
+                int(length) > self.config.max_object_bytes):
+            return replace(decision, store=False, reason="too-large")
+        return decision
+
+    async def _pass_through(self, fetch: Fetch, response: OriginResponse,
+                            decision: StorageDecision) -> None:
+        sink = fetch.sink
+        if sink is None:
+            return
+        headers = client_response_headers(response.headers, self.config.hidden_headers)
+        headers.append(self.status_header(fetch.fwd, response.status, detail=decision.reason))
+        await sink.stream(response.status, headers, response.chunks)
+
+    async def _stream_and_store(self, fetch: Fetch, response: OriginResponse,
+                                decision: StorageDecision,
+                                response_time: float) -> CacheEntry | None:
+        sink = fetch.sink
+        if sink is not None:
+            headers = client_response_headers(response.headers, self.config.hidden_headers)
+            if decision.strip_set_cookie:
+                headers = [(k, v) for k, v in headers if k != b"set-cookie"]
+            headers.append(self.status_header(fetch.fwd, response.status, stored=True,
+                                              ttl=decision.fresh_for - decision.initial_age))
+            await sink.start(response.status, headers)
+        spool = self._bodies.spool(self.config.body_file_threshold)
+        size = 0
+        try:
+            async for chunk in response.chunks:
+                size += len(chunk)
+                if size > self.config.max_object_bytes:
+                    raise OriginError("response exceeds max_object_bytes")
+                await spool.write(chunk)
+                if sink is not None:
+                    await sink.chunk(chunk)
+        except OriginError as error:
+            await spool.abort()
+            log.warning("not storing %s: %s", fetch.request.url, error)
+            if sink is not None and not sink.gone:
+                raise  # the client's response is truncated: let the server drop the connection
+            return None
+        body, body_file, size = await spool.finish()
+        if sink is not None:
+            await sink.end()
+        entry = self._build(fetch, response, decision, response_time, body, body_file, size)
+        await self._store.put(entry)
+        return entry
+
+    def _build(self, fetch: Fetch, response: OriginResponse, decision: StorageDecision,
+               response_time: float, body: bytes | None, body_file: str | None,
+               size: int) -> CacheEntry:
+        vary = parse_vary(_text(get_header(response.headers, b"vary"))) or ()
+        headers = stored_headers(response.headers, strip_set_cookie=decision.strip_set_cookie,
+                                 hidden=self.config.hidden_headers, body_size=size)
+        fresh_until = response_time + decision.fresh_for - decision.initial_age
+        stale_until = fresh_until + decision.swr
+        error_until = fresh_until + decision.sie
+        return CacheEntry(
+            primary_key=fetch.primary_key,
+            variant=variant_of(vary, fetch.request.headers),
+            url=fetch.request.url,
+            status=response.status,
+            headers=tuple(headers),
+            body=body,
+            body_file=body_file,
+            body_size=size,
+            response_time=response_time,
+            initial_age=decision.initial_age,
+            fresh_until=fresh_until,
+            stale_until=stale_until,
+            error_until=error_until,
+            keep_until=max(stale_until, error_until) + decision.keep,
+            vary=vary,
+            tags=tags_from_headers(response.headers, self.config.tag_headers),
+            etag=_text(get_header(response.headers, b"etag")),
+            last_modified=_text(get_header(response.headers, b"last-modified")),
+            stored_at=self._clock.now(),
+        )
+
+    async def _refresh(self, fetch: Fetch, stale: CacheEntry, response: OriginResponse,
+                       request_time: float, response_time: float) -> Outcome:
+        """A 304 answered our conditional: update the stored entry, keep its body (§4.3.4)."""
+        merged = merge_not_modified(stale.headers, response.headers)
+        decision = decide_storage(
+            method="GET", status=stale.status, request_headers=fetch.request.headers,
+            response_headers=merged, request_time=request_time, response_time=response_time,
+            rule=fetch.rule_ttl, defaults=self.config.defaults)
+        if not decision.store:
+            await self._store.delete_primary([stale.primary_key])
+            return Outcome("stale", stale, 304, decision.reason)
+        fresh_until = response_time + decision.fresh_for - decision.initial_age
+        refreshed = replace(
+            stale,
+            headers=tuple(stored_headers(merged, strip_set_cookie=True,
+                                         hidden=self.config.hidden_headers, body_size=None)),
+            response_time=response_time, initial_age=decision.initial_age,
+            fresh_until=fresh_until, stale_until=fresh_until + decision.swr,
+            error_until=fresh_until + decision.sie,
+            keep_until=fresh_until + max(decision.swr, decision.sie) + decision.keep,
+            etag=_text(get_header(merged, b"etag")),
+            last_modified=_text(get_header(merged, b"last-modified")),
+            stored_at=self._clock.now(),
+        )
+        await self._store.put(refreshed)
+        return Outcome("refreshed", refreshed, 304)
+
+
+def _text(value: bytes | None) -> str | None:
+    return value.decode("latin-1") if value is not None else None

@@ -1,0 +1,88 @@
+"""Header rewriting between client, origin and cache.  Pure.
+
+Invariants:
+- Requests to the origin never carry hop-by-hop fields; they carry
+  ``X-Forwarded-For/-Proto/-Host`` and a ``Via`` naming this proxy.
+- A cache fetch never forwards the client's own conditional or range fields:
+  the cache fetches whole representations and answers the client's
+  conditionals itself from what it stored.
+- Stored headers never contain hop-by-hop fields, ``Age``, or (when the
+  policy says so) ``Set-Cookie``; they are what every later client receives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from stoker.http.headers import strip_hop_by_hop, without
+from stoker.proxy.request import RequestInfo
+
+Headers = list[tuple[bytes, bytes]]
+
+CLIENT_VALIDATORS = frozenset(
+    {b"if-none-match", b"if-modified-since", b"if-match", b"if-unmodified-since", b"if-range",
+     b"range", b"expect"}
+)
+PROXY_FIELDS = frozenset({b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"via"})
+NOT_STORED = frozenset({b"age"})
+
+
+def origin_request_headers(
+    request: RequestInfo,
+    *,
+    via: bytes,
+    origin_host: str | None,
+    for_cache: bool,
+    cookie: str | None | bool = True,
+    extra: Sequence[tuple[bytes, bytes]] = (),
+) -> Headers:
+    """Headers for the origin request.
+
+    ``for_cache`` drops the client's conditionals and Range; ``cookie`` is
+    ``True`` to keep the client's Cookie as is, else the value to send
+    (``None``/``False`` to send none); ``extra`` (e.g. our own validators) is appended.
+    """
+    drop: set[bytes] = set(PROXY_FIELDS) | {b"host"}
+    if for_cache:
+        drop |= CLIENT_VALIDATORS
+    if cookie is not True:
+        drop.add(b"cookie")
+    headers = without(strip_hop_by_hop(request.headers), drop)
+    headers.append((b"host", (origin_host or request.host).encode("latin-1")))
+    if isinstance(cookie, str):
+        headers.append((b"cookie", cookie.encode("latin-1")))
+    forwarded_for = [value for name, value in request.headers if name == b"x-forwarded-for"]
+    if request.client:
+        forwarded_for.append(request.client.encode("latin-1"))
+    if forwarded_for:
+        headers.append((b"x-forwarded-for", b", ".join(forwarded_for)))
+    headers.append((b"x-forwarded-proto", request.scheme.encode("latin-1")))
+    headers.append((b"x-forwarded-host", request.host.encode("latin-1")))
+    previous_via = [value for name, value in request.headers if name == b"via"]
+    headers.append((b"via", b", ".join([*previous_via, via])))
+    headers.extend(extra)
+    return headers
+
+
+def client_response_headers(origin_headers: Sequence[tuple[bytes, bytes]],
+                            hidden: Collection[bytes]) -> Headers:
+    """Origin response headers as a client receives them on a pass-through."""
+    return without(strip_hop_by_hop(origin_headers), hidden)
+
+
+def stored_headers(origin_headers: Sequence[tuple[bytes, bytes]], *, strip_set_cookie: bool,
+                   hidden: Collection[bytes], body_size: int | None) -> Headers:
+    """Origin response headers as the cache stores them.
+
+    ``body_size`` (when the whole body is known) replaces Content-Length so a
+    chunked origin response is served with a length from cache.
+    """
+    drop = set(NOT_STORED) | set(hidden)
+    if strip_set_cookie:
+        drop.add(b"set-cookie")
+    if body_size is not None:
+        drop.add(b"content-length")
+    headers = without(strip_hop_by_hop(origin_headers), drop)
+    if body_size is not None:
+        headers.append((b"content-length", str(body_size).encode()))
+    return headers

@@ -1,0 +1,354 @@
+"""The request pipeline shared by the reverse proxy and the ASGI middleware.
+
+request → bypass? → key → L1 → L2 → FRESH | STALE_SWR | STALE_SIE | EXPIRED | MISS
+
+Invariants:
+- A bypassed request (unsafe method, a rule's ``bypass``, a bypass cookie,
+  ``Authorization``, a request ``no-store``) is neither served from nor
+  stored in the cache.
+- A stale-while-revalidate hit is answered at once and starts at most one
+  background revalidation per entry; concurrent misses for a key make one
+  origin request (see :mod:`stoker.cache.collapse`).
+- A successful unsafe request invalidates its URL and same-host
+  ``Location``/``Content-Location`` (RFC 9111 §4.4).
+- Every response carries ``Cache-Status``; responses from cache carry ``Age``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from stoker.cache.bodies import BodyStore
+from stoker.cache.collapse import Collapser, Flight
+from stoker.cache.entry import CacheEntry, Freshness
+from stoker.cache.tiered import TieredStore
+from stoker.clock import Clock
+from stoker.http.cache_control import parse_cache_control
+from stoker.http.cache_status import cache_status
+from stoker.http.conditional import not_modified_headers, should_answer_not_modified
+from stoker.http.headers import get_header, get_joined
+from stoker.http.keys import primary_key, select_variant, variant_of
+from stoker.proxy.fetch import Fetch, Fetcher, Outcome
+from stoker.proxy.forwarding import client_response_headers, origin_request_headers
+from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
+from stoker.proxy.request import BadRequest, RequestInfo, parse_request
+from stoker.proxy.respond import ClientSink, error_response
+from stoker.proxy.rules import Rule, has_cookie, match_rule, strip_cookies
+
+log = logging.getLogger("stoker.proxy")
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+CONDITIONALS = (b"if-none-match", b"if-modified-since")
+SHAREABLE = frozenset({"stored", "refreshed", "stale"})
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    """Request-routing settings."""
+
+    rules: tuple[Rule, ...]
+    collapse_timeout: float
+    honor_client_no_cache: bool
+    default_host: str
+
+
+class Pipeline:
+    """Answers HTTP requests from the cache or the origin."""
+
+    def __init__(self, config: PipelineConfig, fetcher: Fetcher, store: TieredStore,
+                 bodies: BodyStore, origin: OriginClient, clock: Clock,
+                 version: str = "1") -> None:
+        self.config = config
+        self.fetcher = fetcher
+        self.store = store
+        self.bodies = bodies
+        self.origin = origin
+        self.clock = clock
+        self.version = version
+        self.collapser = Collapser()
+        self.stats: Counter[str] = Counter()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._name = fetcher.config.cache_name
+
+    async def handle(self, scope: Message, receive: Receive, send: Send) -> None:
+        """Answer one HTTP request."""
+        try:
+            request = parse_request(scope, self.config.default_host)
+        except BadRequest as error:
+            headers, body = error_response(400, str(error))
+            await ClientSink(send, head_only=False).whole(400, headers, body)
+            return
+        sink = ClientSink(send, head_only=request.method == "HEAD")
+        rule = match_rule(self.config.rules, request.host, request.path)
+        try:
+            await self._route(request, rule, receive, sink)
+        except OriginError as error:  # broke off mid-body: the server drops the connection
+            log.warning("response to %s truncated: %s", request.url, error)
+            if not sink.started:
+                await self._fail(sink, 502, "uri-miss", str(error))
+
+    async def _route(self, request: RequestInfo, rule: Rule | None, receive: Receive,
+                     sink: ClientSink) -> None:
+        if request.method not in ("GET", "HEAD"):
+            await self._forward(request, receive, sink, "method",
+                                invalidate=request.method not in SAFE_METHODS)
+            return
+        reason = self._bypass(request, rule)
+        if reason is not None:
+            await self._forward(request, receive, sink, reason, invalidate=False)
+            return
+        await self._cacheable(request, rule, sink)
+
+    def _bypass(self, request: RequestInfo, rule: Rule | None) -> str | None:
+        """``fwd`` value when the request must not touch the cache, else ``None``."""
+        headers = request.headers
+        if rule is not None and rule.bypass:
+            return "bypass"
+        if get_header(headers, b"authorization") is not None:
+            return "bypass"
+        if rule is not None and rule.bypass_cookies and has_cookie(
+                get_joined(headers, b"cookie"), rule.bypass_cookies):
+            return "bypass"
+        if get_header(headers, b"cache-control") is not None and parse_cache_control(
+                get_joined(headers, b"cache-control")).no_store:
+            return "request"
+        return None
+
+    # -- cacheable requests -------------------------------------------------
+
+    async def _cacheable(self, request: RequestInfo, rule: Rule | None,
+                         sink: ClientSink) -> None:
+        primary = self.key_for(request, rule)
+        entries = self.store.get_l1(primary)
+        if entries is None:
+            entries = await self.store.get(primary)
+        entry = select_variant(entries, request.headers) if entries else None
+        now = self.clock.now()
+        forced = self._client_forces_revalidation(request)
+        if entry is not None and not forced:
+            state = entry.freshness(now)
+            if state is Freshness.FRESH:
+                self.stats["hit"] += 1
+                status = cache_status(hit=True, ttl=entry.ttl(now), name=self._name)
+                if await self._serve(sink, request, entry, now, status):
+                    return
+            elif state is Freshness.STALE_SWR:
+                self.stats["stale"] += 1
+                self._revalidate_in_background(request, rule, primary, entry)
+                status = cache_status(hit=True, ttl=entry.ttl(now),
+                                      detail="stale-while-revalidate", name=self._name)
+                if await self._serve(sink, request, entry, now, status):
+                    return
+        if forced and entry is not None:
+            fwd = "request"
+        else:
+            fwd = "stale" if entry else ("vary-miss" if entries else "uri-miss")
+        self.stats["miss"] += 1
+        variant = entry.variant if entry else (
+            variant_of(entries[0].vary, request.headers) if entries else "")
+        await self._collapsed(request, rule, primary, entry, variant, fwd, sink)
+
+    def key_for(self, request: RequestInfo, rule: Rule | None) -> str:
+        """The primary cache key of a request (version, URL, sorted query)."""
+        return primary_key(version=self.version, scheme=request.scheme, host=request.host,
+                           path=request.path, query=request.query,
+                           ignore_query=rule.ignore_query if rule else ())
+
+    def _client_forces_revalidation(self, request: RequestInfo) -> bool:
+        if not self.config.honor_client_no_cache:
+            return False
+        value = get_joined(request.headers, b"cache-control")
+        return value is not None and parse_cache_control(value).no_cache
+
+    async def _collapsed(self, request: RequestInfo, rule: Rule | None, primary: str,
+                         entry: CacheEntry | None, variant: str, fwd: str,
+                         sink: ClientSink) -> None:
+        key = f"{primary}\n{variant}"
+        flight, leader = self.collapser.join(key)
+        if not leader:
+            shared = await flight.wait(self.config.collapse_timeout)
+            if shared is not None and shared.variant == variant_of(shared.vary, request.headers):
+                self.stats["collapsed"] += 1
+                now = self.clock.now()
+                status = cache_status(hit=False, fwd=fwd, fwd_status=shared.status,
+                                      collapsed=True, ttl=shared.ttl(now), name=self._name)
+                if await self._serve(sink, request, shared, now, status):
+                    return
+            await self._fetch(request, rule, primary, entry, fwd, sink, None)
+            return
+        outcome: Outcome | None = None
+        try:
+            outcome = await self._fetch(request, rule, primary, entry, fwd, sink, flight)
+        finally:
+            shared_entry = outcome.entry if outcome and outcome.kind in SHAREABLE else None
+            self.collapser.land(key, flight, shared_entry)
+
+    async def _fetch(self, request: RequestInfo, rule: Rule | None, primary: str,
+                     entry: CacheEntry | None, fwd: str, sink: ClientSink | None,
+                     flight: Flight | None) -> Outcome:
+        outcome = await self.fetcher.run(Fetch(
+            request=request, primary_key=primary, rule_ttl=rule.ttl if rule else None,
+            cookie=self._origin_cookie(request, rule), stale=entry, sink=sink, fwd=fwd,
+            flight=flight))
+        if sink is None:
+            return outcome
+        if outcome.kind in ("refreshed", "stale") and outcome.entry is not None:
+            now = self.clock.now()
+            stale = outcome.kind == "stale"
+            status = cache_status(
+                hit=stale, fwd=None if stale else fwd, fwd_status=None if stale else 304,
+                stored=not stale, ttl=outcome.entry.ttl(now),
+                detail="stale-if-error" if stale else None, name=self._name)
+            if await self._serve(sink, request, outcome.entry, now, status):
+                return outcome
+            await self._fail(sink, 502, fwd, "cached body missing")
+        elif outcome.kind == "failed":
+            await self._fail(sink, outcome.status, fwd, outcome.detail)
+        return outcome
+
+    def _origin_cookie(self, request: RequestInfo, rule: Rule | None) -> str | None | bool:
+        if rule is None or not rule.strip_cookies:
+            return True
+        cookie = get_joined(request.headers, b"cookie")
+        return strip_cookies(cookie, rule.strip_cookies) if cookie else True
+
+    def _revalidate_in_background(self, request: RequestInfo, rule: Rule | None,
+                                  primary: str, entry: CacheEntry) -> None:
+        key = f"{primary}\n{entry.variant}"
+        if self.collapser.busy(key):
+            return
+        flight, _ = self.collapser.join(key)
+        task = asyncio.create_task(self._background(request, rule, primary, entry, key, flight))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _background(self, request: RequestInfo, rule: Rule | None, primary: str,
+                          entry: CacheEntry, key: str, flight: Flight) -> None:
+        outcome: Outcome | None = None
+        try:
+            outcome = await self._fetch(request, rule, primary, entry, "stale", None, flight)
+        except Exception:
+            log.exception("background revalidation of %s failed", request.url)
+        finally:
+            shared = outcome.entry if outcome and outcome.kind in SHAREABLE else None
+            self.collapser.land(key, flight, shared)
+
+    async def _serve(self, sink: ClientSink, request: RequestInfo, entry: CacheEntry,
+                     now: float, status: bytes) -> bool:
+        """Answer from ``entry``; False (nothing sent) if its body file has vanished."""
+        extra = ((b"age", str(int(entry.age(now))).encode()), (b"cache-status", status))
+        if entry.status == 200 and _has_conditional(request.headers) and (
+                should_answer_not_modified(request.headers, etag=entry.etag,
+                                           last_modified=entry.last_modified)):
+            await sink.whole(304, [*not_modified_headers(entry.headers), *extra], b"")
+            return True
+        headers = [*entry.headers, *extra]
+        if entry.body is not None:
+            await sink.whole(entry.status, headers, entry.body)
+            return True
+        chunks = self._open_body(entry)
+        try:
+            first = await chunks.__anext__()
+        except StopAsyncIteration:
+            first = b""
+        except FileNotFoundError:
+            log.warning("body file of %s is missing; dropping the entry", entry.url)
+            await self.store.delete_primary([entry.primary_key])
+            return False
+        await sink.start(entry.status, headers)
+        await sink.chunk(first)
+        async for data in chunks:
+            await sink.chunk(data)
+            if sink.gone:
+                break
+        await sink.end()
+        return True
+
+    def _open_body(self, entry: CacheEntry) -> AsyncIterator[bytes]:
+        assert entry.body_file is not None
+        return self.bodies.open(entry.body_file)
+
+    # -- pass-through ------------------------------------------------------
+
+    async def _forward(self, request: RequestInfo, receive: Receive, sink: ClientSink,
+                       fwd: str, *, invalidate: bool) -> None:
+        self.stats["bypass"] += 1
+        config = self.fetcher.config
+        headers = origin_request_headers(request, via=config.via, origin_host=config.origin_host,
+                                         for_cache=False)
+        body = _request_body(receive) if _has_body(request) else None
+        try:
+            response = await self.origin.fetch(request.method, request.target, headers, body)
+        except OriginError as error:
+            await self._fail(sink, 504 if isinstance(error, OriginTimeout) else 502, fwd,
+                             str(error))
+            return
+        try:
+            out = client_response_headers(response.headers, config.hidden_headers)
+            out.append(self.fetcher.status_header(fwd, response.status))
+            await sink.stream(response.status, out, response.chunks)
+        finally:
+            await response.close()
+        if invalidate and response.status < 400:
+            await self._invalidate_after_unsafe(request, response.headers)
+
+    async def _invalidate_after_unsafe(self, request: RequestInfo,
+                                       headers: list[tuple[bytes, bytes]]) -> None:
+        """RFC 9111 §4.4: drop the target URI and same-host Location/Content-Location."""
+        rule = match_rule(self.config.rules, request.host, request.path)
+        keys = [self.key_for(request, rule)]
+        for name in (b"location", b"content-location"):
+            value = get_header(headers, name)
+            if value is None:
+                continue
+            target = urlsplit(urljoin(request.url, value.decode("latin-1")))
+            if target.netloc.lower() == request.host:
+                keys.append(primary_key(version=self.version, scheme=request.scheme,
+                                        host=request.host, path=target.path or "/",
+                                        query=target.query))
+        await self.store.delete_primary(keys)
+
+    async def _fail(self, sink: ClientSink, status: int, fwd: str, detail: str) -> None:
+        self.stats["error"] += 1
+        text = "origin timed out" if status == 504 else "origin unavailable"
+        headers, body = error_response(status, text, [self.fetcher.status_header(
+            fwd, status, detail="origin-timeout" if status == 504 else "origin-error")])
+        log.info("answering %d: %s", status, detail)
+        await sink.whole(status, headers, body)
+
+    async def drain(self) -> None:
+        """Wait for background revalidations (used at shutdown and in tests)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def _has_conditional(headers: list[tuple[bytes, bytes]]) -> bool:
+    return any(name in CONDITIONALS for name, _ in headers)
+
+
+def _has_body(request: RequestInfo) -> bool:
+    length = get_header(request.headers, b"content-length")
+    if length is not None:
+        return length.strip() not in (b"", b"0")
+    return get_header(request.headers, b"transfer-encoding") is not None
+
+
+async def _request_body(receive: Receive) -> AsyncIterator[bytes]:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+        chunk = message.get("body", b"")
+        if chunk:
+            yield chunk
+        if not message.get("more_body", False):
+            return

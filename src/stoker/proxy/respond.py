@@ -1,0 +1,80 @@
+"""Sending responses to the client over ASGI.
+
+Invariants: a :class:`ClientSink` sends exactly one response start; after the
+client goes away every further send is a no-op (the caller may keep reading
+the origin to finish a store others wait for); a HEAD sink sends headers
+only.  Error responses from Stoker itself are never cacheable downstream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
+from typing import Any
+
+Message = MutableMapping[str, Any]
+Send = Callable[[Message], Awaitable[None]]
+Headers = list[tuple[bytes, bytes]]
+
+
+class ClientSink:
+    """One response to one client."""
+
+    __slots__ = ("_head_only", "_send", "gone", "started")
+
+    def __init__(self, send: Send, *, head_only: bool) -> None:
+        self._send = send
+        self._head_only = head_only
+        self.started = False
+        self.gone = False
+
+    async def _emit(self, message: Message) -> None:
+        if self.gone:
+            return
+        try:
+            await self._send(message)
+        except (OSError, RuntimeError):  # the client disconnected; servers differ in what they raise
+            self.gone = True
+
+    async def start(self, status: int, headers: Sequence[tuple[bytes, bytes]]) -> None:
+        """Send the status line and headers."""
+        self.started = True
+        await self._emit({"type": "http.response.start", "status": status, "headers": headers})
+
+    async def chunk(self, data: bytes) -> None:
+        """Send part of the body (nothing for HEAD)."""
+        if data and not self._head_only:
+            await self._emit({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def end(self, data: bytes = b"") -> None:
+        """Finish the response."""
+        body = b"" if self._head_only else data
+        await self._emit({"type": "http.response.body", "body": body, "more_body": False})
+
+    async def whole(self, status: int, headers: Sequence[tuple[bytes, bytes]],
+                    body: bytes) -> None:
+        """Send a complete response in two messages."""
+        await self.start(status, headers)
+        await self.end(body)
+
+    async def stream(self, status: int, headers: Sequence[tuple[bytes, bytes]],
+                     chunks: AsyncIterator[bytes]) -> None:
+        """Send a response whose body comes from ``chunks``."""
+        await self.start(status, headers)
+        async for data in chunks:
+            await self.chunk(data)
+            if self.gone:
+                break
+        await self.end()
+
+
+def error_response(status: int, message: str,
+                   extra: Sequence[tuple[bytes, bytes]] = ()) -> tuple[Headers, bytes]:
+    """Headers and body of an error Stoker itself produces."""
+    body = (message.rstrip() + "\n").encode("utf-8")
+    headers = [
+        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+        *extra,
+    ]
+    return headers, body

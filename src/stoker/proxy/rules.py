@@ -1,0 +1,152 @@
+"""Site-owner cache rules (``[[rule]]`` tables): match a request, say how to cache it.
+
+Pure: parsing and matching take data and return data.
+
+Invariants: rules are tried in order and the first whose host and path match
+wins; a rule with no ``host`` matches every host and one with no ``path``
+every path; a path containing ``*``, ``?`` or ``[`` is a glob, otherwise a
+prefix.  Cookie patterns are globs matched against cookie *names*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+
+from stoker.http.policy import RuleTTL
+from stoker.units import parse_duration
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One ``[[rule]]`` table."""
+
+    host: str | None = None
+    path: str | None = None
+    ttl: RuleTTL | None = None
+    bypass: bool = False
+    ignore_query: tuple[str, ...] = ()
+    bypass_cookies: tuple[str, ...] = ()
+    strip_cookies: tuple[str, ...] = ()
+
+    def matches(self, host: str, path: str) -> bool:
+        """True when this rule applies to a request for ``host`` + ``path``."""
+        if self.host is not None and not fnmatchcase(host.lower(), self.host):
+            return False
+        if self.path is None:
+            return True
+        if _GLOB_CHARS.isdisjoint(self.path):
+            return path.startswith(self.path)
+        return fnmatchcase(path, self.path)
+
+
+def match_rule(rules: Sequence[Rule], host: str, path: str) -> Rule | None:
+    """The first rule matching the request, or ``None``."""
+    for rule in rules:
+        if rule.matches(host, path):
+            return rule
+    return None
+
+
+def cookie_names(cookie_header: str) -> list[str]:
+    """Names of the cookies in a ``Cookie`` header value."""
+    names = []
+    for part in cookie_header.split(";"):
+        name = part.split("=", 1)[0].strip()
+        if name:
+            names.append(name)
+    return names
+
+
+def has_cookie(cookie_header: str | None, patterns: Sequence[str]) -> bool:
+    """True when any cookie name matches any glob in ``patterns``."""
+    if not cookie_header or not patterns:
+        return False
+    return any(
+        fnmatchcase(name, pattern) for name in cookie_names(cookie_header) for pattern in patterns
+    )
+
+
+def strip_cookies(cookie_header: str, patterns: Sequence[str]) -> str | None:
+    """The ``Cookie`` value without cookies matching ``patterns`` (``None`` if none remain)."""
+    kept = [
+        part.strip()
+        for part in cookie_header.split(";")
+        if part.strip()
+        and not any(
+            fnmatchcase(part.split("=", 1)[0].strip(), pattern) for pattern in patterns
+        )
+    ]
+    return "; ".join(kept) or None
+
+
+_KEYS = {
+    "host", "path", "ttl", "swr", "sie", "override", "bypass", "ignore_query",
+    "bypass_cookies", "strip_cookies", "strip_set_cookie",
+}
+
+
+def _strings(raw: Any, where: str, key: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        raise ValueError(f"{where}: {key} must be a list of strings, got {raw!r}")
+    return tuple(raw)
+
+
+def _flag(raw: Any, where: str, key: str) -> bool:
+    if not isinstance(raw, bool):
+        raise ValueError(f"{where}: {key} must be true or false, got {raw!r}")
+    return raw
+
+
+def _seconds(table: dict[str, Any], key: str, where: str) -> float | None:
+    if key not in table:
+        return None
+    try:
+        return parse_duration(table[key])
+    except ValueError as error:
+        raise ValueError(f"{where}: {key}: {error}") from None
+
+
+def _optional_text(table: dict[str, Any], key: str, where: str) -> str | None:
+    raw = table.get(key)
+    if raw is not None and (not isinstance(raw, str) or not raw):
+        raise ValueError(f"{where}: {key} must be a non-empty string, got {raw!r}")
+    return raw
+
+
+def parse_rule(table: Any, index: int) -> Rule:
+    """Validate one ``[[rule]]`` table (``index`` counts from 1 for messages)."""
+    where = f"[[rule]] #{index}"
+    if not isinstance(table, dict):
+        raise ValueError(f"{where} must be a table")
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise ValueError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})")
+    ttl = RuleTTL(
+        ttl=_seconds(table, "ttl", where),
+        swr=_seconds(table, "swr", where),
+        sie=_seconds(table, "sie", where),
+        override=_flag(table.get("override", False), where, "override"),
+        strip_set_cookie=_flag(table.get("strip_set_cookie", False), where, "strip_set_cookie"),
+    )
+    host = _optional_text(table, "host", where)
+    return Rule(
+        host=host.lower() if host else None,
+        path=_optional_text(table, "path", where),
+        ttl=ttl,
+        bypass=_flag(table.get("bypass", False), where, "bypass"),
+        ignore_query=_strings(table.get("ignore_query", []), where, "ignore_query"),
+        bypass_cookies=_strings(table.get("bypass_cookies", []), where, "bypass_cookies"),
+        strip_cookies=_strings(table.get("strip_cookies", []), where, "strip_cookies"),
+    )
+
+
+def parse_rules(tables: Any) -> tuple[Rule, ...]:
+    """Validate the ``rule`` array of ``stoker.toml``."""
+    if not isinstance(tables, list):
+        raise ValueError("'rule' must be an array of tables: write [[rule]]")
+    return tuple(parse_rule(table, number) for number, table in enumerate(tables, start=1))

@@ -1,0 +1,102 @@
+"""Assembly: turn :class:`Settings` into a running pipeline with its stores.
+
+Invariants: :meth:`Stoker.open` either returns a ready instance or raises
+(with nothing left open); :meth:`Stoker.close` drains background
+revalidations, flushes queued L2 writes and closes every store and the
+origin, in that order, so a clean shutdown loses no write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+from stoker.backends.sqlite.cache_store import SqliteCacheStore
+from stoker.cache.bodies import BodyStore
+from stoker.cache.memory import MemoryStore
+from stoker.cache.tiered import TieredStore
+from stoker.clock import Clock, SystemClock
+from stoker.http.policy import StaleDefaults
+from stoker.proxy.fetch import FetchConfig, Fetcher
+from stoker.proxy.origin import HttpOrigin, OriginClient
+from stoker.proxy.pipeline import Pipeline, PipelineConfig
+from stoker.settings import Settings
+
+log = logging.getLogger("stoker")
+EVICT_EVERY = 60.0
+
+
+def fetch_config(settings: Settings) -> FetchConfig:
+    """The per-fetch settings derived from :class:`Settings`."""
+    tag_headers = tuple(name.lower().encode("latin-1") for name in settings.tag_headers)
+    return FetchConfig(
+        cache_name=settings.cache_name,
+        via=f"1.1 {settings.cache_name}".encode("latin-1"),
+        origin_host=settings.origin_host,
+        defaults=StaleDefaults(swr=settings.default_swr, sie=settings.default_sie,
+                               keep=settings.keep),
+        body_file_threshold=settings.body_file_threshold,
+        max_object_bytes=settings.max_object_bytes,
+        tag_headers=tag_headers,
+        hidden_headers=frozenset(tag_headers) if settings.strip_tag_headers else frozenset(),
+    )
+
+
+@dataclass
+class Stoker:
+    """Everything one Stoker process holds."""
+
+    settings: Settings
+    clock: Clock
+    pipeline: Pipeline
+    store: TieredStore
+    l2: SqliteCacheStore
+    origin: OriginClient
+    _maintenance: asyncio.Task[None] | None = field(default=None)
+
+    @classmethod
+    async def open(cls, settings: Settings, *, clock: Clock | None = None,
+                   origin: OriginClient | None = None) -> Stoker:
+        """Open the stores under ``settings.data_dir`` and build the pipeline."""
+        clock = clock or SystemClock()
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        bodies = BodyStore(settings.data_dir / "bodies")
+        await bodies.sweep_temp()
+        l2 = await SqliteCacheStore.open(settings.data_dir / "cache.db", bodies, clock,
+                                         max_bytes=settings.l2_max_bytes)
+        store = TieredStore(MemoryStore(settings.l1_max_bytes, clock), l2, clock)
+        if origin is None:
+            origin = HttpOrigin(settings.require_origin(), timeout=settings.origin_timeout)
+        host = settings.listen.rpartition(":")[0]
+        pipeline = Pipeline(
+            PipelineConfig(rules=settings.rules, collapse_timeout=settings.collapse_timeout,
+                           honor_client_no_cache=settings.honor_client_no_cache,
+                           default_host=host),
+            Fetcher(fetch_config(settings), origin, store, bodies, clock),
+            store, bodies, origin, clock)
+        stoker = cls(settings, clock, pipeline, store, l2, origin)
+        stoker._maintenance = asyncio.create_task(stoker._evict_forever())
+        return stoker
+
+    async def _evict_forever(self) -> None:
+        while True:
+            await self.clock.sleep(EVICT_EVERY)
+            try:
+                await self.store.flush()
+                evicted = await self.l2.evict(self.clock.now())
+                if evicted:
+                    log.info("evicted %d expired or excess L2 entries", evicted)
+            except Exception:
+                log.exception("L2 eviction failed; will retry")
+
+    async def close(self) -> None:
+        """Drain, flush and close everything (see module invariants)."""
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._maintenance
+        await self.pipeline.drain()
+        await self.store.close()
+        await self.origin.close()

@@ -1,0 +1,99 @@
+"""Serving ASGI apps on real HTTP servers (granian embedded, or uvicorn) in one process.
+
+The proxy and the admin listener run in the same event loop so a purge on the
+admin side reaches the proxy's memory tier directly.
+
+Invariants: :func:`run_apps` returns only after every server has stopped
+(on ``stop`` being set, SIGINT/SIGTERM, or one server failing — then the
+others are stopped too and the failure is re-raised).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
+from typing import Any, Protocol
+
+log = logging.getLogger("stoker.server")
+ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
+
+
+class _Server(Protocol):
+    async def serve(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """``"127.0.0.1:8080"`` → ``("127.0.0.1", 8080)`` (brackets around IPv6 removed)."""
+    host, _, port = address.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+class _Granian:
+    def __init__(self, app: ASGIApp, address: str) -> None:
+        from granian.constants import Interfaces
+        from granian.server.embed import Server
+
+        host, port = split_address(address)
+        self._server = Server(app, address=host, port=port, interface=Interfaces.ASGINL,
+                              log_enabled=False, backlog=2048)
+
+    async def serve(self) -> None:
+        await self._server.serve()
+
+    def stop(self) -> None:
+        self._server.stop()
+
+
+class _Uvicorn:
+    def __init__(self, app: ASGIApp, address: str) -> None:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Iterator[None]:  # run_apps owns the signals
+                yield
+
+        host, port = split_address(address)
+        config = uvicorn.Config(app, host=host, port=port, lifespan="off", access_log=False,
+                                log_level="warning", backlog=2048)
+        self._server = Server(config)
+
+    async def serve(self) -> None:
+        await self._server.serve()
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+
+
+def make_server(kind: str, app: ASGIApp, address: str) -> _Server:
+    """A server of ``kind`` (``granian`` or ``uvicorn``) for ``app`` on ``address``."""
+    return _Granian(app, address) if kind == "granian" else _Uvicorn(app, address)
+
+
+async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
+                   stop: asyncio.Event | None = None) -> None:
+    """Serve every ``(app, address)`` until ``stop`` is set or a signal arrives."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, stop.set)
+    servers = [make_server(kind, app, address) for app, address in apps]
+    tasks = [asyncio.create_task(server.serve()) for server in servers]
+    waiter = asyncio.create_task(stop.wait())
+    await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    for server in servers:
+        server.stop()
+    waiter.cancel()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.remove_signal_handler(signum)
+    for result in results:
+        if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+            raise result

@@ -1,0 +1,268 @@
+"""Configuration: defaults < ``stoker.toml`` < ``STOKER_*`` environment < CLI flags.
+
+Every setting is declared once in :data:`FIELDS` with its parser and help
+text; the same parser reads TOML values, environment strings and CLI values,
+so a setting means the same thing wherever it comes from.
+
+Invariants: an unknown key (in the file or as a ``STOKER_*`` variable) or a
+bad value raises :class:`SettingsError` whose message names the setting and
+where it came from; a returned :class:`Settings` is fully validated.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from stoker.proxy.rules import Rule, parse_rules
+from stoker.units import parse_duration, parse_size
+
+ENV_PREFIX = "STOKER_"
+# Variables read by client commands (purge, jobs), not by the server's settings.
+CLIENT_ENV = frozenset({"STOKER_CONFIG", "STOKER_ADMIN_URL"})
+
+
+class SettingsError(ValueError):
+    """A configuration problem, phrased for the person who has to fix it."""
+
+
+def _url(value: Any) -> str:
+    text = str(value).strip()
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"expected an http:// or https:// URL, got {text!r}")
+    return text.rstrip("/")
+
+
+def _address(value: Any) -> str:
+    text = str(value).strip()
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"expected HOST:PORT (e.g. 127.0.0.1:8080), got {text!r}")
+    return text
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def _choice(*options: str) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        text = str(value).strip().lower()
+        if text not in options:
+            raise ValueError(f"expected one of {', '.join(options)}, got {value!r}")
+        return text
+
+    return parse
+
+
+def _str_list(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        items = [part.strip() for part in value.split(",")]
+    elif isinstance(value, list | tuple):
+        items = [str(part).strip() for part in value]
+    else:
+        raise ValueError(f"expected a list of strings, got {value!r}")
+    return tuple(item for item in items if item)
+
+
+def _optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def wrapped(value: Any) -> Any:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        return parse(value)
+
+    return wrapped
+
+
+def _text(value: Any) -> str:
+    return str(value)
+
+
+def _path(value: Any) -> Path:
+    return Path(str(value)).expanduser()
+
+
+def _seconds(value: Any) -> float:
+    return parse_duration(value)
+
+
+def _bytes(value: Any) -> int:
+    return parse_size(value)
+
+
+@dataclass(frozen=True)
+class Field:
+    """One setting: how to parse it and what it means."""
+
+    parse: Callable[[Any], Any]
+    help: str
+
+
+FIELDS: dict[str, Field] = {
+    "origin": Field(_optional(_url), "Origin base URL to cache, e.g. http://127.0.0.1:9000"),
+    "origin_host": Field(
+        _optional(_text), "Host header sent to the origin (default: the client's Host)"
+    ),
+    "listen": Field(_address, "Public proxy listener HOST:PORT"),
+    "admin_listen": Field(_address, "Admin API/dashboard listener HOST:PORT"),
+    "admin_token": Field(_optional(_text), "Bearer token required by the admin API"),
+    "data_dir": Field(_path, "Directory for the SQLite files and large cached bodies"),
+    "database_url": Field(
+        _optional(_text), "postgresql://… for queue/runs/deadlines (default: SQLite in data_dir)"
+    ),
+    "server": Field(_choice("granian", "uvicorn"), "HTTP server that runs the proxy"),
+    "l1_max_bytes": Field(_bytes, "Memory (L1) cache bound, e.g. 256MiB"),
+    "l2_max_bytes": Field(_bytes, "Persistent (L2) cache bound, e.g. 4GiB"),
+    "body_file_threshold": Field(_bytes, "Bodies larger than this are stored in files"),
+    "max_object_bytes": Field(_bytes, "Responses larger than this are passed through, not stored"),
+    "default_swr": Field(_seconds, "stale-while-revalidate window when the origin gives none"),
+    "default_sie": Field(_seconds, "stale-if-error window when the origin gives none"),
+    "keep": Field(_seconds, "Keep expired entries with validators this long for revalidation"),
+    "origin_timeout": Field(_seconds, "Origin connect + first-byte timeout"),
+    "collapse_timeout": Field(_seconds, "How long collapsed requests wait for the leader"),
+    "cache_name": Field(_text, "Name used in Cache-Status and Via"),
+    "tag_headers": Field(_str_list, "Response headers carrying cache tags"),
+    "strip_tag_headers": Field(_bool, "Remove tag headers from responses to clients"),
+    "honor_client_no_cache": Field(
+        _bool, "Let a client's Cache-Control: no-cache force revalidation"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated configuration for every Stoker command."""
+
+    origin: str | None = None
+    origin_host: str | None = None
+    listen: str = "127.0.0.1:8080"
+    admin_listen: str = "127.0.0.1:8081"
+    admin_token: str | None = None
+    data_dir: Path = Path(".stoker")
+    database_url: str | None = None
+    server: str = "granian"
+    l1_max_bytes: int = 256 * 1024 * 1024
+    l2_max_bytes: int = 4 * 1024 * 1024 * 1024
+    body_file_threshold: int = 256 * 1024
+    max_object_bytes: int = 1024 * 1024 * 1024
+    default_swr: float = 0.0
+    default_sie: float = 0.0
+    keep: float = 3600.0
+    origin_timeout: float = 30.0
+    collapse_timeout: float = 15.0
+    cache_name: str = "stoker"
+    tag_headers: tuple[str, ...] = ("surrogate-key", "cache-tag")
+    strip_tag_headers: bool = True
+    honor_client_no_cache: bool = False
+    rules: tuple[Rule, ...] = field(default=())
+
+    @property
+    def sqlite_path(self) -> Path:
+        """The embedded database file."""
+        return self.data_dir / "stoker.db"
+
+    def require_origin(self) -> str:
+        """The origin URL, or a clear error saying how to give one."""
+        if self.origin is None:
+            raise SettingsError(
+                "no origin configured: pass --origin URL, set STOKER_ORIGIN, "
+                "or add origin = \"http://…\" to stoker.toml"
+            )
+        return self.origin
+
+
+def _apply(values: dict[str, Any], key: str, raw: Any, source: str) -> None:
+    spec = FIELDS.get(key)
+    if spec is None:
+        known = ", ".join(sorted([*FIELDS, "rule"]))
+        raise SettingsError(f"unknown setting {key!r} in {source} (known settings: {known})")
+    try:
+        values[key] = spec.parse(raw)
+    except ValueError as error:
+        raise SettingsError(f"bad value for {key!r} in {source}: {error}") from None
+
+
+def _from_file(path: Path, values: dict[str, Any]) -> tuple[Rule, ...]:
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise SettingsError(f"cannot read config file {path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise SettingsError(f"config file {path} is not valid TOML: {error}") from None
+    rules = document.pop("rule", [])
+    for key, raw in document.items():
+        _apply(values, key, raw, str(path))
+    try:
+        return parse_rules(rules)
+    except ValueError as error:
+        raise SettingsError(f"{path}: {error}") from None
+
+
+def _from_env(env: Mapping[str, str], values: dict[str, Any]) -> None:
+    for name, raw in env.items():
+        if not name.startswith(ENV_PREFIX) or name in CLIENT_ENV:
+            continue
+        _apply(values, name[len(ENV_PREFIX) :].lower(), raw, f"environment variable {name}")
+
+
+def find_config(config_path: Path | None, env: Mapping[str, str]) -> Path | None:
+    """The config file to read: the flag, then ``STOKER_CONFIG``, then ``./stoker.toml``."""
+    if config_path is not None:
+        return config_path
+    if env.get("STOKER_CONFIG"):
+        return Path(env["STOKER_CONFIG"])
+    default = Path("stoker.toml")
+    return default if default.is_file() else None
+
+
+def load_settings(
+    *,
+    config_path: Path | None = None,
+    cli: Mapping[str, object] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Merge every source in precedence order and validate the result."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    rules: tuple[Rule, ...] = ()
+    path = find_config(config_path, env)
+    if path is not None:
+        if not path.is_file():
+            raise SettingsError(f"config file {path} does not exist")
+        rules = _from_file(path, values)
+    _from_env(env, values)
+    for key, raw in (cli or {}).items():
+        if raw is not None:
+            _apply(values, key, raw, f"--{key.replace('_', '-')}")
+    return replace(Settings(rules=rules), **values)
+
+
+def settings_from(values: Mapping[str, object], rules: tuple[Rule, ...] = ()) -> Settings:
+    """Settings from code (e.g. the middleware's keyword arguments), validated like a file."""
+    parsed: dict[str, Any] = {}
+    for key, raw in values.items():
+        _apply(parsed, key, raw, "keyword arguments")
+    return replace(Settings(rules=rules), **parsed)
+
+
+def describe() -> list[tuple[str, str, str]]:
+    """``(key, default, help)`` for every setting, for ``--help`` and the README."""
+    defaults = Settings()
+    rows = []
+    for spec in fields(Settings):
+        if spec.name in FIELDS:
+            rows.append((spec.name, repr(getattr(defaults, spec.name)), FIELDS[spec.name].help))
+    return rows
