@@ -43,11 +43,19 @@ class SystemClock:
 
 
 class FakeClock:
-    """A clock that moves only when told to; ``sleep`` advances it."""
+    """A clock that moves only when told to.
 
-    def __init__(self, start: float = 1_700_000_000.0) -> None:
+    With ``auto_advance`` (the default) ``sleep`` moves the clock forward by
+    the time slept and returns at once; without it ``sleep`` waits until
+    :meth:`advance` has moved the clock past the sleeper's deadline (for
+    tests that run real servers next to periodic background loops).
+    """
+
+    def __init__(self, start: float = 1_700_000_000.0, *, auto_advance: bool = True) -> None:
         self._now = start
         self._mono = 0.0
+        self._auto_advance = auto_advance
+        self._sleepers: list[tuple[float, asyncio.Future[None]]] = []
 
     def now(self) -> float:
         return self._now
@@ -56,10 +64,26 @@ class FakeClock:
         return self._mono
 
     def advance(self, seconds: float) -> None:
-        """Move both clocks forward by ``seconds``."""
+        """Move both clocks forward by ``seconds``; wake sleepers now due."""
         self._now += seconds
         self._mono += seconds
+        waiting = []
+        for deadline, future in self._sleepers:
+            if deadline <= self._mono:
+                if not future.done():
+                    future.set_result(None)
+            else:
+                waiting.append((deadline, future))
+        self._sleepers = waiting
 
     async def sleep(self, seconds: float) -> None:
-        self.advance(max(0.0, seconds))
-        await asyncio.sleep(0)
+        if self._auto_advance:
+            self.advance(max(0.0, seconds))
+            await asyncio.sleep(0)
+            return
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        future = asyncio.get_running_loop().create_future()
+        self._sleepers.append((self._mono + max(0.0, seconds), future))
+        await future

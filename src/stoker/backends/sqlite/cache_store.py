@@ -1,0 +1,366 @@
+"""L2 on SQLite: the persistent cache tier, owner of body files.
+
+Lifecycle: ``store = await SqliteCacheStore.open(path, bodies, clock)`` (or
+construct it and ``await store.start()``); ``await store.close()`` at the end.
+The constructor touches nothing on disk.
+
+Invariants:
+- Every statement runs on ONE dedicated worker thread that owns the only
+  connection of this store, so the event loop never blocks on SQLite and
+  statements never interleave; a coroutine cancelled while awaiting does not
+  interrupt a transaction already handed to the thread.
+- SQL is module constants with bound parameters only.
+- An entry row and its ``cache_tags`` rows change in one transaction (tags
+  are removed by ``ON DELETE CASCADE``), so the tag index is always exact.
+- A body file is removed only after the transaction that stopped referencing
+  it has committed: a crash can orphan a file, never leave a row pointing at
+  a removed file.  Deletes remove the files of the rows they delete; ``put``
+  removes the replaced row's file when the name changed.
+- Rows past ``keep_until`` are absent for every read and count;
+  :meth:`SqliteCacheStore.evict` removes them (and enforces ``max_bytes``).
+- ``headers`` are stored length-prefixed (:func:`encode_headers`), so any
+  bytes round-trip; ``vary``, ``tags`` and ``extra`` are JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import struct
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from stoker.backends.sqlite.connection import connect, migrate
+from stoker.cache.bodies import BodyStore
+from stoker.cache.entry import CacheEntry, Header
+from stoker.cache.memory import sorted_refs
+from stoker.cache.store import EntryRef
+from stoker.clock import Clock
+
+T = TypeVar("T")
+
+MIGRATIONS_PACKAGE = "stoker.backends.sqlite.migrations"
+COMPONENT = "cache"
+
+SELECT_LIVE = """
+SELECT primary_key, variant, url, status, headers, body, body_file, body_size,
+       response_time, initial_age, fresh_until, stale_until, error_until, keep_until,
+       vary, tags, etag, last_modified, stored_at, extra
+FROM cache_entries WHERE primary_key = ? AND keep_until > ? ORDER BY variant
+"""
+INSERT_ENTRY = """
+INSERT INTO cache_entries (
+    primary_key, variant, url, status, headers, body, body_file, body_size,
+    response_time, initial_age, fresh_until, stale_until, error_until, keep_until,
+    vary, tags, etag, last_modified, stored_at, extra, size_bytes
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+INSERT_TAG = "INSERT OR IGNORE INTO cache_tags (tag, primary_key, variant) VALUES (?, ?, ?)"
+DELETE_REF = """
+DELETE FROM cache_entries WHERE primary_key = ? AND variant = ?
+RETURNING keep_until, body_file
+"""
+DELETE_PRIMARY = "DELETE FROM cache_entries WHERE primary_key = ? RETURNING keep_until, body_file"
+DELETE_OTHER_VERSIONS = """
+DELETE FROM cache_entries WHERE substr(primary_key, 1, ?) <> ?
+RETURNING keep_until, body_file
+"""
+DELETE_EXPIRED = "DELETE FROM cache_entries WHERE keep_until <= ? RETURNING keep_until, body_file"
+SOFTEN_REF = """
+UPDATE cache_entries SET fresh_until = ?
+WHERE primary_key = ? AND variant = ? AND fresh_until > ? AND keep_until > ?
+"""
+SELECT_TAGGED = """
+SELECT t.primary_key, t.variant FROM cache_tags AS t
+JOIN cache_entries AS e ON e.primary_key = t.primary_key AND e.variant = t.variant
+WHERE t.tag = ? AND e.keep_until > ?
+"""
+SELECT_URL_RANGE = """
+SELECT primary_key, variant FROM cache_entries WHERE url >= ? AND url < ? AND keep_until > ?
+"""
+SELECT_URL_FROM = "SELECT primary_key, variant FROM cache_entries WHERE url >= ? AND keep_until > ?"
+SELECT_STATS = "SELECT COUNT(*), COALESCE(SUM(size_bytes), 0) FROM cache_entries"
+SELECT_OLDEST = """
+SELECT primary_key, variant, size_bytes FROM cache_entries ORDER BY stored_at, rowid
+"""
+
+_U32 = struct.Struct(">I")
+_MAX_CODE_POINT = 0x10FFFF
+
+Deleted = list[tuple[float, str | None]]
+"""``(keep_until, body_file)`` of deleted rows."""
+
+
+class SqliteCacheStore:
+    """The SQLite cache tier.  See the module docstring for lifecycle and invariants."""
+
+    def __init__(
+        self, path: Path, bodies: BodyStore, clock: Clock, max_bytes: int | None = None
+    ) -> None:
+        self._path = path
+        self._bodies = bodies
+        self._clock = clock
+        self._max_bytes = max_bytes
+        self._executor: ThreadPoolExecutor | None = None
+        self._conn: sqlite3.Connection | None = None
+
+    @classmethod
+    async def open(
+        cls, path: Path, bodies: BodyStore, clock: Clock, max_bytes: int | None = None
+    ) -> SqliteCacheStore:
+        """Construct and :meth:`start` a store."""
+        store = cls(path, bodies, clock, max_bytes)
+        await store.start()
+        return store
+
+    async def start(self) -> None:
+        """Start the worker thread, connect and apply pending migrations (idempotent)."""
+        if self._executor is not None:
+            return
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="stoker-cache-sqlite")
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._connect)
+
+    async def close(self) -> None:
+        """Close the connection and stop the worker thread."""
+        if self._executor is None:
+            return
+        await self._run(lambda conn: conn.close())
+        self._executor.shutdown(wait=True)
+        self._executor = None
+        self._conn = None
+
+    # -- CacheStore ----------------------------------------------------------
+
+    async def get(self, primary_key: str) -> list[CacheEntry]:
+        now = self._clock.now()
+        rows = await self._run(
+            lambda conn: conn.execute(SELECT_LIVE, (primary_key, now)).fetchall()
+        )
+        return [entry_from_row(row) for row in rows]
+
+    async def put(self, entry: CacheEntry) -> None:
+        await self._run(lambda conn: self._put(conn, entry))
+
+    async def delete(self, refs: Iterable[EntryRef]) -> int:
+        params = [(ref.primary_key, ref.variant) for ref in refs]
+        return await self._delete(DELETE_REF, params)
+
+    async def delete_primary(self, primary_keys: Iterable[str]) -> int:
+        return await self._delete(DELETE_PRIMARY, [(key,) for key in primary_keys])
+
+    async def delete_except_version(self, version: str) -> int:
+        prefix = f"{version}|"
+        return await self._delete(DELETE_OTHER_VERSIONS, [(len(prefix), prefix)])
+
+    async def soften(self, refs: Iterable[EntryRef], now: float) -> int:
+        clock_now = self._clock.now()
+        params = [(now, ref.primary_key, ref.variant, now, clock_now) for ref in refs]
+        return await self._run(lambda conn: _update_count(conn, SOFTEN_REF, params))
+
+    async def refs_for_tags(self, tags: Sequence[str]) -> list[EntryRef]:
+        now = self._clock.now()
+        return await self._select_refs([(SELECT_TAGGED, (tag, now)) for tag in tags])
+
+    async def refs_for_url_prefix(self, prefix: str) -> list[EntryRef]:
+        now = self._clock.now()
+        upper = _prefix_upper_bound(prefix)
+        if upper is None:
+            return await self._select_refs([(SELECT_URL_FROM, (prefix, now))])
+        return await self._select_refs([(SELECT_URL_RANGE, (prefix, upper, now))])
+
+    async def stats(self) -> dict[str, int]:
+        """Stored entries (expired ones not yet evicted included) and header+body bytes."""
+        count, size = await self._run(lambda conn: conn.execute(SELECT_STATS).fetchone())
+        return {"entries": int(count), "bytes": int(size)}
+
+    # -- maintenance ---------------------------------------------------------
+
+    async def evict(self, now: float) -> int:
+        """Delete entries past ``keep_until`` then, if ``max_bytes`` is set, the oldest
+        ``stored_at`` until within it; return how many were deleted."""
+        return await self._run(lambda conn: len(self._evict(conn, now)))
+
+    # -- worker-thread side ----------------------------------------------------
+
+    def _connect(self) -> None:
+        conn = connect(self._path)
+        migrate(conn, COMPONENT, MIGRATIONS_PACKAGE)
+        self._conn = conn
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if self._executor is None:
+            raise RuntimeError(
+                f"SqliteCacheStore({self._path}) used before start()/open() or after close()"
+            )
+        return await asyncio.get_running_loop().run_in_executor(
+            self._executor, self._on_connection, work
+        )
+
+    def _on_connection(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if self._conn is None:
+            raise RuntimeError(f"SqliteCacheStore({self._path}) has no open connection")
+        return work(self._conn)
+
+    def _put(self, conn: sqlite3.Connection, entry: CacheEntry) -> None:
+        row = entry_to_row(entry)
+        tags = [(tag, entry.primary_key, entry.variant) for tag in entry.tags]
+        with _transaction(conn):
+            old = conn.execute(DELETE_REF, (entry.primary_key, entry.variant)).fetchall()
+            conn.execute(INSERT_ENTRY, row)
+            conn.executemany(INSERT_TAG, tags)
+        self._remove_files(name for _, name in old if name != entry.body_file)
+
+    async def _delete(self, sql: str, params: list[tuple[Any, ...]]) -> int:
+        """Run a deleting statement per parameter tuple; count the live rows it removed."""
+        now = self._clock.now()
+        deleted = await self._run(lambda conn: self._delete_rows(conn, sql, params))
+        return sum(1 for keep_until, _ in deleted if keep_until > now)
+
+    def _delete_rows(
+        self, conn: sqlite3.Connection, sql: str, params: Iterable[tuple[Any, ...]]
+    ) -> Deleted:
+        deleted: Deleted = []
+        with _transaction(conn):
+            for args in params:
+                deleted.extend(conn.execute(sql, args).fetchall())
+        self._remove_files(name for _, name in deleted)
+        return deleted
+
+    def _evict(self, conn: sqlite3.Connection, now: float) -> Deleted:
+        deleted = self._delete_rows(conn, DELETE_EXPIRED, [(now,)])
+        if self._max_bytes is not None:
+            deleted += self._delete_rows(conn, DELETE_REF, _oldest_over(conn, self._max_bytes))
+        return deleted
+
+    def _remove_files(self, names: Iterable[str | None]) -> None:
+        for name in names:
+            if name is not None:
+                self._bodies.remove_blocking(name)
+
+    async def _select_refs(self, queries: list[tuple[str, tuple[Any, ...]]]) -> list[EntryRef]:
+        def select(conn: sqlite3.Connection) -> set[EntryRef]:
+            return {
+                EntryRef(key, variant)
+                for sql, args in queries
+                for key, variant in conn.execute(sql, args)
+            }
+
+        return sorted_refs(await self._run(select))
+
+
+# -- helpers (pure or per-connection) ------------------------------------------
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _update_count(conn: sqlite3.Connection, sql: str, params: list[tuple[Any, ...]]) -> int:
+    changed = 0
+    with _transaction(conn):
+        for args in params:
+            changed += conn.execute(sql, args).rowcount
+    return changed
+
+
+def _oldest_over(conn: sqlite3.Connection, max_bytes: int) -> list[tuple[str, str]]:
+    """The oldest refs whose removal brings the stored bytes within ``max_bytes``."""
+    _, total = conn.execute(SELECT_STATS).fetchone()
+    excess = int(total) - max_bytes
+    refs: list[tuple[str, str]] = []
+    for key, variant, size in conn.execute(SELECT_OLDEST):
+        if excess <= 0:
+            break
+        refs.append((key, variant))
+        excess -= int(size)
+    return refs
+
+
+def _prefix_upper_bound(prefix: str) -> str | None:
+    """The least string greater than every string starting with ``prefix`` (None: none).
+
+    SQLite's BINARY collation compares UTF-8 bytes, which orders like code points.
+    """
+    stripped = prefix.rstrip(chr(_MAX_CODE_POINT))
+    if not stripped:
+        return None
+    following = ord(stripped[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:  # surrogates cannot be encoded; skip the block
+        following = 0xE000
+    return stripped[:-1] + chr(following)
+
+
+def encode_headers(headers: Iterable[Header]) -> bytes:
+    """Length-prefixed serialisation: count, then (length, name, length, value) each."""
+    items = list(headers)
+    parts = [_U32.pack(len(items))]
+    for name, value in items:
+        parts += (_U32.pack(len(name)), name, _U32.pack(len(value)), value)
+    return b"".join(parts)
+
+
+def decode_headers(blob: bytes) -> tuple[Header, ...]:
+    """Inverse of :func:`encode_headers`; raises ``ValueError`` on a corrupt blob."""
+    count, offset = _read_u32(blob, 0)
+    headers: list[Header] = []
+    for _ in range(count):
+        name, offset = _read_field(blob, offset)
+        value, offset = _read_field(blob, offset)
+        headers.append((name, value))
+    if offset != len(blob):
+        raise ValueError("corrupt headers blob: trailing bytes")
+    return tuple(headers)
+
+
+def _read_u32(blob: bytes, offset: int) -> tuple[int, int]:
+    if offset + _U32.size > len(blob):
+        raise ValueError("corrupt headers blob: truncated length")
+    return _U32.unpack_from(blob, offset)[0], offset + _U32.size
+
+
+def _read_field(blob: bytes, offset: int) -> tuple[bytes, int]:
+    length, offset = _read_u32(blob, offset)
+    if offset + length > len(blob):
+        raise ValueError("corrupt headers blob: truncated field")
+    return blob[offset : offset + length], offset + length
+
+
+def entry_to_row(entry: CacheEntry) -> tuple[Any, ...]:
+    """Bound parameters of :data:`INSERT_ENTRY` for ``entry``."""
+    headers = encode_headers(entry.headers)
+    return (
+        entry.primary_key, entry.variant, entry.url, entry.status, headers,
+        entry.body, entry.body_file, entry.body_size,
+        entry.response_time, entry.initial_age, entry.fresh_until, entry.stale_until,
+        entry.error_until, entry.keep_until,
+        json.dumps(list(entry.vary)), json.dumps(list(entry.tags)),
+        entry.etag, entry.last_modified, entry.stored_at,
+        json.dumps(entry.extra, sort_keys=True), len(headers) + entry.body_size,
+    )  # fmt: skip
+
+
+def entry_from_row(row: Sequence[Any]) -> CacheEntry:
+    """A :class:`CacheEntry` from a :data:`SELECT_LIVE` row."""
+    (key, variant, url, status, headers, body, body_file, body_size, response_time,
+     initial_age, fresh_until, stale_until, error_until, keep_until,
+     vary, tags, etag, last_modified, stored_at, extra) = row  # fmt: skip
+    return CacheEntry(
+        primary_key=key, variant=variant, url=url, status=status,
+        headers=decode_headers(headers), body=body, body_file=body_file,
+        body_size=body_size, response_time=response_time, initial_age=initial_age,
+        fresh_until=fresh_until, stale_until=stale_until, error_until=error_until,
+        keep_until=keep_until, vary=tuple(json.loads(vary)), tags=tuple(json.loads(tags)),
+        etag=etag, last_modified=last_modified, stored_at=stored_at,
+        extra=dict(json.loads(extra)),
+    )  # fmt: skip

@@ -1,0 +1,1 @@
+"""Numbered SQLite migrations (``NNNN_description.sql``), applied by ``connection.migrate``."""

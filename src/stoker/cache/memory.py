@@ -1,0 +1,254 @@
+"""L1: the per-process, byte-bounded, in-memory cache tier.
+
+Invariants:
+- The total ``meta_size()`` of stored entries never exceeds ``max_bytes``
+  once a call returns; an entry larger than ``max_bytes`` is not stored (and
+  the entry it would have replaced is dropped, so L1 never serves an older
+  version than the one last written).
+- Recency is tracked per primary key: eviction removes the least recently
+  used primary key with all its variants.
+- The tag index is exact (tag → refs) and always mirrors the stored entries.
+- Entries past ``keep_until`` (per the injected clock) are absent for every
+  operation: never returned, never counted; they are dropped lazily.
+- This tier never deletes body files (the persistent tier owns them), and it
+  never mutates a stored entry in place (soften stores a copy); callers must
+  not mutate entries they get back either.
+- The ``*_nowait`` methods are synchronous so the hot path (and
+  :class:`~stoker.cache.tiered.TieredStore`) can use them without awaiting;
+  the async :class:`~stoker.cache.store.CacheStore` methods delegate to them.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+
+from stoker.cache.entry import CacheEntry
+from stoker.cache.store import EntryRef
+from stoker.clock import Clock
+
+
+class _Slot:
+    """All variants stored under one primary key.
+
+    ``entries`` (returned as is by ``get_nowait``) and ``expires`` (the earliest
+    ``keep_until``) are rebuilt on every change, never mutated, so a hit costs
+    no allocation and a list handed out stays a stable snapshot.
+    """
+
+    __slots__ = ("entries", "expires", "sizes", "variants")
+
+    def __init__(self) -> None:
+        self.variants: dict[str, CacheEntry] = {}
+        self.sizes: dict[str, int] = {}
+        self.entries: list[CacheEntry] = []
+        self.expires = 0.0
+
+    def set(self, entry: CacheEntry, size: int) -> None:
+        self.variants[entry.variant] = entry
+        self.sizes[entry.variant] = size
+        self._rebuild()
+
+    def pop(self, variant: str) -> tuple[CacheEntry, int]:
+        entry, size = self.variants.pop(variant), self.sizes.pop(variant)
+        self._rebuild()
+        return entry, size
+
+    def _rebuild(self) -> None:
+        self.entries = list(self.variants.values())
+        self.expires = min((entry.keep_until for entry in self.entries), default=0.0)
+
+
+class MemoryStore:
+    """A byte-bounded LRU cache tier.  See the module docstring for invariants."""
+
+    def __init__(self, max_bytes: int, clock: Clock) -> None:
+        self._max_bytes = max_bytes
+        self._clock = clock
+        self._slots: OrderedDict[str, _Slot] = OrderedDict()
+        self._tags: dict[str, set[EntryRef]] = {}
+        self._bytes = 0
+        self._count = 0
+
+    # -- hot path -----------------------------------------------------------
+
+    def get_nowait(self, primary_key: str) -> list[CacheEntry] | None:
+        """Live variants of ``primary_key`` (None when absent); marks it recently used.
+
+        The list is shared: callers must not mutate it.
+        """
+        slot = self._slots.get(primary_key)
+        if slot is None:
+            return None
+        now = self._clock.now()
+        if now >= slot.expires:
+            self._drop_expired(primary_key, slot, now)
+            if primary_key not in self._slots:
+                return None
+        self._slots.move_to_end(primary_key)
+        return slot.entries
+
+    def put_nowait(self, entry: CacheEntry) -> None:
+        """Insert or replace ``entry``, then evict least recently used keys to fit."""
+        self._remove(entry.primary_key, entry.variant)
+        size = entry.meta_size()
+        if size > self._max_bytes:
+            return
+        slot = self._slots.get(entry.primary_key)
+        if slot is None:
+            slot = self._slots[entry.primary_key] = _Slot()
+        else:
+            self._slots.move_to_end(entry.primary_key)
+        slot.set(entry, size)
+        self._bytes += size
+        self._count += 1
+        self._index_tags(entry, add=True)
+        self._shrink()
+
+    # -- synchronous invalidation -------------------------------------------
+
+    def delete_nowait(self, refs: Iterable[EntryRef]) -> int:
+        """Delete these entries; return how many live ones existed."""
+        now = self._clock.now()
+        removed = [self._remove(ref.primary_key, ref.variant) for ref in refs]
+        return _count_live(removed, now)
+
+    def delete_primary_nowait(self, keys: Iterable[str]) -> int:
+        """Delete every variant of these primary keys; return how many live ones existed."""
+        now = self._clock.now()
+        removed: list[CacheEntry | None] = []
+        for key in keys:
+            slot = self._slots.get(key)
+            if slot is not None:
+                removed.extend(self._remove(key, variant) for variant in list(slot.variants))
+        return _count_live(removed, now)
+
+    def soften_nowait(self, refs: Iterable[EntryRef], now: float) -> int:
+        """Make these entries stale at ``now`` keeping their stale windows; count changes."""
+        changed = 0
+        clock_now = self._clock.now()
+        for ref in refs:
+            slot = self._slots.get(ref.primary_key)
+            entry = slot.variants.get(ref.variant) if slot is not None else None
+            if slot is None or entry is None or entry.keep_until <= clock_now:
+                continue
+            if entry.fresh_until > now:
+                slot.set(entry.softened(now), slot.sizes[ref.variant])
+                changed += 1
+        return changed
+
+    def delete_except_version_nowait(self, version: str) -> int:
+        """Delete entries whose primary key is not under ``f"{version}|"``."""
+        prefix = f"{version}|"
+        return self.delete_primary_nowait(
+            [key for key in self._slots if not key.startswith(prefix)]
+        )
+
+    # -- synchronous lookups -------------------------------------------------
+
+    def refs_for_tags_nowait(self, tags: Sequence[str]) -> set[EntryRef]:
+        """Live entries carrying any of ``tags`` (exact match)."""
+        found: set[EntryRef] = set()
+        for tag in tags:
+            found.update(self._tags.get(tag, ()))
+        return {ref for ref in found if self._is_live(ref)}
+
+    def refs_for_url_prefix_nowait(self, prefix: str) -> set[EntryRef]:
+        """Live entries whose ``url`` starts with ``prefix`` (a scan: purges are rare)."""
+        now = self._clock.now()
+        return {
+            EntryRef(entry.primary_key, entry.variant)
+            for slot in self._slots.values()
+            for entry in slot.variants.values()
+            if entry.url.startswith(prefix) and now < entry.keep_until
+        }
+
+    def stats_nowait(self) -> dict[str, int]:
+        """Stored entries and accounted bytes (expired entries not yet dropped included)."""
+        return {"entries": self._count, "bytes": self._bytes, "max_bytes": self._max_bytes}
+
+    # -- CacheStore ----------------------------------------------------------
+
+    async def get(self, primary_key: str) -> list[CacheEntry]:
+        return self.get_nowait(primary_key) or []
+
+    async def put(self, entry: CacheEntry) -> None:
+        self.put_nowait(entry)
+
+    async def delete(self, refs: Iterable[EntryRef]) -> int:
+        return self.delete_nowait(refs)
+
+    async def delete_primary(self, primary_keys: Iterable[str]) -> int:
+        return self.delete_primary_nowait(primary_keys)
+
+    async def refs_for_tags(self, tags: Sequence[str]) -> list[EntryRef]:
+        return sorted_refs(self.refs_for_tags_nowait(tags))
+
+    async def refs_for_url_prefix(self, prefix: str) -> list[EntryRef]:
+        return sorted_refs(self.refs_for_url_prefix_nowait(prefix))
+
+    async def soften(self, refs: Iterable[EntryRef], now: float) -> int:
+        return self.soften_nowait(refs, now)
+
+    async def delete_except_version(self, version: str) -> int:
+        return self.delete_except_version_nowait(version)
+
+    async def stats(self) -> dict[str, int]:
+        return self.stats_nowait()
+
+    async def close(self) -> None:
+        """Nothing to release: memory goes with the process."""
+
+    # -- internals -----------------------------------------------------------
+
+    def _remove(self, primary_key: str, variant: str) -> CacheEntry | None:
+        """Remove one entry and its accounting; return it (None when absent)."""
+        slot = self._slots.get(primary_key)
+        if slot is None or variant not in slot.variants:
+            return None
+        entry, size = slot.pop(variant)
+        self._bytes -= size
+        self._count -= 1
+        if not slot.variants:
+            del self._slots[primary_key]
+        self._index_tags(entry, add=False)
+        return entry
+
+    def _drop_expired(self, primary_key: str, slot: _Slot, now: float) -> None:
+        for variant, entry in list(slot.variants.items()):
+            if entry.keep_until <= now:
+                self._remove(primary_key, variant)
+
+    def _shrink(self) -> None:
+        """Evict least recently used primary keys (all variants) until within bounds."""
+        while self._bytes > self._max_bytes and self._slots:
+            key = next(iter(self._slots))
+            self.delete_primary_nowait((key,))
+
+    def _index_tags(self, entry: CacheEntry, *, add: bool) -> None:
+        if not entry.tags:
+            return
+        ref = EntryRef(entry.primary_key, entry.variant)
+        for tag in entry.tags:
+            if add:
+                self._tags.setdefault(tag, set()).add(ref)
+                continue
+            refs = self._tags.get(tag)
+            if refs is not None:
+                refs.discard(ref)
+                if not refs:
+                    del self._tags[tag]
+
+    def _is_live(self, ref: EntryRef) -> bool:
+        slot = self._slots.get(ref.primary_key)
+        entry = slot.variants.get(ref.variant) if slot is not None else None
+        return entry is not None and self._clock.now() < entry.keep_until
+
+
+def _count_live(removed: Iterable[CacheEntry | None], now: float) -> int:
+    return sum(1 for entry in removed if entry is not None and now < entry.keep_until)
+
+
+def sorted_refs(refs: Iterable[EntryRef]) -> list[EntryRef]:
+    """Refs in a stable order (primary key, then variant), as every tier returns them."""
+    return sorted(refs, key=lambda ref: (ref.primary_key, ref.variant))

@@ -1,0 +1,48 @@
+"""Shared test helpers: free ports and real servers run inside the test's event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from stoker.server import ASGIApp, run_apps
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def wait_listening(port: int, timeout: float = 10.0) -> None:
+    """Return once something accepts connections on ``port``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            if loop.time() > deadline:
+                raise TimeoutError(f"nothing listens on port {port}") from None
+            await asyncio.sleep(0.02)
+        else:
+            writer.close()
+            return
+
+
+@asynccontextmanager
+async def serving(app: ASGIApp, *, kind: str = "uvicorn",
+                  port: int | None = None) -> AsyncIterator[str]:
+    """Serve ``app`` on a real server of ``kind``; yield its base URL; stop on exit."""
+    port = port or free_port()
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_apps(kind, [(app, f"127.0.0.1:{port}")], stop))
+    try:
+        await wait_listening(port)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 15)

@@ -1,0 +1,242 @@
+"""The CacheStore contract: every tier (memory, SQLite, tiered) behaves the same.
+
+A new backend joins by adding a name to ``STORES`` and a branch to ``open_store``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from stoker.backends.sqlite.cache_store import SqliteCacheStore
+from stoker.cache.bodies import BodyStore
+from stoker.cache.entry import CacheEntry, Freshness
+from stoker.cache.memory import MemoryStore
+from stoker.cache.store import CacheStore, EntryRef
+from stoker.cache.testing import make_entry
+from stoker.cache.tiered import TieredStore
+from stoker.clock import FakeClock
+
+STORES = ["memory", "sqlite", "tiered"]
+L1_BYTES = 10_000_000
+
+
+async def open_store(kind: str, directory: Path, clock: FakeClock) -> CacheStore:
+    if kind == "memory":
+        return MemoryStore(L1_BYTES, clock)
+    sqlite = await SqliteCacheStore.open(
+        directory / "cache.sqlite3", BodyStore(directory / "bodies"), clock
+    )
+    if kind == "sqlite":
+        return sqlite
+    return TieredStore(MemoryStore(L1_BYTES, clock), sqlite, clock)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture(params=STORES)
+async def store(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock
+) -> AsyncIterator[CacheStore]:
+    opened = await open_store(request.param, tmp_path, clock)
+    yield opened
+    await opened.close()
+
+
+def ref(entry: CacheEntry) -> EntryRef:
+    return EntryRef(entry.primary_key, entry.variant)
+
+
+def by_variant(entries: list[CacheEntry]) -> list[CacheEntry]:
+    return sorted(entries, key=lambda entry: entry.variant)
+
+
+async def put_all(store: CacheStore, *entries: CacheEntry) -> None:
+    for entry in entries:
+        await store.put(entry)
+
+
+async def test_round_trip_keeps_every_field(store: CacheStore) -> None:
+    entry = make_entry(
+        variant="gzip",
+        status=203,
+        headers=(
+            (b"x-binary", bytes(range(256))),
+            (b"x-empty", b""),
+            (b"x-dup", b"1"),
+            (b"x-dup", b"2\r\n\x00"),
+        ),
+        body=b"\x00\xff\x00body",
+        body_size=8,
+        initial_age=3.25,
+        vary=("accept-encoding", "accept-language"),
+        tags=("post-1", "home"),
+        etag='"abc"',
+        last_modified="Tue, 15 Nov 1994 12:45:26 GMT",
+        stored_at=1_700_000_000.125,
+        extra={"origin": "a", "note": "é"},
+    )
+    await store.put(entry)
+    assert await store.get(entry.primary_key) == [entry]
+
+
+async def test_round_trip_of_a_body_in_a_file(store: CacheStore) -> None:
+    entry = make_entry(body=None, body_file="0123abcd.body", body_size=50_000_000)
+    await store.put(entry)
+    assert await store.get(entry.primary_key) == [entry]
+
+
+async def test_round_trip_of_an_empty_body(store: CacheStore) -> None:
+    entry = make_entry(status=204, headers=(), body=b"", body_size=0)
+    await store.put(entry)
+    assert await store.get(entry.primary_key) == [entry]
+
+
+async def test_get_of_an_unknown_key_is_empty(store: CacheStore) -> None:
+    assert await store.get("v1|GET|https://example.com/nothing") == []
+
+
+async def test_variants_live_under_one_primary_key(store: CacheStore) -> None:
+    gzip = make_entry(variant="gzip", body=b"g")
+    brotli = make_entry(variant="br", body=b"b")
+    other = make_entry("https://example.com/other")
+    await put_all(store, gzip, brotli, other)
+    assert by_variant(await store.get(gzip.primary_key)) == [brotli, gzip]
+    assert await store.get(other.primary_key) == [other]
+
+
+async def test_put_replaces_in_place(store: CacheStore) -> None:
+    old = make_entry(tags=("old",))
+    new = replace(old, status=404, body=b"gone", body_size=4, tags=("new",))
+    await put_all(store, old, new)
+    assert await store.get(old.primary_key) == [new]
+    assert await store.refs_for_tags(["old"]) == []
+    assert await store.refs_for_tags(["new"]) == [ref(new)]
+    assert (await store.stats())["entries"] == 1
+
+
+async def test_keep_until_hides_an_entry_everywhere(store: CacheStore, clock: FakeClock) -> None:
+    entry = make_entry(keep=600.0, tags=("t",))
+    await store.put(entry)
+    clock.advance(599.0)
+    assert await store.get(entry.primary_key) == [entry]
+    clock.advance(1.0)
+    assert await store.get(entry.primary_key) == []
+    assert await store.refs_for_tags(["t"]) == []
+    assert await store.refs_for_url_prefix("https://") == []
+    assert await store.soften([ref(entry)], clock.now()) == 0
+    assert await store.delete([ref(entry)]) == 0
+
+
+async def test_delete_counts_what_existed(store: CacheStore) -> None:
+    kept = make_entry("https://example.com/kept")
+    gone = make_entry("https://example.com/gone")
+    await put_all(store, kept, gone)
+    missing = EntryRef("v1|GET|https://example.com/missing", "")
+    assert await store.delete([ref(gone), missing]) == 1
+    assert await store.delete([ref(gone)]) == 0
+    assert await store.get(gone.primary_key) == []
+    assert await store.get(kept.primary_key) == [kept]
+
+
+async def test_delete_primary_removes_every_variant(store: CacheStore) -> None:
+    gzip = make_entry(variant="gzip")
+    plain = make_entry(variant="")
+    other = make_entry("https://example.com/other")
+    await put_all(store, gzip, plain, other)
+    assert await store.delete_primary([gzip.primary_key, "v1|GET|nope"]) == 2
+    assert await store.get(gzip.primary_key) == []
+    assert await store.get(other.primary_key) == [other]
+    assert await store.delete_primary([gzip.primary_key]) == 0
+
+
+async def test_tag_match_is_exact(store: CacheStore) -> None:
+    one = make_entry("https://example.com/1", tags=("post-1",))
+    ten = make_entry("https://example.com/10", tags=("post-10", "posts"))
+    await put_all(store, one, ten)
+    assert await store.refs_for_tags(["post-1"]) == [ref(one)]
+    assert await store.refs_for_tags(["post-10"]) == [ref(ten)]
+    assert await store.refs_for_tags(["post", "post-", "ost-1"]) == []
+    assert await store.refs_for_tags(["post-1", "posts"]) == sorted(
+        [ref(one), ref(ten)], key=lambda r: r.primary_key
+    )
+    assert await store.refs_for_tags([]) == []
+
+
+async def test_tags_cover_every_variant(store: CacheStore) -> None:
+    gzip = make_entry(variant="gzip", tags=("t",))
+    brotli = make_entry(variant="br", tags=("t", "only-br"))
+    await put_all(store, gzip, brotli)
+    assert await store.refs_for_tags(["t"]) == [ref(brotli), ref(gzip)]
+    assert await store.delete([ref(brotli)]) == 1
+    assert await store.refs_for_tags(["t"]) == [ref(gzip)]
+    assert await store.refs_for_tags(["only-br"]) == []
+
+
+async def test_url_prefix_selects_by_absolute_url(store: CacheStore) -> None:
+    urls = [
+        "https://example.com/blog/1",
+        "https://example.com/blog/2?page=2",
+        "https://example.com/blogger",
+        "https://example.org/blog/1",
+    ]
+    entries = [make_entry(url) for url in urls]
+    await put_all(store, *entries)
+    refs = [ref(entry) for entry in entries]
+    assert await store.refs_for_url_prefix("https://example.com/blog/") == refs[:2]
+    assert await store.refs_for_url_prefix("https://example.com/blog") == refs[:3]
+    assert await store.refs_for_url_prefix("https://example.net/") == []
+    assert await store.refs_for_url_prefix("") == sorted(refs, key=lambda r: r.primary_key)
+
+
+async def test_soften_makes_stale_and_keeps_windows(store: CacheStore, clock: FakeClock) -> None:
+    entry = make_entry(fresh=60.0, stale=120.0, error=300.0, keep=600.0)
+    await store.put(entry)
+    clock.advance(10.0)
+    now = clock.now()
+    missing = EntryRef("v1|GET|https://example.com/missing", "")
+    assert await store.soften([ref(entry), missing], now) == 1
+    [soft] = await store.get(entry.primary_key)
+    assert soft == replace(entry, fresh_until=now)
+    assert soft.freshness(now) is Freshness.STALE_SWR
+    assert await store.soften([ref(entry)], now) == 0
+
+
+async def test_soften_leaves_already_stale_entries(store: CacheStore, clock: FakeClock) -> None:
+    entry = make_entry(fresh=60.0)
+    await store.put(entry)
+    clock.advance(61.0)
+    assert await store.soften([ref(entry)], clock.now()) == 0
+    assert await store.get(entry.primary_key) == [entry]
+
+
+async def test_delete_except_version(store: CacheStore) -> None:
+    current = make_entry(version="v1")
+    old = make_entry(version="v2", variant="gzip")
+    lookalike = make_entry(version="v10")
+    await put_all(store, current, old, lookalike)
+    assert await store.delete_except_version("v1") == 2
+    assert await store.get(current.primary_key) == [current]
+    assert await store.get(old.primary_key) == []
+    assert await store.get(lookalike.primary_key) == []
+
+
+async def test_stats_count_entries_and_bytes(store: CacheStore) -> None:
+    empty = await store.stats()
+    assert (empty["entries"], empty["bytes"]) == (0, 0)
+    small = make_entry("https://example.com/small")
+    large = make_entry("https://example.com/large", body=b"x" * 5000, body_size=5000)
+    await put_all(store, small, large)
+    full = await store.stats()
+    assert full["entries"] == 2
+    assert full["bytes"] > 5000
+    await store.delete([ref(large)])
+    after = await store.stats()
+    assert after["entries"] == 1
+    assert 0 < after["bytes"] < full["bytes"] - 5000 + 1

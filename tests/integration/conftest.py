@@ -1,0 +1,61 @@
+"""Fixtures: a real scriptable origin and Stoker served by a real HTTP server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from stoker.clock import Clock
+from stoker.proxy.asgi_proxy import ProxyApp
+from stoker.proxy.rules import Rule
+from stoker.runtime import Stoker
+from stoker.settings import settings_from
+from tests.conftest import serving
+from tests.integration.origin import ScriptedOrigin
+
+
+@dataclass
+class Origin:
+    app: ScriptedOrigin
+    url: str
+
+
+@dataclass
+class Proxy:
+    url: str
+    stoker: Stoker
+    client: httpx.AsyncClient
+
+
+@pytest.fixture
+async def origin() -> AsyncIterator[Origin]:
+    app = ScriptedOrigin()
+    async with serving(app, kind="uvicorn") as url:
+        yield Origin(app, url)
+
+
+@asynccontextmanager
+async def running_proxy(origin_url: str, data_dir: Path, *, clock: Clock | None = None,
+                        rules: tuple[Rule, ...] = (), kind: str = "granian",
+                        port: int | None = None, **settings: Any) -> AsyncIterator[Proxy]:
+    """Stoker in front of ``origin_url`` on a real server; closes the stores on exit."""
+    config = settings_from({"origin": origin_url, "data_dir": str(data_dir), **settings}, rules)
+    stoker = await Stoker.open(config, clock=clock)
+    try:
+        async with serving(ProxyApp(stoker.pipeline), kind=kind, port=port) as url, httpx.AsyncClient(
+                base_url=url, timeout=30, limits=httpx.Limits(max_connections=400)) as client:
+            yield Proxy(url, stoker, client)
+    finally:
+        await stoker.close()
+
+
+@pytest.fixture
+async def proxy(origin: Origin, tmp_path: Path) -> AsyncIterator[Proxy]:
+    async with running_proxy(origin.url, tmp_path / "data") as running:
+        yield running

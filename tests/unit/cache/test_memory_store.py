@@ -1,0 +1,107 @@
+"""MemoryStore: LRU by primary key within a byte bound, exact tag index."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stoker.cache.memory import MemoryStore
+from stoker.cache.store import EntryRef
+from stoker.cache.testing import make_entry
+from stoker.clock import FakeClock
+
+ENTRY_SIZE = make_entry("https://example.com/a").meta_size()
+
+
+def url(name: str) -> str:
+    return f"https://example.com/{name}"
+
+
+def key(name: str) -> str:
+    return make_entry(url(name)).primary_key
+
+
+def test_evicts_the_least_recently_used_key(clock: FakeClock) -> None:
+    store = MemoryStore(3 * ENTRY_SIZE, clock)
+    for name in "abc":
+        store.put_nowait(make_entry(url(name)))
+    assert store.get_nowait(key("a")) is not None  # a becomes most recent
+    store.put_nowait(make_entry(url("d")))
+    assert store.get_nowait(key("b")) is None
+    assert [store.get_nowait(key(name)) is not None for name in "acd"] == [True] * 3
+    assert store.stats_nowait()["bytes"] <= 3 * ENTRY_SIZE
+
+
+def test_variants_of_a_key_are_evicted_together(clock: FakeClock) -> None:
+    store = MemoryStore(3 * ENTRY_SIZE, clock)
+    store.put_nowait(make_entry(url("x"), variant="1"))
+    store.put_nowait(make_entry(url("x"), variant="2"))
+    store.put_nowait(make_entry(url("y")))
+    store.put_nowait(make_entry(url("z")))
+    assert store.get_nowait(key("x")) is None
+    assert store.stats_nowait()["entries"] == 2
+
+
+def test_an_entry_larger_than_the_bound_is_not_stored(clock: FakeClock) -> None:
+    store = MemoryStore(10 * ENTRY_SIZE, clock)
+    small = make_entry(url("a"))
+    huge = make_entry(url("a"), body=b"x" * 20 * ENTRY_SIZE, body_size=20 * ENTRY_SIZE)
+    store.put_nowait(small)
+    store.put_nowait(huge)
+    # The older version is dropped too: L1 must not serve it instead of the new one.
+    assert store.get_nowait(small.primary_key) is None
+    assert store.stats_nowait() == {"entries": 0, "bytes": 0, "max_bytes": 10 * ENTRY_SIZE}
+
+
+def test_eviction_updates_the_tag_index(clock: FakeClock) -> None:
+    store = MemoryStore(ENTRY_SIZE, clock)
+    first = make_entry(url("a"), tags=("t",))
+    store.put_nowait(first)
+    store.put_nowait(make_entry(url("b"), tags=("u",)))
+    assert store.refs_for_tags_nowait(["t"]) == set()
+    assert store.refs_for_tags_nowait(["u"]) == {EntryRef(key("b"), "")}
+
+
+def test_expired_entries_are_dropped_on_get(clock: FakeClock) -> None:
+    store = MemoryStore(10 * ENTRY_SIZE, clock)
+    store.put_nowait(make_entry(url("a"), variant="short", keep=10.0))
+    store.put_nowait(make_entry(url("a"), variant="long", keep=100.0))
+    clock.advance(10.0)
+    live = store.get_nowait(key("a"))
+    assert live is not None
+    assert [entry.variant for entry in live] == ["long"]
+    assert store.stats_nowait()["entries"] == 1
+    clock.advance(90.0)
+    assert store.get_nowait(key("a")) is None
+    assert store.stats_nowait()["entries"] == 0
+
+
+def test_delete_primary_nowait_counts_live_variants(clock: FakeClock) -> None:
+    store = MemoryStore(10 * ENTRY_SIZE, clock)
+    store.put_nowait(make_entry(url("a"), variant="1"))
+    store.put_nowait(make_entry(url("a"), variant="2", keep=5.0))
+    clock.advance(5.0)
+    assert store.delete_primary_nowait([key("a")]) == 1
+    assert store.stats_nowait()["bytes"] == 0
+
+
+operations = st.lists(
+    st.tuples(st.sampled_from("abcdef"), st.sampled_from("xy"), st.integers(0, 3 * ENTRY_SIZE)),
+    max_size=40,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(operations)
+def test_bytes_stay_within_bound_and_match_entries(ops: list[tuple[str, str, int]]) -> None:
+    clock = FakeClock()
+    bound = 4 * ENTRY_SIZE
+    store = MemoryStore(bound, clock)
+    for name, variant, extra in ops:
+        body = b"b" * extra
+        store.put_nowait(make_entry(url(name), variant=variant, body=body, body_size=extra))
+        held = [e for n in "abcdef" for e in store.get_nowait(key(n)) or []]
+        stats = store.stats_nowait()
+        assert stats["bytes"] <= bound
+        assert stats["bytes"] == sum(entry.meta_size() for entry in held)
+        assert stats["entries"] == len(held)

@@ -1,0 +1,159 @@
+"""SqliteCacheStore: persistence, eviction, body-file ownership, header encoding."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stoker.backends.sqlite import cache_store
+from stoker.backends.sqlite.cache_store import SqliteCacheStore, decode_headers, encode_headers
+from stoker.cache.bodies import BodyStore
+from stoker.cache.entry import CacheEntry
+from stoker.cache.store import EntryRef
+from stoker.cache.testing import make_entry
+from stoker.clock import FakeClock
+
+
+async def file_entry(
+    bodies: BodyStore, url: str, data: bytes = b"body", **fields: Any
+) -> CacheEntry:
+    spool = bodies.spool(threshold=0)
+    await spool.write(data)
+    _, name, size = await spool.finish()
+    return make_entry(url, body=None, body_file=name, body_size=size, **fields)
+
+
+def body_files(bodies: BodyStore) -> set[str]:
+    return {path.name for path in bodies.directory.iterdir()}
+
+
+async def test_entries_survive_a_restart(
+    tmp_path: Path, bodies: BodyStore, clock: FakeClock
+) -> None:
+    path = tmp_path / "cache.sqlite3"
+    entry = make_entry(tags=("post-1",), headers=((b"x", b"\x00\x01"),))
+    first = await SqliteCacheStore.open(path, bodies, clock)
+    await first.put(entry)
+    await first.close()
+
+    second = await SqliteCacheStore.open(path, bodies, clock)
+    try:
+        assert await second.get(entry.primary_key) == [entry]
+        assert await second.refs_for_tags(["post-1"]) == [EntryRef(entry.primary_key, "")]
+    finally:
+        await second.close()
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT name FROM schema_migrations WHERE component = 'cache'")
+        assert rows.fetchall() == [("0001_cache.sql",)]
+
+
+async def test_use_before_start_is_a_clear_error(
+    tmp_path: Path, bodies: BodyStore, clock: FakeClock
+) -> None:
+    store = SqliteCacheStore(tmp_path / "cache.sqlite3", bodies, clock)
+    with pytest.raises(RuntimeError, match="before start"):
+        await store.get("k")
+
+
+async def test_replacing_an_entry_removes_its_old_body_file(
+    sqlite_store: SqliteCacheStore, bodies: BodyStore
+) -> None:
+    old = await file_entry(bodies, "https://example.com/a", b"old")
+    new = await file_entry(bodies, "https://example.com/a", b"new")
+    assert old.body_file is not None and new.body_file is not None
+    await sqlite_store.put(old)
+    await sqlite_store.put(new)
+    assert body_files(bodies) == {new.body_file}
+    await sqlite_store.put(replace(new, status=203))  # same file name: kept
+    assert body_files(bodies) == {new.body_file}
+
+
+async def test_every_delete_removes_body_files(
+    sqlite_store: SqliteCacheStore, bodies: BodyStore
+) -> None:
+    by_ref = await file_entry(bodies, "https://example.com/ref")
+    by_key = await file_entry(bodies, "https://example.com/key")
+    by_version = await file_entry(bodies, "https://example.com/old", version="v0")
+    for entry in (by_ref, by_key, by_version):
+        await sqlite_store.put(entry)
+    assert await sqlite_store.delete([EntryRef(by_ref.primary_key, "")]) == 1
+    assert await sqlite_store.delete_primary([by_key.primary_key]) == 1
+    assert await sqlite_store.delete_except_version("v1") == 1
+    assert body_files(bodies) == set()
+
+
+async def test_evict_drops_expired_entries_and_their_files(
+    sqlite_store: SqliteCacheStore, bodies: BodyStore, clock: FakeClock
+) -> None:
+    short = await file_entry(bodies, "https://example.com/short", keep=10.0)
+    long = make_entry("https://example.com/long", keep=100.0)
+    await sqlite_store.put(short)
+    await sqlite_store.put(long)
+    clock.advance(10.0)
+    assert await sqlite_store.evict(clock.now()) == 1
+    assert body_files(bodies) == set()
+    assert (await sqlite_store.stats())["entries"] == 1
+    assert await sqlite_store.evict(clock.now()) == 0
+
+
+async def test_evict_enforces_max_bytes_oldest_first(
+    tmp_path: Path, bodies: BodyStore, clock: FakeClock
+) -> None:
+    entries = [
+        make_entry(f"https://example.com/{i}", body=b"x" * 1000, body_size=1000, stored_at=float(i))
+        for i in (3, 1, 4, 2)
+    ]
+    store = await SqliteCacheStore.open(tmp_path / "c.sqlite3", bodies, clock, max_bytes=2500)
+    try:
+        for entry in entries:
+            await store.put(entry)
+        assert await store.evict(clock.now()) == 2
+        remaining = [await store.get(entry.primary_key) for entry in entries]
+        assert [bool(found) for found in remaining] == [True, False, True, False]
+        assert (await store.stats())["bytes"] <= 2500
+    finally:
+        await store.close()
+
+
+async def test_url_prefix_with_the_highest_code_point(sqlite_store: SqliteCacheStore) -> None:
+    top = chr(0x10FFFF)
+    inside = make_entry(f"https://example.com/{top}{top}x")
+    outside = make_entry("https://example.com0")
+    await sqlite_store.put(inside)
+    await sqlite_store.put(outside)
+    refs = await sqlite_store.refs_for_url_prefix(f"https://example.com/{top}")
+    assert refs == [EntryRef(inside.primary_key, "")]
+
+
+headers_strategy = st.lists(st.tuples(st.binary(max_size=40), st.binary(max_size=200)), max_size=12)
+
+
+@given(headers_strategy)
+def test_headers_round_trip_any_bytes(headers: list[tuple[bytes, bytes]]) -> None:
+    assert decode_headers(encode_headers(headers)) == tuple(headers)
+
+
+@given(headers_strategy.filter(bool), st.data())
+def test_corrupt_headers_are_rejected(
+    headers: list[tuple[bytes, bytes]], data: st.DataObject
+) -> None:
+    blob = encode_headers(headers)
+    cut = data.draw(st.integers(0, len(blob) - 1))
+    with pytest.raises(ValueError):
+        decode_headers(blob[:cut])
+    with pytest.raises(ValueError):
+        decode_headers(blob + b"\x00")
+
+
+@given(st.text(max_size=6), st.text(max_size=8))
+def test_prefix_upper_bound_brackets_exactly_the_prefixed_strings(prefix: str, text: str) -> None:
+    upper = cache_store._prefix_upper_bound(prefix)
+    for candidate in (text, prefix + text):
+        in_range = prefix <= candidate and (upper is None or candidate < upper)
+        assert in_range == candidate.startswith(prefix)

@@ -1,0 +1,223 @@
+"""TieredStore: promotion keeps remaining lifetime; L2 writes are queued, ordered, retried."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pytest
+
+from stoker.backends.sqlite.cache_store import SqliteCacheStore
+from stoker.cache.entry import CacheEntry, Freshness
+from stoker.cache.memory import MemoryStore
+from stoker.cache.store import CacheStore, EntryRef
+from stoker.cache.testing import make_entry
+from stoker.cache.tiered import TieredStore
+from stoker.clock import FakeClock
+
+
+class RecordingClock(FakeClock):
+    """A fake clock that remembers every sleep (the retry backoff)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sleeps: list[float] = []
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        await super().sleep(seconds)
+
+
+class FaultyStore:
+    """Wraps an L2 to inject faults: the first N calls of a method fail, or wait on a gate."""
+
+    def __init__(self, inner: CacheStore) -> None:
+        self.inner = inner
+        self.failures: dict[str, int] = {}
+        self.gate_before: dict[str, asyncio.Event] = {}
+        self.gate_after: dict[str, asyncio.Event] = {}
+        self.arrived: dict[str, asyncio.Event] = {}
+        self.calls: list[str] = []
+
+    async def _call(self, name: str, *args: Any) -> Any:
+        self.calls.append(name)
+        if name in self.gate_before:
+            await self.gate_before[name].wait()
+        if self.failures.get(name, 0) > 0:
+            self.failures[name] -= 1
+            raise OSError(f"injected {name} failure")
+        result = await getattr(self.inner, name)(*args)
+        if name in self.gate_after:
+            self.arrived.setdefault(name, asyncio.Event()).set()
+            await self.gate_after[name].wait()
+        return result
+
+    async def get(self, primary_key: str) -> list[CacheEntry]:
+        return await self._call("get", primary_key)  # type: ignore[no-any-return]
+
+    async def put(self, entry: CacheEntry) -> None:
+        await self._call("put", entry)
+
+    async def delete(self, refs: Iterable[EntryRef]) -> int:
+        return await self._call("delete", refs)  # type: ignore[no-any-return]
+
+    async def delete_primary(self, primary_keys: Iterable[str]) -> int:
+        return await self._call("delete_primary", primary_keys)  # type: ignore[no-any-return]
+
+    async def refs_for_tags(self, tags: Sequence[str]) -> list[EntryRef]:
+        return await self._call("refs_for_tags", tags)  # type: ignore[no-any-return]
+
+    async def refs_for_url_prefix(self, prefix: str) -> list[EntryRef]:
+        return await self._call("refs_for_url_prefix", prefix)  # type: ignore[no-any-return]
+
+    async def soften(self, refs: Iterable[EntryRef], now: float) -> int:
+        return await self._call("soften", refs, now)  # type: ignore[no-any-return]
+
+    async def delete_except_version(self, version: str) -> int:
+        return await self._call("delete_except_version", version)  # type: ignore[no-any-return]
+
+    async def stats(self) -> dict[str, int]:
+        return await self._call("stats")  # type: ignore[no-any-return]
+
+    async def close(self) -> None:
+        await self._call("close")
+
+
+@pytest.fixture
+def clock() -> RecordingClock:
+    return RecordingClock()
+
+
+@pytest.fixture
+def l1(clock: RecordingClock) -> MemoryStore:
+    return MemoryStore(1_000_000, clock)
+
+
+@pytest.fixture
+def l2(sqlite_store: SqliteCacheStore) -> FaultyStore:
+    return FaultyStore(sqlite_store)
+
+
+@pytest.fixture
+def tiered(l1: MemoryStore, l2: FaultyStore, clock: RecordingClock) -> TieredStore:
+    return TieredStore(l1, l2, clock, retry_delay=0.5, max_retry_delay=3.0)
+
+
+def ref(entry: CacheEntry) -> EntryRef:
+    return EntryRef(entry.primary_key, entry.variant)
+
+
+async def test_promotion_keeps_the_remaining_lifetime(
+    tiered: TieredStore, l2: FaultyStore, clock: RecordingClock
+) -> None:
+    entry = make_entry(fresh=60.0, stale=120.0, keep=600.0)
+    await l2.inner.put(entry)  # only in L2, e.g. written by another process
+    clock.advance(40.0)
+    assert tiered.get_l1(entry.primary_key) is None
+    assert await tiered.get(entry.primary_key) == [entry]
+    [promoted] = tiered.get_l1(entry.primary_key) or []
+    assert promoted.ttl(clock.now()) == 20.0
+    clock.advance(21.0)
+    [promoted] = tiered.get_l1(entry.primary_key) or []
+    assert promoted.freshness(clock.now()) is Freshness.STALE_SWR
+    clock.advance(540.0)
+    assert tiered.get_l1(entry.primary_key) is None
+
+
+async def test_put_returns_before_l2_has_written(tiered: TieredStore, l2: FaultyStore) -> None:
+    entry = make_entry()
+    l2.gate_before["put"] = gate = asyncio.Event()
+    await tiered.put(entry)
+    assert tiered.get_l1(entry.primary_key) == [entry]
+    assert tiered.pending() == 1
+    gate.set()
+    await tiered.flush()
+    assert tiered.pending() == 0
+    assert await l2.inner.get(entry.primary_key) == [entry]
+
+
+async def test_failed_l2_writes_are_retried_with_backoff(
+    tiered: TieredStore, l2: FaultyStore, clock: RecordingClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    entry = make_entry()
+    l2.failures["put"] = 5
+    with caplog.at_level(logging.WARNING, logger="stoker.cache"):
+        await tiered.put(entry)
+        await tiered.flush()
+    assert clock.sleeps == [0.5, 1.0, 2.0, 3.0, 3.0]
+    assert len([r for r in caplog.records if r.name == "stoker.cache"]) == 5
+    assert await l2.inner.get(entry.primary_key) == [entry]
+
+
+async def test_a_later_delete_never_overtakes_a_failing_put(
+    tiered: TieredStore, l2: FaultyStore
+) -> None:
+    entry = make_entry()
+    l2.failures["put"] = 3
+    await tiered.put(entry)
+    assert await tiered.delete([ref(entry)]) == 1
+    assert [call for call in l2.calls if call != "get"] == ["put"] * 4 + ["delete"]
+    assert await l2.inner.get(entry.primary_key) == []
+    assert await tiered.get(entry.primary_key) == []
+
+
+async def test_counts_are_distinct_refs_across_tiers(tiered: TieredStore, l2: FaultyStore) -> None:
+    both = make_entry("https://example.com/both")
+    l2_only = make_entry("https://example.com/l2")
+    await tiered.put(both)
+    await l2.inner.put(l2_only)
+    await tiered.flush()
+    assert await tiered.soften([ref(both), ref(l2_only)], 1_700_000_000.0) == 2
+    assert await tiered.delete([ref(both), ref(l2_only)]) == 2
+
+
+async def test_a_purge_during_an_l2_read_is_not_undone_by_promotion(
+    tiered: TieredStore, l2: FaultyStore
+) -> None:
+    entry = make_entry()
+    await l2.inner.put(entry)
+    l2.gate_after["get"] = gate = asyncio.Event()
+    l2.arrived["get"] = arrived = asyncio.Event()
+    reader = asyncio.create_task(tiered.get(entry.primary_key))
+    await arrived.wait()  # the read has fetched the old entry and waits at the gate
+    assert await tiered.delete_primary([entry.primary_key]) == 1
+    gate.set()
+    assert await reader == [entry]  # the read began before the purge
+    assert tiered.get_l1(entry.primary_key) is None
+
+
+async def test_queries_see_queued_writes_and_stats_report_both_tiers(
+    tiered: TieredStore, l2: FaultyStore
+) -> None:
+    entry = make_entry(tags=("t",))
+    l2.failures["put"] = 1
+    await tiered.put(entry)
+    assert await tiered.refs_for_tags(["t"]) == [ref(entry)]
+    assert await tiered.refs_for_url_prefix("https://example.com/") == [ref(entry)]
+    stats = await tiered.stats()
+    assert (stats["entries"], stats["l1_entries"], stats["pending"]) == (1, 1, 0)
+
+
+async def test_close_flushes_queued_writes(
+    tiered: TieredStore, l2: FaultyStore, sqlite_store: SqliteCacheStore
+) -> None:
+    entry = make_entry()
+    await tiered.put(entry)
+    await tiered.close()
+    assert l2.calls[-2:] == ["put", "close"]
+    await sqlite_store.start()  # reopen the same file to check what was persisted
+    assert await sqlite_store.get(entry.primary_key) == [entry]
+
+
+async def test_a_failing_l2_read_is_a_logged_miss(
+    tiered: TieredStore, l2: FaultyStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    entry = make_entry()
+    await l2.inner.put(entry)
+    l2.failures["get"] = 1
+    with caplog.at_level(logging.WARNING, logger="stoker.cache"):
+        assert await tiered.get(entry.primary_key) == []
+    assert "read failed" in caplog.text
+    assert await tiered.get(entry.primary_key) == [entry]
