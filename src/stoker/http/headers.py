@@ -1,0 +1,93 @@
+"""ASGI-style header lists: lookup, joining and hop-by-hop stripping.
+
+Headers are ``list[tuple[bytes, bytes]]`` (name, value) as in ASGI.
+
+Invariants:
+- Functions never mutate their input; every function returning a list returns
+  a new list, preserving the relative order of the fields it keeps.
+- Name matching is case-insensitive (RFC 9110 §5.1): the queried name and the
+  field names are compared lower-cased, so callers may pass either case.
+- Field values are returned byte-for-byte as received; :func:`get_joined`
+  decodes them as ISO-8859-1 (RFC 9110 §5.5: field values are octets, and
+  latin-1 maps every octet to exactly one code point, so it never fails).
+- Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+Headers = list[tuple[bytes, bytes]]
+HeaderInput = Sequence[tuple[bytes, bytes]]
+
+# RFC 9110 §7.6.1 (Connection and the fields it names), §7.8 (Upgrade),
+# §10.1.4 (TE), §6.6.2 (Trailer), §11.7.1-2 (Proxy-Authenticate/-Authorization),
+# RFC 9112 §6.1 (Transfer-Encoding); keep-alive / proxy-connection are the
+# legacy HTTP/1.0 connection fields (RFC 9110 §7.6.1 lists them as examples).
+HOP_BY_HOP: frozenset[bytes] = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+    }
+)
+
+
+def get_header(headers: HeaderInput, name: bytes) -> bytes | None:
+    """The value of the first field line called ``name``, or None."""
+    wanted = name.lower()
+    for key, value in headers:
+        if key == wanted or key.lower() == wanted:
+            return value
+    return None
+
+
+def get_all(headers: HeaderInput, name: bytes) -> list[bytes]:
+    """Every value of the field lines called ``name``, in order."""
+    wanted = name.lower()
+    return [value for key, value in headers if key == wanted or key.lower() == wanted]
+
+
+def get_joined(headers: HeaderInput, name: bytes) -> str | None:
+    """All field lines called ``name`` combined with ``", "`` (RFC 9110 §5.3).
+
+    Decoded as latin-1; None when the field is absent.  A present but empty
+    field gives ``""``.
+    """
+    values = get_all(headers, name)
+    if not values:
+        return None
+    return b", ".join(values).decode("latin-1")
+
+
+def connection_tokens(headers: HeaderInput) -> frozenset[bytes]:
+    """The lower-cased field names listed in ``Connection`` (RFC 9110 §7.6.1)."""
+    tokens: set[bytes] = set()
+    for value in get_all(headers, b"connection"):
+        for part in value.split(b","):
+            token = part.strip(b" \t").lower()
+            if token:
+                tokens.add(token)
+    return frozenset(tokens)
+
+
+def strip_hop_by_hop(headers: HeaderInput) -> Headers:
+    """Drop hop-by-hop fields and every field named in ``Connection``.
+
+    RFC 9110 §7.6.1: a proxy MUST remove the Connection field and the fields it
+    lists before forwarding; RFC 9111 §3.1: a cache MUST NOT store them.
+    """
+    drop = HOP_BY_HOP | connection_tokens(headers)
+    return [(key, value) for key, value in headers if key.lower() not in drop]
+
+
+def without(headers: HeaderInput, names: Collection[bytes]) -> Headers:
+    """A copy of ``headers`` without the fields called any of ``names``."""
+    drop = frozenset(name.lower() for name in names)
+    return [(key, value) for key, value in headers if key.lower() not in drop]

@@ -1,0 +1,168 @@
+"""Cache keys: the primary key of a URL and the secondary key of a variant.
+
+RFC 9111 §2: the primary cache key is the request method and target URI; we
+only store GET, so the key is the URI (plus the cache version, which makes a
+deploy invalidate everything).  RFC 9111 §4.1: the secondary key is the set of
+request header values named by the stored response's ``Vary``.
+
+Invariants:
+- :func:`primary_key` is ``f"{version}|{scheme}://{host}{path}?{query}"`` with
+  the scheme and host lower-cased, the default port (80 for http, 443 for
+  https) removed, an empty path written ``/`` (RFC 9110 §4.2.3), and the query
+  canonicalised: split on ``&``, empty members dropped, members whose name
+  matches an ``ignore_query`` glob (``fnmatch``, case-sensitive) dropped, the
+  rest stably sorted by name, bytes untouched (no percent-decoding).  The
+  ``?`` is omitted when no member remains.  Reordering members with distinct
+  names never changes the key; members with the same name keep their order
+  (their order can matter to the origin).
+- :func:`parse_vary` returns lower-cased, de-duplicated, sorted field names;
+  None means ``Vary: *`` (never matches, RFC 9111 §4.1); absent is ``()``.
+- :func:`variant_of` is injective on the request's (normalised) values: an
+  absent header and an empty header encode differently, and quoting makes
+  separators inside values unambiguous.  ``""`` when nothing varies.
+- Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
+from typing import Protocol, TypeVar
+
+from .headers import HeaderInput, get_all
+
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
+_WHITESPACE_RUN = re.compile("[ \t]+")
+_TCHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
+
+
+def normalise_host(scheme: str, host: str) -> str:
+    """Lower-case ``host`` and drop the scheme's default port (RFC 9110 §4.2.3)."""
+    host = host.lower()
+    colon = host.rfind(":")
+    # A colon inside an IPv6 literal ("[::1]") is not a port separator.
+    if colon != -1 and colon > host.rfind("]"):
+        port = host[colon + 1 :]
+        if port == "" or port == _DEFAULT_PORTS.get(scheme.lower()):
+            host = host[:colon]
+    return host
+
+
+def canonical_query(query: str, ignore_query: Sequence[str] = ()) -> str:
+    """The query members sorted by name, ignored and empty members dropped."""
+    if not query:
+        return ""
+    members = []
+    for member in query.split("&"):
+        if not member:
+            continue
+        name = member.split("=", 1)[0]
+        if ignore_query and any(fnmatchcase(name, pattern) for pattern in ignore_query):
+            continue
+        members.append((name, member))
+    members.sort(key=lambda pair: pair[0])  # list.sort is stable
+    return "&".join(member for _, member in members)
+
+
+def primary_key(
+    *,
+    version: str,
+    scheme: str,
+    host: str,
+    path: str,
+    query: str,
+    ignore_query: Sequence[str] = (),
+) -> str:
+    """The primary cache key of a GET for this URL.  See module invariants."""
+    scheme = scheme.lower()
+    query = canonical_query(query, ignore_query)
+    base = f"{version}|{scheme}://{normalise_host(scheme, host)}{path or '/'}"
+    return f"{base}?{query}" if query else base
+
+
+def url_from_parts(scheme: str, host: str, path: str, query: str) -> str:
+    """The absolute URL, host normalised as in the key, query as given."""
+    scheme = scheme.lower()
+    url = f"{scheme}://{normalise_host(scheme, host)}{path or '/'}"
+    return f"{url}?{query}" if query else url
+
+
+def parse_vary(value: str | None) -> tuple[str, ...] | None:
+    """The field names a response varies on; None for ``*`` (RFC 9110 §12.5.5)."""
+    if value is None:
+        return ()
+    names: set[str] = set()
+    for part in value.split(","):
+        name = part.strip(" \t").lower()
+        if name == "*":
+            return None
+        if name:
+            names.add(name)
+    return tuple(sorted(names))
+
+
+def _normalise_value(values: list[bytes]) -> str:
+    # RFC 9111 §4.1: combine field lines (RFC 9110 §5.3) and normalise
+    # whitespace before comparing.  Only SP / HTAB are whitespace (RFC 9110
+    # §5.6.3); str.split() would also fold e.g. NBSP (0xA0).
+    return _WHITESPACE_RUN.sub(" ", b", ".join(values).decode("latin-1")).strip(" ")
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def variant_of(vary: Sequence[str], request_headers: HeaderInput) -> str:
+    """A canonical encoding of the request's values for the ``vary`` names.
+
+    Each name gives ``name="value"`` (value quoted, ``\\`` and ``"`` escaped)
+    or just ``name`` when the request lacks the header; members are joined
+    with ``"; "`` in sorted name order.  Names that are not tokens are quoted
+    too, so the encoding stays unambiguous whatever is passed.
+    """
+    if not vary:
+        return ""
+    parts = []
+    for name in sorted({name.lower() for name in vary}):
+        label = name if name and all(char in _TCHARS for char in name) else _quote(name)
+        values = get_all(request_headers, name.encode("latin-1", "replace"))
+        if values:
+            parts.append(f"{label}={_quote(_normalise_value(values))}")
+        else:
+            parts.append(label)
+    return "; ".join(parts)
+
+
+class VariantEntry(Protocol):
+    """What :func:`select_variant` needs of a stored entry."""
+
+    @property
+    def vary(self) -> tuple[str, ...]: ...
+
+    @property
+    def variant(self) -> str: ...
+
+    @property
+    def response_time(self) -> float: ...
+
+
+E = TypeVar("E", bound=VariantEntry)
+
+
+def select_variant(entries: Sequence[E], request_headers: HeaderInput) -> E | None:
+    """The most recent entry whose variant matches the request (RFC 9111 §4.1).
+
+    "Most recent" is the greatest ``response_time``; on a tie the earlier
+    entry in ``entries`` wins.
+    """
+    best: E | None = None
+    computed: dict[tuple[str, ...], str] = {}
+    for entry in entries:
+        vary = entry.vary
+        wanted = computed.get(vary)
+        if wanted is None:
+            wanted = computed[vary] = variant_of(vary, request_headers)
+        if entry.variant == wanted and (best is None or entry.response_time > best.response_time):
+            best = entry
+    return best

@@ -1,0 +1,214 @@
+"""Tests for stoker.http.keys (RFC 9111 §2 primary key, §4.1 secondary key)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from random import Random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stoker.http.keys import (
+    parse_vary,
+    primary_key,
+    select_variant,
+    url_from_parts,
+    variant_of,
+)
+
+
+def key(
+    host: str = "example.com",
+    path: str = "/p",
+    query: str = "",
+    scheme: str = "https",
+    ignore: tuple[str, ...] = (),
+) -> str:
+    return primary_key(
+        version="v1", scheme=scheme, host=host, path=path, query=query, ignore_query=ignore
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({}, "v1|https://example.com/p"),
+        ({"host": "Example.COM"}, "v1|https://example.com/p"),
+        # RFC 9110 §4.2.3: default port is equivalent to none
+        ({"host": "example.com:443"}, "v1|https://example.com/p"),
+        ({"host": "example.com:80", "scheme": "http"}, "v1|http://example.com/p"),
+        ({"host": "example.com:80"}, "v1|https://example.com:80/p"),
+        ({"host": "example.com:8443"}, "v1|https://example.com:8443/p"),
+        ({"host": "example.com:"}, "v1|https://example.com/p"),
+        ({"host": "[::1]:443"}, "v1|https://[::1]/p"),
+        ({"host": "[::1]"}, "v1|https://[::1]/p"),
+        ({"host": "[::1]:8080"}, "v1|https://[::1]:8080/p"),
+        ({"scheme": "HTTPS"}, "v1|https://example.com/p"),
+        ({"path": ""}, "v1|https://example.com/"),
+        ({"path": "/A%2fB"}, "v1|https://example.com/A%2fB"),  # path untouched
+        # query: sorted by name, stable for equal names, empty members dropped
+        ({"query": "b=2&a=1"}, "v1|https://example.com/p?a=1&b=2"),
+        ({"query": "a=2&b=1&a=1"}, "v1|https://example.com/p?a=2&a=1&b=1"),
+        ({"query": "&&b&a=&"}, "v1|https://example.com/p?a=&b"),
+        ({"query": "&&"}, "v1|https://example.com/p"),
+        ({"query": "q=a%20b&Q=x"}, "v1|https://example.com/p?Q=x&q=a%20b"),
+        # ignore_query: fnmatch globs, case-sensitive
+        (
+            {"query": "utm_source=x&id=3&utm_medium=y", "ignore": ("utm_*",)},
+            "v1|https://example.com/p?id=3",
+        ),
+        (
+            {"query": "UTM_source=x&id=3", "ignore": ("utm_*",)},
+            "v1|https://example.com/p?UTM_source=x&id=3",
+        ),
+        ({"query": "fbclid=1&gclid=2", "ignore": ("fbclid", "gclid")}, "v1|https://example.com/p"),
+        ({"query": "a=1&b=2", "ignore": ("?",)}, "v1|https://example.com/p"),
+    ],
+)
+def test_primary_key(kwargs: dict[str, object], expected: str) -> None:
+    assert key(**kwargs) == expected  # type: ignore[arg-type]
+
+
+def test_version_separates_keys() -> None:
+    a = primary_key(version="1", scheme="https", host="h", path="/", query="")
+    b = primary_key(version="2", scheme="https", host="h", path="/", query="")
+    assert a != b
+
+
+def test_url_from_parts() -> None:
+    assert (
+        url_from_parts("https", "Example.com:443", "/p", "b=2&a=1")
+        == "https://example.com/p?b=2&a=1"
+    )
+    assert url_from_parts("http", "example.com:8080", "/", "") == "http://example.com:8080/"
+
+
+names = st.text(alphabet="abcdefghij_", min_size=1, max_size=6)
+values = st.text(alphabet="xyz019%-", max_size=5)
+
+
+@st.composite
+def queries(draw: st.DrawFn) -> list[str]:
+    unique = draw(st.lists(names, unique=True, max_size=8))
+    return [f"{n}={draw(values)}" for n in unique]
+
+
+@given(queries(), st.randoms())
+def test_key_is_order_insensitive(members: list[str], random: Random) -> None:
+    shuffled = list(members)
+    random.shuffle(shuffled)
+    assert key(query="&".join(members)) == key(query="&".join(shuffled))
+
+
+@given(queries(), st.lists(st.sampled_from(["a*", "b", "*_", "c?", "zz"]), max_size=3))
+def test_ignore_query_keeps_other_params(members: list[str], ignore: list[str]) -> None:
+    kept = [m for m in members if not any(fnmatchcase(m.split("=")[0], g) for g in ignore)]
+    assert key(query="&".join(members), ignore=tuple(ignore)) == key(query="&".join(kept))
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, ()),
+        ("", ()),
+        ("Accept-Encoding", ("accept-encoding",)),
+        (
+            "accept-language, Accept-Encoding, accept-encoding",
+            ("accept-encoding", "accept-language"),
+        ),
+        (" , ,", ()),
+        ("*", None),  # RFC 9110 §12.5.5
+        ("accept, *", None),
+    ],
+)
+def test_parse_vary(value: str | None, expected: tuple[str, ...] | None) -> None:
+    assert parse_vary(value) == expected
+
+
+def test_variant_of_empty_vary() -> None:
+    assert variant_of((), [(b"accept", b"x")]) == ""
+
+
+def test_variant_of_normalises_rfc9111_4_1() -> None:
+    a = variant_of(("accept-encoding",), [(b"accept-encoding", b"gzip,   br")])
+    b = variant_of(("accept-encoding",), [(b"accept-encoding", b" gzip, \t br ")])
+    c = variant_of(
+        ("accept-encoding",), [(b"accept-encoding", b"gzip"), (b"accept-encoding", b"br")]
+    )
+    assert a == b == c == 'accept-encoding="gzip, br"'
+
+
+def test_variant_of_absent_differs_from_empty() -> None:
+    absent = variant_of(("cookie",), [])
+    empty = variant_of(("cookie",), [(b"cookie", b"")])
+    assert absent == "cookie"
+    assert empty == 'cookie=""'
+    assert absent != empty
+
+
+def test_variant_of_is_unambiguous() -> None:
+    # A value containing the separators must not collide with two headers.
+    vary = ("a", "b")
+    one = variant_of(vary, [(b"a", b'x"; b="y')])
+    two = variant_of(vary, [(b"a", b"x"), (b"b", b"y")])
+    assert one != two
+
+
+def test_variant_of_name_order_and_case_irrelevant() -> None:
+    headers = [(b"a", b"1"), (b"b", b"2")]
+    assert variant_of(("b", "A"), headers) == variant_of(("a", "b"), headers)
+
+
+header_values = st.one_of(st.none(), st.binary(max_size=6))
+
+
+def _canon(value: bytes | None) -> str | None:
+    return None if value is None else re.sub("[ \t]+", " ", value.decode("latin-1")).strip(" ")
+
+
+def _two(a: bytes | None, b: bytes | None) -> list[tuple[bytes, bytes]]:
+    return [(name, value) for name, value in ((b"a", a), (b"b", b)) if value is not None]
+
+
+@given(header_values, header_values, header_values, header_values)
+def test_variant_of_injective(
+    a1: bytes | None, b1: bytes | None, a2: bytes | None, b2: bytes | None
+) -> None:
+    # Equal encodings iff equal normalised values (absent distinct from empty).
+    same = variant_of(("a", "b"), _two(a1, b1)) == variant_of(("a", "b"), _two(a2, b2))
+    assert same == ((_canon(a1), _canon(b1)) == (_canon(a2), _canon(b2)))
+
+
+@dataclass
+class Entry:
+    vary: tuple[str, ...]
+    variant: str
+    response_time: float
+    name: str = ""
+
+
+def test_select_variant_rfc9111_4_1() -> None:
+    gzip = [(b"accept-encoding", b"gzip")]
+    entries = [
+        Entry(("accept-encoding",), variant_of(("accept-encoding",), gzip), 10, "gzip-old"),
+        Entry(("accept-encoding",), variant_of(("accept-encoding",), gzip), 20, "gzip-new"),
+        Entry(("accept-encoding",), variant_of(("accept-encoding",), []), 30, "identity"),
+        Entry((), "", 5, "plain"),
+    ]
+    chosen = select_variant(entries, gzip)
+    assert chosen is not None and chosen.name == "gzip-new"
+    chosen = select_variant(entries, [])
+    assert chosen is not None and chosen.name == "identity"
+    chosen = select_variant(entries, [(b"accept-encoding", b"br")])
+    assert chosen is not None and chosen.name == "plain"  # no Vary: matches anything
+    assert select_variant(entries[:3], [(b"accept-encoding", b"br")]) is None
+    assert select_variant([], gzip) is None
+
+
+def test_select_variant_tie_keeps_first() -> None:
+    entries = [Entry((), "", 1, "first"), Entry((), "", 1, "second")]
+    chosen = select_variant(entries, [])
+    assert chosen is not None and chosen.name == "first"
