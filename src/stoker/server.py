@@ -46,7 +46,7 @@ class _Granian:
         await self._server.serve()
 
     def stop(self) -> None:
-        self._server.stop()
+        self._server.stop()  # type: ignore[no-untyped-call]
 
 
 class _Uvicorn:

@@ -10,14 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.conftest import serving
+from tests.integration.origin import ScriptedOrigin
 
 from stoker.clock import Clock
 from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.proxy.rules import Rule
 from stoker.runtime import Stoker
 from stoker.settings import settings_from
-from tests.conftest import serving
-from tests.integration.origin import ScriptedOrigin
 
 
 @dataclass
@@ -48,8 +48,9 @@ async def running_proxy(origin_url: str, data_dir: Path, *, clock: Clock | None 
     config = settings_from({"origin": origin_url, "data_dir": str(data_dir), **settings}, rules)
     stoker = await Stoker.open(config, clock=clock)
     try:
-        async with serving(ProxyApp(stoker.pipeline), kind=kind, port=port) as url, httpx.AsyncClient(
-                base_url=url, timeout=30, limits=httpx.Limits(max_connections=400)) as client:
+        limits = httpx.Limits(max_connections=400)
+        async with serving(ProxyApp(stoker.pipeline), kind=kind, port=port) as url, \
+                httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as client:
             yield Proxy(url, stoker, client)
     finally:
         await stoker.close()

@@ -17,7 +17,7 @@ async def test_miss_then_hit_with_age_and_cache_status(origin: Origin, proxy: Pr
     assert first.text == second.text == "page a"
     assert first.headers["cache-status"].startswith("stoker; fwd=uri-miss; fwd-status=200; stored")
     assert second.headers["cache-status"].startswith("stoker; hit; ttl=")
-    assert second.headers["age"] == "0"
+    assert 0 <= int(second.headers["age"]) <= 2  # real clock: a slow machine may tick
     assert origin.app.count("/a") == 1
 
 

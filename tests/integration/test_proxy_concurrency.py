@@ -6,11 +6,11 @@ import asyncio
 from pathlib import Path
 
 import httpx
-
-from stoker.clock import FakeClock, SystemClock
 from tests.conftest import serving
 from tests.integration.conftest import Origin, Proxy, running_proxy
 from tests.integration.origin import ScriptedOrigin
+
+from stoker.clock import FakeClock, SystemClock
 
 N = 200
 

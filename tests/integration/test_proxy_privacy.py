@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stoker.proxy.rules import parse_rules
 from tests.integration.conftest import Origin, Proxy, running_proxy
+
+from stoker.proxy.rules import parse_rules
 
 
 async def test_private_response_is_never_served_to_a_second_client(origin: Origin,

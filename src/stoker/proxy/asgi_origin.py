@@ -76,7 +76,8 @@ class AsgiOrigin:
                               _drain(queue), close)
 
     async def _run(self, scope: Scope, receive: Callable[[], Awaitable[Message]],
-                   send: Callable[[Message], Awaitable[None]], queue: asyncio.Queue[object]) -> None:
+                   send: Callable[[Message], Awaitable[None]],
+                   queue: asyncio.Queue[object]) -> None:
         try:
             await self._app(scope, receive, send)
         except Exception as error:

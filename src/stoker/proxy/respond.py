@@ -32,7 +32,7 @@ class ClientSink:
             return
         try:
             await self._send(message)
-        except (OSError, RuntimeError):  # the client disconnected; servers differ in what they raise
+        except (OSError, RuntimeError):  # client gone; servers differ in what they raise
             self.gone = True
 
     async def start(self, status: int, headers: Sequence[tuple[bytes, bytes]]) -> None:

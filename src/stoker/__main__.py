@@ -1,0 +1,5 @@
+"""``python -m stoker`` runs the command line."""
+
+from stoker.cli import main
+
+main()

@@ -1,0 +1,559 @@
+"""A deliberately slow demo website: the origin ``stoker demo`` and the integration tests sit on.
+
+Build it with :func:`make_demo_app`; it is a raw ASGI app (no framework) so its
+own overhead never shows up in what the proxy is measured against.
+
+Routes (every one waits ``delay`` seconds first, except ``/health`` and ``/__stats``):
+
+- ``/`` home page: links to the ten collections and the first pages.
+- ``/page/{n}`` (1..pages): 5-20 KB of HTML, ``Surrogate-Key: page-{n} collection-{n % 10}``,
+  ``Cache-Control: public, max-age=60``, a strong ETag and Last-Modified; honours
+  ``If-None-Match`` (and ``If-Modified-Since`` when no ETag is sent) with 304.
+- ``/collection/{c}`` (0..9): list page linking every page with ``n % 10 == c``,
+  ``Surrogate-Key: collection-{c} list``.
+- ``/robots.txt`` naming ``Sitemap: <base>/sitemap.xml``; ``/sitemap.xml`` a sitemap index
+  of gzip children ``/sitemaps/{i}.xml.gz`` (i from 1, ``sitemap_chunk`` pages each).
+- ``/account`` sets a ``session`` cookie and sends no cache headers; ``/private`` is
+  ``Cache-Control: private, max-age=60``.
+- ``/slow?ms=N`` answers after N ms (instead of ``delay``); cacheable, ``Surrogate-Key: slow``.
+- ``/big?mb=N`` streams N MiB in 64 KiB chunks with Content-Length set, never buffered.
+- ``POST /edit/{n}`` bumps page n's version: its body, ETag and Last-Modified change.
+- ``/health`` answers at once, uncacheable.
+- ``GET /__stats`` → ``{"total", "paths", "statuses"}``; ``POST /__stats/reset`` zeroes it.
+
+Invariants: a page's body is a pure function of ``(n, version)``, so a strong ETag is
+valid; Last-Modified strictly increases on every edit; every request except the
+``/__stats`` endpoints is counted once, by path (query excluded), when it arrives.
+Absolute URLs (robots.txt, sitemaps) use the request's scheme and Host header.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import random
+import secrets
+from collections import Counter
+from collections.abc import Awaitable, Callable, MutableMapping
+from email.utils import formatdate, parsedate_to_datetime
+from html import escape as html_escape
+from typing import Any
+from urllib.parse import parse_qs
+from xml.sax.saxutils import escape as xml_escape
+
+from stoker.clock import Clock, SystemClock
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+Headers = list[tuple[bytes, bytes]]
+
+COLLECTIONS = 10
+HOME_PAGE_LINKS = 20
+BIG_CHUNK = 64 * 1024
+MAX_BIG_MB = 1024
+MAX_SLOW_MS = 60_000
+# 2024-01-01T00:00:00Z: pages start out "modified" n minutes after this.
+BASE_EPOCH = 1_704_067_200
+
+HTML = b"text/html; charset=utf-8"
+PUBLIC_60 = b"public, max-age=60"
+_BIG_BLOCK = bytes(range(256)) * (BIG_CHUNK // 256)
+
+_FILLER_TEXT = (
+    "stoker keeps the cache hot while origin servers rest; a purge is followed by a warm "
+    "run that visits every page again, most popular first, so no visitor waits. sitemaps "
+    "list the pages, robots name the sitemaps, and links tie the collections together. "
+    "fresh entries are served from memory, stale ones while one revalidation runs"
+)
+_WORDS = tuple(_FILLER_TEXT.split())
+_ADJECTIVES = ("quiet", "amber", "swift", "hollow", "bright", "patient", "narrow", "golden")
+_NOUNS = ("harbour", "furnace", "lantern", "orchard", "signal", "meadow", "archive", "bridge")
+
+
+def _http_date(epoch: float) -> bytes:
+    return formatdate(epoch, usegmt=True).encode("ascii")
+
+
+def _etag(body: bytes) -> bytes:
+    return b'"' + hashlib.blake2b(body, digest_size=8).hexdigest().encode("ascii") + b'"'
+
+
+def _page_title(n: int) -> str:
+    return f"Page {n}: the {_ADJECTIVES[n % 8]} {_NOUNS[(n // 8) % 8]}"
+
+
+def _page_size(n: int) -> int:
+    """Target body size for page ``n``: spread deterministically over 5-20 KB."""
+    return 5 * 1024 + (n * 2_654_435_761) % (15 * 1024)
+
+
+def _filler(seed: int, size: int) -> str:
+    rng = random.Random(seed)
+    parts: list[str] = []
+    length = 0
+    while length < size:
+        paragraph = "<p>" + " ".join(rng.choices(_WORDS, k=40)) + ".</p>\n"
+        parts.append(paragraph)
+        length += len(paragraph)
+    return "".join(parts)
+
+
+def _html(title: str, body: str) -> bytes:
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html_escape(title)}</title></head>\n<body>\n"
+        f"<h1>{html_escape(title)}</h1>\n{body}</body></html>\n"
+    ).encode()
+
+
+def _matches_if_none_match(header: bytes, etag: bytes) -> bool:
+    """RFC 9110 §13.1.2: weak comparison against a list of entity tags or ``*``."""
+    value = header.strip()
+    if value == b"*":
+        return True
+    target = etag.removeprefix(b"W/")
+    return any(tag.strip().removeprefix(b"W/") == target for tag in value.split(b","))
+
+
+def _not_modified_since(header: bytes, last_modified: float) -> bool:
+    try:
+        since = parsedate_to_datetime(header.decode("latin-1")).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return False
+    return int(last_modified) <= since
+
+
+class DemoOrigin:
+    """The demo site as an ASGI callable, holding page versions and request counts."""
+
+    def __init__(
+        self,
+        *,
+        pages: int = 2000,
+        delay: float = 0.05,
+        sitemap_chunk: int = 500,
+        clock: Clock | None = None,
+    ) -> None:
+        if pages < 0:
+            raise ValueError(f"pages must be 0 or more, got {pages}")
+        if sitemap_chunk < 1:
+            raise ValueError(f"sitemap_chunk must be at least 1, got {sitemap_chunk}")
+        if delay < 0:
+            raise ValueError(f"delay must be 0 or more seconds, got {delay}")
+        self.pages = pages
+        self.delay = delay
+        self.sitemap_chunk = sitemap_chunk
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self._versions: dict[int, int] = {}
+        self._modified: dict[int, float] = {}
+        self.total = 0
+        self.paths: Counter[str] = Counter()
+        self.statuses: Counter[int] = Counter()
+
+    # -- state ---------------------------------------------------------------------------
+
+    def version(self, n: int) -> int:
+        return self._versions.get(n, 1)
+
+    def last_modified(self, n: int) -> float:
+        return self._modified.get(n, float(BASE_EPOCH + n * 60))
+
+    def edit(self, n: int) -> int:
+        """Bump page ``n``'s version; its Last-Modified moves on by at least a second."""
+        self._versions[n] = self.version(n) + 1
+        self._modified[n] = max(float(int(self.clock.now())), self.last_modified(n) + 1)
+        return self._versions[n]
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "paths": dict(self.paths),
+            "statuses": {str(code): count for code, count in sorted(self.statuses.items())},
+        }
+
+    def reset_stats(self) -> None:
+        self.total = 0
+        self.paths.clear()
+        self.statuses.clear()
+
+    @property
+    def sitemap_count(self) -> int:
+        return -(-self.pages // self.sitemap_chunk)
+
+    # -- bodies --------------------------------------------------------------------------
+
+    def page_body(self, n: int) -> bytes:
+        version = self.version(n)
+        nav = [
+            '<a href="/">Home</a>',
+            f'<a href="/collection/{n % COLLECTIONS}">Collection {n % COLLECTIONS}</a>',
+        ]
+        if n > 1:
+            nav.append(f'<a href="/page/{n - 1}" rel="prev">Previous</a>')
+        if n < self.pages:
+            nav.append(f'<a href="/page/{n + 1}" rel="next">Next</a>')
+        related = sorted({(n * k) % self.pages + 1 for k in (7, 31, 97)} - {n})
+        links = "".join(
+            f'<li><a href="/page/{r}">{html_escape(_page_title(r))}</a></li>' for r in related
+        )
+        body = (
+            f"<nav>{' | '.join(nav)}</nav>\n<p>Revision {version}.</p>\n"
+            f'<ul class="related">{links}</ul>\n'
+        )
+        return _html(_page_title(n), body + _filler(n * 1_000_003 + version, _page_size(n)))
+
+    def home_body(self) -> bytes:
+        collections = "".join(
+            f'<li><a href="/collection/{c}">Collection {c}</a></li>' for c in range(COLLECTIONS)
+        )
+        pages = "".join(
+            f'<li><a href="/page/{n}">{html_escape(_page_title(n))}</a></li>'
+            for n in range(1, min(HOME_PAGE_LINKS, self.pages) + 1)
+        )
+        return _html("Stoker demo", f"<ul>{collections}</ul>\n<ul>{pages}</ul>\n")
+
+    def collection_body(self, c: int) -> bytes:
+        first = c if c > 0 else COLLECTIONS
+        items = "".join(
+            f'<li><a href="/page/{n}">{html_escape(_page_title(n))}</a></li>'
+            for n in range(first, self.pages + 1, COLLECTIONS)
+        )
+        return _html(f"Collection {c}", f'<p><a href="/">Home</a></p>\n<ul>{items}</ul>\n')
+
+    def sitemap_index(self, base: str) -> bytes:
+        entries = "".join(
+            f"<sitemap><loc>{xml_escape(base)}/sitemaps/{i}.xml.gz</loc></sitemap>\n"
+            for i in range(1, self.sitemap_count + 1)
+        )
+        return (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+            f"{entries}</sitemapindex>\n"
+        ).encode()
+
+    def sitemap_child(self, base: str, i: int) -> bytes:
+        """Gzipped urlset for pages ``(i-1)*chunk+1 .. i*chunk`` (mtime 0: byte-stable)."""
+        first = (i - 1) * self.sitemap_chunk + 1
+        last = min(i * self.sitemap_chunk, self.pages)
+        loc = xml_escape(base)
+        urls = "".join(
+            f"<url><loc>{loc}/page/{n}</loc><lastmod>"
+            f"{formatdate(self.last_modified(n), usegmt=True)}</lastmod></url>\n"
+            for n in range(first, last + 1)
+        )
+        xml = (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+            f"{urls}</urlset>\n"
+        ).encode()
+        return gzip.compress(xml, mtime=0)
+
+    # -- ASGI ----------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        method: str = scope["method"]
+        if path == "/__stats" or path == "/__stats/reset":
+            await self._stats_endpoint(path, method, send)
+            return
+        self.total += 1
+        self.paths[path] += 1
+        request = _Request(scope, receive, send, self)
+        if path == "/health":
+            await request.respond(200, [(b"cache-control", b"no-store")], b"ok\n", b"text/plain")
+            return
+        if path != "/slow":
+            await self.clock.sleep(self.delay)
+        await self._route(request, path, method)
+
+    async def _stats_endpoint(self, path: str, method: str, send: Send) -> None:
+        if path == "/__stats/reset":
+            if method != "POST":
+                await _plain(send, 405, b"use POST\n", [(b"allow", b"POST")])
+                return
+            self.reset_stats()
+        body = json.dumps(self.stats(), sort_keys=True).encode()
+        await _plain(
+            send,
+            200,
+            body,
+            [(b"content-type", b"application/json"), (b"cache-control", b"no-store")],
+        )
+
+    async def _route(self, request: _Request, path: str, method: str) -> None:
+        parts = path.strip("/").split("/")
+        if parts[0] == "edit" and len(parts) == 2:
+            n = _int_or_none(parts[1])
+            if method != "POST":
+                await request.respond(405, [(b"allow", b"POST")], b"use POST\n", b"text/plain")
+            elif n is None or not 1 <= n <= self.pages:
+                await request.not_found()
+            else:
+                await request.drain()
+                version = self.edit(n)
+                body = json.dumps(
+                    {"page": n, "version": version, "etag": _etag(self.page_body(n)).decode()}
+                ).encode()
+                await request.respond(
+                    200, [(b"cache-control", b"no-store")], body, b"application/json"
+                )
+            return
+        if method not in ("GET", "HEAD"):
+            await request.respond(405, [(b"allow", b"GET, HEAD")], b"use GET\n", b"text/plain")
+            return
+        if path == "/":
+            await request.representation(
+                self.home_body(), HTML, BASE_EPOCH, PUBLIC_60, b"home list"
+            )
+        elif parts[0] == "page" and len(parts) == 2:
+            n = _int_or_none(parts[1])
+            if n is None or not 1 <= n <= self.pages:
+                await request.not_found()
+                return
+            key = f"page-{n} collection-{n % COLLECTIONS}".encode()
+            await request.representation(
+                self.page_body(n), HTML, self.last_modified(n), PUBLIC_60, key
+            )
+        elif parts[0] == "collection" and len(parts) == 2:
+            c = _int_or_none(parts[1])
+            if c is None or not 0 <= c < COLLECTIONS:
+                await request.not_found()
+                return
+            await request.representation(
+                self.collection_body(c),
+                HTML,
+                BASE_EPOCH,
+                PUBLIC_60,
+                f"collection-{c} list".encode(),
+            )
+        elif path == "/robots.txt":
+            body = (
+                "User-agent: *\nDisallow: /account\nDisallow: /private\nDisallow: /edit/\n"
+                f"Disallow: /__stats\n\nSitemap: {request.base}/sitemap.xml\n"
+            ).encode()
+            await request.representation(
+                body, b"text/plain; charset=utf-8", BASE_EPOCH, b"public, max-age=300", b"robots"
+            )
+        elif path == "/sitemap.xml":
+            await request.representation(
+                self.sitemap_index(request.base),
+                b"application/xml",
+                BASE_EPOCH,
+                b"public, max-age=300",
+                b"sitemap",
+            )
+        elif parts[0] == "sitemaps" and len(parts) == 2 and parts[1].endswith(".xml.gz"):
+            i = _int_or_none(parts[1].removesuffix(".xml.gz"))
+            if i is None or not 1 <= i <= self.sitemap_count:
+                await request.not_found()
+                return
+            first = (i - 1) * self.sitemap_chunk + 1
+            last = min(i * self.sitemap_chunk, self.pages)
+            modified = max(self.last_modified(n) for n in range(first, last + 1))
+            await request.representation(
+                self.sitemap_child(request.base, i),
+                b"application/gzip",
+                modified,
+                b"public, max-age=300",
+                b"sitemap",
+            )
+        elif path == "/account":
+            cookie = f"session={secrets.token_hex(16)}; Path=/; HttpOnly; SameSite=Lax"
+            await request.respond(
+                200,
+                [(b"set-cookie", cookie.encode())],
+                _html("Your account", "<p>Signed in.</p>\n"),
+                HTML,
+            )
+        elif path == "/private":
+            await request.respond(
+                200,
+                [(b"cache-control", b"private, max-age=60")],
+                _html("Private", "<p>Only for you.</p>\n"),
+                HTML,
+            )
+        elif path == "/slow":
+            ms = min(max(request.query_int("ms", 1000), 0), MAX_SLOW_MS)
+            await self.clock.sleep(ms / 1000)
+            await request.respond(
+                200,
+                [(b"cache-control", PUBLIC_60), (b"surrogate-key", b"slow")],
+                _html("Slow", f"<p>Took {ms} ms.</p>\n"),
+                HTML,
+            )
+        elif path == "/big":
+            mb = min(max(request.query_int("mb", 1), 0), MAX_BIG_MB)
+            await request.stream_big(mb)
+        else:
+            await request.not_found()
+
+
+class _Request:
+    """One HTTP exchange: the helpers that turn a decision into ASGI messages."""
+
+    __slots__ = ("app", "head", "headers", "receive", "scope", "send")
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send, app: DemoOrigin) -> None:
+        self.scope = scope
+        self.receive = receive
+        self.send = send
+        self.app = app
+        self.head = scope["method"] == "HEAD"
+        self.headers: dict[bytes, bytes] = {}
+        for name, value in scope.get("headers", ()):
+            self.headers[bytes(name).lower()] = bytes(value)
+
+    @property
+    def base(self) -> str:
+        scheme = self.scope.get("scheme", "http")
+        host = self.headers.get(b"host", b"").decode("latin-1")
+        if not host:
+            server = self.scope.get("server") or ("127.0.0.1", 80)
+            host = f"{server[0]}:{server[1]}"
+        return f"{scheme}://{host}"
+
+    def query_int(self, name: str, default: int) -> int:
+        values = parse_qs(bytes(self.scope.get("query_string", b"")).decode("latin-1"))
+        found = _int_or_none(values.get(name, [""])[0])
+        return default if found is None else found
+
+    async def drain(self) -> None:
+        while True:
+            message = await self.receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                return
+
+    async def respond(
+        self, status: int, headers: Headers, body: bytes, content_type: bytes
+    ) -> None:
+        self.app.statuses[status] += 1
+        all_headers = [
+            (b"content-type", content_type),
+            (b"content-length", str(len(body)).encode()),
+            *headers,
+        ]
+        await self.send({"type": "http.response.start", "status": status, "headers": all_headers})
+        await self.send({"type": "http.response.body", "body": b"" if self.head else body})
+
+    async def not_found(self) -> None:
+        await self.respond(
+            404, [(b"cache-control", b"public, max-age=10")], b"not found\n", b"text/plain"
+        )
+
+    async def representation(
+        self,
+        body: bytes,
+        content_type: bytes,
+        last_modified: float,
+        cache_control: bytes,
+        surrogate_key: bytes,
+    ) -> None:
+        """A cacheable 200, or a 304 when the request's validators match (RFC 9110 §13.2.2)."""
+        etag = _etag(body)
+        headers: Headers = [
+            (b"cache-control", cache_control),
+            (b"etag", etag),
+            (b"last-modified", _http_date(last_modified)),
+            (b"surrogate-key", surrogate_key),
+        ]
+        if_none_match = self.headers.get(b"if-none-match")
+        if_modified_since = self.headers.get(b"if-modified-since")
+        if if_none_match is not None:
+            not_modified = _matches_if_none_match(if_none_match, etag)
+        elif if_modified_since is not None:
+            not_modified = _not_modified_since(if_modified_since, last_modified)
+        else:
+            not_modified = False
+        if not_modified:
+            self.app.statuses[304] += 1
+            await self.send({"type": "http.response.start", "status": 304, "headers": headers})
+            await self.send({"type": "http.response.body", "body": b""})
+            return
+        await self.respond(200, headers, body, content_type)
+
+    async def stream_big(self, mb: int) -> None:
+        """``mb`` MiB in 64 KiB chunks: one chunk in memory however large the body."""
+        self.app.statuses[200] += 1
+        total = mb * 1024 * 1024
+        headers: Headers = [
+            (b"content-type", b"application/octet-stream"),
+            (b"content-length", str(total).encode()),
+            (b"cache-control", PUBLIC_60),
+            (b"surrogate-key", b"big"),
+            (b"etag", f'"big-{mb}"'.encode()),
+        ]
+        await self.send({"type": "http.response.start", "status": 200, "headers": headers})
+        if self.head or total == 0:
+            await self.send({"type": "http.response.body", "body": b""})
+            return
+        chunks = total // BIG_CHUNK
+        for index in range(chunks):
+            await self.send(
+                {"type": "http.response.body", "body": _BIG_BLOCK, "more_body": index < chunks - 1}
+            )
+
+
+async def _plain(send: Send, status: int, body: bytes, headers: Headers) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-length", str(len(body)).encode()), *headers],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def _int_or_none(text: str) -> int | None:
+    if not text or not (text.isascii() and text.lstrip("-").isdigit()) or len(text) > 9:
+        return None
+    return int(text)
+
+
+def make_demo_app(
+    *,
+    pages: int = 2000,
+    delay: float = 0.05,
+    sitemap_chunk: int = 500,
+    clock: Clock | None = None,
+) -> DemoOrigin:
+    """Build the demo site (an ASGI app); see the module docstring for its routes."""
+    return DemoOrigin(pages=pages, delay=delay, sitemap_chunk=sitemap_chunk, clock=clock)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Run the slow Stoker demo origin.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=9000)
+    parser.add_argument("--pages", type=int, default=2000)
+    parser.add_argument("--delay", type=float, default=0.05, help="seconds per request")
+    parser.add_argument("--sitemap-chunk", type=int, default=500)
+    args = parser.parse_args(argv)
+    import uvicorn
+
+    app = make_demo_app(pages=args.pages, delay=args.delay, sitemap_chunk=args.sitemap_chunk)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
