@@ -8,7 +8,6 @@ saying what to fix and exit with status 2.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from stoker.server import run_async
 from stoker.settings import Settings, SettingsError, describe, load_settings
 
 app = typer.Typer(
@@ -67,7 +67,7 @@ def serve(
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None
     _logging(verbose)
-    asyncio.run(run_service(settings, announce=console.print))
+    run_async(run_service(settings, announce=console.print))
 
 
 @app.command()
@@ -85,7 +85,7 @@ def demo(
     settings = settings_or_exit(None, origin=f"http://{origin_listen}", listen=listen,
                                 admin_listen=admin_listen, data_dir=data_dir, server=server)
     _logging(False)
-    asyncio.run(run_demo(settings, origin_listen, pages=pages, delay=delay,
+    run_async(run_demo(settings, origin_listen, pages=pages, delay=delay,
                          announce=console.print))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from stoker.proxy.hot_path import HotPath
 from stoker.proxy.pipeline import Pipeline
 
 Message = MutableMapping[str, Any]
@@ -20,12 +21,14 @@ class ProxyApp:
 
     def __init__(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline
+        self._hot = HotPath(pipeline)
 
     async def __call__(self, scope: Message, receive: Callable[[], Awaitable[Message]],
                        send: Callable[[Message], Awaitable[None]]) -> None:
         kind = scope["type"]
         if kind == "http":
-            await self.pipeline.handle(scope, receive, send)
+            if not await self._hot.try_serve(scope, send):
+                await self.pipeline.handle(scope, receive, send)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1003})
         elif kind == "lifespan":

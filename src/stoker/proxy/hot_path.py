@@ -1,0 +1,97 @@
+"""The fresh-hit fast path: answer the commonest request with the least work.
+
+A plain ``GET`` (no cookies, credentials, cache directives or conditionals)
+whose URL holds exactly one variant, fresh in L1, is answered here with two
+ASGI sends; everything else returns ``False`` and goes through the full
+:class:`~stoker.proxy.pipeline.Pipeline`, which gives the same answer more
+slowly.  This module decides nothing the pipeline would decide differently:
+it only skips work whose outcome is known.
+
+Invariants: the memo maps ``(version, host, raw path, query)`` to the primary
+key the pipeline would compute (so a version bump never reads old keys); it is
+bounded and cleared when full; URLs whose rule bypasses the cache map to
+``None`` and always take the full pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from stoker.cache.entry import CacheEntry
+from stoker.proxy.pipeline import Pipeline
+from stoker.proxy.request import BadRequest, parse_request
+from stoker.proxy.rules import match_rule
+
+Message = MutableMapping[str, Any]
+Send = Callable[[Message], Awaitable[None]]
+MemoKey = tuple[str, bytes, bytes, bytes]
+
+# Any of these makes a request need the full pipeline (bypass, revalidation, 304s).
+SLOW_HEADERS = frozenset({b"authorization", b"cookie", b"cache-control", b"pragma",
+                          b"if-none-match", b"if-modified-since", b"range", b"if-range"})
+MEMO_LIMIT = 65_536
+
+
+class HotPath:
+    """Serves fresh single-variant L1 hits for one pipeline."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self._pipeline = pipeline
+        self._memo: dict[MemoKey, str | None] = {}
+        self._prefix = f"{pipeline.fetcher.config.cache_name}; hit; ttl=".encode()
+
+    async def try_serve(self, scope: Message, send: Send) -> bool:
+        """Answer ``scope`` if it is a fresh single-variant L1 hit; else ``False``."""
+        if scope["method"] != "GET":
+            return False
+        host = b""
+        for name, value in scope["headers"]:
+            if name in SLOW_HEADERS:
+                return False
+            if name == b"host":
+                host = value
+        primary = self._primary_key(scope, host)
+        if primary is None:
+            return False
+        pipeline = self._pipeline
+        entries = pipeline.store.get_l1(primary)
+        if entries is None or len(entries) != 1:
+            return False
+        entry = entries[0]
+        now = pipeline.clock.now()
+        if entry.vary or now >= entry.fresh_until or entry.body is None:
+            return False
+        pipeline.stats["hit"] += 1
+        await _send_entry(send, entry, now, self._prefix)
+        return True
+
+    def _primary_key(self, scope: Message, host: bytes) -> str | None:
+        pipeline = self._pipeline
+        memo_key = (pipeline.version, host, scope.get("raw_path") or b"",
+                    scope.get("query_string") or b"")
+        try:
+            return self._memo[memo_key]
+        except KeyError:
+            pass
+        try:
+            request = parse_request(scope, pipeline.config.default_host)
+        except BadRequest:
+            return None
+        rule = match_rule(pipeline.config.rules, request.host, request.path)
+        primary = None if rule is not None and rule.bypass else pipeline.key_for(request, rule)
+        if len(self._memo) >= MEMO_LIMIT:
+            self._memo.clear()
+        self._memo[memo_key] = primary
+        return primary
+
+
+async def _send_entry(send: Send, entry: CacheEntry, now: float, prefix: bytes) -> None:
+    headers = [*entry.headers,
+               (b"age", b"%d" % (entry.initial_age + now - entry.response_time)),
+               (b"cache-status", prefix + b"%d" % (entry.fresh_until - now))]
+    try:
+        await send({"type": "http.response.start", "status": entry.status, "headers": headers})
+        await send({"type": "http.response.body", "body": entry.body, "more_body": False})
+    except (OSError, RuntimeError):  # the client went away; nothing to clean up
+        return
