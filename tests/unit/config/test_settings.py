@@ -1,0 +1,112 @@
+"""Settings precedence and clear errors (defaults < file < environment < flags)."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stoker.settings import SettingsError, describe, load_settings
+from stoker.units import parse_duration, parse_size
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "stoker.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_without_any_source(tmp_path: Path) -> None:
+    settings = load_settings(config_path=None, env={}, cli={})
+    assert settings.listen == "127.0.0.1:8080"
+    assert settings.admin_listen == "127.0.0.1:8081"
+    assert settings.data_dir == Path(".stoker")
+
+
+def test_precedence_file_then_env_then_flag(tmp_path: Path) -> None:
+    path = write(tmp_path, 'origin = "http://file:1"\nlisten = "127.0.0.1:1111"\n'
+                           'default_swr = "2m"\n')
+    env = {"STOKER_LISTEN": "127.0.0.1:2222", "STOKER_ORIGIN": "http://env:2"}
+    settings = load_settings(config_path=path, env=env, cli={"origin": "http://flag:3"})
+    assert settings.origin == "http://flag:3"
+    assert settings.listen == "127.0.0.1:2222"
+    assert settings.default_swr == 120.0
+
+
+def test_unknown_key_in_file_names_it(tmp_path: Path) -> None:
+    path = write(tmp_path, 'orgin = "http://x"\n')
+    with pytest.raises(SettingsError, match="unknown setting 'orgin'"):
+        load_settings(config_path=path, env={})
+
+
+def test_unknown_environment_variable_names_it() -> None:
+    with pytest.raises(SettingsError, match="STOKER_LISTN"):
+        load_settings(env={"STOKER_LISTN": "x"})
+
+
+@pytest.mark.parametrize(("key", "value", "words"), [
+    ("listen", "8080", "HOST:PORT"),
+    ("origin", "ftp://x", "http:// or https://"),
+    ("l1_max_bytes", "lots", "size"),
+    ("default_sie", "-3", "duration"),
+    ("strip_tag_headers", "maybe", "true or false"),
+    ("server", "apache", "granian, uvicorn"),
+])
+def test_bad_values_name_the_setting(key: str, value: str, words: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        load_settings(env={}, cli={key: value})
+    assert key in str(raised.value) and words in str(raised.value)
+
+
+def test_invalid_toml_and_missing_file_are_clear(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="not valid TOML"):
+        load_settings(config_path=write(tmp_path, "origin = "), env={})
+    with pytest.raises(SettingsError, match="does not exist"):
+        load_settings(config_path=tmp_path / "nope.toml", env={})
+
+
+def test_rules_are_read_from_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, '[[rule]]\npath = "/wp-admin"\nbypass = true\n'
+                           '[[rule]]\nttl = "1h"\nbypass_cookies = ["wordpress_logged_in_*"]\n')
+    settings = load_settings(config_path=path, env={})
+    assert settings.rules[0].bypass and settings.rules[0].path == "/wp-admin"
+    assert settings.rules[1].ttl is not None and settings.rules[1].ttl.ttl == 3600
+
+
+def test_bad_rule_names_its_position(tmp_path: Path) -> None:
+    path = write(tmp_path, '[[rule]]\nttl = "soon"\n')
+    with pytest.raises(SettingsError, match=r"\[\[rule\]\] #1: ttl"):
+        load_settings(config_path=path, env={})
+
+
+def test_describe_lists_every_setting() -> None:
+    keys = {key for key, _, _ in describe()}
+    assert {"origin", "listen", "admin_listen", "data_dir", "admin_token"} <= keys
+
+
+@given(st.integers(min_value=0, max_value=10**9))
+def test_plain_numbers_are_seconds_and_bytes(n: int) -> None:
+    assert parse_duration(n) == n and parse_duration(str(n)) == n
+    assert parse_size(n) == n and parse_size(str(n)) == n
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("500ms", 0.5), ("90s", 90), ("5m", 300),
+                                               ("2h", 7200), ("1d", 86400)])
+def test_duration_units(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(("text", "size"), [("512KiB", 512 * 1024), ("256MB", 256 * 1024**2),
+                                            ("4GiB", 4 * 1024**3), ("10k", 10240)])
+def test_size_units(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@given(st.text())
+def test_parsers_raise_only_value_error(text: str) -> None:
+    for parse in (parse_duration, parse_size):
+        with contextlib.suppress(ValueError):
+            parse(text)
