@@ -11,20 +11,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.job_backends import BACKENDS, open_queue, pg_schema
 
-from job_backends import BACKENDS, open_queue, pg_schema
 from stoker.clock import SystemClock
 from stoker.jobs.model import Job, NewJob
 from stoker.jobs.worker import Worker, WorkerConfig
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 LEASE_TTL = 1.0
 
 # Runs a real Worker whose handler records the start, then hangs.
 HANGING_WORKER = """
 import asyncio, sys
 sys.path.insert(0, sys.argv[4])
-from job_backends import open_queue
+from tests.job_backends import open_queue
 from stoker.clock import SystemClock
 from stoker.jobs.worker import Worker, WorkerConfig
 
@@ -61,7 +61,7 @@ async def test_killed_worker_job_is_reclaimed_and_done_once(
     try:
         await queue.enqueue([NewJob("kill", {"page": "/"})])
         proc = subprocess.Popen([sys.executable, "-c", HANGING_WORKER, backend, target,
-                                 str(log), str(TESTS_DIR), str(LEASE_TTL)])
+                                 str(log), str(REPO_ROOT), str(LEASE_TTL)])
         try:
             await wait_for(lambda: "start" in log.read_text(), 20)
             proc.send_signal(signal.SIGKILL)

@@ -1,0 +1,1 @@
+"""PostgreSQL backends: connection pool, numbered migrations, stores for multi-node setups."""

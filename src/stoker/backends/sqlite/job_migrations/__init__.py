@@ -1,0 +1,1 @@
+"""SQLite migrations of the job queue (component ``jobs``)."""

@@ -1,0 +1,141 @@
+"""``stoker jobs``: inspect the job queue and revive dead jobs.
+
+Reads the same configuration as ``stoker serve`` (``--config``/``stoker.toml``,
+``STOKER_*``, ``--data-dir``, ``--database-url``). Invariant: ``requeue
+--all`` does nothing without ``--confirm``; exactly one requeue scope is given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from stoker.clock import SystemClock
+from stoker.jobs import open_queue
+from stoker.jobs.model import JOB_STATES, JobState, RequeueScope
+from stoker.jobs.queue import JobQueue
+from stoker.settings import Settings, SettingsError, load_settings
+
+T = TypeVar("T")
+
+jobs_app = typer.Typer(
+    help="Inspect the durable job queue: counts, dead letters, requeue.",
+    no_args_is_help=True, add_completion=False)
+out = Console()
+err = Console(stderr=True)
+
+ConfigOpt = Annotated[Path | None, typer.Option(
+    "--config", help="stoker.toml to read (default: ./stoker.toml if present, or $STOKER_CONFIG)")]
+DataDirOpt = Annotated[Path | None, typer.Option(
+    "--data-dir", help="Directory of the SQLite database [./.stoker]")]
+DatabaseUrlOpt = Annotated[str | None, typer.Option(
+    "--database-url", help="postgresql://… (default: SQLite in the data dir)")]
+
+
+def _settings(config: Path | None, data_dir: Path | None, database_url: str | None) -> Settings:
+    try:
+        return load_settings(
+            config_path=config, cli={"data_dir": data_dir, "database_url": database_url})
+    except SettingsError as error:
+        err.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from None
+
+
+def _with_queue(settings: Settings, action: Callable[[JobQueue], Awaitable[T]]) -> T:
+    async def run() -> T:
+        queue = await open_queue(settings, SystemClock())
+        try:
+            return await action(queue)
+        finally:
+            await queue.aclose()
+
+    try:
+        return asyncio.run(run())
+    except ConnectionError as error:
+        err.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(1) from None
+
+
+@jobs_app.command()
+def counts(config: ConfigOpt = None, data_dir: DataDirOpt = None,
+           database_url: DatabaseUrlOpt = None) -> None:
+    """Jobs per queue and state."""
+    rows = _with_queue(_settings(config, data_dir, database_url), lambda q: q.counts())
+    table = Table("queue", *JOB_STATES, title="jobs")
+    by_queue: dict[str, dict[str, int]] = {}
+    for row in rows:
+        by_queue.setdefault(row.queue, {})[row.state] = row.count
+    for queue, states in sorted(by_queue.items()):
+        table.add_row(queue, *(str(states.get(state, 0)) for state in JOB_STATES))
+    out.print(table)
+
+
+@jobs_app.command("list")
+def list_jobs(
+    state: Annotated[str, typer.Option(help="pending, running, done or dead")] = "dead",
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 50,
+    offset: Annotated[int, typer.Option(min=0)] = 0,
+    config: ConfigOpt = None, data_dir: DataDirOpt = None, database_url: DatabaseUrlOpt = None,
+) -> None:
+    """Jobs in one state, most recently updated first."""
+    if state not in JOB_STATES:
+        err.print(f"[red]error:[/red] --state must be one of {', '.join(JOB_STATES)}, "
+                  f"got {state!r}")
+        raise typer.Exit(2)
+    chosen: JobState = state
+    jobs = _with_queue(_settings(config, data_dir, database_url),
+                       lambda q: q.list(chosen, limit, offset))
+    table = Table("id", "queue", "key", "attempts", "updated (UTC)", "last error",
+                  title=f"{state} jobs")
+    for job in jobs:
+        table.add_row(str(job.id), job.queue, job.dedupe_key or "",
+                      f"{job.attempts}/{job.max_attempts}", _utc(job.updated_at),
+                      (job.last_error or "")[:80])
+    out.print(table)
+
+
+@jobs_app.command()
+def requeue(
+    job_id: Annotated[list[int] | None, typer.Option("--id", help="Dead job id (repeatable)")]
+    = None,
+    key: Annotated[str | None, typer.Option("--key", help="Dedupe key of dead jobs")] = None,
+    run: Annotated[str | None, typer.Option(
+        "--run", help="Dead jobs whose payload run_id equals this warm run id")] = None,
+    all_dead: Annotated[bool, typer.Option("--all", help="Every dead job (needs --confirm)")]
+    = False,
+    confirm: Annotated[bool, typer.Option("--confirm", help="Confirm --all")] = False,
+    config: ConfigOpt = None, data_dir: DataDirOpt = None, database_url: DatabaseUrlOpt = None,
+) -> None:
+    """Send dead jobs back to pending (one dedupe key is requeued once)."""
+    scope = _scope(job_id or [], key, run, all_dead, confirm)
+    revived = _with_queue(_settings(config, data_dir, database_url), lambda q: q.requeue(scope))
+    out.print(f"requeued {revived} dead job{'s' if revived != 1 else ''}")
+
+
+def _utc(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _scope(ids: list[int], key: str | None, run: str | None, all_dead: bool,
+           confirm: bool) -> RequeueScope:
+    given = sum((bool(ids), key is not None, run is not None, all_dead))
+    if given != 1:
+        err.print("[red]error:[/red] give exactly one of --id, --key, --run or --all")
+        raise typer.Exit(2)
+    if all_dead and not confirm:
+        err.print("[red]error:[/red] --all requeues every dead job: add --confirm to do it")
+        raise typer.Exit(2)
+    if ids:
+        return RequeueScope.by_ids(*ids)
+    if key is not None:
+        return RequeueScope.by_key(key)
+    if run is not None:
+        return RequeueScope.by_payload("run_id", run)
+    return RequeueScope.all(confirm=True)

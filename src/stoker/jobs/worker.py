@@ -1,0 +1,256 @@
+"""The worker: lease jobs, run their handler with a timeout, heartbeat, ack.
+
+Invariants:
+- A job is acked only by the task that ran it and only while its lease is
+  held; when a heartbeat finds a lease lost (taken over after expiry), the
+  worker cancels that run and never acks it.
+- At most ``concurrency`` handlers run at once and at most ``2 * concurrency``
+  jobs are leased (the rest wait in the buffer: prefetch); every leased job is
+  heartbeated every ``heartbeat_interval`` (a third of the lease by default).
+- While the circuit breaker is open the worker leases nothing; when it opens,
+  the buffered (unstarted) jobs are released for others; after the cooldown
+  one probe job decides whether it closes again.
+- Graceful shutdown releases every leased job not started, lets running ones
+  finish for ``shutdown_grace`` seconds, then cancels and releases the rest.
+- An idle worker sleeps in ``JobQueue.wait_for_work`` (LISTEN/NOTIFY or the
+  in-process signal), waking at least every ``poll_interval`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from stoker.clock import Clock
+from stoker.jobs import breaker
+from stoker.jobs.breaker import BreakerState
+from stoker.jobs.model import Job
+from stoker.jobs.queue import JobQueue
+
+log = logging.getLogger("stoker.jobs.worker")
+
+Handler = Callable[[Job], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    """How one worker consumes one queue."""
+
+    queue: str
+    concurrency: int = 4
+    lease_ttl: float = 30.0
+    heartbeat_interval: float | None = None
+    job_timeout: float = 60.0
+    poll_interval: float = 5.0
+    shutdown_grace: float = 10.0
+    breaker: BreakerState = field(default_factory=BreakerState)
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"worker concurrency must be at least 1, got {self.concurrency}")
+        if self.job_timeout <= 0 or self.lease_ttl <= 0:
+            raise ValueError("worker job_timeout and lease_ttl must be positive")
+
+    @property
+    def heartbeat_every(self) -> float:
+        return self.heartbeat_interval or self.lease_ttl / 3
+
+
+@dataclass(slots=True)
+class WorkerStats:
+    """What a worker has done since it started."""
+
+    done: int = 0
+    failed: int = 0
+    lost: int = 0
+    released: int = 0
+
+
+def default_owner() -> str:
+    """A lease owner name that tells operators which process holds a job."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class Worker:
+    """Runs ``handler`` for jobs of one queue until stopped (see module invariants)."""
+
+    def __init__(
+        self, queue: JobQueue, handler: Handler, clock: Clock, config: WorkerConfig,
+        *, owner: str | None = None,
+    ) -> None:
+        self._queue = queue
+        self._handler = handler
+        self._clock = clock
+        self._config = config
+        self.owner = owner or default_owner()
+        self.breaker = config.breaker
+        self.stats = WorkerStats()
+        self._buffer: deque[Job] = deque()
+        self._running: dict[int, tuple[Job, asyncio.Task[None]]] = {}
+        self._lost: set[int] = set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Work until ``stop`` is set, then shut down gracefully."""
+        with contextlib.suppress(Exception):  # subscribe before leasing; retried when idle
+            await self._queue.wait_for_work(self._config.queue, 0)
+        beats = asyncio.create_task(self._heartbeat_loop())
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            while not stop.is_set():
+                await self._fill()
+                self._start_ready()
+                await self._wait(stopping)
+        finally:
+            beats.cancel()
+            stopping.cancel()
+            await self._shutdown()
+
+    async def _fill(self) -> None:
+        """Lease when the buffer is empty, up to one running batch plus one waiting batch."""
+        now = self._clock.now()
+        room = 2 * self._config.concurrency - len(self._running)
+        if self._buffer or room < 1 or not breaker.may_lease(self.breaker, now):
+            return
+        n = breaker.lease_limit(self.breaker, room)
+        try:
+            jobs = await self._queue.lease(self._config.queue, n, self.owner,
+                                           self._config.lease_ttl)
+        except Exception:
+            log.exception("leasing from queue %r failed; retrying later", self._config.queue)
+            return
+        if jobs and self.breaker.phase != "closed":
+            self.breaker = breaker.on_probe(self.breaker, now)
+        self._buffer.extend(jobs)
+
+    def _start_ready(self) -> None:
+        while self._buffer and len(self._running) < self._config.concurrency:
+            job = self._buffer.popleft()
+            task = asyncio.create_task(self._execute(job), name=f"job-{job.id}")
+            self._running[job.id] = (job, task)
+
+    async def _wait(self, stopping: asyncio.Task[bool]) -> None:
+        """Sleep until a run ends, work may have arrived, the breaker reopens, or stop."""
+        waiters: set[asyncio.Future[Any]] = {stopping}
+        waiters.update(task for _, task in self._running.values())
+        wake: asyncio.Task[bool] | None = None
+        timeout: float | None = None
+        now = self._clock.now()
+        if self.breaker.phase == "open":
+            timeout = breaker.seconds_until_probe(self.breaker, now) or None
+        if timeout is None and not self._buffer:
+            wake = asyncio.create_task(self._wait_for_work())
+            waiters.add(wake)
+        if timeout is None and wake is None and len(waiters) == 1:
+            timeout = self._config.poll_interval
+        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if wake is not None and not wake.done():
+            wake.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await wake
+
+    async def _wait_for_work(self) -> bool:
+        """Like ``JobQueue.wait_for_work``, but a failing database means a full poll wait."""
+        try:
+            return await self._queue.wait_for_work(self._config.queue, self._config.poll_interval)
+        except Exception:
+            log.exception("waiting for work on %r failed; polling", self._config.queue)
+            await asyncio.sleep(self._config.poll_interval)
+            return False
+
+    async def _execute(self, job: Job) -> None:
+        error = await self._call_handler(job)
+        self._running.pop(job.id, None)
+        if job.id in self._lost:
+            self._lost.discard(job.id)
+            return
+        await self._record(job, error)
+
+    async def _call_handler(self, job: Job) -> str | None:
+        try:
+            async with asyncio.timeout(self._config.job_timeout):
+                await self._handler(job)
+        except TimeoutError:
+            return f"timed out after {self._config.job_timeout:g}s"
+        except asyncio.CancelledError:
+            if job.id in self._lost:
+                return "lease lost"
+            raise
+        except Exception as exc:
+            log.warning("job %d on %r failed: %r", job.id, job.queue, exc)
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    async def _record(self, job: Job, error: str | None) -> None:
+        was_open = self.breaker.phase == "open"
+        self.breaker = breaker.on_result(self.breaker, error is None, self._clock.now())
+        try:
+            if error is None:
+                acked = await self._queue.ack_done(job.lease)
+                self.stats.done += acked
+            else:
+                self.stats.failed += 1
+                await self._queue.ack_failed(job.lease, error)
+        except Exception:
+            log.exception("acking job %d failed; its lease will expire and it will rerun",
+                          job.id)
+        if self.breaker.phase == "open" and not was_open:
+            log.warning("circuit breaker opened on queue %r after %d consecutive failures",
+                        job.queue, self.breaker.failures)
+            await self._release_buffer()
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._config.heartbeat_every)
+            await self._heartbeat_once()
+
+    async def _heartbeat_once(self) -> None:
+        jobs = list(self._buffer) + [job for job, _ in self._running.values()]
+        if not jobs:
+            return
+        try:
+            held = await self._queue.heartbeat([job.lease for job in jobs],
+                                               self._config.lease_ttl)
+        except Exception:
+            log.exception("heartbeat failed; leases may expire")
+            return
+        for job in jobs:
+            if job.id not in held:
+                self._drop_lost(job)
+
+    def _drop_lost(self, job: Job) -> None:
+        self.stats.lost += 1
+        with contextlib.suppress(ValueError):
+            self._buffer.remove(job)
+        entry = self._running.get(job.id)
+        if entry is not None:
+            self._lost.add(job.id)
+            entry[1].cancel()
+
+    async def _release_buffer(self) -> None:
+        while self._buffer:
+            job = self._buffer.popleft()
+            with contextlib.suppress(Exception):
+                released = await self._queue.release(job.lease)
+                self.stats.released += released
+
+    async def _shutdown(self) -> None:
+        await self._release_buffer()
+        tasks = [task for _, task in self._running.values()]
+        if tasks:
+            await asyncio.wait(tasks, timeout=self._config.shutdown_grace)
+        for job, task in list(self._running.values()):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            with contextlib.suppress(Exception):
+                released = await self._queue.release(job.lease)
+                self.stats.released += released
+        self._running.clear()

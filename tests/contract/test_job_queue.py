@@ -1,0 +1,427 @@
+"""The ``JobQueue`` contract: one suite, run against SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from tests.job_backends import BACKENDS, open_queue, pg_schema
+
+from stoker.clock import FakeClock
+from stoker.jobs.breaker import BreakerState
+from stoker.jobs.model import EXPIRED_ERROR, Job, NewJob, RequeueScope
+from stoker.jobs.policy import backoff_ceiling
+from stoker.jobs.queue import JobQueue
+from stoker.jobs.worker import Worker, WorkerConfig
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def pg_test_schema() -> Iterator[str]:
+    with pg_schema() as schema:
+        yield schema
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    if backend == "sqlite":
+        return str(tmp_path / "jobs.db")
+    return str(request.getfixturevalue("pg_test_schema"))
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+async def queue(backend: str, target: str, clock: FakeClock) -> AsyncIterator[JobQueue]:
+    q = await open_queue(backend, target, clock, truncate=True, rng=lambda: 0.5)
+    yield q
+    await q.aclose()
+
+
+async def lease_one(queue: JobQueue, name: str = "q", owner: str = "w1",
+                    ttl: float = 30) -> Job:
+    jobs = await queue.lease(name, 1, owner, ttl)
+    assert len(jobs) == 1
+    return jobs[0]
+
+
+async def dead_job(queue: JobQueue, clock: FakeClock, **fields: object) -> int:
+    """Enqueue a one-attempt job and fail it so it is dead; return its id."""
+    await queue.enqueue([NewJob("q", max_attempts=1, **fields)])  # type: ignore[arg-type]
+    job = await lease_one(queue)
+    assert await queue.ack_failed(job.lease, "boom")
+    return job.id
+
+
+# --- enqueue and dedupe -------------------------------------------------------
+
+async def test_enqueue_reports_new_jobs_and_dedupes_in_flight_keys(queue: JobQueue) -> None:
+    jobs = [NewJob("q", {"n": n}, dedupe_key=f"k{n % 2}") for n in range(4)]
+    assert await queue.enqueue(jobs) == 2
+    again = [NewJob("q", dedupe_key="k0"), NewJob("other", dedupe_key="k0")]
+    assert await queue.enqueue(again) == 1
+    job = await lease_one(queue)
+    assert await queue.enqueue([NewJob("q", dedupe_key=job.dedupe_key)]) == 0  # running holds it
+    assert await queue.ack_done(job.lease)
+    assert await queue.enqueue([NewJob("q", dedupe_key=job.dedupe_key)]) == 1  # slot freed
+    assert await queue.enqueue([NewJob("q"), NewJob("q")]) == 2  # no key: never deduped
+
+
+async def test_concurrent_enqueue_of_one_key_keeps_one_job(
+        backend: str, target: str, queue: JobQueue, clock: FakeClock) -> None:
+    other = await open_queue(backend, target, clock)
+    try:
+        batches = [[NewJob("d", {"i": i}, dedupe_key="same")] for i in range(16)]
+        added = await asyncio.gather(
+            *(q.enqueue(b) for q, b in zip([queue, other] * 8, batches, strict=True)))
+    finally:
+        await other.aclose()
+    assert sum(added) == 1
+    assert [(c.queue, c.state, c.count) for c in await queue.counts()] == [("d", "pending", 1)]
+
+
+# --- lease ---------------------------------------------------------------------
+
+async def test_lease_order_is_priority_then_run_at_then_fifo(
+        queue: JobQueue, clock: FakeClock) -> None:
+    now = clock.now()
+    await queue.enqueue([
+        NewJob("q", {"name": "late"}, priority=0, run_at=now - 1),
+        NewJob("q", {"name": "fifo-1"}, priority=0, run_at=now - 5),
+        NewJob("q", {"name": "fifo-2"}, priority=0, run_at=now - 5),
+        NewJob("q", {"name": "urgent"}, priority=-1),
+        NewJob("q", {"name": "background"}, priority=5, run_at=now - 100),
+        NewJob("q", {"name": "future"}, run_at=now + 60),
+        NewJob("elsewhere", {"name": "other queue"}),
+    ])
+    names = [job.payload["name"] for job in await queue.lease("q", 10, "w1", 300)]
+    assert names == ["urgent", "fifo-1", "fifo-2", "late", "background"]
+    clock.advance(61)
+    assert [j.payload["name"] for j in await queue.lease("q", 10, "w1", 30)] == ["future"]
+
+
+async def test_lease_sets_lease_fields_and_counts_an_attempt(
+        queue: JobQueue, clock: FakeClock) -> None:
+    await queue.enqueue([NewJob("q", {"a": [1, "x"]}) for _ in range(3)])
+    jobs = await queue.lease("q", 2, "worker-a", 30)
+    assert len(jobs) == 2 and len({job.lease_token for job in jobs}) == 2
+    for job in jobs:
+        assert (job.state, job.attempts, job.lease_owner) == ("running", 1, "worker-a")
+        assert job.lease_until == pytest.approx(clock.now() + 30)
+        assert job.payload == {"a": [1, "x"]}
+    assert len(await queue.lease("q", 5, "worker-b", 30)) == 1
+    assert await queue.lease("q", 5, "worker-b", 30) == []
+    with pytest.raises(ValueError, match="at least 1"):
+        await queue.lease("q", 0, "worker-b", 30)
+
+
+async def test_expired_lease_is_reclaimed_and_late_acks_change_nothing(
+        queue: JobQueue, clock: FakeClock) -> None:
+    await queue.enqueue([NewJob("q")])
+    first = await lease_one(queue, owner="slow")
+    clock.advance(29)
+    assert await queue.lease("q", 1, "fast", 30) == []  # still held
+    clock.advance(2)
+    second = await lease_one(queue, owner="fast")
+    assert second.id == first.id and second.lease_token != first.lease_token
+    assert second.attempts == 2
+    before = await queue.get(first.id)
+    assert not await queue.ack_done(first.lease)
+    assert not await queue.ack_failed(first.lease, "late failure")
+    assert not await queue.release(first.lease)
+    assert await queue.heartbeat([first.lease], 30) == frozenset()
+    assert await queue.get(first.id) == before
+    assert await queue.ack_done(second.lease)
+    done = await queue.get(first.id)
+    assert done is not None and done.state == "done"
+
+
+async def test_heartbeat_extends_the_lease(queue: JobQueue, clock: FakeClock) -> None:
+    await queue.enqueue([NewJob("q")])
+    job = await lease_one(queue, ttl=10)
+    clock.advance(8)
+    assert await queue.heartbeat([job.lease], 10) == frozenset({job.id})
+    clock.advance(8)
+    assert await queue.lease("q", 1, "thief", 10) == []
+    assert await queue.ack_done(job.lease)
+
+
+async def test_expired_job_out_of_attempts_goes_dead(queue: JobQueue, clock: FakeClock) -> None:
+    await queue.enqueue([NewJob("q", max_attempts=1)])
+    job = await lease_one(queue, ttl=5)
+    clock.advance(6)
+    assert await queue.lease("q", 1, "w2", 5) == []
+    buried = await queue.get(job.id)
+    assert buried is not None and (buried.state, buried.last_error) == ("dead", EXPIRED_ERROR)
+
+
+async def test_release_returns_the_job_without_counting_the_attempt(queue: JobQueue) -> None:
+    await queue.enqueue([NewJob("q")])
+    job = await lease_one(queue)
+    assert await queue.release(job.lease)
+    again = await lease_one(queue)
+    assert again.id == job.id and again.attempts == 1
+
+
+# --- failures, backoff, dead letters ------------------------------------------
+
+@pytest.mark.parametrize("attempt", [1, 2, 3])
+async def test_ack_failed_retries_after_jittered_backoff(
+        queue: JobQueue, clock: FakeClock, attempt: int) -> None:
+    await queue.enqueue([NewJob("q", max_attempts=10)])
+    for _ in range(attempt):
+        job = await lease_one(queue)
+        assert await queue.ack_failed(job.lease, f"failure {job.attempts}")
+        clock.advance(3_600)
+    stored = await queue.get(job.id)
+    assert stored is not None and stored.state == "pending"
+    assert stored.attempts == attempt and stored.last_error == f"failure {attempt}"
+    failed_at = clock.now() - 3_600
+    assert stored.run_at == pytest.approx(failed_at + 0.5 * backoff_ceiling(attempt))
+
+
+async def test_ack_failed_on_last_attempt_is_dead(queue: JobQueue) -> None:
+    await queue.enqueue([NewJob("q", max_attempts=1)])
+    job = await lease_one(queue)
+    assert await queue.ack_failed(job.lease, "x" * 10_000)
+    dead = await queue.get(job.id)
+    assert dead is not None and dead.state == "dead"
+    assert dead.last_error is not None and len(dead.last_error) <= 2_000
+
+
+async def test_requeue_by_id(queue: JobQueue, clock: FakeClock) -> None:
+    first = await dead_job(queue, clock)
+    await dead_job(queue, clock)
+    assert await queue.requeue(RequeueScope.by_ids(first, 999_999)) == 1
+    revived = await queue.get(first)
+    assert revived is not None and (revived.state, revived.attempts) == ("pending", 0)
+    assert [job.state for job in await queue.list("dead")] == ["dead"]
+
+
+async def test_requeue_by_key_revives_one_of_several_dead_rows(
+        queue: JobQueue, clock: FakeClock) -> None:
+    await dead_job(queue, clock, dedupe_key="page")
+    newest = await dead_job(queue, clock, dedupe_key="page")
+    assert await queue.requeue(RequeueScope.by_key("page")) == 1
+    assert await queue.requeue(RequeueScope.by_key("page")) == 0  # one is in flight already
+    revived = await queue.get(newest)
+    assert revived is not None and revived.state == "pending"
+
+
+async def test_requeue_by_payload_field(queue: JobQueue, clock: FakeClock) -> None:
+    await dead_job(queue, clock, payload={"run_id": 7, "url": "/a"})
+    await dead_job(queue, clock, payload={"run_id": 7, "url": "/b"})
+    await dead_job(queue, clock, payload={"run_id": 8, "url": "/c"})
+    assert await queue.requeue(RequeueScope.by_payload("run_id", 7)) == 2
+    assert [job.payload["url"] for job in await queue.list("dead")] == ["/c"]
+
+
+async def test_requeue_all_needs_confirmation(queue: JobQueue, clock: FakeClock) -> None:
+    await dead_job(queue, clock)
+    await dead_job(queue, clock)
+    with pytest.raises(ValueError, match="confirm"):
+        RequeueScope.all(confirm=False)
+    with pytest.raises(ValueError, match="confirm"):
+        await queue.requeue(RequeueScope("all"))
+    assert len(await queue.list("dead")) == 2
+    assert await queue.requeue(RequeueScope.all(confirm=True)) == 2
+
+
+# --- housekeeping and dashboard reads ---------------------------------------
+
+async def test_reap_counts_and_list(queue: JobQueue, clock: FakeClock) -> None:
+    await queue.enqueue([NewJob("a", {"n": n}) for n in range(3)] + [NewJob("b")])
+    jobs = await queue.lease("a", 2, "w", 30)
+    for job in jobs:
+        clock.advance(1)
+        assert await queue.ack_done(job.lease)
+    counts = {(c.queue, c.state): c.count for c in await queue.counts()}
+    assert counts == {("a", "done"): 2, ("a", "pending"): 1, ("b", "pending"): 1}
+    listed = await queue.list("done", limit=1)
+    assert [job.id for job in listed] == [jobs[1].id]  # most recently updated first
+    assert [job.id for job in await queue.list("done", limit=5, offset=1)] == [jobs[0].id]
+    clock.advance(100)
+    assert await queue.reap(older_than=1_000) == 0
+    assert await queue.reap(older_than=50) == 2
+    assert await queue.list("done") == []
+
+
+async def test_wait_for_work_wakes_on_enqueue(
+        backend: str, target: str, queue: JobQueue, clock: FakeClock) -> None:
+    producer = await open_queue(backend, target, clock)
+    try:
+        await queue.wait_for_work("q", 0)  # subscribe
+        waiting = asyncio.create_task(queue.wait_for_work("q", 5))
+        await asyncio.sleep(0.05)
+        await producer.enqueue([NewJob("q")])
+        assert await asyncio.wait_for(waiting, 2)
+    finally:
+        await producer.aclose()
+
+
+# --- several processes --------------------------------------------------------
+
+LEASER = """
+import asyncio, json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[4])
+from tests.job_backends import open_queue
+from stoker.clock import SystemClock
+
+async def main(backend, target, go):
+    q = await open_queue(backend, target, SystemClock())
+    print("ready", flush=True)
+    while not Path(go).exists():
+        await asyncio.sleep(0.005)
+    got, idle = [], 0
+    while idle < 3:
+        jobs = await q.lease("race", 7, "proc", 60)
+        if not jobs:
+            idle += 1
+            await asyncio.sleep(0.01)
+            continue
+        idle = 0
+        got += [job.id for job in jobs]
+        await q.ack_done_many([job.lease for job in jobs])
+    await q.aclose()
+    print(json.dumps(got), flush=True)
+
+asyncio.run(main(*sys.argv[1:4]))
+"""
+
+
+async def test_processes_leasing_at_once_never_share_a_job(
+        backend: str, target: str, queue: JobQueue, tmp_path: Path) -> None:
+    await queue.enqueue([NewJob("race", {"n": n}) for n in range(300)])
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", LEASER, backend, target, str(go), str(REPO_ROOT)],
+                         stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    try:
+        for proc in procs:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        go.touch()
+        outputs = [proc.communicate(timeout=60)[0] for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+    per_process = [json.loads(out.strip().splitlines()[-1]) for out in outputs]
+    every = [job_id for ids in per_process for job_id in ids]
+    assert len(every) == len(set(every)) == 300
+    assert sum(1 for ids in per_process if ids) >= 2, "the processes did not overlap"
+    assert [(c.state, c.count) for c in await queue.counts()] == [("done", 300)]
+
+
+# --- the worker on each backend ----------------------------------------------
+
+async def run_worker(queue: JobQueue, clock: FakeClock, handler: object, *, until: object,
+                     **config: object) -> Worker:
+    worker = Worker(queue, handler, clock,  # type: ignore[arg-type]
+                    WorkerConfig("q", poll_interval=0.05, **config))  # type: ignore[arg-type]
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    for _ in range(200):
+        if await until(queue):  # type: ignore[operator]
+            break
+        await asyncio.sleep(0.02)
+    stop.set()
+    await asyncio.wait_for(running, 10)
+    return worker
+
+
+def state_count(state: str, expected: int) -> object:
+    async def check(queue: JobQueue) -> bool:
+        return sum(c.count for c in await queue.counts() if c.state == state) == expected
+    return check
+
+
+async def test_worker_runs_every_job_once(queue: JobQueue, clock: FakeClock) -> None:
+    seen: list[int] = []
+
+    async def handler(job: Job) -> None:
+        seen.append(job.payload["n"])
+
+    await queue.enqueue([NewJob("q", {"n": n}) for n in range(20)])
+    worker = await run_worker(queue, clock, handler, until=state_count("done", 20))
+    assert sorted(seen) == list(range(20)) and worker.stats.done == 20
+
+
+async def test_worker_timeout_is_a_failed_attempt(queue: JobQueue, clock: FakeClock) -> None:
+    async def handler(job: Job) -> None:
+        await asyncio.sleep(30)
+
+    async def retried(q: JobQueue) -> bool:
+        return [job.attempts for job in await q.list("pending")] == [1]
+
+    await queue.enqueue([NewJob("q")])
+    await run_worker(queue, clock, handler, until=retried, job_timeout=0.1)
+    [job] = await queue.list("pending")
+    assert job.attempts == 1 and job.last_error == "timed out after 0.1s"
+    assert job.run_at > clock.now()
+
+
+async def test_worker_breaker_stops_leasing_after_consecutive_failures(
+        queue: JobQueue, clock: FakeClock) -> None:
+    calls = 0
+
+    async def handler(job: Job) -> None:
+        nonlocal calls
+        calls += 1
+        raise ConnectionError("origin down")
+
+    async def two_calls(q: JobQueue) -> bool:
+        await asyncio.sleep(0.1)  # time for a third call, were the breaker not open
+        return calls >= 2
+
+    await queue.enqueue([NewJob("q", {"n": n}) for n in range(6)])
+    worker = await run_worker(
+        queue, clock, handler, until=two_calls, concurrency=1,
+        breaker=BreakerState(threshold=2, cooldown=3_600))
+    assert calls == 2 and worker.breaker.phase == "open"
+    counts = {c.state: c.count for c in await queue.counts()}
+    assert counts == {"pending": 6}  # two failed and wait for their retry, four released
+
+
+async def test_worker_shutdown_releases_jobs_it_did_not_start(
+        queue: JobQueue, clock: FakeClock) -> None:
+    started = asyncio.Event()
+    proceed = asyncio.Event()
+
+    async def handler(job: Job) -> None:
+        started.set()
+        await proceed.wait()
+
+    async def leased_two(q: JobQueue) -> bool:
+        return started.is_set() and await state_count("running", 2)(q)  # type: ignore[operator,no-any-return]
+
+    await queue.enqueue([NewJob("q", {"n": n}) for n in range(3)])
+    worker = Worker(queue, handler, clock, WorkerConfig("q", concurrency=1, poll_interval=0.05))
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    for _ in range(200):
+        if await leased_two(queue):
+            break
+        await asyncio.sleep(0.02)
+    stop.set()
+    await asyncio.sleep(0.05)
+    proceed.set()
+    await asyncio.wait_for(running, 10)
+    counts = {c.state: c.count for c in await queue.counts()}
+    assert counts == {"done": 1, "pending": 2} and worker.stats.released == 1
+    assert all(job.attempts == 0 for job in await queue.list("pending"))
