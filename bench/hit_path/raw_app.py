@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from stoker.asgi import acknowledge_lifespan
+
 from .page import CACHE_CONTROL, CONTENT_TYPE, PAGE
 
 Message = MutableMapping[str, Any]
@@ -35,10 +37,4 @@ async def app(
         await send(_START)
         await send(_BODY)
     elif scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await acknowledge_lifespan(receive, send)

@@ -43,6 +43,7 @@ from typing import Any
 from urllib.parse import parse_qs
 from xml.sax.saxutils import escape as xml_escape
 
+from stoker.asgi import acknowledge_lifespan
 from stoker.clock import Clock, SystemClock
 
 Scope = MutableMapping[str, Any]
@@ -257,7 +258,7 @@ class DemoOrigin:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await acknowledge_lifespan(receive, send)
             return
         if scope["type"] != "http":
             return
@@ -512,16 +513,6 @@ async def _plain(send: Send, status: int, body: bytes, headers: Headers) -> None
         }
     )
     await send({"type": "http.response.body", "body": body})
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
 
 
 def _int_or_none(text: str) -> int | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from stoker.asgi import acknowledge_lifespan
 from stoker.proxy.hot_path import HotPath
 from stoker.proxy.pipeline import Pipeline
 
@@ -32,15 +33,5 @@ class ProxyApp:
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1003})
         elif kind == "lifespan":
-            await _acknowledge_lifespan(receive, send)
+            await acknowledge_lifespan(receive, send)
 
-
-async def _acknowledge_lifespan(receive: Callable[[], Awaitable[Message]],
-                                send: Callable[[Message], Awaitable[None]]) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
