@@ -3,7 +3,10 @@
 Every server setting is a flag here, a key in ``stoker.toml`` and a
 ``STOKER_*`` variable; precedence is flag > variable > file > default
 (see :mod:`stoker.settings`).  Errors users can cause print one sentence
-saying what to fix and exit with status 2.
+saying what to fix and exit with status 2 (configuration) or 1 (a call to a
+running Stoker failed).  Commands that talk to a running Stoker find it with
+``--admin-url`` (``STOKER_ADMIN_URL``, default: the configured admin
+listener) and ``--admin-token`` (``STOKER_ADMIN_TOKEN``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import typer
 from rich.console import Console
 
 from stoker.server import run_async
-from stoker.settings import Settings, SettingsError, describe, load_settings
+from stoker.settings import Settings, SettingsError, admin_url, describe, load_settings
 
 app = typer.Typer(
     help="Stoker keeps a website's page cache hot: a caching reverse proxy with a warmer.",
@@ -33,6 +36,13 @@ DataDirOpt = Annotated[Path | None, typer.Option(
     help="Where the cache database and large bodies live [./.stoker]")]
 TokenOpt = Annotated[str | None, typer.Option(help="Bearer token for the admin API")]
 ServerOpt = Annotated[str | None, typer.Option(help="HTTP server: granian or uvicorn [granian]")]
+AdminUrlOpt = Annotated[str | None, typer.Option(
+    "--admin-url", envvar="STOKER_ADMIN_URL",
+    help="Admin API of the running Stoker [http://<admin_listen>]")]
+AdminTokenOpt = Annotated[str | None, typer.Option(
+    "--admin-token", envvar="STOKER_ADMIN_TOKEN", help="Bearer token of the admin API")]
+HostOpt = Annotated[str | None, typer.Option(
+    "--host", help="Host that paths like /x refer to [purge_hosts[0], origin_host or listen]")]
 
 
 def settings_or_exit(config: Path | None, **cli: Any) -> Settings:
@@ -63,6 +73,7 @@ def serve(
                                 data_dir=data_dir, admin_token=admin_token, server=server)
     try:
         settings.require_origin()
+        settings.require_safe_admin()
     except SettingsError as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None
@@ -84,9 +95,97 @@ def demo(
 
     settings = settings_or_exit(None, origin=f"http://{origin_listen}", listen=listen,
                                 admin_listen=admin_listen, data_dir=data_dir, server=server)
+    try:
+        settings.require_safe_admin()
+    except SettingsError as error:
+        console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from None
     _logging(False)
     run_async(run_demo(settings, origin_listen, pages=pages, delay=delay,
                          announce=console.print))
+
+
+def _admin_client(config: Path | None, url: str | None, token: str | None) -> Any:
+    from stoker.admin.client import AdminClient
+
+    settings = settings_or_exit(config)
+    return AdminClient(url or admin_url(settings), token or settings.admin_token)
+
+
+def _fail(error: Exception) -> typer.Exit:
+    console.print(f"[red]error:[/red] {error}")
+    return typer.Exit(1)
+
+
+@app.command()
+def purge(
+    url: Annotated[list[str] | None, typer.Option(
+        "--url", help="Purge this URL (every variant); a path uses --host. Repeatable")] = None,
+    prefix: Annotated[list[str] | None, typer.Option(
+        "--prefix", help="Purge every URL starting with this. Repeatable")] = None,
+    tag: Annotated[list[str] | None, typer.Option(
+        "--tag", help="Purge every entry with this tag (exact). Repeatable")] = None,
+    everything: Annotated[bool, typer.Option(
+        "--all", help="Purge everything (bumps the cache version)")] = False,
+    soft: Annotated[bool, typer.Option(
+        "--soft", help="Mark stale instead of deleting: serve stale while refetching")] = False,
+    host: HostOpt = None, config: ConfigOpt = None, admin_url_: AdminUrlOpt = None,
+    admin_token: AdminTokenOpt = None,
+) -> None:
+    """Purge cached pages of a running Stoker by URL, prefix, tag, or everything."""
+    from stoker.admin.client import AdminClientError
+
+    if not (url or prefix or tag or everything):
+        console.print("[red]error:[/red] nothing to purge: give --url, --prefix, --tag or --all")
+        raise typer.Exit(2)
+    body: dict[str, Any] = {"urls": url or [], "prefixes": prefix or [], "tags": tag or [],
+                            "all": everything, "soft": soft}
+    if host:
+        body["host"] = host
+    try:
+        with _admin_client(config, admin_url_, admin_token) as client:
+            result = client.purge(body)
+    except AdminClientError as error:
+        raise _fail(error) from None
+    out = Console()
+    how = "made stale" if result["soft"] else "deleted"
+    if result["scope"]["all"] and not result["soft"]:
+        out.print(f"purged everything: cache version is now {result['version']}; "
+                  f"{result['purged']} old entries are reclaimed in the background")
+        return
+    out.print(f"purged {result['purged']} entries ({how})")
+    for shown in result["urls"]:
+        out.print(f"  {shown}", highlight=False)
+    if result["urls_total"] > len(result["urls"]):
+        out.print(f"  … and {result['urls_total'] - len(result['urls'])} more URLs")
+
+
+@app.command()
+def entry(
+    url: Annotated[str, typer.Argument(help="URL (or path with --host) to look up")],
+    host: HostOpt = None, config: ConfigOpt = None, admin_url_: AdminUrlOpt = None,
+    admin_token: AdminTokenOpt = None,
+) -> None:
+    """Show what a running Stoker holds for a URL: variants, tags, windows, tier."""
+    from rich.table import Table
+
+    from stoker.admin.client import AdminClientError
+
+    try:
+        with _admin_client(config, admin_url_, admin_token) as client:
+            result = client.entry(url, host)
+    except AdminClientError as error:
+        raise _fail(error) from None
+    out = Console()
+    for key in result["keys"]:
+        if not key["variants"]:
+            out.print(f"{key['url']}: not cached", highlight=False)
+            continue
+        table = Table("variant", "state", "ttl", "tags", "size", "tier", title=key["url"])
+        for item in key["variants"]:
+            table.add_row(item["variant"] or "-", item["state"], f"{item['ttl']:.0f}s",
+                          " ".join(item["tags"]), str(item["size"]), "+".join(item["tier"]))
+        out.print(table)
 
 
 @app.command("settings")

@@ -2,8 +2,10 @@
 
 Invariants: :meth:`Stoker.open` either returns a ready instance or raises
 (with nothing left open); :meth:`Stoker.close` drains background
-revalidations, flushes queued L2 writes and closes every store and the
-origin, in that order, so a clean shutdown loses no write.
+revalidations and reclaims, flushes queued L2 writes and closes every store,
+the audit log and the origin, in that order, so a clean shutdown loses no
+write.  The pipeline starts at the persisted cache version
+(:mod:`stoker.cache.version_file`); an unfinished reclaim resumes.
 """
 
 from __future__ import annotations
@@ -13,16 +15,22 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
+from stoker.admin.audit import AuditLog
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
+from stoker.cache.events import PurgeEvents
+from stoker.cache.ledger import PurgeLedger
 from stoker.cache.memory import MemoryStore
 from stoker.cache.tiered import TieredStore
+from stoker.cache.version_file import VersionFile
 from stoker.clock import Clock, SystemClock
 from stoker.http.policy import StaleDefaults
 from stoker.proxy.fetch import FetchConfig, Fetcher
 from stoker.proxy.origin import HttpOrigin, OriginClient
 from stoker.proxy.pipeline import Pipeline, PipelineConfig
-from stoker.settings import Settings
+from stoker.proxy.purge import Purger
+from stoker.proxy.purge_method import PurgeMethod, parse_networks
+from stoker.settings import Settings, SettingsError
 
 log = logging.getLogger("stoker")
 EVICT_EVERY = 60.0
@@ -54,29 +62,52 @@ class Stoker:
     store: TieredStore
     l2: SqliteCacheStore
     origin: OriginClient
+    purger: Purger
+    audit: AuditLog
     _maintenance: asyncio.Task[None] | None = field(default=None)
+
+    @property
+    def events(self) -> PurgeEvents:
+        """Subscribe here to hear of every purge (``events.subscribe(callback)``)."""
+        return self.purger.events
 
     @classmethod
     async def open(cls, settings: Settings, *, clock: Clock | None = None,
                    origin: OriginClient | None = None) -> Stoker:
         """Open the stores under ``settings.data_dir`` and build the pipeline."""
         clock = clock or SystemClock()
+        origin_url = settings.require_origin() if origin is None else None
         settings.data_dir.mkdir(parents=True, exist_ok=True)
+        versions = VersionFile(settings.data_dir)
+        try:
+            state = await versions.load()
+        except ValueError as error:
+            raise SettingsError(str(error)) from None
         bodies = BodyStore(settings.data_dir / "bodies")
         await bodies.sweep_temp()
         l2 = await SqliteCacheStore.open(settings.data_dir / "cache.db", bodies, clock,
                                          max_bytes=settings.l2_max_bytes)
+        try:
+            audit = await AuditLog.open(settings.sqlite_path, clock)
+        except BaseException:
+            await l2.close()
+            raise
         store = TieredStore(MemoryStore(settings.l1_max_bytes, clock), l2, clock)
         if origin is None:
-            origin = HttpOrigin(settings.require_origin(), timeout=settings.origin_timeout)
+            assert origin_url is not None
+            origin = HttpOrigin(origin_url, timeout=settings.origin_timeout)
         host = settings.listen.rpartition(":")[0]
+        ledger = PurgeLedger(clock)
         pipeline = Pipeline(
             PipelineConfig(rules=settings.rules, collapse_timeout=settings.collapse_timeout,
                            honor_client_no_cache=settings.honor_client_no_cache,
                            default_host=host),
-            Fetcher(fetch_config(settings), origin, store, bodies, clock),
-            store, bodies, origin, clock)
-        stoker = cls(settings, clock, pipeline, store, l2, origin)
+            Fetcher(fetch_config(settings), origin, store, bodies, clock, ledger),
+            store, bodies, origin, clock, version=state.version)
+        purger = Purger(pipeline, store, l2, ledger, PurgeEvents(), clock, versions)
+        pipeline.purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit)
+        stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit)
+        purger.resume_reclaim(state)
         stoker._maintenance = asyncio.create_task(stoker._evict_forever())
         return stoker
 
@@ -98,5 +129,7 @@ class Stoker:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._maintenance
         await self.pipeline.drain()
+        await self.purger.drain()
         await self.store.close()
+        await self.audit.close()
         await self.origin.close()

@@ -1,7 +1,9 @@
 """Running Stoker as a service: the proxy and admin listeners over one :class:`Stoker`.
 
-Invariant: stores are closed (pending L2 writes flushed) after the servers
-stop, whatever stopped them.
+Invariants: stores are closed (pending L2 writes flushed) after the servers
+stop, whatever stopped them; an admin listener reachable beyond loopback
+without an ``admin_token`` is refused (``SettingsError``) before anything
+is opened or served.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ async def run_service(settings: Settings, *, announce: Announce = print,
                       extra: tuple[tuple[ASGIApp, str], ...] = (),
                       stop: asyncio.Event | None = None) -> None:
     """Serve the proxy and the admin API until stopped."""
+    settings.require_safe_admin()
     stoker = await Stoker.open(settings)
     try:
         apps: list[tuple[ASGIApp, str]] = [

@@ -11,6 +11,7 @@ where it came from; a returned :class:`Settings` is fully validated.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -25,6 +26,7 @@ from stoker.units import parse_duration, parse_size
 ENV_PREFIX = "STOKER_"
 # Variables read by client commands (purge, jobs), not by the server's settings.
 CLIENT_ENV = frozenset({"STOKER_CONFIG", "STOKER_ADMIN_URL"})
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 
 class SettingsError(ValueError):
@@ -76,6 +78,16 @@ def _str_list(value: Any) -> tuple[str, ...]:
     else:
         raise ValueError(f"expected a list of strings, got {value!r}")
     return tuple(item for item in items if item)
+
+
+def _networks(value: Any) -> tuple[str, ...]:
+    items = _str_list(value)
+    for item in items:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ValueError(f"{item!r} is not an IP address or CIDR network") from None
+    return items
 
 
 def _optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -139,6 +151,12 @@ FIELDS: dict[str, Field] = {
     "honor_client_no_cache": Field(
         _bool, "Let a client's Cache-Control: no-cache force revalidation"
     ),
+    "purge_hosts": Field(
+        _str_list, "Hosts purge URLs may name, e.g. www.example.com (empty: any host)"
+    ),
+    "purge_allow": Field(
+        _networks, "Client IPs/CIDRs allowed to send PURGE to the proxy (empty: PURGE disabled)"
+    ),
 }
 
 
@@ -167,6 +185,8 @@ class Settings:
     tag_headers: tuple[str, ...] = ("surrogate-key", "cache-tag")
     strip_tag_headers: bool = True
     honor_client_no_cache: bool = False
+    purge_hosts: tuple[str, ...] = ()
+    purge_allow: tuple[str, ...] = ()
     rules: tuple[Rule, ...] = field(default=())
 
     @property
@@ -182,6 +202,55 @@ class Settings:
                 "or add origin = \"http://…\" to stoker.toml"
             )
         return self.origin
+
+    @property
+    def purge_default_host(self) -> str:
+        """The host a purge path (``/x``) expands against when the request names none:
+        the first ``purge_hosts`` entry, else ``origin_host``, else the public listener."""
+        if self.purge_hosts:
+            return self.purge_hosts[0]
+        return self.origin_host or self.listen
+
+    def require_safe_admin(self) -> None:
+        """Refuse an admin API reachable beyond this machine without a token."""
+        if self.admin_token is None and not is_loopback_listen(self.admin_listen):
+            raise SettingsError(
+                f"admin_listen is {self.admin_listen}, which is not a loopback address, and no "
+                "admin_token is set: anyone who can reach it could purge the cache. Set "
+                "--admin-token / STOKER_ADMIN_TOKEN / admin_token in stoker.toml, or listen on "
+                "127.0.0.1")
+
+
+def is_loopback_listen(address: str) -> bool:
+    """True when ``HOST:PORT`` binds only a loopback interface."""
+    return is_loopback_host(address.rpartition(":")[0])
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (``127.0.0.0/8``, ``::1``)."""
+    host = host.strip().strip("[]").lower()
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def admin_url(settings: Settings, env: Mapping[str, str] | None = None) -> str:
+    """Where client commands find the admin API: ``STOKER_ADMIN_URL``, else the
+    configured ``admin_listen`` (a wildcard bind is reached on loopback)."""
+    env = os.environ if env is None else env
+    if env.get("STOKER_ADMIN_URL"):
+        return env["STOKER_ADMIN_URL"].rstrip("/")
+    host, _, port = settings.admin_listen.rpartition(":")
+    if host in ("0.0.0.0", ""):
+        host = "127.0.0.1"
+    elif host in ("::", "[::]"):
+        host = "[::1]"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
 
 
 def _apply(values: dict[str, Any], key: str, raw: Any, source: str) -> None:

@@ -1,6 +1,9 @@
-"""The admin listener: health and status (purges and the dashboard build on it).
+"""The admin listener: health, status, purges, entry inspection, audit log.
 
-Invariant: every admin response carries ``Cache-Control: no-store``.
+Invariants: every admin response carries ``Cache-Control: no-store``;
+every ``/api`` route passes :class:`~stoker.admin.guard.AdminGuard` (token,
+same-origin writes, loopback-only when no token is configured).  ``/healthz``
+is open.
 """
 
 from __future__ import annotations
@@ -12,16 +15,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from stoker.admin.api import api_routes
+from stoker.admin.guard import AdminGuard, ASGIApp
 from stoker.runtime import Stoker
 
-NO_STORE = {"cache-control": "no-store"}
 
-
-def build_admin_app(stoker: Stoker) -> Starlette:
+def build_admin_app(stoker: Stoker) -> ASGIApp:
     """The admin ASGI app for one running :class:`Stoker`."""
 
     async def health(_: Request) -> Response:
-        return JSONResponse({"ok": True}, headers=NO_STORE)
+        return JSONResponse({"ok": True})
 
     async def status(_: Request) -> Response:
         body: dict[str, Any] = {
@@ -32,6 +35,8 @@ def build_admin_app(stoker: Stoker) -> Starlette:
             "pending_l2_writes": stoker.store.pending(),
             "in_flight": len(stoker.pipeline.collapser),
         }
-        return JSONResponse(body, headers=NO_STORE)
+        return JSONResponse(body)
 
-    return Starlette(routes=[Route("/healthz", health), Route("/api/status", status)])
+    app = Starlette(routes=[Route("/healthz", health), Route("/api/status", status),
+                            *api_routes(stoker)])
+    return AdminGuard(app, token=stoker.settings.admin_token, audit=stoker.audit)

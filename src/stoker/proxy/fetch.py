@@ -10,10 +10,15 @@ Invariants:
   waiting on it); it does stop a pass-through.
 - Within an entry's stale-if-error window, an origin error, timeout or 5xx
   is answered with the stale entry.
+- A purge recorded in the :class:`~stoker.cache.ledger.PurgeLedger` after the
+  origin request was sent and covering the entry means: not stored and not
+  shared (hard purge), or stored and shared already stale (soft purge).  The
+  ledger check and ``store.put`` run without an ``await`` between them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -21,6 +26,7 @@ from dataclasses import dataclass, replace
 from stoker.cache.bodies import BodyStore
 from stoker.cache.collapse import Flight
 from stoker.cache.entry import CacheEntry
+from stoker.cache.ledger import PurgeLedger
 from stoker.cache.tags import tags_from_headers
 from stoker.cache.tiered import TieredStore
 from stoker.clock import Clock
@@ -35,6 +41,9 @@ from stoker.proxy.request import RequestInfo
 from stoker.proxy.respond import ClientSink
 
 log = logging.getLogger("stoker.proxy")
+
+SERVE_KINDS = frozenset({"refreshed", "stale", "unshared"})
+"""Outcome kinds whose entry the caller must still send to the client."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +67,7 @@ class Fetch:
     request: RequestInfo
     primary_key: str
     rule_ttl: RuleTTL | None
-    cookie: str | None | bool
+    cookie: str | bool | None
     stale: CacheEntry | None
     sink: ClientSink | None
     fwd: str
@@ -69,7 +78,7 @@ class Fetch:
 class Outcome:
     """How a fetch ended: what the client was sent and what may be shared."""
 
-    kind: str  # "stored" | "refreshed" | "passed" | "stale" | "failed"
+    kind: str  # "stored" | "refreshed" | "unshared" | "passed" | "stale" | "failed"
     entry: CacheEntry | None
     status: int
     detail: str = ""
@@ -79,8 +88,9 @@ class Fetcher:
     """Performs fetches against one origin into one store."""
 
     def __init__(self, config: FetchConfig, origin: OriginClient, store: TieredStore,
-                 bodies: BodyStore, clock: Clock) -> None:
+                 bodies: BodyStore, clock: Clock, ledger: PurgeLedger | None = None) -> None:
         self.config = config
+        self.ledger = ledger if ledger is not None else PurgeLedger(clock)
         self._origin = origin
         self._store = store
         self._bodies = bodies
@@ -103,6 +113,7 @@ class Fetcher:
             fetch.request, via=self.config.via, origin_host=self.config.origin_host,
             for_cache=True, cookie=fetch.cookie, extra=extra)
         request_time = self._clock.now()
+        since = self.ledger.seq
         try:
             response = await self._origin.fetch("GET", fetch.request.target, headers, None)
         except OriginError as error:
@@ -110,7 +121,7 @@ class Fetcher:
             status = 504 if isinstance(error, OriginTimeout) else 502
             return self._fallback(stale, status, str(error))
         try:
-            return await self._handle(fetch, response, request_time)
+            return await self._handle(fetch, response, request_time, since)
         finally:
             await response.close()
 
@@ -121,7 +132,7 @@ class Fetcher:
         return Outcome("failed", None, status, detail)
 
     async def _handle(self, fetch: Fetch, response: OriginResponse,
-                      request_time: float) -> Outcome:
+                      request_time: float, since: int) -> Outcome:
         response_time = self._clock.now()
         stale = fetch.stale
         if response.status >= 500:
@@ -129,7 +140,8 @@ class Fetcher:
             if fallback.kind == "stale":
                 return fallback
         if response.status == 304 and stale is not None:
-            return await self._refresh(fetch, stale, response, request_time, response_time)
+            return await self._refresh(fetch, stale, response, request_time, response_time,
+                                       since)
         decision = decide_storage(
             method="GET", status=response.status, request_headers=fetch.request.headers,
             response_headers=response.headers, request_time=request_time,
@@ -140,9 +152,9 @@ class Fetcher:
                 fetch.flight.share(None)  # followers must not wait for, or share, this response
             await self._pass_through(fetch, response, decision)
             return Outcome("passed", None, response.status, decision.reason)
-        entry = await self._stream_and_store(fetch, response, decision, response_time)
-        if entry is None:
-            return Outcome("passed", None, response.status, "incomplete")
+        entry = await self._stream_and_store(fetch, response, decision, response_time, since)
+        if isinstance(entry, str):  # not stored: followers must not share it
+            return Outcome("passed", None, response.status, entry)
         return Outcome("stored", entry, response.status)
 
     def _size_limit(self, decision: StorageDecision,
@@ -163,8 +175,9 @@ class Fetcher:
         await sink.stream(response.status, headers, response.chunks)
 
     async def _stream_and_store(self, fetch: Fetch, response: OriginResponse,
-                                decision: StorageDecision,
-                                response_time: float) -> CacheEntry | None:
+                                decision: StorageDecision, response_time: float,
+                                since: int) -> CacheEntry | str:
+        """Stream to the client while spooling; the stored entry or why it was not stored."""
         sink = fetch.sink
         if sink is not None:
             headers = client_response_headers(response.headers, self.config.hidden_headers)
@@ -188,13 +201,31 @@ class Fetcher:
             log.warning("not storing %s: %s", fetch.request.url, error)
             if sink is not None and not sink.gone:
                 raise  # the client's response is truncated: let the server drop the connection
-            return None
+            return "incomplete"
+        except BaseException:  # cancelled or failed otherwise: never leave a temp file behind
+            await asyncio.shield(spool.abort())
+            raise
         body, body_file, size = await spool.finish()
         if sink is not None:
             await sink.end()
-        entry = self._build(fetch, response, decision, response_time, body, body_file, size)
+        entry = self._screen(
+            self._build(fetch, response, decision, response_time, body, body_file, size), since)
+        if entry is None:
+            if body_file is not None:
+                await self._bodies.remove(body_file)
+            return "purged"
         await self._store.put(entry)
         return entry
+
+    def _screen(self, entry: CacheEntry, since: int) -> CacheEntry | None:
+        """The entry to store given purges since ``since``: as is, softened, or None."""
+        verdict = self.ledger.check(since, entry)
+        if verdict is None:
+            return entry
+        if verdict.hard:
+            log.info("not storing %s: purged while it was being fetched", entry.url)
+            return None
+        return entry.softened(verdict.stale_from)
 
     def _build(self, fetch: Fetch, response: OriginResponse, decision: StorageDecision,
                response_time: float, body: bytes | None, body_file: str | None,
@@ -228,7 +259,7 @@ class Fetcher:
         )
 
     async def _refresh(self, fetch: Fetch, stale: CacheEntry, response: OriginResponse,
-                       request_time: float, response_time: float) -> Outcome:
+                       request_time: float, response_time: float, since: int) -> Outcome:
         """A 304 answered our conditional: update the stored entry, keep its body (§4.3.4)."""
         merged = merge_not_modified(stale.headers, response.headers)
         decision = decide_storage(
@@ -251,8 +282,11 @@ class Fetcher:
             last_modified=_text(get_header(merged, b"last-modified")),
             stored_at=self._clock.now(),
         )
-        await self._store.put(refreshed)
-        return Outcome("refreshed", refreshed, 304)
+        screened = self._screen(refreshed, since)
+        if screened is None:
+            return Outcome("unshared", refreshed, 304, "purged")
+        await self._store.put(screened)
+        return Outcome("refreshed", screened, 304)
 
 
 def _text(value: bytes | None) -> str | None:

@@ -33,7 +33,7 @@ def origin_request_headers(
     via: bytes,
     origin_host: str | None,
     for_cache: bool,
-    cookie: str | None | bool = True,
+    cookie: str | bool | None = True,
     extra: Sequence[tuple[bytes, bytes]] = (),
 ) -> Headers:
     """Headers for the origin request.

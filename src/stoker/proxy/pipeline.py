@@ -12,6 +12,10 @@ Invariants:
 - A successful unsafe request invalidates its URL and same-host
   ``Location``/``Content-Location`` (RFC 9111 §4.4).
 - Every response carries ``Cache-Status``; responses from cache carry ``Age``.
+- ``PURGE`` never reaches the origin: it goes to :attr:`Pipeline.purge_method`
+  (405 when none is installed).
+- :meth:`Pipeline.key_for` and :meth:`Pipeline.key_for_url` are the one key
+  function: requests, purges and the admin API all compute keys through them.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from stoker.http.cache_status import cache_status
 from stoker.http.conditional import not_modified_headers, should_answer_not_modified
 from stoker.http.headers import get_header, get_joined
 from stoker.http.keys import primary_key, select_variant, variant_of
-from stoker.proxy.fetch import Fetch, Fetcher, Outcome
+from stoker.proxy.fetch import SERVE_KINDS, Fetch, Fetcher, Outcome
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
 from stoker.proxy.request import BadRequest, RequestInfo, parse_request
@@ -45,6 +49,7 @@ log = logging.getLogger("stoker.proxy")
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+PurgeMethodHandler = Callable[[RequestInfo, ClientSink], Awaitable[None]]
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 CONDITIONALS = (b"if-none-match", b"if-modified-since")
@@ -78,6 +83,7 @@ class Pipeline:
         self.stats: Counter[str] = Counter()
         self._tasks: set[asyncio.Task[None]] = set()
         self._name = fetcher.config.cache_name
+        self.purge_method: PurgeMethodHandler | None = None
 
     async def handle(self, scope: Message, receive: Receive, send: Send) -> None:
         """Answer one HTTP request."""
@@ -98,6 +104,9 @@ class Pipeline:
 
     async def _route(self, request: RequestInfo, rule: Rule | None, receive: Receive,
                      sink: ClientSink) -> None:
+        if request.method == "PURGE":
+            await self._purge(request, sink)
+            return
         if request.method not in ("GET", "HEAD"):
             await self._forward(request, receive, sink, "method",
                                 invalidate=request.method not in SAFE_METHODS)
@@ -163,6 +172,21 @@ class Pipeline:
                            path=request.path, query=request.query,
                            ignore_query=rule.ignore_query if rule else ())
 
+    def key_for_url(self, url: str) -> str:
+        """The primary key a GET of the absolute ``url`` would use (for purges)."""
+        parts = urlsplit(url)
+        host, path = parts.netloc.lower(), parts.path or "/"
+        rule = match_rule(self.config.rules, host, path)
+        return primary_key(version=self.version, scheme=parts.scheme, host=host, path=path,
+                           query=parts.query, ignore_query=rule.ignore_query if rule else ())
+
+    async def _purge(self, request: RequestInfo, sink: ClientSink) -> None:
+        if self.purge_method is None:
+            headers, body = error_response(405, "the PURGE method is not enabled")
+            await sink.whole(405, headers, body)
+            return
+        await self.purge_method(request, sink)
+
     def _client_forces_revalidation(self, request: RequestInfo) -> bool:
         if not self.config.honor_client_no_cache:
             return False
@@ -201,12 +225,12 @@ class Pipeline:
             flight=flight))
         if sink is None:
             return outcome
-        if outcome.kind in ("refreshed", "stale") and outcome.entry is not None:
+        if outcome.kind in SERVE_KINDS and outcome.entry is not None:
             now = self.clock.now()
             stale = outcome.kind == "stale"
             status = cache_status(
                 hit=stale, fwd=None if stale else fwd, fwd_status=None if stale else 304,
-                stored=not stale, ttl=outcome.entry.ttl(now),
+                stored=outcome.kind == "refreshed", ttl=outcome.entry.ttl(now),
                 detail="stale-if-error" if stale else None, name=self._name)
             if await self._serve(sink, request, outcome.entry, now, status):
                 return outcome
@@ -215,7 +239,7 @@ class Pipeline:
             await self._fail(sink, outcome.status, fwd, outcome.detail)
         return outcome
 
-    def _origin_cookie(self, request: RequestInfo, rule: Rule | None) -> str | None | bool:
+    def _origin_cookie(self, request: RequestInfo, rule: Rule | None) -> str | bool | None:
         if rule is None or not rule.strip_cookies:
             return True
         cookie = get_joined(request.headers, b"cookie")
@@ -315,6 +339,7 @@ class Pipeline:
                 keys.append(primary_key(version=self.version, scheme=request.scheme,
                                         host=request.host, path=target.path or "/",
                                         query=target.query))
+        self.fetcher.ledger.record(soft=False, now=self.clock.now(), keys=keys)
         await self.store.delete_primary(keys)
 
     async def _fail(self, sink: ClientSink, status: int, fwd: str, detail: str) -> None:

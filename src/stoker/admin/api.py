@@ -1,0 +1,109 @@
+"""The admin JSON API: purge, inspect an entry, read the audit log.
+
+Routes (behind :class:`~stoker.admin.guard.AdminGuard`):
+- ``POST /api/purge`` ``{"urls": [], "prefixes": [], "tags": [], "all": false,
+  "soft": false, "host": null}`` → 200 with what was purged.
+- ``GET /api/entry?url=…`` → what the cache holds for a URL, per variant.
+- ``GET /api/audit?limit=…`` → the newest audit records.
+
+Invariants: a request that fails validation is answered 400 with the
+offending ``field`` named and purges nothing; every purge attempt that
+reached validation is audited (``ok`` or ``invalid``); bodies over
+:data:`MAX_BODY` are refused before parsing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from stoker.admin.auth import ANONYMOUS
+from stoker.cache.entry import CacheEntry
+from stoker.cache.invalidation import PurgeRequestError, expand_url, parse_purge_request
+from stoker.runtime import Stoker
+
+MAX_BODY = 1024 * 1024
+
+
+def _error(status: int, field: str, message: str) -> Response:
+    return JSONResponse({"error": message, "field": field}, status_code=status)
+
+
+def _actor(request: Request) -> str:
+    return str(request.scope.get("state", {}).get("actor", ANONYMOUS))
+
+
+def describe_entry(entry: CacheEntry, now: float, in_l1: bool) -> dict[str, Any]:
+    """One stored variant as the entry API shows it.  Pure."""
+    return {
+        "variant": entry.variant, "vary": list(entry.vary), "tags": list(entry.tags),
+        "status": entry.status, "url": entry.url, "state": entry.freshness(now).value,
+        "stored_at": entry.stored_at, "fresh_until": entry.fresh_until,
+        "stale_until": entry.stale_until, "error_until": entry.error_until,
+        "keep_until": entry.keep_until, "ttl": round(entry.ttl(now), 3),
+        "age": round(entry.age(now), 3), "size": entry.body_size,
+        "body": "inline" if entry.body is not None else "file",
+        "etag": entry.etag, "last_modified": entry.last_modified,
+        "tier": ["l1", "l2"] if in_l1 else ["l2"],
+    }
+
+
+def api_routes(stoker: Stoker) -> list[Route]:
+    """The ``/api`` routes for one running :class:`Stoker`."""
+    settings = stoker.settings
+
+    async def purge(request: Request) -> Response:
+        body = await request.body()
+        if len(body) > MAX_BODY:
+            return _error(413, "body", f"purge requests are limited to {MAX_BODY} bytes")
+        try:
+            data = json.loads(body)
+            scope = parse_purge_request(data, default_host=settings.purge_default_host,
+                                        allowed_hosts=settings.purge_hosts)
+        except ValueError as error:  # JSONDecodeError and PurgeRequestError
+            field = error.field if isinstance(error, PurgeRequestError) else "body"
+            message = str(error) if isinstance(error, PurgeRequestError) else (
+                f"body: not valid JSON ({error})")
+            await stoker.audit.record(actor=_actor(request), action="purge",
+                                      target={"error": message}, count=None, outcome="invalid")
+            return _error(400, field, message)
+        try:
+            result = await stoker.purger.purge(scope)
+        except Exception as error:
+            await stoker.audit.record(actor=_actor(request), action="purge",
+                                      target=scope.as_json(), count=None, outcome="error")
+            return _error(500, "purge", f"the purge failed: {error}")
+        await stoker.audit.record(actor=_actor(request), action="purge", target=scope.as_json(),
+                                  count=result.purged, outcome="ok")
+        return JSONResponse(result.as_json())
+
+    async def entry(request: Request) -> Response:
+        url = request.query_params.get("url")
+        if not url:
+            return _error(400, "url", "url: give ?url=https://host/path (or a path and &host=)")
+        try:
+            host = request.query_params.get("host") or settings.purge_default_host
+            urls = expand_url(url, host, frozenset(), "url")
+        except PurgeRequestError as error:
+            return _error(400, error.field, str(error))
+        now = stoker.clock.now()
+        found = []
+        for absolute in urls:
+            key, entries, in_l1 = await stoker.purger.entries_for_url(absolute)
+            found.append({"url": absolute, "key": key, "variants": [
+                describe_entry(item, now, item.variant in in_l1) for item in entries]})
+        return JSONResponse({"now": now, "version": stoker.pipeline.version, "keys": found})
+
+    async def audit(request: Request) -> Response:
+        raw = request.query_params.get("limit", "100")
+        if not raw.isdigit() or not 1 <= int(raw) <= 1000:
+            return _error(400, "limit", "limit: expected a whole number from 1 to 1000")
+        return JSONResponse({"records": await stoker.audit.recent(int(raw))})
+
+    return [Route("/api/purge", purge, methods=["POST"]),
+            Route("/api/entry", entry, methods=["GET"]),
+            Route("/api/audit", audit, methods=["GET"])]

@@ -1,0 +1,12 @@
+-- Admin audit log: one row per purge or refused admin call, see admin/audit.py.
+CREATE TABLE audit_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL,
+    count INTEGER,
+    outcome TEXT NOT NULL
+);
+
+CREATE INDEX audit_log_at ON audit_log (at);

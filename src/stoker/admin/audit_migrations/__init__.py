@@ -1,0 +1,1 @@
+"""Numbered SQLite migrations of the admin audit log (component ``audit``)."""

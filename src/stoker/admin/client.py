@@ -1,0 +1,63 @@
+"""A small synchronous client of the admin API, for CLI commands.
+
+Invariant: every failure a user can cause (nothing listening, a wrong
+token, a refused request, a non-JSON answer) raises :class:`AdminClientError`
+with one sentence saying what happened and what to change; the token is
+never part of a message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+
+class AdminClientError(Exception):
+    """A failed admin call, phrased for the person at the terminal."""
+
+
+class AdminClient:
+    """Talks to one Stoker's admin API."""
+
+    def __init__(self, base_url: str, token: str | None, *, timeout: float = 60.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._client.close()
+
+    def purge(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST /api/purge``."""
+        return self._call("POST", "/api/purge", json=body)
+
+    def entry(self, url: str, host: str | None = None) -> dict[str, Any]:
+        """``GET /api/entry``."""
+        params = {"url": url, **({"host": host} if host else {})}
+        return self._call("GET", "/api/entry", params=params)
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        try:
+            response = self._client.request(method, path, **kwargs)
+        except httpx.TransportError as error:
+            raise AdminClientError(
+                f"cannot reach Stoker's admin API at {self.base_url} ({type(error).__name__}) — "
+                "is `stoker serve` running? Point to it with --admin-url or STOKER_ADMIN_URL"
+            ) from None
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if response.status_code == 401:
+            raise AdminClientError(
+                f"the admin API at {self.base_url} refused the token: pass the server's "
+                "admin_token with --admin-token or STOKER_ADMIN_TOKEN")
+        if response.status_code >= 400 or not isinstance(data, dict):
+            detail = data.get("error") if isinstance(data, dict) else response.text[:200]
+            raise AdminClientError(f"{method} {path} failed with HTTP {response.status_code}: "
+                                   f"{detail}")
+        return data

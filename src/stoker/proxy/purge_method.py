@@ -1,0 +1,103 @@
+"""The ``PURGE`` HTTP method on the public listener (the Varnish/nginx habit).
+
+``curl -X PURGE http://site/path`` purges every variant of that URL;
+``X-Purge-Soft: 1`` (or ``Stoker-Soft: 1``) makes it a soft purge.
+
+Invariants:
+- Off unless ``purge_allow`` lists addresses/networks: then every ``PURGE``
+  is answered 405 and nothing is purged.
+- Allowed only when the TCP peer address (never a forwarded header, which
+  the client controls) is inside one of the ``purge_allow`` networks;
+  anyone else gets 403 and nothing is purged.
+- Every attempt that is not disabled outright is audited with actor
+  ``purge-method:<peer address>``; responses are ``no-store``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+from collections.abc import Iterable, Sequence
+
+from stoker.cache.invalidation import PurgeScope
+from stoker.http.headers import get_header
+from stoker.proxy.purge import Auditor, Purger
+from stoker.proxy.request import RequestInfo
+from stoker.proxy.respond import ClientSink
+
+log = logging.getLogger("stoker.purge")
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+SOFT_HEADERS = (b"x-purge-soft", b"stoker-soft")
+TRUE_VALUES = frozenset({b"1", b"true", b"yes", b"on"})
+
+
+def parse_networks(items: Iterable[str]) -> tuple[Network, ...]:
+    """``purge_allow`` entries (addresses or CIDR networks) as networks."""
+    return tuple(ipaddress.ip_network(item.strip(), strict=False) for item in items)
+
+
+def purge_allowed(client: str | None, networks: Sequence[Network]) -> str:
+    """``"disabled"``, ``"forbidden"`` or ``"allowed"`` for a PURGE from ``client``.  Pure."""
+    if not networks:
+        return "disabled"
+    try:
+        address = ipaddress.ip_address(client or "")
+    except ValueError:
+        return "forbidden"
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return "allowed" if any(address in network for network in networks) else "forbidden"
+
+
+def wants_soft(headers: Sequence[tuple[bytes, bytes]]) -> bool:
+    """True when the request asks for a soft purge.  Pure."""
+    return any((get_header(headers, name) or b"").strip().lower() in TRUE_VALUES
+               for name in SOFT_HEADERS)
+
+
+class PurgeMethod:
+    """Answers ``PURGE`` requests (see the module invariants)."""
+
+    def __init__(self, purger: Purger, allow: Sequence[Network], audit: Auditor | None) -> None:
+        self._purger = purger
+        self._allow = tuple(allow)
+        self._audit = audit
+
+    async def __call__(self, request: RequestInfo, sink: ClientSink) -> None:
+        decision = purge_allowed(request.client, self._allow)
+        if decision == "disabled":
+            await _answer(sink, 405, {"error": "the PURGE method is disabled; set purge_allow "
+                                               "to allow it from given addresses"},
+                          allow=b"GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
+            return
+        actor = f"purge-method:{request.client or 'unknown'}"
+        scope = PurgeScope(urls=(request.url,), soft=wants_soft(request.headers))
+        if decision == "forbidden":
+            await self._record(actor, scope, None, "denied")
+            await _answer(sink, 403, {"error": f"PURGE is not allowed from {request.client}"})
+            return
+        result = await self._purger.purge(scope)
+        await self._record(actor, scope, result.purged, "ok")
+        await _answer(sink, 200, result.as_json())
+
+    async def _record(self, actor: str, scope: PurgeScope, count: int | None,
+                      outcome: str) -> None:
+        if self._audit is None:
+            return
+        try:
+            await self._audit.record(actor=actor, action="purge", target=scope.as_json(),
+                                     count=count, outcome=outcome)
+        except Exception:
+            log.exception("could not write the audit record of a PURGE request")
+
+
+async def _answer(sink: ClientSink, status: int, body: object, *,
+                  allow: bytes | None = None) -> None:
+    data = (json.dumps(body) + "\n").encode()
+    headers = [(b"content-type", b"application/json"),
+               (b"content-length", str(len(data)).encode()), (b"cache-control", b"no-store")]
+    if allow is not None:
+        headers.append((b"allow", allow))
+    await sink.whole(status, headers, data)
