@@ -14,19 +14,15 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import sqlite3
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from stoker.backends.sqlite.connection import connect, migrate
+from stoker.backends.sqlite.connection import SqliteThread
 from stoker.clock import Clock
 
-T = TypeVar("T")
 log = logging.getLogger("stoker.audit")
 
 MIGRATIONS_PACKAGE = "stoker.admin.audit_migrations"
@@ -45,21 +41,14 @@ class AuditLog:
     """Append-only audit records.  See the module docstring."""
 
     def __init__(self, path: Path, clock: Clock) -> None:
-        self._path = path
         self._clock = clock
-        self._executor: ThreadPoolExecutor | None = None
-        self._conn: sqlite3.Connection | None = None
+        self._db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE)
 
     @classmethod
     async def open(cls, path: Path, clock: Clock) -> AuditLog:
         """Connect and migrate."""
         audit = cls(path, clock)
-        audit._executor = ThreadPoolExecutor(1, thread_name_prefix="stoker-audit")
-        try:
-            await asyncio.get_running_loop().run_in_executor(audit._executor, audit._connect)
-        except BaseException:
-            audit._executor.shutdown(wait=False)
-            raise
+        await audit._db.start()
         return audit
 
     async def record(self, *, actor: str, action: str, target: Mapping[str, Any],
@@ -68,36 +57,17 @@ class AuditLog:
         at = self._clock.now()
         text = json.dumps(dict(target), sort_keys=True)
         log.info("audit: %s %s %s -> %s (%s)", actor, action, text, outcome, count)
-        await self._run(lambda conn: conn.execute(
+        await self._db.run(lambda conn: conn.execute(
             INSERT_RECORD, (at, actor, action, text, count, outcome)))
 
     async def recent(self, limit: int = 100) -> list[dict[str, Any]]:
         """The newest ``limit`` records, newest first."""
         limit = max(1, min(limit, MAX_LIMIT))
-        rows = await self._run(lambda conn: conn.execute(SELECT_RECENT, (limit,)).fetchall())
+        rows = await self._db.run(lambda conn: conn.execute(SELECT_RECENT, (limit,)).fetchall())
         return [{"id": row[0], "at": row[1], "actor": row[2], "action": row[3],
                  "target": json.loads(row[4]), "count": row[5], "outcome": row[6]}
                 for row in rows]
 
     async def close(self) -> None:
         """Close the connection and the thread."""
-        if self._executor is None:
-            return
-        await self._run(lambda conn: conn.close())
-        self._executor.shutdown(wait=True)
-        self._executor = None
-
-    def _connect(self) -> None:
-        conn = connect(self._path)
-        migrate(conn, COMPONENT, MIGRATIONS_PACKAGE)
-        self._conn = conn
-
-    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        if self._executor is None:
-            raise RuntimeError(f"AuditLog({self._path}) used after close()")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self._call, work)
-
-    def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        if self._conn is None:
-            raise RuntimeError(f"AuditLog({self._path}) has no open connection")
-        return work(self._conn)
+        await self._db.close()

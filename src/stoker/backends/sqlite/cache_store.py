@@ -24,24 +24,20 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from stoker.backends.sqlite.connection import connect, migrate
+from stoker.backends.sqlite.connection import SqliteThread
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry, Header
 from stoker.cache.memory import sorted_refs
 from stoker.cache.store import EntryRef
 from stoker.clock import Clock
-
-T = TypeVar("T")
 
 MIGRATIONS_PACKAGE = "stoker.backends.sqlite.migrations"
 COMPONENT = "cache"
@@ -101,12 +97,10 @@ class SqliteCacheStore:
     def __init__(
         self, path: Path, bodies: BodyStore, clock: Clock, max_bytes: int | None = None
     ) -> None:
-        self._path = path
         self._bodies = bodies
         self._clock = clock
         self._max_bytes = max_bytes
-        self._executor: ThreadPoolExecutor | None = None
-        self._conn: sqlite3.Connection | None = None
+        self._db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE)
 
     @classmethod
     async def open(
@@ -119,31 +113,23 @@ class SqliteCacheStore:
 
     async def start(self) -> None:
         """Start the worker thread, connect and apply pending migrations (idempotent)."""
-        if self._executor is not None:
-            return
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="stoker-cache-sqlite")
-        await asyncio.get_running_loop().run_in_executor(self._executor, self._connect)
+        await self._db.start()
 
     async def close(self) -> None:
         """Close the connection and stop the worker thread."""
-        if self._executor is None:
-            return
-        await self._run(lambda conn: conn.close())
-        self._executor.shutdown(wait=True)
-        self._executor = None
-        self._conn = None
+        await self._db.close()
 
     # -- CacheStore ----------------------------------------------------------
 
     async def get(self, primary_key: str) -> list[CacheEntry]:
         now = self._clock.now()
-        rows = await self._run(
+        rows = await self._db.run(
             lambda conn: conn.execute(SELECT_LIVE, (primary_key, now)).fetchall()
         )
         return [entry_from_row(row) for row in rows]
 
     async def put(self, entry: CacheEntry) -> None:
-        await self._run(lambda conn: self._put(conn, entry))
+        await self._db.run(lambda conn: self._put(conn, entry))
 
     async def delete(self, refs: Iterable[EntryRef]) -> int:
         params = [(ref.primary_key, ref.variant) for ref in refs]
@@ -159,7 +145,7 @@ class SqliteCacheStore:
     async def soften(self, refs: Iterable[EntryRef], now: float) -> int:
         clock_now = self._clock.now()
         params = [(now, ref.primary_key, ref.variant, now, clock_now) for ref in refs]
-        return await self._run(lambda conn: _update_count(conn, SOFTEN_REF, params))
+        return await self._db.run(lambda conn: _update_count(conn, SOFTEN_REF, params))
 
     async def refs_for_tags(self, tags: Sequence[str]) -> list[EntryRef]:
         now = self._clock.now()
@@ -174,7 +160,7 @@ class SqliteCacheStore:
 
     async def stats(self) -> dict[str, int]:
         """Stored entries (expired ones not yet evicted included) and header+body bytes."""
-        count, size = await self._run(lambda conn: conn.execute(SELECT_STATS).fetchone())
+        count, size = await self._db.run(lambda conn: conn.execute(SELECT_STATS).fetchone())
         return {"entries": int(count), "bytes": int(size)}
 
     # -- maintenance ---------------------------------------------------------
@@ -182,28 +168,9 @@ class SqliteCacheStore:
     async def evict(self, now: float) -> int:
         """Delete entries past ``keep_until`` then, if ``max_bytes`` is set, the oldest
         ``stored_at`` until within it; return how many were deleted."""
-        return await self._run(lambda conn: len(self._evict(conn, now)))
+        return await self._db.run(lambda conn: len(self._evict(conn, now)))
 
     # -- worker-thread side ----------------------------------------------------
-
-    def _connect(self) -> None:
-        conn = connect(self._path)
-        migrate(conn, COMPONENT, MIGRATIONS_PACKAGE)
-        self._conn = conn
-
-    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        if self._executor is None:
-            raise RuntimeError(
-                f"SqliteCacheStore({self._path}) used before start()/open() or after close()"
-            )
-        return await asyncio.get_running_loop().run_in_executor(
-            self._executor, self._on_connection, work
-        )
-
-    def _on_connection(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        if self._conn is None:
-            raise RuntimeError(f"SqliteCacheStore({self._path}) has no open connection")
-        return work(self._conn)
 
     def _put(self, conn: sqlite3.Connection, entry: CacheEntry) -> None:
         row = entry_to_row(entry)
@@ -217,7 +184,7 @@ class SqliteCacheStore:
     async def _delete(self, sql: str, params: list[tuple[Any, ...]]) -> int:
         """Run a deleting statement per parameter tuple; count the live rows it removed."""
         now = self._clock.now()
-        deleted = await self._run(lambda conn: self._delete_rows(conn, sql, params))
+        deleted = await self._db.run(lambda conn: self._delete_rows(conn, sql, params))
         return sum(1 for keep_until, _ in deleted if keep_until > now)
 
     def _delete_rows(
@@ -249,7 +216,7 @@ class SqliteCacheStore:
                 for key, variant in conn.execute(sql, args)
             }
 
-        return sorted_refs(await self._run(select))
+        return sorted_refs(await self._db.run(select))
 
 
 # -- helpers (pure or per-connection) ------------------------------------------

@@ -12,9 +12,15 @@ applies it, so a crash never leaves one half-applied and recorded.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -90,3 +96,62 @@ def _statements(sql: str) -> list[str]:
     ):
         raise ValueError(f"migration ends with an incomplete statement: {buffer.strip()[:80]!r}")
     return statements
+
+
+class SqliteThread:
+    """One SQLite connection owned by one worker thread; every call runs there.
+
+    Invariants: the connection is created, migrated, used and closed on the
+    same thread, so the event loop never blocks on SQLite and no two calls run
+    at once; :meth:`start` is idempotent and leaves nothing running if it
+    fails; a call after :meth:`close` raises ``RuntimeError``.
+    """
+
+    def __init__(self, path: Path, component: str, package: str, *,
+                 row_factory: type | None = None) -> None:
+        self.path = path
+        self._component = component
+        self._package = package
+        self._row_factory = row_factory
+        self._executor: ThreadPoolExecutor | None = None
+        self._conn: sqlite3.Connection | None = None
+
+    async def start(self) -> None:
+        """Start the thread, connect and apply pending migrations."""
+        if self._executor is not None:
+            return
+        executor = ThreadPoolExecutor(1, thread_name_prefix=f"stoker-{self._component}-sqlite")
+        try:
+            await asyncio.get_running_loop().run_in_executor(executor, self._connect)
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        self._executor = executor
+
+    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work(connection)`` on the thread and return its result."""
+        if self._executor is None:
+            raise RuntimeError(
+                f"SQLite {self._component} store {self.path} used before start() or after close()")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._call, work)
+
+    async def close(self) -> None:
+        """Close the connection and stop the thread (idempotent)."""
+        if self._executor is None:
+            return
+        await self.run(lambda conn: conn.close())
+        self._executor.shutdown(wait=True)
+        self._executor = None
+        self._conn = None
+
+    def _connect(self) -> None:
+        conn = connect(self.path)
+        if self._row_factory is not None:
+            conn.row_factory = self._row_factory
+        migrate(conn, self._component, self._package)
+        self._conn = conn
+
+    def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if self._conn is None:
+            raise RuntimeError(f"SQLite {self._component} store {self.path} has no connection")
+        return work(self._conn)

@@ -15,19 +15,17 @@ Invariants (beyond those of ``stoker.jobs.queue``):
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import random
 import sqlite3
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 from stoker.backends.sqlite import job_sql as sql
-from stoker.backends.sqlite.connection import connect, migrate
+from stoker.backends.sqlite.connection import SqliteThread
 from stoker.clock import Clock
 from stoker.jobs.model import (
     EXPIRED_ERROR,
@@ -131,16 +129,14 @@ class SqliteJobQueue:
     def __init__(
         self,
         path: Path,
-        conn: sqlite3.Connection,
-        executor: ThreadPoolExecutor,
+        db: SqliteThread,
         clock: Clock,
         *,
         rng: Callable[[], float] = random.random,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
     ) -> None:
         self._path = str(path.resolve())
-        self._conn = conn
-        self._executor = executor
+        self._db = db
         self._clock = clock
         self._rng = rng
         self._poll_interval = poll_interval
@@ -151,25 +147,12 @@ class SqliteJobQueue:
     @classmethod
     async def open(cls, path: Path, clock: Clock, **options: Any) -> SqliteJobQueue:
         """Open (creating and migrating) the queue in the database file ``path``."""
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stoker-jobs-sqlite")
-        loop = asyncio.get_running_loop()
-
-        def opened() -> sqlite3.Connection:
-            conn: sqlite3.Connection = connect(path)
-            conn.row_factory = sqlite3.Row
-            migrate(conn, "jobs", MIGRATIONS_PACKAGE)
-            return conn
-
-        try:
-            conn = await loop.run_in_executor(executor, opened)
-        except BaseException:
-            executor.shutdown(wait=False)
-            raise
-        return cls(path, conn, executor, clock, **options)
+        db = SqliteThread(path, "jobs", MIGRATIONS_PACKAGE, row_factory=sqlite3.Row)
+        await db.start()
+        return cls(path, db, clock, **options)
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        call = functools.partial(fn, self._conn, *args, **kwargs)
-        return await self._loop.run_in_executor(self._executor, call)
+        return await self._db.run(lambda conn: fn(conn, *args, **kwargs))
 
     async def enqueue(self, jobs: Sequence[NewJob]) -> int:
         if not jobs:
@@ -259,8 +242,7 @@ class SqliteJobQueue:
 
     async def aclose(self) -> None:
         _LOCAL.get(self._path, weakref.WeakSet()).discard(self)
-        await self._run(sqlite3.Connection.close)
-        self._executor.shutdown(wait=True)
+        await self._db.close()
 
     def _signal(self, queues: set[str] | None) -> None:
         for other in list(_LOCAL.get(self._path, ())):
