@@ -17,17 +17,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 from stoker.admin.auth import authenticate, bearer_token, host_of, is_loopback_host
+from stoker.asgi import Message, Receive, Send
 from stoker.proxy.purge import Auditor
 
 log = logging.getLogger("stoker.admin")
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Message, Receive, Send], Awaitable[None]]
 READS = frozenset({"GET", "HEAD"})
 

@@ -43,13 +43,10 @@ from typing import Any
 from urllib.parse import parse_qs
 from xml.sax.saxutils import escape as xml_escape
 
-from stoker.asgi import acknowledge_lifespan
+from stoker.asgi import Receive, Send, acknowledge_lifespan
 from stoker.clock import Clock, SystemClock
 
 Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 Headers = list[tuple[bytes, bytes]]
 

@@ -20,10 +20,10 @@ from contextvars import ContextVar
 from typing import Any
 from urllib.parse import unquote
 
+from stoker.asgi import Message
 from stoker.proxy.origin import Headers, OriginError, OriginResponse
 
 Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]],
                     Callable[[Message], Awaitable[None]]], Awaitable[None]]
 

@@ -7,14 +7,9 @@ acknowledged (the process, not the server, owns the stores' lifecycle).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
-
-from stoker.asgi import acknowledge_lifespan
+from stoker.asgi import Message, Receive, Send, acknowledge_lifespan
 from stoker.proxy.hot_path import HotPath
 from stoker.proxy.pipeline import Pipeline
-
-Message = MutableMapping[str, Any]
 
 
 class ProxyApp:
@@ -24,8 +19,7 @@ class ProxyApp:
         self.pipeline = pipeline
         self._hot = HotPath(pipeline)
 
-    async def __call__(self, scope: Message, receive: Callable[[], Awaitable[Message]],
-                       send: Callable[[Message], Awaitable[None]]) -> None:
+    async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
             if not await self._hot.try_serve(scope, send):

@@ -15,16 +15,12 @@ bounded and cleared when full; URLs whose rule bypasses the cache map to
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
-
+from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
 from stoker.proxy.pipeline import Pipeline
 from stoker.proxy.request import BadRequest, parse_request
 from stoker.proxy.rules import match_rule
 
-Message = MutableMapping[str, Any]
-Send = Callable[[Message], Awaitable[None]]
 MemoKey = tuple[str, bytes, bytes, bytes]
 
 # Any of these makes a request need the full pipeline (bypass, revalidation, 304s).

@@ -14,18 +14,13 @@ app's own lifespan events are passed through untouched.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
+from stoker.asgi import Message, Receive, Send
 from stoker.clock import Clock
 from stoker.proxy.asgi_origin import ASGIApp, AsgiOrigin, current_scope
 from stoker.proxy.rules import Rule
 from stoker.runtime import Stoker
 from stoker.settings import Settings, settings_from
-
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 
 class CacheMiddleware:

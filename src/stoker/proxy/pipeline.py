@@ -23,11 +23,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from stoker.asgi import Message, Receive, Send
 from stoker.cache.bodies import BodyStore
 from stoker.cache.collapse import Collapser, Flight
 from stoker.cache.entry import CacheEntry, Freshness
@@ -46,9 +46,6 @@ from stoker.proxy.respond import ClientSink, error_response
 from stoker.proxy.rules import Rule, has_cookie, match_rule, strip_cookies
 
 log = logging.getLogger("stoker.proxy")
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 PurgeMethodHandler = Callable[[RequestInfo, ClientSink], Awaitable[None]]
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})

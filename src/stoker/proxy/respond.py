@@ -8,11 +8,10 @@ only.  Error responses from Stoker itself are never cacheable downstream.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
 
-Message = MutableMapping[str, Any]
-Send = Callable[[Message], Awaitable[None]]
+from stoker.asgi import Message, Send
+
 Headers = list[tuple[bytes, bytes]]
 
 
