@@ -24,6 +24,7 @@ from stoker.cache.memory import MemoryStore
 from stoker.cache.tiered import TieredStore
 from stoker.cache.version_file import VersionFile
 from stoker.clock import Clock, SystemClock
+from stoker.http.forwarded import TrustedProxies
 from stoker.http.policy import StaleDefaults
 from stoker.proxy.fetch import FetchConfig, Fetcher
 from stoker.proxy.origin import HttpOrigin, OriginClient
@@ -49,6 +50,7 @@ def fetch_config(settings: Settings) -> FetchConfig:
         max_object_bytes=settings.max_object_bytes,
         tag_headers=tag_headers,
         hidden_headers=frozenset(tag_headers) if settings.strip_tag_headers else frozenset(),
+        max_variants=settings.max_variants,
     )
 
 
@@ -101,7 +103,8 @@ class Stoker:
         pipeline = Pipeline(
             PipelineConfig(rules=settings.rules, collapse_timeout=settings.collapse_timeout,
                            honor_client_no_cache=settings.honor_client_no_cache,
-                           default_host=host),
+                           default_host=host,
+                           trusted=TrustedProxies(settings.trusted_proxies)),
             Fetcher(fetch_config(settings), origin, store, bodies, clock, ledger),
             store, bodies, origin, clock, version=state.version)
         purger = Purger(pipeline, store, l2, ledger, PurgeEvents(), clock, versions)

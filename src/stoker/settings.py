@@ -115,6 +115,12 @@ def _bytes(value: Any) -> int:
     return parse_size(value)
 
 
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not str(value).strip().isdigit() or int(value) < 1:
+        raise ValueError(f"expected a whole number of at least 1, got {value!r}")
+    return int(value)
+
+
 @dataclass(frozen=True)
 class Field:
     """One setting: how to parse it and what it means."""
@@ -157,6 +163,11 @@ FIELDS: dict[str, Field] = {
     "purge_allow": Field(
         _networks, "Client IPs/CIDRs allowed to send PURGE to the proxy (empty: PURGE disabled)"
     ),
+    "trusted_proxies": Field(
+        _networks, "Peers (IPs/CIDRs) whose X-Forwarded-Proto/-For and Forwarded are believed"
+    ),
+    "max_variants": Field(_positive_int, "Most Vary variants kept per URL (least recently "
+                                         "used dropped)"),
 }
 
 
@@ -187,6 +198,8 @@ class Settings:
     honor_client_no_cache: bool = False
     purge_hosts: tuple[str, ...] = ()
     purge_allow: tuple[str, ...] = ()
+    trusted_proxies: tuple[str, ...] = ("127.0.0.0/8", "::1")
+    max_variants: int = 32
     rules: tuple[Rule, ...] = field(default=())
 
     @property

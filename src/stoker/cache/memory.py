@@ -6,7 +6,8 @@ Invariants:
   the entry it would have replaced is dropped, so L1 never serves an older
   version than the one last written).
 - Recency is tracked per primary key: eviction removes the least recently
-  used primary key with all its variants.
+  used primary key with all its variants.  Within a key, ``get_nowait``
+  lists variants least recently stored or touched first.
 - The tag index is exact (tag → refs) and always mirrors the stored entries.
 - Entries past ``keep_until`` (per the injected clock) are absent for every
   operation: never returned, never counted; they are dropped lazily.
@@ -47,6 +48,12 @@ class _Slot:
     def set(self, entry: CacheEntry, size: int) -> None:
         self.variants[entry.variant] = entry
         self.sizes[entry.variant] = size
+        self._rebuild()
+
+    def touch(self, variant: str) -> None:
+        """Mark ``variant`` most recently used (``entries`` is ordered LRU first)."""
+        entry = self.variants.pop(variant)
+        self.variants[variant] = entry
         self._rebuild()
 
     def pop(self, variant: str) -> tuple[CacheEntry, int]:
@@ -104,6 +111,13 @@ class MemoryStore:
         self._count += 1
         self._index_tags(entry, add=True)
         self._shrink()
+
+    def touch_nowait(self, primary_key: str, variant: str) -> None:
+        """Mark one variant of a multi-variant key most recently used."""
+        slot = self._slots.get(primary_key)
+        if slot is not None and variant in slot.variants and (
+                next(reversed(slot.variants)) != variant):
+            slot.touch(variant)
 
     # -- synchronous invalidation -------------------------------------------
 

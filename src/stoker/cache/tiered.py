@@ -94,6 +94,10 @@ class TieredStore:
         """The hot path: L1 only, synchronous (None on an L1 miss)."""
         return self._l1.get_nowait(primary_key)
 
+    def touch(self, entry: CacheEntry) -> None:
+        """Mark ``entry`` most recently used among its key's variants (L1 order)."""
+        self._l1.touch_nowait(entry.primary_key, entry.variant)
+
     async def get(self, primary_key: str) -> list[CacheEntry]:
         hit = self._l1.get_nowait(primary_key)
         if hit is not None:

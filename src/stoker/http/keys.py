@@ -166,3 +166,14 @@ def select_variant(entries: Sequence[E], request_headers: HeaderInput) -> E | No
         if entry.variant == wanted and (best is None or entry.response_time > best.response_time):
             best = entry
     return best
+
+
+def variants_to_drop(stored: Sequence[str], new: str, limit: int) -> list[str]:
+    """The variants to forget so that storing ``new`` leaves at most ``limit``.
+
+    ``stored`` is ordered least recently used first; ``new`` replacing a
+    stored variant adds nothing.  The oldest others go first.
+    """
+    others = [variant for variant in dict.fromkeys(stored) if variant != new]
+    excess = len(others) + 1 - max(1, limit)
+    return others[:excess] if excess > 0 else []

@@ -27,13 +27,14 @@ from stoker.cache.bodies import BodyStore
 from stoker.cache.collapse import Flight
 from stoker.cache.entry import CacheEntry
 from stoker.cache.ledger import PurgeLedger
+from stoker.cache.store import EntryRef
 from stoker.cache.tags import tags_from_headers
 from stoker.cache.tiered import TieredStore
 from stoker.clock import Clock
 from stoker.http.cache_status import cache_status
 from stoker.http.conditional import merge_not_modified, revalidation_headers
 from stoker.http.headers import get_header
-from stoker.http.keys import parse_vary, variant_of
+from stoker.http.keys import parse_vary, variant_of, variants_to_drop
 from stoker.http.policy import RuleTTL, StaleDefaults, StorageDecision, decide_storage
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers, stored_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginResponse, OriginTimeout
@@ -58,6 +59,7 @@ class FetchConfig:
     max_object_bytes: int
     tag_headers: tuple[bytes, ...]
     hidden_headers: frozenset[bytes]
+    max_variants: int = 32
 
 
 @dataclass(slots=True)
@@ -72,6 +74,10 @@ class Fetch:
     sink: ClientSink | None
     fwd: str
     flight: Flight | None = None
+    varying: Sequence[tuple[bytes, bytes]] | None = None
+    """The request as forwarded, for Vary (default: the request's own headers)."""
+    siblings: Sequence[CacheEntry] = ()
+    """Variants stored under the key at lookup, least recently used first."""
 
 
 @dataclass(slots=True)
@@ -214,8 +220,18 @@ class Fetcher:
             if body_file is not None:
                 await self._bodies.remove(body_file)
             return "purged"
-        await self._store.put(entry)
+        await self._put(fetch, entry)
         return entry
+
+    async def _put(self, fetch: Fetch, entry: CacheEntry) -> None:
+        """Store ``entry``, then forget the variants beyond ``max_variants`` (LRU first)."""
+        await self._store.put(entry)
+        drop = variants_to_drop([sibling.variant for sibling in fetch.siblings], entry.variant,
+                                self.config.max_variants)
+        if drop:
+            log.info("%s holds more than %d variants; dropping the %d least recently used",
+                     entry.url, self.config.max_variants, len(drop))
+            await self._store.delete([EntryRef(entry.primary_key, variant) for variant in drop])
 
     def _screen(self, entry: CacheEntry, since: int) -> CacheEntry | None:
         """The entry to store given purges since ``since``: as is, softened, or None."""
@@ -238,7 +254,8 @@ class Fetcher:
         error_until = fresh_until + decision.sie
         return CacheEntry(
             primary_key=fetch.primary_key,
-            variant=variant_of(vary, fetch.request.headers),
+            variant=variant_of(vary, fetch.request.headers if fetch.varying is None
+                               else fetch.varying),
             url=fetch.request.url,
             status=response.status,
             headers=tuple(headers),

@@ -2,7 +2,9 @@
 
 Invariants:
 - Requests to the origin never carry hop-by-hop fields; they carry
-  ``X-Forwarded-For/-Proto/-Host`` and a ``Via`` naming this proxy.
+  ``X-Forwarded-For`` (the incoming chain plus the TCP peer),
+  ``X-Forwarded-Proto`` (the scheme as resolved through trusted proxies),
+  ``X-Forwarded-Host`` and a ``Via`` naming this proxy.
 - A cache fetch never forwards the client's own conditional or range fields:
   the cache fetches whole representations and answers the client's
   conditionals itself from what it stored.
@@ -52,8 +54,9 @@ def origin_request_headers(
     if isinstance(cookie, str):
         headers.append((b"cookie", cookie.encode("latin-1")))
     forwarded_for = [value for name, value in request.headers if name == b"x-forwarded-for"]
-    if request.client:
-        forwarded_for.append(request.client.encode("latin-1"))
+    peer = request.peer or request.client
+    if peer:
+        forwarded_for.append(peer.encode("latin-1"))
     if forwarded_for:
         headers.append((b"x-forwarded-for", b", ".join(forwarded_for)))
     headers.append((b"x-forwarded-proto", request.scheme.encode("latin-1")))

@@ -7,10 +7,15 @@ ASGI sends; everything else returns ``False`` and goes through the full
 slowly.  This module decides nothing the pipeline would decide differently:
 it only skips work whose outcome is known.
 
-Invariants: the memo maps ``(version, host, raw path, query)`` to the primary
-key the pipeline would compute (so a version bump never reads old keys); it is
-bounded and cleared when full; URLs whose rule bypasses the cache map to
-``None`` and always take the full pipeline.
+Invariants: the memo maps ``(version, scheme, Host, path, query)`` — the
+scheme as the pipeline resolves it (trusted proxies' ``X-Forwarded-Proto``
+included), the path as the scope gives it (``raw_path``, else ``path``) — to
+the primary key :meth:`Pipeline.key_for` computes for the parsed request, so
+the fast path and the pipeline share one key function; a version bump never
+reads old keys.  The memo is bounded and cleared when full; URLs whose rule
+bypasses the cache map to ``None`` and always take the full pipeline.  The
+response (headers, ``Age``, ``Cache-Status``, ``Via``) is the one the
+pipeline would send for the same hit.
 """
 
 from __future__ import annotations
@@ -18,14 +23,15 @@ from __future__ import annotations
 from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
 from stoker.proxy.pipeline import Pipeline
-from stoker.proxy.request import BadRequest, parse_request
+from stoker.proxy.request import BadRequest, parse_request, request_scheme
 from stoker.proxy.rules import match_rule
 
-MemoKey = tuple[str, bytes, bytes, bytes]
+MemoKey = tuple[str, str, bytes, bytes | str, bytes]
 
 # Any of these makes a request need the full pipeline (bypass, revalidation, 304s).
 SLOW_HEADERS = frozenset({b"authorization", b"cookie", b"cache-control", b"pragma",
                           b"if-none-match", b"if-modified-since", b"range", b"if-range"})
+FORWARDING_HEADERS = frozenset({b"x-forwarded-proto", b"forwarded"})
 MEMO_LIMIT = 65_536
 
 
@@ -36,21 +42,27 @@ class HotPath:
         self._pipeline = pipeline
         self._memo: dict[MemoKey, str | None] = {}
         self._prefix = f"{pipeline.fetcher.config.cache_name}; hit; ttl=".encode()
+        self._via = (b"via", pipeline.fetcher.config.via)
 
     async def try_serve(self, scope: Message, send: Send) -> bool:
         """Answer ``scope`` if it is a fresh single-variant L1 hit; else ``False``."""
         if scope["method"] != "GET":
             return False
         host = b""
+        forwarded = False
         for name, value in scope["headers"]:
             if name in SLOW_HEADERS:
                 return False
             if name == b"host":
                 host = value
-        primary = self._primary_key(scope, host)
+            elif name in FORWARDING_HEADERS:
+                forwarded = True
+        pipeline = self._pipeline
+        scheme = request_scheme(scope, scope["headers"], pipeline.config.trusted) if (
+            forwarded) else scope.get("scheme") or "http"
+        primary = self._primary_key(scope, scheme, host)
         if primary is None:
             return False
-        pipeline = self._pipeline
         entries = pipeline.store.get_l1(primary)
         if entries is None or len(entries) != 1:
             return False
@@ -59,19 +71,19 @@ class HotPath:
         if entry.vary or now >= entry.fresh_until or entry.body is None:
             return False
         pipeline.stats["hit"] += 1
-        await _send_entry(send, entry, now, self._prefix)
+        await _send_entry(send, entry, now, self._prefix, self._via)
         return True
 
-    def _primary_key(self, scope: Message, host: bytes) -> str | None:
+    def _primary_key(self, scope: Message, scheme: str, host: bytes) -> str | None:
         pipeline = self._pipeline
-        memo_key = (pipeline.version, host, scope.get("raw_path") or b"",
+        memo_key = (pipeline.version, scheme, host, scope.get("raw_path") or scope["path"],
                     scope.get("query_string") or b"")
         try:
             return self._memo[memo_key]
         except KeyError:
             pass
         try:
-            request = parse_request(scope, pipeline.config.default_host)
+            request = parse_request(scope, pipeline.config.default_host, pipeline.config.trusted)
         except BadRequest:
             return None
         rule = match_rule(pipeline.config.rules, request.host, request.path)
@@ -82,10 +94,13 @@ class HotPath:
         return primary
 
 
-async def _send_entry(send: Send, entry: CacheEntry, now: float, prefix: bytes) -> None:
+async def _send_entry(send: Send, entry: CacheEntry, now: float, prefix: bytes,
+                      via: tuple[bytes, bytes]) -> None:
+    # As Pipeline._serve: Age is int(entry.age(now)); ttl > 0 here, so %d floors it.
     headers = [*entry.headers,
-               (b"age", b"%d" % (entry.initial_age + now - entry.response_time)),
-               (b"cache-status", prefix + b"%d" % (entry.fresh_until - now))]
+               (b"age", b"%d" % entry.age(now)),
+               (b"cache-status", prefix + b"%d" % (entry.fresh_until - now)),
+               via]
     try:
         await send({"type": "http.response.start", "status": entry.status, "headers": headers})
         await send({"type": "http.response.body", "body": entry.body, "more_body": False})

@@ -10,12 +10,19 @@ Invariants:
   background revalidation per entry; concurrent misses for a key make one
   origin request (see :mod:`stoker.cache.collapse`).
 - A successful unsafe request invalidates its URL and same-host
-  ``Location``/``Content-Location`` (RFC 9111 §4.4).
-- Every response carries ``Cache-Status``; responses from cache carry ``Age``.
+  ``Location``/``Content-Location`` (RFC 9111 §4.4) before the first byte of
+  its response is sent, so the client's next GET cannot get the old copy.
+- Vary selection (lookup, collapsing, storing) compares the request as
+  forwarded: the Cookie after the rule's ``strip_cookies``, without the
+  rule's ``vary_ignore_cookies`` (:func:`~stoker.proxy.rules.vary_view`).
+- Every response carries ``Cache-Status`` and ``Via``; responses from cache
+  carry ``Age``.
 - ``PURGE`` never reaches the origin: it goes to :attr:`Pipeline.purge_method`
   (405 when none is installed).
-- :meth:`Pipeline.key_for` and :meth:`Pipeline.key_for_url` are the one key
-  function: requests, purges and the admin API all compute keys through them.
+- :meth:`Pipeline.key_for_parts` is the one key function: requests (the
+  fast path included), unsafe-method invalidation, purges and the admin API
+  all compute keys through it (:meth:`key_for` and :meth:`key_for_url` only
+  unpack their arguments for it).
 """
 
 from __future__ import annotations
@@ -23,8 +30,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
 from stoker.asgi import Message, Receive, Send
@@ -36,14 +43,15 @@ from stoker.clock import Clock
 from stoker.http.cache_control import parse_cache_control
 from stoker.http.cache_status import cache_status
 from stoker.http.conditional import not_modified_headers, should_answer_not_modified
+from stoker.http.forwarded import TrustedProxies
 from stoker.http.headers import get_header, get_joined
-from stoker.http.keys import primary_key, select_variant, variant_of
+from stoker.http.keys import normalise_host, primary_key, select_variant, variant_of
 from stoker.proxy.fetch import SERVE_KINDS, Fetch, Fetcher, Outcome
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
 from stoker.proxy.request import BadRequest, RequestInfo, parse_request
 from stoker.proxy.respond import ClientSink, error_response
-from stoker.proxy.rules import Rule, has_cookie, match_rule, strip_cookies
+from stoker.proxy.rules import Rule, has_cookie, match_rule, strip_cookies, vary_view
 
 log = logging.getLogger("stoker.proxy")
 PurgeMethodHandler = Callable[[RequestInfo, ClientSink], Awaitable[None]]
@@ -61,6 +69,22 @@ class PipelineConfig:
     collapse_timeout: float
     honor_client_no_cache: bool
     default_host: str
+    trusted: TrustedProxies = field(default_factory=TrustedProxies)
+
+
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """One cacheable request as the cache sees it.
+
+    ``varying`` is the request as forwarded, for Vary selection;
+    ``siblings`` are the variants stored under ``primary`` when it was looked up.
+    """
+
+    request: RequestInfo
+    rule: Rule | None
+    primary: str
+    varying: list[tuple[bytes, bytes]]
+    siblings: Sequence[CacheEntry] = ()
 
 
 class Pipeline:
@@ -81,16 +105,22 @@ class Pipeline:
         self._tasks: set[asyncio.Task[None]] = set()
         self._name = fetcher.config.cache_name
         self.purge_method: PurgeMethodHandler | None = None
+        self._via = (b"via", fetcher.config.via)
+        # Responses Stoker makes itself (PURGE answers, refusals) neither hit nor go forward.
+        self._own_status = (b"cache-status", cache_status(hit=False, detail="generated",
+                                                          name=self._name))
 
     async def handle(self, scope: Message, receive: Receive, send: Send) -> None:
         """Answer one HTTP request."""
         try:
-            request = parse_request(scope, self.config.default_host)
+            request = parse_request(scope, self.config.default_host, self.config.trusted)
         except BadRequest as error:
-            headers, body = error_response(400, str(error))
-            await ClientSink(send, head_only=False).whole(400, headers, body)
+            headers, body = error_response(400, str(error), [
+                (b"cache-status", cache_status(hit=False, detail="bad-request",
+                                               name=self._name))])
+            await self.sink(send, head_only=False).whole(400, headers, body)
             return
-        sink = ClientSink(send, head_only=request.method == "HEAD")
+        sink = self.sink(send, head_only=request.method == "HEAD")
         rule = match_rule(self.config.rules, request.host, request.path)
         try:
             await self._route(request, rule, receive, sink)
@@ -98,6 +128,11 @@ class Pipeline:
             log.warning("response to %s truncated: %s", request.url, error)
             if not sink.started:
                 await self._fail(sink, 502, "uri-miss", str(error))
+
+    def sink(self, send: Send, *, head_only: bool) -> ClientSink:
+        """A response channel that stamps ``Via`` and a fallback ``Cache-Status``."""
+        return ClientSink(send, head_only=head_only, via=self._via,
+                          fallback_status=self._own_status)
 
     async def _route(self, request: RequestInfo, rule: Rule | None, receive: Receive,
                      sink: ClientSink) -> None:
@@ -137,9 +172,12 @@ class Pipeline:
         entries = self.store.get_l1(primary)
         if entries is None:
             entries = await self.store.get(primary)
-        entry = select_variant(entries, request.headers) if entries else None
+        lookup = Lookup(request, rule, primary, vary_view(request.headers, rule), entries)
+        entry = select_variant(entries, lookup.varying) if entries else None
         now = self.clock.now()
         forced = self._client_forces_revalidation(request)
+        if entry is not None and len(entries) > 1:
+            self.store.touch(entry)
         if entry is not None and not forced:
             state = entry.freshness(now)
             if state is Freshness.FRESH:
@@ -149,7 +187,7 @@ class Pipeline:
                     return
             elif state is Freshness.STALE_SWR:
                 self.stats["stale"] += 1
-                self._revalidate_in_background(request, rule, primary, entry)
+                self._revalidate_in_background(lookup, entry)
                 status = cache_status(hit=True, ttl=entry.ttl(now),
                                       detail="stale-while-revalidate", name=self._name)
                 if await self._serve(sink, request, entry, now, status):
@@ -160,22 +198,26 @@ class Pipeline:
             fwd = "stale" if entry else ("vary-miss" if entries else "uri-miss")
         self.stats["miss"] += 1
         variant = entry.variant if entry else (
-            variant_of(entries[0].vary, request.headers) if entries else "")
-        await self._collapsed(request, rule, primary, entry, variant, fwd, sink)
+            variant_of(entries[0].vary, lookup.varying) if entries else "")
+        await self._collapsed(lookup, entry, variant, fwd, sink)
+
+    def key_for_parts(self, scheme: str, host: str, path: str, query: str,
+                      rule: Rule | None) -> str:
+        """The one key function: version, scheme, host, path, query less ``ignore_query``."""
+        return primary_key(version=self.version, scheme=scheme, host=host, path=path,
+                           query=query, ignore_query=rule.ignore_query if rule else ())
 
     def key_for(self, request: RequestInfo, rule: Rule | None) -> str:
-        """The primary cache key of a request (version, URL, sorted query)."""
-        return primary_key(version=self.version, scheme=request.scheme, host=request.host,
-                           path=request.path, query=request.query,
-                           ignore_query=rule.ignore_query if rule else ())
+        """The primary cache key of a request, ``rule`` being the one it matched."""
+        return self.key_for_parts(request.scheme, request.host, request.path, request.query,
+                                  rule)
 
     def key_for_url(self, url: str) -> str:
-        """The primary key a GET of the absolute ``url`` would use (for purges)."""
+        """The primary key a GET of the absolute ``url`` would use (purges, invalidation)."""
         parts = urlsplit(url)
         host, path = parts.netloc.lower(), parts.path or "/"
         rule = match_rule(self.config.rules, host, path)
-        return primary_key(version=self.version, scheme=parts.scheme, host=host, path=path,
-                           query=parts.query, ignore_query=rule.ignore_query if rule else ())
+        return self.key_for_parts(parts.scheme, host, path, parts.query, rule)
 
     async def _purge(self, request: RequestInfo, sink: ClientSink) -> None:
         if self.purge_method is None:
@@ -190,36 +232,35 @@ class Pipeline:
         value = get_joined(request.headers, b"cache-control")
         return value is not None and parse_cache_control(value).no_cache
 
-    async def _collapsed(self, request: RequestInfo, rule: Rule | None, primary: str,
-                         entry: CacheEntry | None, variant: str, fwd: str,
-                         sink: ClientSink) -> None:
-        key = f"{primary}\n{variant}"
+    async def _collapsed(self, lookup: Lookup, entry: CacheEntry | None, variant: str,
+                         fwd: str, sink: ClientSink) -> None:
+        key = f"{lookup.primary}\n{variant}"
         flight, leader = self.collapser.join(key)
         if not leader:
             shared = await flight.wait(self.config.collapse_timeout)
-            if shared is not None and shared.variant == variant_of(shared.vary, request.headers):
+            if shared is not None and shared.variant == variant_of(shared.vary, lookup.varying):
                 self.stats["collapsed"] += 1
                 now = self.clock.now()
                 status = cache_status(hit=False, fwd=fwd, fwd_status=shared.status,
                                       collapsed=True, ttl=shared.ttl(now), name=self._name)
-                if await self._serve(sink, request, shared, now, status):
+                if await self._serve(sink, lookup.request, shared, now, status):
                     return
-            await self._fetch(request, rule, primary, entry, fwd, sink, None)
+            await self._fetch(lookup, entry, fwd, sink, None)
             return
         outcome: Outcome | None = None
         try:
-            outcome = await self._fetch(request, rule, primary, entry, fwd, sink, flight)
+            outcome = await self._fetch(lookup, entry, fwd, sink, flight)
         finally:
             shared_entry = outcome.entry if outcome and outcome.kind in SHAREABLE else None
             self.collapser.land(key, flight, shared_entry)
 
-    async def _fetch(self, request: RequestInfo, rule: Rule | None, primary: str,
-                     entry: CacheEntry | None, fwd: str, sink: ClientSink | None,
-                     flight: Flight | None) -> Outcome:
+    async def _fetch(self, lookup: Lookup, entry: CacheEntry | None, fwd: str,
+                     sink: ClientSink | None, flight: Flight | None) -> Outcome:
+        request, rule = lookup.request, lookup.rule
         outcome = await self.fetcher.run(Fetch(
-            request=request, primary_key=primary, rule_ttl=rule.ttl if rule else None,
+            request=request, primary_key=lookup.primary, rule_ttl=rule.ttl if rule else None,
             cookie=self._origin_cookie(request, rule), stale=entry, sink=sink, fwd=fwd,
-            flight=flight))
+            flight=flight, varying=lookup.varying, siblings=lookup.siblings))
         if sink is None:
             return outcome
         if outcome.kind in SERVE_KINDS and outcome.entry is not None:
@@ -242,23 +283,22 @@ class Pipeline:
         cookie = get_joined(request.headers, b"cookie")
         return strip_cookies(cookie, rule.strip_cookies) if cookie else True
 
-    def _revalidate_in_background(self, request: RequestInfo, rule: Rule | None,
-                                  primary: str, entry: CacheEntry) -> None:
-        key = f"{primary}\n{entry.variant}"
+    def _revalidate_in_background(self, lookup: Lookup, entry: CacheEntry) -> None:
+        key = f"{lookup.primary}\n{entry.variant}"
         if self.collapser.busy(key):
             return
         flight, _ = self.collapser.join(key)
-        task = asyncio.create_task(self._background(request, rule, primary, entry, key, flight))
+        task = asyncio.create_task(self._background(lookup, entry, key, flight))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _background(self, request: RequestInfo, rule: Rule | None, primary: str,
-                          entry: CacheEntry, key: str, flight: Flight) -> None:
+    async def _background(self, lookup: Lookup, entry: CacheEntry, key: str,
+                          flight: Flight) -> None:
         outcome: Outcome | None = None
         try:
-            outcome = await self._fetch(request, rule, primary, entry, "stale", None, flight)
+            outcome = await self._fetch(lookup, entry, "stale", None, flight)
         except Exception:
-            log.exception("background revalidation of %s failed", request.url)
+            log.exception("background revalidation of %s failed", lookup.request.url)
         finally:
             shared = outcome.entry if outcome and outcome.kind in SHAREABLE else None
             self.collapser.land(key, flight, shared)
@@ -314,28 +354,33 @@ class Pipeline:
                              str(error))
             return
         try:
+            if invalidate and 200 <= response.status < 400:
+                await self._invalidate_after_unsafe(request, response.headers)
             out = client_response_headers(response.headers, config.hidden_headers)
             out.append(self.fetcher.status_header(fwd, response.status))
             await sink.stream(response.status, out, response.chunks)
         finally:
             await response.close()
-        if invalidate and response.status < 400:
-            await self._invalidate_after_unsafe(request, response.headers)
 
     async def _invalidate_after_unsafe(self, request: RequestInfo,
                                        headers: list[tuple[bytes, bytes]]) -> None:
-        """RFC 9111 §4.4: drop the target URI and same-host Location/Content-Location."""
+        """RFC 9111 §4.4: drop the target URI and same-host Location/Content-Location.
+
+        Runs before the response starts; the ledger entry stops a fetch already
+        in flight from storing the old representation afterwards.
+        """
         rule = match_rule(self.config.rules, request.host, request.path)
         keys = [self.key_for(request, rule)]
+        host = normalise_host(request.scheme, request.host)
         for name in (b"location", b"content-location"):
             value = get_header(headers, name)
             if value is None:
                 continue
-            target = urlsplit(urljoin(request.url, value.decode("latin-1")))
-            if target.netloc.lower() == request.host:
-                keys.append(primary_key(version=self.version, scheme=request.scheme,
-                                        host=request.host, path=target.path or "/",
-                                        query=target.query))
+            target = urljoin(request.url, value.decode("latin-1"))
+            parts = urlsplit(target)
+            if parts.scheme in ("http", "https") and normalise_host(
+                    parts.scheme, parts.netloc) == host:
+                keys.append(self.key_for_url(target))
         self.fetcher.ledger.record(soft=False, now=self.clock.now(), keys=keys)
         await self.store.delete_primary(keys)
 

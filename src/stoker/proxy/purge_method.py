@@ -6,9 +6,10 @@
 Invariants:
 - Off unless ``purge_allow`` lists addresses/networks: then every ``PURGE``
   is answered 405 and nothing is purged.
-- Allowed only when the TCP peer address (never a forwarded header, which
-  the client controls) is inside one of the ``purge_allow`` networks;
-  anyone else gets 403 and nothing is purged.
+- Allowed only when the client address is inside one of the ``purge_allow``
+  networks: the TCP peer, or what ``X-Forwarded-For``/``Forwarded`` say when
+  the peer is one of ``trusted_proxies`` (never a header from anyone else,
+  which the client controls); anyone else gets 403 and nothing is purged.
 - Every attempt that is not disabled outright is audited with actor
   ``purge-method:<peer address>``; responses are ``no-store``.
 """

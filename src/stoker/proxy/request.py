@@ -1,8 +1,11 @@
 """What the proxy needs to know about one client request, read from an ASGI scope.
 
-Pure.  Invariant: a :class:`RequestInfo` is only built for a request whose
+Pure.  Invariants: a :class:`RequestInfo` is only built for a request whose
 target and Host are well-formed; anything else raises :class:`BadRequest`,
 which the pipeline answers with 400 (a malformed request never crashes it).
+``scheme`` and ``client`` are what the visitor used and is: taken from the
+forwarding headers only when the TCP peer is a trusted proxy
+(:mod:`stoker.http.forwarded`); ``peer`` is always the TCP peer.
 """
 
 from __future__ import annotations
@@ -12,7 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stoker.http.headers import get_header
+from stoker.http.forwarded import (
+    TrustedProxies,
+    client_chain,
+    forwarded_client,
+    forwarded_scheme,
+)
+from stoker.http.headers import get_all, get_header
 from stoker.http.keys import url_from_parts
 
 _HOST = re.compile(r"^(?:[A-Za-z0-9.\-_~]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$")
@@ -34,6 +43,7 @@ class RequestInfo:
     query: str
     headers: list[tuple[bytes, bytes]]
     client: str | None
+    peer: str | None = None
 
     @property
     def target(self) -> str:
@@ -46,26 +56,60 @@ class RequestInfo:
         return url_from_parts(self.scheme, self.host, self.path, self.query)
 
 
-def parse_request(scope: Mapping[str, Any], default_host: str) -> RequestInfo:
-    """Build a :class:`RequestInfo` from an ASGI HTTP scope or raise :class:`BadRequest`."""
-    headers: list[tuple[bytes, bytes]] = list(scope.get("headers") or ())
+NO_PROXIES = TrustedProxies(())
+
+
+def peer_of(scope: Mapping[str, Any]) -> str | None:
+    """The TCP peer's address from an ASGI scope."""
+    client = scope.get("client")
+    return str(client[0]) if client else None
+
+
+def request_scheme(scope: Mapping[str, Any], headers: list[tuple[bytes, bytes]],
+                   trusted: TrustedProxies) -> str:
+    """The scheme the visitor used: the connection's, or a trusted proxy's word for it."""
+    scheme = str(scope.get("scheme") or "http")
+    if not trusted.trusts(peer_of(scope)):
+        return scheme
+    return forwarded_scheme(scheme, get_all(headers, b"x-forwarded-proto"),
+                            get_all(headers, b"forwarded"))
+
+
+def request_client(scope: Mapping[str, Any], headers: list[tuple[bytes, bytes]],
+                   trusted: TrustedProxies) -> str | None:
+    """The visitor's address: the peer, or what trusted proxies forwarded."""
+    peer = peer_of(scope)
+    if peer is None or not trusted.trusts(peer):
+        return peer
+    chain = client_chain(get_all(headers, b"x-forwarded-for"), get_all(headers, b"forwarded"))
+    return forwarded_client(peer, chain, trusted)
+
+
+def request_path(scope: Mapping[str, Any]) -> str:
+    """The request's path as sent (``raw_path`` when the server gives it, else ``path``)."""
     raw_path = scope.get("raw_path")
     path = raw_path.decode("latin-1") if raw_path else str(scope.get("path") or "")
-    if "?" in path:  # some servers leave the query in raw_path
-        path = path.split("?", 1)[0]
+    return path.split("?", 1)[0]  # some servers leave the query in raw_path
+
+
+def parse_request(scope: Mapping[str, Any], default_host: str,
+                  trusted: TrustedProxies = NO_PROXIES) -> RequestInfo:
+    """Build a :class:`RequestInfo` from an ASGI HTTP scope or raise :class:`BadRequest`."""
+    headers: list[tuple[bytes, bytes]] = list(scope.get("headers") or ())
+    path = request_path(scope)
     if not path.startswith("/") or _FORBIDDEN_PATH.search(path):
         raise BadRequest("the request target must be an absolute path")
     host_header = get_header(headers, b"host")
     host = host_header.decode("latin-1").strip() if host_header else default_host
     if not _HOST.match(host):
         raise BadRequest("the Host header is malformed")
-    client = scope.get("client")
     return RequestInfo(
         method=str(scope.get("method", "GET")).upper(),
-        scheme=str(scope.get("scheme") or "http"),
+        scheme=request_scheme(scope, headers, trusted),
         host=host.lower(),
         path=path,
         query=(scope.get("query_string") or b"").decode("latin-1"),
         headers=headers,
-        client=str(client[0]) if client else None,
+        client=request_client(scope, headers, trusted),
+        peer=peer_of(scope),
     )

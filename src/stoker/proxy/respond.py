@@ -3,7 +3,9 @@
 Invariants: a :class:`ClientSink` sends exactly one response start; after the
 client goes away every further send is a no-op (the caller may keep reading
 the origin to finish a store others wait for); a HEAD sink sends headers
-only.  Error responses from Stoker itself are never cacheable downstream.
+only.  Every response start carries this proxy's ``Via`` (RFC 9110 §7.6.3)
+and a ``Cache-Status`` (the sink's fallback when the caller gave none).
+Error responses from Stoker itself are never cacheable downstream.
 """
 
 from __future__ import annotations
@@ -12,17 +14,21 @@ from collections.abc import AsyncIterator, Sequence
 
 from stoker.asgi import Message, Send
 
-Headers = list[tuple[bytes, bytes]]
+Header = tuple[bytes, bytes]
+Headers = list[Header]
 
 
 class ClientSink:
     """One response to one client."""
 
-    __slots__ = ("_head_only", "_send", "gone", "started")
+    __slots__ = ("_fallback_status", "_head_only", "_send", "_via", "gone", "started")
 
-    def __init__(self, send: Send, *, head_only: bool) -> None:
+    def __init__(self, send: Send, *, head_only: bool, via: Header,
+                 fallback_status: Header) -> None:
         self._send = send
         self._head_only = head_only
+        self._via = via
+        self._fallback_status = fallback_status
         self.started = False
         self.gone = False
 
@@ -35,9 +41,12 @@ class ClientSink:
             self.gone = True
 
     async def start(self, status: int, headers: Sequence[tuple[bytes, bytes]]) -> None:
-        """Send the status line and headers."""
+        """Send the status line and headers (plus ``Via``, and ``Cache-Status`` if missing)."""
         self.started = True
-        await self._emit({"type": "http.response.start", "status": status, "headers": headers})
+        stamped = [*headers, self._via]
+        if not any(name == b"cache-status" for name, _ in headers):
+            stamped.append(self._fallback_status)
+        await self._emit({"type": "http.response.start", "status": status, "headers": stamped})
 
     async def chunk(self, data: bytes) -> None:
         """Send part of the body (nothing for HEAD)."""

@@ -6,6 +6,9 @@ Invariants: rules are tried in order and the first whose host and path match
 wins; a rule with no ``host`` matches every host and one with no ``path``
 every path; a path containing ``*``, ``?`` or ``[`` is a glob, otherwise a
 prefix.  Cookie patterns are globs matched against cookie *names*.
+:func:`vary_view` is the request as forwarded, for ``Vary: Cookie``: a cookie
+that never reaches the origin (``strip_cookies``) or that the site says does
+not change the page (``vary_ignore_cookies``) never splits a URL's variants.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from stoker.http.headers import get_joined
 from stoker.http.policy import RuleTTL
 from stoker.units import parse_duration
 
@@ -32,6 +36,7 @@ class Rule:
     ignore_query: tuple[str, ...] = ()
     bypass_cookies: tuple[str, ...] = ()
     strip_cookies: tuple[str, ...] = ()
+    vary_ignore_cookies: tuple[str, ...] = ()
 
     def matches(self, host: str, path: str) -> bool:
         """True when this rule applies to a request for ``host`` + ``path``."""
@@ -84,9 +89,26 @@ def strip_cookies(cookie_header: str, patterns: Sequence[str]) -> str | None:
     return "; ".join(kept) or None
 
 
+def vary_view(headers: list[tuple[bytes, bytes]], rule: Rule | None) -> list[tuple[bytes, bytes]]:
+    """``headers`` with Cookie as forwarded, less ``vary_ignore_cookies`` (for Vary).
+
+    Returns ``headers`` itself when the rule changes nothing.
+    """
+    if rule is None or not (rule.strip_cookies or rule.vary_ignore_cookies):
+        return headers
+    cookie = get_joined(headers, b"cookie")
+    if cookie is None:
+        return headers
+    kept = strip_cookies(cookie, (*rule.strip_cookies, *rule.vary_ignore_cookies))
+    view = [(name, value) for name, value in headers if name != b"cookie"]
+    if kept is not None:
+        view.append((b"cookie", kept.encode("latin-1")))
+    return view
+
+
 _KEYS = {
     "host", "path", "ttl", "swr", "sie", "override", "bypass", "ignore_query",
-    "bypass_cookies", "strip_cookies", "strip_set_cookie",
+    "bypass_cookies", "strip_cookies", "strip_set_cookie", "vary_ignore_cookies",
 }
 
 
@@ -142,6 +164,8 @@ def parse_rule(table: Any, index: int) -> Rule:
         ignore_query=_strings(table.get("ignore_query", []), where, "ignore_query"),
         bypass_cookies=_strings(table.get("bypass_cookies", []), where, "bypass_cookies"),
         strip_cookies=_strings(table.get("strip_cookies", []), where, "strip_cookies"),
+        vary_ignore_cookies=_strings(table.get("vary_ignore_cookies", []), where,
+                                     "vary_ignore_cookies"),
     )
 
 

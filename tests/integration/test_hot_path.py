@@ -1,0 +1,180 @@
+"""The fresh-hit fast path, driven directly with hand-built ASGI scopes.
+
+Entries are stored through the real pipeline from a real origin; each test
+then asks the fast path and checks it answers exactly what the pipeline
+would (same key, same headers), or declines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.integration.conftest import Origin
+
+from stoker.asgi import Message
+from stoker.clock import FakeClock
+from stoker.proxy.hot_path import HotPath
+from stoker.proxy.rules import Rule
+from stoker.runtime import Stoker
+from stoker.settings import settings_from
+
+CACHEABLE = [("cache-control", "max-age=60")]
+TRUSTED_PEER = ("127.0.0.1", 50000)
+STRANGER = ("203.0.113.9", 50000)
+
+
+@dataclass
+class Stack:
+    stoker: Stoker
+    hot: HotPath
+    clock: FakeClock
+
+
+@pytest.fixture
+async def stack(origin: Origin, tmp_path: Path) -> AsyncIterator[Stack]:
+    clock = FakeClock(auto_advance=False)
+    rules = (Rule(path="/tracked", ignore_query=("utm_*",)),)
+    settings = settings_from({"origin": origin.url, "data_dir": str(tmp_path)}, rules)
+    stoker = await Stoker.open(settings, clock=clock)
+    try:
+        yield Stack(stoker, HotPath(stoker.pipeline), clock)
+    finally:
+        await stoker.close()
+
+
+def scope(path: str, *, query: bytes = b"", scheme: str = "http", raw_path: bool = True,
+          headers: tuple[tuple[bytes, bytes], ...] = (), client: tuple[str, int] = TRUSTED_PEER,
+          host: bytes = b"site.test") -> Message:
+    built: dict[str, Any] = {
+        "type": "http", "method": "GET", "scheme": scheme, "path": path, "query_string": query,
+        "headers": [(b"host", host), *headers], "client": client, "http_version": "1.1"}
+    if raw_path:
+        built["raw_path"] = path.encode()
+    return built
+
+
+class Capture:
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+
+    async def __call__(self, message: Message) -> None:
+        self.messages.append(message)
+
+    @property
+    def status(self) -> int:
+        return int(self.messages[0]["status"])
+
+    @property
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        return list(self.messages[0]["headers"])
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(m.get("body", b"") for m in self.messages[1:])
+
+
+async def no_body() -> Message:
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
+async def through_pipeline(stack: Stack, request: Message) -> Capture:
+    sent = Capture()
+    await stack.stoker.pipeline.handle(request, no_body, sent)
+    return sent
+
+
+async def through_hot_path(stack: Stack, request: Message) -> Capture | None:
+    sent = Capture()
+    return sent if await stack.hot.try_serve(request, sent) else None
+
+
+async def test_without_raw_path_each_path_gets_its_own_page(origin: Origin, stack: Stack) -> None:
+    origin.app.set("/a", headers=CACHEABLE, body=b"page a")
+    origin.app.set("/b", headers=CACHEABLE, body=b"page b")
+    await through_pipeline(stack, scope("/a", raw_path=False))
+    await through_pipeline(stack, scope("/b", raw_path=False))
+    served_a = await through_hot_path(stack, scope("/a", raw_path=False))
+    served_b = await through_hot_path(stack, scope("/b", raw_path=False))
+    assert served_a is not None and served_a.body == b"page a"
+    assert served_b is not None and served_b.body == b"page b"
+
+
+async def test_https_never_gets_the_cached_http_redirect(origin: Origin, stack: Stack) -> None:
+    origin.app.set("/r", status=301, headers=[*CACHEABLE, ("location", "https://site.test/r")],
+                   body=b"")
+    first = await through_pipeline(stack, scope("/r", scheme="http"))
+    assert first.status == 301
+    assert await through_hot_path(stack, scope("/r", scheme="http")) is not None
+    assert await through_hot_path(stack, scope("/r", scheme="https")) is None
+    forwarded = scope("/r", headers=((b"x-forwarded-proto", b"https"),))
+    assert await through_hot_path(stack, forwarded) is None
+    rfc7239 = scope("/r", headers=((b"forwarded", b"for=1.2.3.4;proto=https"),))
+    assert await through_hot_path(stack, rfc7239) is None
+
+
+async def test_forwarded_proto_from_a_stranger_is_ignored(origin: Origin, stack: Stack) -> None:
+    origin.app.set("/s", headers=CACHEABLE, body=b"plain")
+    await through_pipeline(stack, scope("/s", scheme="http", client=STRANGER))
+    spoofed = scope("/s", headers=((b"x-forwarded-proto", b"https"),), client=STRANGER)
+    served = await through_hot_path(stack, spoofed)
+    assert served is not None and served.body == b"plain"  # still the http entry
+
+
+async def test_trusted_https_entry_is_served_to_trusted_https(origin: Origin,
+                                                              stack: Stack) -> None:
+    origin.app.set("/t", headers=CACHEABLE, body=b"secure")
+    forwarded = scope("/t", headers=((b"x-forwarded-proto", b"https"),))
+    await through_pipeline(stack, forwarded)
+    assert await through_hot_path(stack, scope("/t", scheme="http")) is None
+    served = await through_hot_path(stack, scope("/t", scheme="https"))
+    assert served is not None and served.body == b"secure"
+
+
+async def test_query_string_is_part_of_the_key_in_canonical_order(origin: Origin,
+                                                                  stack: Stack) -> None:
+    origin.app.set("/q", headers=CACHEABLE, body=b"q")
+    await through_pipeline(stack, scope("/q", query=b"a=1&b=2"))
+    assert await through_hot_path(stack, scope("/q", query=b"b=2&a=1")) is not None
+    assert await through_hot_path(stack, scope("/q", query=b"a=2")) is None
+    assert await through_hot_path(stack, scope("/q")) is None
+
+
+async def test_ignore_query_rule_applies_on_the_fast_path(origin: Origin, stack: Stack) -> None:
+    origin.app.set("/tracked", headers=CACHEABLE, body=b"tracked")
+    await through_pipeline(stack, scope("/tracked"))
+    served = await through_hot_path(stack, scope("/tracked", query=b"utm_source=mail"))
+    assert served is not None and served.body == b"tracked"
+    assert await through_hot_path(stack, scope("/tracked", query=b"page=2")) is None
+
+
+async def test_varied_entry_takes_the_pipeline(origin: Origin, stack: Stack) -> None:
+    origin.app.set("/v", headers=[*CACHEABLE, ("vary", "accept-language")], body=b"v")
+    await through_pipeline(stack, scope("/v", headers=((b"accept-language", b"de"),)))
+    assert await through_hot_path(stack, scope("/v", headers=((b"accept-language", b"fr"),))) \
+        is None
+
+
+async def test_fast_path_answer_equals_the_pipeline_answer(origin: Origin, stack: Stack) -> None:
+    origin.app.set("/same", headers=[*CACHEABLE, ("age", "7")], body=b"same")
+    await through_pipeline(stack, scope("/same"))
+    stack.clock.advance(3.5)
+    fast = await through_hot_path(stack, scope("/same"))
+    slow = await through_pipeline(stack, scope("/same"))
+    assert fast is not None
+    assert (fast.status, fast.headers, fast.body) == (slow.status, slow.headers, slow.body)
+    assert (b"age", b"10") in fast.headers
+    assert (b"via", b"1.1 stoker") in fast.headers
+
+
+async def test_age_is_never_negative_when_the_clock_steps_back(origin: Origin,
+                                                               stack: Stack) -> None:
+    origin.app.set("/back", headers=CACHEABLE, body=b"back")
+    await through_pipeline(stack, scope("/back"))
+    stack.clock.advance(-5)
+    fast = await through_hot_path(stack, scope("/back"))
+    assert fast is not None
+    assert (b"age", b"0") in fast.headers
