@@ -212,3 +212,13 @@ def test_select_variant_tie_keeps_first() -> None:
     entries = [Entry((), "", 1, "first"), Entry((), "", 1, "second")]
     chosen = select_variant(entries, [])
     assert chosen is not None and chosen.name == "first"
+
+
+def test_variants_to_drop_keeps_at_most_the_limit() -> None:
+    from stoker.http.keys import variants_to_drop
+
+    assert variants_to_drop(["a", "b", "c"], "d", 3) == ["a"]
+    assert variants_to_drop(["a", "b", "c"], "b", 3) == []  # replacing adds nothing
+    assert variants_to_drop(["a", "b", "c", "d"], "e", 2) == ["a", "b", "c"]
+    assert variants_to_drop([], "a", 1) == []
+    assert variants_to_drop(["a"], "b", 1) == ["a"]
