@@ -17,7 +17,7 @@ from stoker.clock import Clock
 from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.proxy.rules import Rule
 from stoker.runtime import Stoker
-from stoker.settings import settings_from
+from stoker.settings import Settings, settings_from
 
 
 @dataclass
@@ -46,6 +46,14 @@ async def running_proxy(origin_url: str, data_dir: Path, *, clock: Clock | None 
                         port: int | None = None, **settings: Any) -> AsyncIterator[Proxy]:
     """Stoker in front of ``origin_url`` on a real server; closes the stores on exit."""
     config = settings_from({"origin": origin_url, "data_dir": str(data_dir), **settings}, rules)
+    async with proxy_for(config, clock=clock, kind=kind, port=port) as running:
+        yield running
+
+
+@asynccontextmanager
+async def proxy_for(config: Settings, *, clock: Clock | None = None, kind: str = "granian",
+                    port: int | None = None) -> AsyncIterator[Proxy]:
+    """Stoker configured by ``config`` on a real server; closes the stores on exit."""
     stoker = await Stoker.open(config, clock=clock)
     try:
         limits = httpx.Limits(max_connections=400)
