@@ -12,13 +12,13 @@ __version__ = "0.1.0"
 __all__ = ["CacheMiddleware", "__version__"]
 
 if TYPE_CHECKING:
-    from stoker.proxy.middleware import CacheMiddleware
+    from stoker.middleware import CacheMiddleware
 
 
 def __getattr__(name: str) -> Any:
     """Import the middleware lazily so ``import stoker`` stays cheap."""
     if name == "CacheMiddleware":
-        from stoker.proxy.middleware import CacheMiddleware
+        from stoker.middleware import CacheMiddleware
 
         return CacheMiddleware
     raise AttributeError(f"module 'stoker' has no attribute {name!r}")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from stoker.proxy.rules import Rule, parse_rules
+from stoker.rules import Rule, parse_rules
 from stoker.units import parse_duration, parse_size
 
 ENV_PREFIX = "STOKER_"

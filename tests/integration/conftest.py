@@ -15,7 +15,7 @@ from tests.integration.origin import ScriptedOrigin
 
 from stoker.clock import Clock
 from stoker.proxy.asgi_proxy import ProxyApp
-from stoker.proxy.rules import Rule
+from stoker.rules import Rule
 from stoker.runtime import Stoker
 from stoker.settings import Settings, settings_from
 

@@ -18,7 +18,7 @@ from tests.integration.conftest import Origin
 from stoker.asgi import Message
 from stoker.clock import FakeClock
 from stoker.proxy.hot_path import HotPath
-from stoker.proxy.rules import Rule
+from stoker.rules import Rule
 from stoker.runtime import Stoker
 from stoker.settings import settings_from
 

@@ -12,7 +12,7 @@ import httpx
 from tests.conftest import serving
 from tests.integration.conftest import Origin, running_proxy
 
-from stoker.proxy.rules import Rule
+from stoker.rules import Rule
 
 Message = MutableMapping[str, Any]
 VARY_COOKIE = [("cache-control", "max-age=60"), ("vary", "Cookie")]

@@ -19,13 +19,12 @@ from stoker.cache.entry import CacheEntry
 class Flight:
     """One in-progress origin fetch that others may wait on."""
 
-    __slots__ = ("_future", "followers")
+    __slots__ = ("_future",)
 
     def __init__(self) -> None:
         self._future: asyncio.Future[CacheEntry | None] = (
             asyncio.get_running_loop().create_future()
         )
-        self.followers = 0
 
     def share(self, entry: CacheEntry | None) -> None:
         """Release the followers with ``entry`` (idempotent; the first call wins)."""
@@ -34,7 +33,6 @@ class Flight:
 
     async def wait(self, timeout: float) -> CacheEntry | None:
         """The shared entry, or ``None`` if not shareable or not landed within ``timeout``."""
-        self.followers += 1
         try:
             return await asyncio.wait_for(asyncio.shield(self._future), timeout)
         except TimeoutError:

@@ -75,10 +75,6 @@ class CacheEntry:
         """Seconds of freshness left (negative once stale), as Cache-Status ``ttl``."""
         return self.fresh_until - now
 
-    def has_validators(self) -> bool:
-        """True when a conditional request can revalidate this entry."""
-        return self.etag is not None or self.last_modified is not None
-
     def softened(self, now: float) -> CacheEntry:
         """A copy made stale at ``now`` that keeps its stale windows (soft purge)."""
         return replace(self, fresh_until=min(self.fresh_until, now))

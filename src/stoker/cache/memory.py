@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
 from stoker.cache.entry import CacheEntry
-from stoker.cache.store import EntryRef
+from stoker.cache.store import EntryRef, sorted_refs
 from stoker.clock import Clock
 
 
@@ -262,7 +262,3 @@ class MemoryStore:
 def _count_live(removed: Iterable[CacheEntry | None], now: float) -> int:
     return sum(1 for entry in removed if entry is not None and now < entry.keep_until)
 
-
-def sorted_refs(refs: Iterable[EntryRef]) -> list[EntryRef]:
-    """Refs in a stable order (primary key, then variant), as every tier returns them."""
-    return sorted(refs, key=lambda ref: (ref.primary_key, ref.variant))

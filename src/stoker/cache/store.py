@@ -29,6 +29,11 @@ class EntryRef:
     variant: str
 
 
+def sorted_refs(refs: Iterable[EntryRef]) -> list[EntryRef]:
+    """Refs in a stable order (primary key, then variant), as every tier returns them."""
+    return sorted(refs, key=lambda ref: (ref.primary_key, ref.variant))
+
+
 class CacheStore(Protocol):
     """One cache tier."""
 

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from stoker.cache.entry import CacheEntry
-from stoker.cache.memory import MemoryStore, sorted_refs
-from stoker.cache.store import CacheStore, EntryRef
+from stoker.cache.memory import MemoryStore
+from stoker.cache.store import CacheStore, EntryRef, sorted_refs
 from stoker.clock import Clock
 
 T = TypeVar("T")

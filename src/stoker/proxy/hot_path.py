@@ -24,7 +24,7 @@ from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
 from stoker.proxy.pipeline import Pipeline
 from stoker.proxy.request import BadRequest, parse_request, request_scheme
-from stoker.proxy.rules import match_rule
+from stoker.rules import match_rule
 
 MemoKey = tuple[str, str, bytes, bytes | str, bytes]
 

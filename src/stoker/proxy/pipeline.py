@@ -14,7 +14,7 @@ Invariants:
   its response is sent, so the client's next GET cannot get the old copy.
 - Vary selection (lookup, collapsing, storing) compares the request as
   forwarded: the Cookie after the rule's ``strip_cookies``, without the
-  rule's ``vary_ignore_cookies`` (:func:`~stoker.proxy.rules.vary_view`).
+  rule's ``vary_ignore_cookies`` (:func:`~stoker.rules.vary_view`).
 - Every response carries ``Cache-Status`` and ``Via``; responses from cache
   carry ``Age``.
 - ``PURGE`` never reaches the origin: it goes to :attr:`Pipeline.purge_method`
@@ -51,7 +51,7 @@ from stoker.proxy.forwarding import client_response_headers, origin_request_head
 from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
 from stoker.proxy.request import BadRequest, RequestInfo, parse_request
 from stoker.proxy.respond import ClientSink, error_response
-from stoker.proxy.rules import Rule, has_cookie, match_rule, strip_cookies, vary_view
+from stoker.rules import Rule, has_cookie, match_rule, strip_cookies, vary_view
 
 log = logging.getLogger("stoker.proxy")
 PurgeMethodHandler = Callable[[RequestInfo, ClientSink], Awaitable[None]]

@@ -35,8 +35,7 @@ from typing import Any
 from stoker.backends.sqlite.connection import SqliteThread
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry, Header
-from stoker.cache.memory import sorted_refs
-from stoker.cache.store import EntryRef
+from stoker.cache.store import EntryRef, sorted_refs
 from stoker.clock import Clock
 
 MIGRATIONS_PACKAGE = "stoker.backends.sqlite.migrations"

@@ -18,7 +18,7 @@ import asyncio
 from stoker.asgi import Message, Receive, Send
 from stoker.clock import Clock
 from stoker.proxy.asgi_origin import ASGIApp, AsgiOrigin, current_scope
-from stoker.proxy.rules import Rule
+from stoker.rules import Rule
 from stoker.runtime import Stoker
 from stoker.settings import Settings, settings_from
 

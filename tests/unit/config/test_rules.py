@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.proxy.rules import has_cookie, match_rule, parse_rules, strip_cookies
+from stoker.rules import has_cookie, match_rule, parse_rules, strip_cookies
 
 RULES = parse_rules([
     {"host": "shop.example", "path": "/cart", "bypass": True},
