@@ -45,16 +45,27 @@ class BodyStore:
             raise ValueError(f"invalid body file name {name!r}: expected a plain file name")
         return self.directory / name
 
-    async def open(self, name: str, chunk_size: int = 65536) -> AsyncIterator[bytes]:
-        """Yield the body in chunks.
+    async def open(self, name: str, chunk_size: int = 65536, *, offset: int = 0,
+                   length: int | None = None) -> AsyncIterator[bytes]:
+        """Yield the body in chunks: ``length`` bytes from ``offset`` (default: all).
 
+        Only the requested bytes are read (fewer if the file ends first).
         The file is opened on the first iteration: a missing body raises
         ``FileNotFoundError`` before any chunk, so a caller that pulls the
         first chunk before starting its response can treat it as a miss.
         """
         handle = await asyncio.to_thread(self.path(name).open, "rb")
         try:
-            while chunk := await asyncio.to_thread(handle.read, chunk_size):
+            if offset:
+                await asyncio.to_thread(handle.seek, offset)
+            left = length
+            while left is None or left > 0:
+                size = chunk_size if left is None else min(chunk_size, left)
+                chunk = await asyncio.to_thread(handle.read, size)
+                if not chunk:
+                    break
+                if left is not None:
+                    left -= len(chunk)
                 yield chunk
         finally:
             await asyncio.to_thread(handle.close)

@@ -1,5 +1,5 @@
-"""Cache-Control parsing (RFC 9111 §5.2), also for CDN-Cache-Control (RFC 9213)
-and Surrogate-Control.
+"""Cache-Control parsing (RFC 9111 §5.2), also for Surrogate-Control, and of
+CDN-Cache-Control as a Structured Field Dictionary (RFC 9213 §2.1).
 
 Invariants:
 - :func:`parse_cache_control` never raises, whatever the input.
@@ -21,11 +21,20 @@ Invariants:
 - ``present`` is True iff at least one directive with a well-formed name
   (known or not) was found.  Unknown directives are otherwise ignored
   (§5.2.3).
+- :func:`parse_targeted` (RFC 9213 §2.1) returns :data:`EMPTY` when the value
+  is absent, empty or not an RFC 8941 Dictionary, so the caller falls back to
+  the other fields.  A directive whose value has the wrong type (``max-age``
+  not a non-negative Integer, a flag not ``True``) is ignored, not taken as
+  0; ``invalid`` is always empty.  ``no-cache`` / ``private`` are set
+  whatever their value (the stricter reading); a String or an Inner List of
+  Strings/Tokens gives their field names.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from .structured_fields import Member, parse_dictionary
 
 DELTA_SECONDS_CAP = 2147483648  # RFC 9111 §1.2.2
 
@@ -47,6 +56,7 @@ _FLAG_DIRECTIVES = {
     "immutable": "immutable",  # RFC 8246
     "only-if-cached": "only_if_cached",
     "no-transform": "no_transform",
+    "must-understand": "must_understand",  # RFC 9111 §5.2.2.3
 }
 
 
@@ -71,6 +81,7 @@ class CacheControl:
     max_stale: int | None = None
     min_fresh: int | None = None
     no_transform: bool = False
+    must_understand: bool = False
     invalid: frozenset[str] = field(default_factory=frozenset)
     present: bool = False
 
@@ -245,6 +256,7 @@ def parse_cache_control(value: str | bytes | None) -> CacheControl:
         max_stale=_int_or_none(values.get("max_stale")),
         min_fresh=_int_or_none(values.get("min_fresh")),
         no_transform=bool(values.get("no_transform", False)),
+        must_understand=bool(values.get("must_understand", False)),
         invalid=frozenset(invalid),
         present=True,
     )
@@ -252,3 +264,57 @@ def parse_cache_control(value: str | bytes | None) -> CacheControl:
 
 def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def parse_targeted(value: str | bytes | None) -> CacheControl:
+    """Parse a targeted field such as CDN-Cache-Control (RFC 9213 §2.1).
+
+    Pass all field lines joined with ``", "``.  See module invariants.
+    """
+    members = parse_dictionary(value)
+    if not members:
+        return EMPTY
+    values: dict[str, object] = {}
+    for name, member in members.items():
+        if name in _DELTA_DIRECTIVES:
+            seconds = member.value
+            if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds >= 0:
+                values[_DELTA_DIRECTIVES[name]] = min(seconds, DELTA_SECONDS_CAP)
+        elif name in _FLAG_DIRECTIVES:
+            if member.value is True:
+                values[_FLAG_DIRECTIVES[name]] = True
+        elif name in ("no-cache", "private"):
+            values[name] = _targeted_field_names(member)
+    no_cache = values.get("no-cache")
+    private = values.get("private")
+    return CacheControl(
+        no_store="no_store" in values,
+        no_cache=no_cache is not None,
+        no_cache_fields=no_cache if isinstance(no_cache, tuple) else (),
+        private=private is not None,
+        private_fields=private if isinstance(private, tuple) else (),
+        public="public" in values,
+        must_revalidate="must_revalidate" in values,
+        proxy_revalidate="proxy_revalidate" in values,
+        max_age=_int_or_none(values.get("max_age")),
+        s_maxage=_int_or_none(values.get("s_maxage")),
+        stale_while_revalidate=_int_or_none(values.get("stale_while_revalidate")),
+        stale_if_error=_int_or_none(values.get("stale_if_error")),
+        immutable="immutable" in values,
+        only_if_cached="only_if_cached" in values,
+        min_fresh=_int_or_none(values.get("min_fresh")),
+        no_transform="no_transform" in values,
+        must_understand="must_understand" in values,
+        present=True,
+    )
+
+
+def _targeted_field_names(member: Member) -> tuple[str, ...]:
+    """Field names of a qualified no-cache/private; ``()`` when unqualified."""
+    value = member.value
+    if isinstance(value, str):  # String or Token
+        return _field_names(value)
+    if isinstance(value, tuple):
+        names = [item.value for item in value if isinstance(item.value, str)]
+        return _field_names(",".join(names))
+    return ()

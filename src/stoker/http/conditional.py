@@ -7,6 +7,9 @@ Invariants:
   decides alone; If-Modified-Since is considered only without it.  It never
   raises on malformed input: a malformed If-None-Match member matches
   nothing, a malformed or multi-valued If-Modified-Since is ignored.
+  If-Modified-Since is compared with Last-Modified, or with the stored
+  ``Date`` when there is no Last-Modified (RFC 9110 §13.1.3); a present but
+  invalid Last-Modified does not fall back to Date.
 - :func:`revalidation_headers` never emits a value containing CR, LF or NUL
   (a stored validator cannot smuggle a header into the origin request).
 - :func:`merge_not_modified` never lets the 304 change the framing or coding
@@ -105,8 +108,13 @@ def should_answer_not_modified(
     *,
     etag: str | None,
     last_modified: str | None,
+    date: str | None = None,
 ) -> bool:
-    """True when a GET/HEAD should get 304 for a stored response with these validators."""
+    """True when a GET/HEAD should get 304 for a stored response with these validators.
+
+    ``date`` is the stored response's Date: without a Last-Modified, RFC 9110
+    §13.1.3 lets a cache compare If-Modified-Since with it instead.
+    """
     if_none_match = get_joined(request_headers, b"if-none-match")
     if if_none_match is not None:
         # RFC 9110 §13.1.2: "*" is false (→ 304) when a current representation
@@ -122,10 +130,10 @@ def should_answer_not_modified(
 
     if_modified_since = get_all(request_headers, b"if-modified-since")
     # RFC 9110 §13.1.3: ignore an invalid date or one with more than one member.
-    if len(if_modified_since) != 1 or last_modified is None:
+    if len(if_modified_since) != 1:
         return False
     since = parse_http_date(if_modified_since[0])
-    modified = parse_http_date(last_modified)
+    modified = parse_http_date(last_modified if last_modified is not None else date)
     if since is None or modified is None:
         return False
     return modified <= since

@@ -3,7 +3,8 @@
 Invariants:
 - :func:`parse_http_date` never raises: anything that is not one of the three
   HTTP-date forms (IMF-fixdate, obsolete RFC 850, obsolete asctime) with a
-  real calendar date and an in-range time of day gives None.
+  real calendar date, an in-range time of day and the zone ``GMT`` gives None
+  (``UTC``, numeric offsets and other zone names are not HTTP-dates).
 - :func:`format_http_date` always produces an IMF-fixdate, and for every
   integer timestamp in years 1..9999
   ``parse_http_date(format_http_date(ts)) == ts``.
@@ -34,18 +35,19 @@ _MAX_TS = float((datetime.date(9999, 12, 31).toordinal() - _EPOCH_ORDINAL) * 864
 _MAX_LENGTH = 64
 
 # RFC 9110 §5.6.7.  Matching is case-insensitive (lenient: the grammar says
-# case-sensitive, but real servers send "GMT" in odd cases and nothing is lost)
-# and "UTC" is accepted alongside "GMT" for the same reason.  We check the
+# case-sensitive, but real servers send "GMT" in odd cases and nothing is lost).
+# The zone must be GMT: any other ("UTC", "+0000", "EST") makes the value not
+# an HTTP-date, which for Expires means "already expired" (RFC 9111 §5.3).  We check the
 # day name is a day name but not that it is the right one for the date:
 # recipients only need the instant, and a wrong weekday is harmless.
 # IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
 _IMF_FIXDATE = re.compile(
-    r"([a-z]{3}), (\d{2}) ([a-z]{3}) (\d{4}) (\d{2}):(\d{2}):(\d{2}) (?:gmt|utc)",
+    r"([a-z]{3}), (\d{2}) ([a-z]{3}) (\d{4}) (\d{2}):(\d{2}):(\d{2}) gmt",
     re.ASCII | re.IGNORECASE,
 )
 # rfc850-date: Sunday, 06-Nov-94 08:49:37 GMT
 _RFC850_DATE = re.compile(
-    r"([a-z]{6,9}), (\d{2})-([a-z]{3})-(\d{2}) (\d{2}):(\d{2}):(\d{2}) (?:gmt|utc)",
+    r"([a-z]{6,9}), (\d{2})-([a-z]{3})-(\d{2}) (\d{2}):(\d{2}):(\d{2}) gmt",
     re.ASCII | re.IGNORECASE,
 )
 # asctime-date: Sun Nov  6 08:49:37 1994   (day is 2DIGIT or SP 1DIGIT)

@@ -13,6 +13,8 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .dates import parse_http_date
 
 DELTA_SECONDS_CAP = 2147483648  # RFC 9111 §1.2.2
@@ -21,6 +23,11 @@ DELTA_SECONDS_CAP = 2147483648  # RFC 9111 §1.2.2
 HEURISTICALLY_CACHEABLE: frozenset[int] = frozenset(
     {200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501}
 )
+
+# RFC 9111 §5.2.2.3: status codes whose caching requirements this cache
+# implements, for ``must-understand``: the heuristically cacheable ones plus
+# the redirects it stores only with explicit freshness (RFC 9110 §15.4).
+UNDERSTOOD_STATUSES: frozenset[int] = HEURISTICALLY_CACHEABLE | {302, 303, 307}
 
 
 def _text(value: bytes | str | None) -> str | None:
@@ -74,18 +81,23 @@ def corrected_initial_age(
 
 def expires_lifetime(
     *,
-    expires_header: bytes | str | None,
+    expires_values: Sequence[bytes | str],
     date_header: bytes | str | None,
     response_time: float,
 ) -> float | None:
     """RFC 9111 §4.2.1 lifetime from ``Expires - Date``; None when Expires is absent.
 
-    An invalid Expires (e.g. ``0``) means "already expired" (RFC 9111 §5.3),
-    so it gives 0.  Never negative.
+    ``expires_values`` are all the Expires field lines.  An invalid Expires
+    (e.g. ``0``, or a zone other than GMT) means "already expired" (RFC 9111
+    §5.3), so it gives 0; so do lines that disagree (§4.2.1 allows taking
+    such a response as stale).  Never negative.
     """
-    if expires_header is None:
+    if not expires_values:
         return None
-    expires = parse_http_date(expires_header)
+    first = _text(expires_values[0])
+    if any(_text(value) != first for value in expires_values[1:]):
+        return 0.0
+    expires = parse_http_date(first)
     if expires is None:
         return 0.0
     return max(0.0, expires - date_value(date_header, response_time))

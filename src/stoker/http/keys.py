@@ -17,9 +17,12 @@ Invariants:
   (their order can matter to the origin).
 - :func:`parse_vary` returns lower-cased, de-duplicated, sorted field names;
   None means ``Vary: *`` (never matches, RFC 9111 §4.1); absent is ``()``.
-- :func:`variant_of` is injective on the request's (normalised) values: an
-  absent header and an empty header encode differently, and quoting makes
-  separators inside values unambiguous.  ``""`` when nothing varies.
+- :func:`variant_of` is injective on the request's values as normalised by
+  :func:`normalise_field_value`: an absent header and an empty header encode
+  differently, and quoting makes separators inside values unambiguous.
+  ``""`` when nothing varies.  Requests whose values differ only in
+  whitespace (and, for Accept-Encoding / Accept-Language, in case or member
+  order) get the same variant.
 - Pure: no I/O, no clock.
 """
 
@@ -35,6 +38,8 @@ from .headers import HeaderInput, get_all
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 _WHITESPACE_RUN = re.compile("[ \t]+")
 _TCHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
+_SEPARATORS = frozenset(",;=")
+_UNORDERED_CASELESS = frozenset({"accept-encoding", "accept-language"})
 
 
 def normalise_host(scheme: str, host: str) -> str:
@@ -102,11 +107,51 @@ def parse_vary(value: str | None) -> tuple[str, ...] | None:
     return tuple(sorted(names))
 
 
-def _normalise_value(values: list[bytes]) -> str:
-    # RFC 9111 §4.1: combine field lines (RFC 9110 §5.3) and normalise
-    # whitespace before comparing.  Only SP / HTAB are whitespace (RFC 9110
-    # §5.6.3); str.split() would also fold e.g. NBSP (0xA0).
-    return _WHITESPACE_RUN.sub(" ", b", ".join(values).decode("latin-1")).strip(" ")
+def normalise_field_value(name: str, values: Sequence[bytes]) -> str:
+    """The request's field lines for ``name`` as :func:`variant_of` compares them.
+
+    RFC 9111 §4.1 lets a cache normalise values "in a way that is known to
+    have identical semantics".  Lines are combined with ``,`` (RFC 9110 §5.3).
+    Accept-Encoding and Accept-Language (whose grammar has no quoted-strings)
+    are lower-cased (codings and language tags are case-insensitive), lose
+    all whitespace and empty members, and have their members sorted: member
+    order carries no meaning, the weights do.  Any other field keeps its
+    case and order; outside quoted-strings a run of SP/HTAB becomes one SP and
+    whitespace next to ``,``, ``;`` or ``=`` and at either end is dropped.
+    """
+    text = ",".join(value.decode("latin-1") for value in values)
+    if name.lower() in _UNORDERED_CASELESS:
+        members = (_WHITESPACE_RUN.sub("", member).lower() for member in text.split(","))
+        return ",".join(sorted(member for member in members if member))
+    return _squeeze_whitespace(text)
+
+
+def _squeeze_whitespace(text: str) -> str:
+    # Only SP / HTAB are whitespace (RFC 9110 §5.6.3); str.split() would also
+    # fold e.g. NBSP (0xA0).  Quoted-strings (RFC 9110 §5.6.4) are kept verbatim.
+    out: list[str] = []
+    space = in_quote = escaped = False
+    for char in text:
+        if in_quote:
+            out.append(char)
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_quote = False
+        elif char in " \t":
+            space = True
+        elif char in _SEPARATORS:
+            space = False
+            out.append(char)
+        else:
+            if space and out and out[-1] not in _SEPARATORS:
+                out.append(" ")
+            space = False
+            in_quote = char == '"'
+            out.append(char)
+    return "".join(out)
 
 
 def _quote(text: str) -> str:
@@ -128,7 +173,7 @@ def variant_of(vary: Sequence[str], request_headers: HeaderInput) -> str:
         label = name if name and all(char in _TCHARS for char in name) else _quote(name)
         values = get_all(request_headers, name.encode("latin-1", "replace"))
         if values:
-            parts.append(f"{label}={_quote(_normalise_value(values))}")
+            parts.append(f"{label}={_quote(normalise_field_value(name, values))}")
         else:
             parts.append(label)
     return "; ".join(parts)

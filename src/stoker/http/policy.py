@@ -7,8 +7,10 @@ Surrogate-Control field, combined with the site owner's rules.
 Invariants of :func:`decide_storage`:
 - Pure and total: no clock reads, no I/O, no exceptions on malformed headers.
 - ``store`` is False whenever the method is not GET, the status is 1xx, 206,
-  304 or not a 3-digit code, the request or the field in effect says
-  ``no-store``, the field in effect says ``private`` (qualified or not),
+  304 or not a 3-digit code, the request says ``no-store``, the field in
+  effect says ``no-store`` without ``must-understand``, the field in effect
+  says ``must-understand`` and the status is not in
+  ``UNDERSTOOD_STATUSES``, the field in effect says ``private`` (qualified or not),
   the response has ``Set-Cookie`` and the rule does not strip it, or
   ``Vary: *``.  ``reason == "ok"`` iff ``store``.
 - ``fresh_for``, ``swr``, ``sie``, ``keep`` and ``initial_age`` are all >= 0.
@@ -35,14 +37,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .cache_control import CacheControl, parse_cache_control
+from .cache_control import CacheControl, parse_cache_control, parse_targeted
 from .freshness import (
     HEURISTICALLY_CACHEABLE,
+    UNDERSTOOD_STATUSES,
     corrected_initial_age,
     expires_lifetime,
     heuristic_lifetime,
 )
-from .headers import get_header, get_joined
+from .headers import get_all, get_header, get_joined
 from .keys import parse_vary
 
 
@@ -111,16 +114,32 @@ def field_in_effect(
     """The Cache-Control-like field this cache obeys, and its name.
 
     RFC 9213 §2.1: a targeted field with a valid non-empty value replaces
-    Cache-Control (and Expires).  CDN-Cache-Control comes first, then
+    Cache-Control (and Expires); one that is not a valid Structured Field
+    Dictionary is ignored.  CDN-Cache-Control comes first, then
     Surrogate-Control; otherwise Cache-Control (possibly :data:`EMPTY`).
     """
-    cdn = parse_cache_control(get_joined(response_headers, b"cdn-cache-control"))
+    cdn = parse_targeted(get_joined(response_headers, b"cdn-cache-control"))
     if cdn.present:
         return cdn, "cdn-cache-control"
     surrogate = parse_cache_control(get_joined(response_headers, b"surrogate-control"))
     if surrogate.present:
         return _surrogate_view(surrogate), "surrogate-control"
     return parse_cache_control(get_joined(response_headers, b"cache-control")), "cache-control"
+
+
+def shareable_with_authorization(response_headers: Sequence[tuple[bytes, bytes]]) -> bool:
+    """True when a response to a request with Authorization may be shared.
+
+    RFC 9111 §3.5: only with ``public``, ``s-maxage`` or ``must-revalidate``
+    in Cache-Control, or ``public`` / ``must-revalidate`` in the
+    CDN-Cache-Control in effect (RFC 9213 §2.1).  A cache must not store or
+    reuse such a response otherwise.
+    """
+    cc = parse_cache_control(get_joined(response_headers, b"cache-control"))
+    if cc.public or cc.s_maxage is not None or cc.must_revalidate:
+        return True
+    targeted, field_name = field_in_effect(response_headers)
+    return field_name == "cdn-cache-control" and (targeted.public or targeted.must_revalidate)
 
 
 def decide_storage(
@@ -147,25 +166,21 @@ def decide_storage(
         return _refuse("status")
 
     cc, field_name = field_in_effect(response_headers)
-    response_cc = (
-        cc
-        if field_name == "cache-control"
-        else parse_cache_control(get_joined(response_headers, b"cache-control"))
-    )
     request_cc = parse_cache_control(get_joined(request_headers, b"cache-control"))
 
+    # RFC 9111 §5.2.2.3: must-understand limits storing to caches that know
+    # the status code's caching rules, and for those it overrides no-store.
+    if cc.must_understand and status not in UNDERSTOOD_STATUSES:
+        return _refuse("must-understand")
     # RFC 9111 §3: no-store in the request or the response forbids storing.
-    if request_cc.no_store or cc.no_store:
+    if request_cc.no_store or (cc.no_store and not cc.must_understand):
         return _refuse("no-store")
     # RFC 9111 §5.2.2.7: a shared cache must not store private responses.
     if cc.private:
         return _refuse("private")
     # RFC 9111 §3.5: Authorization needs explicit permission for shared caches.
     if get_header(request_headers, b"authorization") is not None and not (
-        response_cc.public
-        or response_cc.s_maxage is not None
-        or response_cc.must_revalidate
-        or (field_name == "cdn-cache-control" and (cc.public or cc.must_revalidate))
+        shareable_with_authorization(response_headers)
     ):
         return _refuse("authorization")
     # RFC 6265 §7/§8 and RFC 9111 §7.3 "Set-Cookie ... must not be shared".
@@ -195,7 +210,7 @@ def decide_storage(
     elif field_name == "cache-control":
         # RFC 9213 §2.1: Expires is ignored when a targeted field is in effect.
         fresh_for = expires_lifetime(
-            expires_header=get_header(response_headers, b"expires"),
+            expires_values=get_all(response_headers, b"expires"),
             date_header=date_header,
             response_time=response_time,
         )

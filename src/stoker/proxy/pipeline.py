@@ -44,8 +44,9 @@ from stoker.http.cache_control import parse_cache_control
 from stoker.http.cache_status import cache_status
 from stoker.http.conditional import not_modified_headers, should_answer_not_modified
 from stoker.http.forwarded import TrustedProxies
-from stoker.http.headers import get_header, get_joined
+from stoker.http.headers import get_header, get_joined, without
 from stoker.http.keys import normalise_host, primary_key, select_variant, variant_of
+from stoker.http.ranges import FULL, RangeDecision, decide_range
 from stoker.proxy.fetch import SERVE_KINDS, Fetch, Fetcher, Outcome
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
@@ -305,18 +306,41 @@ class Pipeline:
 
     async def _serve(self, sink: ClientSink, request: RequestInfo, entry: CacheEntry,
                      now: float, status: bytes) -> bool:
-        """Answer from ``entry``; False (nothing sent) if its body file has vanished."""
+        """Answer from ``entry``; False (nothing sent) if its body file has vanished.
+
+        Order of RFC 9110 §13.2.2: a conditional GET/HEAD may get 304, then a
+        GET's Range may get 206 or 416 (:func:`decide_range`), else the 200.
+        """
         extra = ((b"age", str(int(entry.age(now))).encode()), (b"cache-status", status))
         if entry.status == 200 and _has_conditional(request.headers) and (
                 should_answer_not_modified(request.headers, etag=entry.etag,
-                                           last_modified=entry.last_modified)):
+                                           last_modified=entry.last_modified,
+                                           date=_text(get_header(entry.headers, b"date")))):
             await sink.whole(304, [*not_modified_headers(entry.headers), *extra], b"")
             return True
-        headers = [*entry.headers, *extra]
-        if entry.body is not None:
-            await sink.whole(entry.status, headers, entry.body)
+        length = len(entry.body) if entry.body is not None else entry.body_size
+        part = _range_for(request, entry, length)
+        if part.status == 416:
+            headers = [*not_modified_headers(entry.headers), *extra,
+                       (b"content-range", part.content_range(length)), (b"content-length", b"0")]
+            await sink.whole(416, headers, b"")
             return True
-        chunks = self._open_body(entry)
+        if part.status == 206:
+            headers = [*without(entry.headers, (b"content-length",)), *extra,
+                       (b"content-range", part.content_range(length)),
+                       (b"content-length", str(part.size).encode())]
+            return await self._send_body(sink, entry, 206, headers, part.start, part.size)
+        return await self._send_body(sink, entry, entry.status, [*entry.headers, *extra])
+
+    async def _send_body(self, sink: ClientSink, entry: CacheEntry, code: int,
+                         headers: list[tuple[bytes, bytes]], offset: int = 0,
+                         size: int | None = None) -> bool:
+        """Send ``size`` body bytes (default: all) from ``offset``; False if the file vanished."""
+        if entry.body is not None:
+            end = None if size is None else offset + size
+            await sink.whole(code, headers, entry.body[offset:end])
+            return True
+        chunks = self._open_body(entry, offset, size)
         try:
             first = await chunks.__anext__()
         except StopAsyncIteration:
@@ -325,7 +349,7 @@ class Pipeline:
             log.warning("body file of %s is missing; dropping the entry", entry.url)
             await self.store.delete_primary([entry.primary_key])
             return False
-        await sink.start(entry.status, headers)
+        await sink.start(code, headers)
         await sink.chunk(first)
         async for data in chunks:
             await sink.chunk(data)
@@ -334,9 +358,10 @@ class Pipeline:
         await sink.end()
         return True
 
-    def _open_body(self, entry: CacheEntry) -> AsyncIterator[bytes]:
+    def _open_body(self, entry: CacheEntry, offset: int,
+                   size: int | None) -> AsyncIterator[bytes]:
         assert entry.body_file is not None
-        return self.bodies.open(entry.body_file)
+        return self.bodies.open(entry.body_file, offset=offset, length=size)
 
     # -- pass-through ------------------------------------------------------
 
@@ -396,6 +421,19 @@ class Pipeline:
         """Wait for background revalidations (used at shutdown and in tests)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def _range_for(request: RequestInfo, entry: CacheEntry, length: int) -> RangeDecision:
+    """RFC 9110 §14.2: Range is defined for GET only, and we apply it to stored 200s."""
+    range_header = get_joined(request.headers, b"range")
+    if range_header is None or request.method != "GET" or entry.status != 200:
+        return FULL
+    return decide_range(range_header, get_joined(request.headers, b"if-range"),
+                        etag=entry.etag, last_modified=entry.last_modified, length=length)
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("latin-1")
 
 
 def _has_conditional(headers: list[tuple[bytes, bytes]]) -> bool:

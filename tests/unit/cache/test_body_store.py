@@ -38,6 +38,28 @@ async def test_a_body_over_the_threshold_goes_to_a_file(bodies: BodyStore) -> No
     assert await read_all(bodies, name, chunk_size=4) == [b"1234", b"5678", b"90Xt", b"ail"]
 
 
+@pytest.mark.parametrize(
+    ("offset", "length", "expected"),
+    [
+        (0, None, [b"0123", b"4567", b"89"]),
+        (3, None, [b"3456", b"789"]),
+        (3, 5, [b"3456", b"7"]),
+        (0, 1, [b"0"]),
+        (9, 100, [b"9"]),  # the file ends first
+        (10, 4, []),
+        (2, 0, []),
+    ],
+)
+async def test_open_reads_only_the_slice(bodies: BodyStore, offset: int, length: int | None,
+                                         expected: list[bytes]) -> None:
+    spool = bodies.spool(threshold=0)
+    await spool.write(b"0123456789")
+    _, name, _ = await spool.finish()
+    assert name is not None
+    chunks = [chunk async for chunk in bodies.open(name, 4, offset=offset, length=length)]
+    assert chunks == expected
+
+
 async def test_remove_and_missing_file(bodies: BodyStore) -> None:
     spool = bodies.spool(threshold=0)
     await spool.write(b"data")

@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.http.cache_control import EMPTY, CacheControl, parse_cache_control
+from stoker.http.cache_control import (
+    EMPTY,
+    CacheControl,
+    parse_cache_control,
+    parse_targeted,
+)
 
 CAP = 2147483648
 
@@ -138,6 +143,7 @@ FLAGS = {
     "immutable": "immutable",
     "only-if-cached": "only_if_cached",
     "no-transform": "no_transform",
+    "must-understand": "must_understand",
 }
 
 
@@ -162,3 +168,50 @@ def directive_lists(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
 def test_generated_directive_lists_round_trip(case: tuple[str, dict[str, Any]]) -> None:
     value, expected = case
     assert parse_cache_control(value) == CacheControl(**expected, present=bool(value))
+
+
+# ---------------------------------------------------------------------------
+# RFC 9213 §2.1 targeted fields (CDN-Cache-Control) as SF Dictionaries
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("max-age=60, public", CacheControl(max_age=60, public=True, present=True)),
+        ("no-store, must-understand",
+         CacheControl(no_store=True, must_understand=True, present=True)),
+        ("s-maxage=5, stale-while-revalidate=7, stale-if-error=9",
+         CacheControl(s_maxage=5, stale_while_revalidate=7, stale_if_error=9, present=True)),
+        ("max-age=99999999999", CacheControl(max_age=CAP, present=True)),
+        ("none", CacheControl(present=True)),  # unknown directives keep the field
+        # A value of the wrong type is ignored, not taken as 0 (no "invalid").
+        ('max-age="60"', CacheControl(present=True)),
+        ("max-age=60.0", CacheControl(present=True)),
+        ("max-age=-1", CacheControl(present=True)),
+        ("max-age=?1", CacheControl(present=True)),
+        ("max-age=sixty", CacheControl(present=True)),
+        ('public="yes", no-store=1', CacheControl(present=True)),
+        ("no-store=?0", CacheControl(present=True)),
+        ("max-age=60;foo=bar", CacheControl(max_age=60, present=True)),  # params ignored
+        ("max-age=60, max-age=5", CacheControl(max_age=5, present=True)),  # SF: last wins
+        # no-cache / private are honoured whatever their value
+        ("private", CacheControl(private=True, present=True)),
+        ('private="Set-Cookie, x"',
+         CacheControl(private=True, private_fields=("set-cookie", "x"), present=True)),
+        ('no-cache=("a" b)', CacheControl(no_cache=True, no_cache_fields=("a", "b"), present=True)),
+        ("no-cache=3", CacheControl(no_cache=True, present=True)),
+    ],
+)
+def test_parse_targeted(value: str, expected: CacheControl) -> None:
+    assert parse_targeted(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value", [None, "", "   ", "&&&&&", "Max-Age=60", "max-age=60,", "max-age=6 0", b"a=\xff"]
+)
+def test_parse_targeted_ignores_invalid_fields(value: str | bytes | None) -> None:
+    assert parse_targeted(value) is EMPTY
+
+
+def test_must_understand_in_cache_control() -> None:
+    assert parse_cache_control("no-store, must-understand").must_understand
+    assert not parse_cache_control("no-store").must_understand

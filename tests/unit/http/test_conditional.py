@@ -69,6 +69,29 @@ def test_should_answer_not_modified_rfc9110_13_2_2(
 
 
 @pytest.mark.parametrize(
+    ("since", "last_modified", "date", "expected"),
+    [
+        # RFC 9110 §13.1.3: without Last-Modified, compare with the stored Date
+        (LM, None, LM, True),
+        (LATER, None, LM, True),
+        (EARLIER, None, LM, False),
+        (LM, None, None, False),
+        (LM, None, "garbage", False),
+        (LATER, EARLIER, LATER, True),  # Last-Modified, when present, decides
+        (EARLIER, LM, EARLIER, False),
+        (LATER, "garbage", EARLIER, False),  # invalid Last-Modified: no fallback
+    ],
+)
+def test_if_modified_since_falls_back_to_date(
+    since: str, last_modified: str | None, date: str | None, expected: bool
+) -> None:
+    request_headers = [(b"if-modified-since", since.encode())]
+    result = should_answer_not_modified(request_headers, etag=None,
+                                        last_modified=last_modified, date=date)
+    assert result is expected
+
+
+@pytest.mark.parametrize(
     ("etag", "last_modified", "expected"),
     [
         # RFC 9111 §4.3.1: send both validators when stored

@@ -107,10 +107,24 @@ def test_corrected_initial_age_never_negative(
         (format_http_date(T - 60), format_http_date(T), 0.0),  # in the past
         ("0", format_http_date(T), 0.0),  # RFC 9111 §5.3: invalid → expired
         ("", None, 0.0),
+        ("Thu, 01 Dec 2026 16:00:00 UTC", None, 0.0),  # zone must be GMT
+        ("Thu, 01 Dec 2026 16:00:00 +0000", None, 0.0),
+        ("Thu, 01 Dec 2026 16:00:00 EST", None, 0.0),
+        ("-1", None, 0.0),
+        ("&&&", None, 0.0),
     ],
 )
 def test_expires_lifetime(expires: str | None, date: str | None, expected: float | None) -> None:
-    assert expires_lifetime(expires_header=expires, date_header=date, response_time=T) == expected
+    values = [] if expires is None else [expires]
+    assert expires_lifetime(expires_values=values, date_header=date, response_time=T) == expected
+
+
+def test_expires_lines_that_disagree_mean_expired_rfc9111_4_2_1() -> None:
+    later, sooner = format_http_date(T + 600), format_http_date(T + 60)
+    assert expires_lifetime(expires_values=[later, sooner], date_header=None,
+                            response_time=T) == 0.0
+    assert expires_lifetime(expires_values=[later.encode(), later.encode()], date_header=None,
+                            response_time=T) == 600.0
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from random import Random
@@ -12,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.http.keys import (
+    normalise_field_value,
     parse_vary,
     primary_key,
     select_variant,
@@ -138,7 +138,62 @@ def test_variant_of_normalises_rfc9111_4_1() -> None:
     c = variant_of(
         ("accept-encoding",), [(b"accept-encoding", b"gzip"), (b"accept-encoding", b"br")]
     )
-    assert a == b == c == 'accept-encoding="gzip, br"'
+    assert a == b == c == 'accept-encoding="br,gzip"'
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b"gzip, br", b"br,gzip", b"BR, GZIP", b" Gzip ,\tbr ", b"br, , gzip", b"gzip,br,"],
+)
+def test_accept_encoding_order_case_and_whitespace_are_irrelevant(value: bytes) -> None:
+    assert variant_of(("accept-encoding",), [(b"accept-encoding", value)]) == (
+        'accept-encoding="br,gzip"'
+    )
+
+
+def test_accept_language_weights_survive_normalisation() -> None:
+    vary = ("Accept-Language",)
+    one = variant_of(vary, [(b"accept-language", b"en-GB ; q=0.8, fr")])
+    two = variant_of(vary, [(b"accept-language", b"FR,en-gb;q=0.8")])
+    other = variant_of(vary, [(b"accept-language", b"fr;q=0.8, en-gb")])
+    assert one == two == 'accept-language="en-gb;q=0.8,fr"'
+    assert other != one
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "same"),
+    [
+        (b"text/html , application/json", b"text/html,application/json", True),
+        (b"text/html;  q=0.9", b"text/html ;q=0.9", True),
+        (b"a   b", b"a b", True),
+        (b"  x  ", b"x", True),
+        (b"Text/HTML", b"text/html", False),  # case kept outside the two list fields
+        (b"a, b", b"b, a", False),  # order kept outside the two list fields
+        (b'"a , b"', b'"a,b"', False),  # quoted-strings kept verbatim
+        (b"a b", b"ab", False),
+    ],
+)
+def test_other_fields_normalise_whitespace_only(left: bytes, right: bytes, same: bool) -> None:
+    assert (variant_of(("accept",), [(b"accept", left)])
+            == variant_of(("accept",), [(b"accept", right)])) is same
+
+
+codings = st.lists(
+    st.from_regex(r"[A-Za-z0-9*-]{1,6}(;q=[01](\.[0-9])?)?", fullmatch=True), min_size=1, max_size=5
+)
+
+
+@given(codings, st.randoms(), st.sampled_from(["accept-encoding", "accept-language"]))
+def test_member_permutations_share_a_variant(
+    members: list[str], rng: Random, name: str
+) -> None:
+    shuffled = list(members)
+    rng.shuffle(shuffled)
+    spaced = [f" {member.upper()}\t" for member in shuffled]
+    one = variant_of((name,), [(name.encode(), ", ".join(members).encode())])
+    two = variant_of((name,), [(name.encode(), ",".join(spaced).encode())])
+    split = variant_of((name,), [(name.encode(), member.encode()) for member in shuffled])
+    assert one == two == split
 
 
 def test_variant_of_absent_differs_from_empty() -> None:
@@ -166,7 +221,7 @@ header_values = st.one_of(st.none(), st.binary(max_size=6))
 
 
 def _canon(value: bytes | None) -> str | None:
-    return None if value is None else re.sub("[ \t]+", " ", value.decode("latin-1")).strip(" ")
+    return None if value is None else normalise_field_value("a", [value])
 
 
 def _two(a: bytes | None, b: bytes | None) -> list[tuple[bytes, bytes]]:

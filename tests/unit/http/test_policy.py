@@ -13,8 +13,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.http.dates import format_http_date
-from stoker.http.freshness import HEURISTICALLY_CACHEABLE
-from stoker.http.policy import RuleTTL, StaleDefaults, StorageDecision, decide_storage
+from stoker.http.freshness import HEURISTICALLY_CACHEABLE, UNDERSTOOD_STATUSES
+from stoker.http.policy import (
+    RuleTTL,
+    StaleDefaults,
+    StorageDecision,
+    decide_storage,
+    field_in_effect,
+    shareable_with_authorization,
+)
 
 T = 1_700_000_000.0
 DATE = format_http_date(T)
@@ -127,6 +134,38 @@ CASES: list[tuple[str, tuple[tuple[str, str], ...], dict[str, Any], dict[str, An
         (("date", DATE), ("expires", format_http_date(T - 10))),
         {},
         {"store": True, "fresh_for": 0, "source": "expires"},
+    ),
+    (
+        "Expires in UTC is not an HTTP-date: expired (§5.3)",
+        (("date", DATE), ("expires", "Thu, 01 Dec 2033 16:00:00 UTC"), ETAG),
+        {},
+        {"store": True, "fresh_for": 0, "source": "expires"},
+    ),
+    (
+        "Expires with a numeric zone: expired (§5.3)",
+        (("date", DATE), ("expires", "Thu, 01 Dec 2033 16:00:00 +0000")),
+        {},
+        {"store": True, "fresh_for": 0, "source": "expires"},
+    ),
+    (
+        "Expires -1: expired (§5.3)",
+        (("expires", "-1"),),
+        {},
+        {"store": True, "fresh_for": 0, "source": "expires"},
+    ),
+    (
+        "two different Expires: expired (§4.2.1)",
+        (("date", DATE), ("expires", format_http_date(T + 60)),
+         ("expires", format_http_date(T + 600))),
+        {},
+        {"store": True, "fresh_for": 0, "source": "expires"},
+    ),
+    (
+        "the same Expires twice is used",
+        (("date", DATE), ("expires", format_http_date(T + 60)),
+         ("expires", format_http_date(T + 60))),
+        {},
+        {"store": True, "fresh_for": 60, "source": "expires"},
     ),
     (
         "malformed max-age is stale (§4.2.1)",
@@ -356,6 +395,49 @@ CASES: list[tuple[str, tuple[tuple[str, str], ...], dict[str, Any], dict[str, An
         {"rule": RuleTTL(strip_set_cookie=True)},
         {"store": True, "strip_set_cookie": False},
     ),
+    # --- RFC 9111 §5.2.2.3 must-understand ---------------------------------
+    (
+        "must-understand overrides no-store for an understood status",
+        ((CC, "no-store, must-understand, max-age=60"),),
+        {},
+        {"store": True, "fresh_for": 60},
+    ),
+    (
+        "must-understand with no-store on a 404",
+        ((CC, "must-understand, no-store, max-age=60"),),
+        {"status": 404},
+        {"store": True, "fresh_for": 60},
+    ),
+    (
+        "must-understand on an unknown status is not stored",
+        ((CC, "must-understand, max-age=60"),),
+        {"status": 299},
+        {"reason": "must-understand"},
+    ),
+    (
+        "must-understand with no-store on an unknown status",
+        ((CC, "no-store, must-understand, max-age=60"),),
+        {"status": 599},
+        {"reason": "must-understand"},
+    ),
+    (
+        "must-understand does not override a request no-store",
+        ((CC, "no-store, must-understand, max-age=60"),),
+        {"request": h((CC, "no-store"))},
+        {"reason": "no-store"},
+    ),
+    (
+        "must-understand does not override private",
+        ((CC, "no-store, private, must-understand, max-age=60"),),
+        {},
+        {"reason": "private"},
+    ),
+    (
+        "must-understand in CDN-Cache-Control",
+        ((CC, "no-store"), (CDN, "no-store, must-understand, max-age=60")),
+        {"status": 307},
+        {"store": True, "fresh_for": 60, "source": "cdn-cache-control"},
+    ),
     # --- Vary ------------------------------------------------------------------
     ("vary star", ((CC, "max-age=60"), ("vary", "*")), {}, {"reason": "vary-star"}),
     (
@@ -413,6 +495,54 @@ CASES: list[tuple[str, tuple[tuple[str, str], ...], dict[str, Any], dict[str, An
         ((CC, "max-age=10"), (CDN, " , ")),
         {},
         {"fresh_for": 10, "source": "max-age"},
+    ),
+    (
+        "CDN-Cache-Control that is not an SF dictionary is ignored (RFC 9213 §2.1)",
+        ((CC, "max-age=10"), (CDN, "&&&&&")),
+        {},
+        {"fresh_for": 10, "source": "max-age"},
+    ),
+    (
+        "CDN-Cache-Control with an upper-case key is not a dictionary",
+        ((CC, "max-age=10"), (CDN, "Max-Age=100")),
+        {},
+        {"fresh_for": 10, "source": "max-age"},
+    ),
+    (
+        "CDN-Cache-Control with a trailing comma is not a dictionary",
+        ((CC, "max-age=10"), (CDN, "max-age=100,")),
+        {},
+        {"fresh_for": 10, "source": "max-age"},
+    ),
+    (
+        "unparseable CDN-Cache-Control falls back to Surrogate-Control",
+        ((CC, "max-age=10"), (SUR, "max-age=30"), (CDN, "max-age=100;;")),
+        {},
+        {"fresh_for": 30, "source": "surrogate-control"},
+    ),
+    (
+        "unparseable CDN-Cache-Control lets Expires apply",
+        (("date", DATE), ("expires", format_http_date(T + 40)), (CDN, "no-store, &&")),
+        {},
+        {"store": True, "fresh_for": 40, "source": "expires"},
+    ),
+    (
+        "CDN max-age as a String is ignored, the field stays in effect",
+        ((CC, "max-age=10"), (CDN, 'max-age="60"'), LM_1000),
+        {},
+        {"store": True, "source": "heuristic", "fresh_for": 100},
+    ),
+    (
+        "CDN max-age as a Decimal is ignored",
+        ((CC, "max-age=10"), (CDN, "max-age=60.5"), ETAG),
+        {},
+        {"store": True, "source": "validator-only", "fresh_for": 0},
+    ),
+    (
+        "CDN no-store=?0 is not no-store",
+        ((CDN, "no-store=?0, max-age=60"),),
+        {},
+        {"store": True, "fresh_for": 60},
     ),
     (
         "CDN-Cache-Control no-cache",
@@ -582,6 +712,56 @@ def test_decision_table(
     check(decide(*response, **kwargs), expected)
 
 
+def test_must_understand_statuses_rfc9111_5_2_2_3() -> None:
+    for status in range(200, 600):
+        decision = decide((CC, "no-store, must-understand, max-age=60"), status=status)
+        assert decision.store == (status in UNDERSTOOD_STATUSES and status != 206), status
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        ((), False),
+        (((CC, "max-age=60"),), False),
+        (((CC, "public"),), True),
+        (((CC, "s-maxage=0"),), True),
+        (((CC, "must-revalidate, max-age=5"),), True),
+        (((CC, "proxy-revalidate"),), False),
+        (((CDN, "public"),), True),
+        (((CDN, "must-revalidate"),), True),
+        (((CDN, "s-maxage=5"),), False),
+        (((CDN, "&&&"), (CC, "max-age=5")), False),  # unparseable CDN is ignored
+        (((SUR, "public"),), False),  # Surrogate-Control has no public
+        (((CC, "private, public"),), True),  # private is refused separately
+    ],
+)
+def test_shareable_with_authorization_rfc9111_3_5(
+    response: tuple[tuple[str, str], ...], expected: bool
+) -> None:
+    assert shareable_with_authorization(h(*response)) is expected
+    stored = decide(*response, (CC, "max-age=60"), request=h(("authorization", "Bearer t")))
+    if not expected:
+        assert stored.reason == "authorization"
+
+
+@pytest.mark.parametrize(
+    ("value", "field_name"),
+    [
+        ("max-age=60", CDN),
+        ("none", CDN),  # RFC 9213 §3.1 example: an unknown directive keeps the field
+        ('max-age="60"', CDN),
+        ("", CC),
+        ("&&&&&", CC),
+        ("max-age=60, ", CC),
+        ("max-age=6 0", CC),
+        ('private="x', CC),  # unterminated String
+        ('private="x"', CDN),
+    ],
+)
+def test_cdn_cache_control_must_be_an_sf_dictionary(value: str, field_name: str) -> None:
+    assert field_in_effect(h((CDN, value), (CC, "max-age=5")))[1] == field_name
+
+
 def test_refusals_carry_no_lifetimes() -> None:
     decision = decide((CC, "no-store, max-age=60"), ETAG)
     assert decision == StorageDecision(store=False, reason="no-store")
@@ -629,12 +809,16 @@ RESPONSE_FIELDS = st.sampled_from(
         (CC, "public"),
         (CC, "must-revalidate"),
         (CC, "proxy-revalidate"),
+        (CC, "must-understand"),
         (CC, "stale-while-revalidate=30, stale-if-error=60"),
         (CDN, "max-age=100"),
         (CDN, "no-store"),
         (CDN, "private"),
         (CDN, "no-cache"),
         (CDN, "stale-while-revalidate=5"),
+        (CDN, "max-age=oops"),  # a Token: ignored, the field stays in effect
+        (CDN, "max-age=6 0"),  # not a dictionary: the whole field is ignored
+        (CDN, "must-understand"),
         (SUR, "max-age=50"),
         (SUR, "no-store"),
         (SUR, "max-age=50, stale-if-error=1"),
@@ -723,11 +907,16 @@ def test_decision_invariants(
         assert rule is not None and rule.strip_set_cookie and d.strip_set_cookie
     else:
         assert not d.strip_set_cookie
-    if not targeted:
+    if f"{CC}: must-understand" in values or f"{CDN}: must-understand" in values:
+        assert status in UNDERSTOOD_STATUSES
+    if not targeted and f"{CC}: must-understand" not in values:
         assert f"{CC}: no-store" not in values
+    if not targeted:
         assert not any(v.startswith(f"{CC}: private") for v in values)
-    if CDN in names:
-        assert f"{CDN}: no-store" not in values and f"{CDN}: private" not in values
+    if CDN in names and f"{CDN}: max-age=6 0" not in values:
+        assert f"{CDN}: private" not in values
+        if f"{CDN}: must-understand" not in values:
+            assert f"{CDN}: no-store" not in values
     elif SUR in names:
         assert f"{SUR}: no-store" not in values
     if "authorization" in {n for n, _ in request}:
