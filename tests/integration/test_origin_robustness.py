@@ -60,6 +60,32 @@ async def test_bytes_after_a_response_never_reach_the_next_request(tmp_path: Pat
     assert origin.connections == 2
 
 
+async def test_bytes_sent_on_an_idle_pooled_connection_never_answer_a_request(
+        tmp_path: Path) -> None:
+    answered, sent = asyncio.Event(), asyncio.Event()
+
+    async def answer(request: RawRequest, writer: asyncio.StreamWriter) -> bool:
+        if request.path == "/empty":
+            writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+            await writer.drain()
+            await answered.wait()  # the 204 was answered: the connection idles in the pool
+            writer.write(response("200 OK", CACHEABLE, b"smuggled"))
+            await writer.drain()
+            sent.set()
+        else:
+            writer.write(response("200 OK", CACHEABLE, b"genuine"))
+        return True
+
+    async with raw_origin(answer) as origin, running_proxy(origin.url, tmp_path) as proxy:
+        empty = await proxy.client.get("/empty")
+        answered.set()
+        await sent.wait()
+        await asyncio.sleep(0.05)  # let the proxy's loop read the bytes (a wait, not a check)
+        page = await proxy.client.get("/page")
+    assert (empty.status_code, page.content) == (204, b"genuine")
+    assert origin.connections == 2
+
+
 @pytest.mark.parametrize("wire", [
     b"HTTP/1.1 OK GO\r\nContent-Length: 2\r\n\r\nhi",
     b"HTTP/1.1 200 OK\r\nno colon here\r\nContent-Length: 2\r\n\r\nhi",

@@ -12,7 +12,8 @@ interim (1xx) responses are consumed by aiohttp and never surface.
 ``OriginResponse.close`` is idempotent and must be called (the pipeline does
 so in ``finally``); a connection goes back to the pool only when its
 response was read to the end with nothing after it (aiohttp's
-``should_close``), otherwise it is closed.
+``should_close``), otherwise it is closed; a pooled connection that received
+bytes while idle is closed, never reused.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import aiohttp
+from aiohttp.client_reqrep import ConnectionKey
+from aiohttp.connector import Connection
+from aiohttp.tracing import Trace
 from yarl import URL
 
 Headers = list[tuple[bytes, bytes]]
@@ -71,6 +75,26 @@ class OriginConnectionLost(OriginError):
     """The connection closed or reset before a response arrived (often a stale keep-alive)."""
 
 
+class _CleanPoolConnector(aiohttp.TCPConnector):
+    """Never reuses a pooled connection that received bytes while idle.
+
+    Bytes an origin sends on an idle keep-alive connection (a 408 before it
+    closes, a body after a 204 or 304, garbage) would otherwise be read as
+    the answer to the next request sent on it.  aiohttp checks for unread
+    bytes only when a connection is released, so the check is repeated here,
+    when a pooled connection is taken (``_get`` is aiohttp's internal hook
+    for that; pyproject pins the aiohttp versions it has been tested with).
+    """
+
+    async def _get(self, key: ConnectionKey, traces: list[Trace]) -> Connection | None:
+        while (connection := await super()._get(key, traces)) is not None:
+            protocol = connection.protocol
+            if protocol is None or not protocol.should_close:
+                return connection
+            connection.close()
+        return None
+
+
 class HttpOrigin:
     """An origin reached over HTTP with a pooled aiohttp session.
 
@@ -90,7 +114,7 @@ class HttpOrigin:
         """The pooled session, or (``fresh``) one whose every request gets a new connection."""
         session = self._sessions.get(fresh)
         if session is None:
-            connector = aiohttp.TCPConnector(
+            connector = _CleanPoolConnector(
                 limit=self._pool_size, ttl_dns_cache=60, force_close=fresh,
                 keepalive_timeout=None if fresh else KEEPALIVE_TIMEOUT)
             session = aiohttp.ClientSession(
