@@ -187,12 +187,8 @@ class Fetcher:
         """Stream to the client while spooling; the stored entry or why it was not stored."""
         sink = fetch.sink
         if sink is not None:
-            headers = client_response_headers(response.headers, self.config.hidden_headers)
-            if decision.strip_set_cookie:
-                headers = [(k, v) for k, v in headers if k != b"set-cookie"]
-            headers.append(self.status_header(fetch.fwd, response.status, stored=True,
-                                              ttl=decision.fresh_for - decision.initial_age))
-            await sink.start(response.status, headers)
+            await sink.start(response.status, self._stored_response_headers(
+                fetch, response, decision))
         copy = _StoredCopy(self._bodies.spool(self.config.body_file_threshold),
                            fetch.request.url, self.config.max_object_bytes)
         try:
@@ -200,6 +196,8 @@ class Fetcher:
                 await copy.write(chunk)
                 if sink is not None:
                     await sink.chunk(chunk)
+            if sink is not None:
+                await sink.end()  # the client never waits for the fsync
         except OriginError as error:
             await copy.give_up(str(error))
             if sink is not None and not sink.gone:
@@ -208,17 +206,27 @@ class Fetcher:
         except BaseException:  # cancelled or failed otherwise: never leave a temp file behind
             await asyncio.shield(copy.abort())
             raise
-        if sink is not None:
-            await sink.end()  # the client never waits for the fsync
         spooled = await copy.finish()
         if spooled is None:
             return copy.failure
-        body, body_file, size = spooled
-        entry = self._screen(
-            self._build(fetch, response, decision, response_time, body, body_file, size), since)
+        return await self._save(
+            self._build(fetch, response, decision, response_time, *spooled), since)
+
+    def _stored_response_headers(self, fetch: Fetch, response: OriginResponse,
+                                 decision: StorageDecision) -> list[tuple[bytes, bytes]]:
+        headers = client_response_headers(response.headers, self.config.hidden_headers)
+        if decision.strip_set_cookie:
+            headers = [(k, v) for k, v in headers if k != b"set-cookie"]
+        headers.append(self.status_header(fetch.fwd, response.status, stored=True,
+                                          ttl=decision.fresh_for - decision.initial_age))
+        return headers
+
+    async def _save(self, built: CacheEntry, since: int) -> CacheEntry | str:
+        """Store ``built`` as purges since ``since`` allow (no ``await`` before the put)."""
+        entry = self._screen(built, since)
         if entry is None:
-            if body_file is not None:
-                await self._bodies.remove(body_file)
+            if built.body_file is not None:
+                await self._bodies.remove(built.body_file)
             return "purged"
         await self._store.put(entry)
         return entry
