@@ -12,6 +12,7 @@ listener) and ``--admin-token`` (``STOKER_ADMIN_TOKEN``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -54,6 +55,15 @@ def settings_or_exit(config: Path | None, **cli: Any) -> Settings:
         raise typer.Exit(2) from None
 
 
+def serve_or_exit(main: Coroutine[Any, Any, None]) -> None:
+    """Run a service, turning a configuration problem found at startup into a clear exit."""
+    try:
+        run_async(main)
+    except SettingsError as error:
+        console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from None
+
+
 def _logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -78,7 +88,7 @@ def serve(
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None
     _logging(verbose)
-    run_async(run_service(settings, announce=console.print))
+    serve_or_exit(run_service(settings, announce=console.print))
 
 
 @app.command()
@@ -101,8 +111,8 @@ def demo(
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None
     _logging(False)
-    run_async(run_demo(settings, origin_listen, pages=pages, delay=delay,
-                         announce=console.print))
+    serve_or_exit(run_demo(settings, origin_listen, pages=pages, delay=delay,
+                           announce=console.print))
 
 
 def _admin_client(config: Path | None, url: str | None, token: str | None) -> Any:

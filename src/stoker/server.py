@@ -5,17 +5,24 @@ admin side reaches the proxy's memory tier directly.
 
 Invariants: :func:`run_apps` returns only after every server has stopped
 (on ``stop`` being set, SIGINT/SIGTERM, or one server failing — then the
-others are stopped too and the failure is re-raised).
+others are stopped too and the failure is re-raised).  It starts nothing
+when any of its addresses is already taken by another process
+(:class:`AddressInUse`): granian listens with ``SO_REUSEPORT``, so without
+that check a second process would silently share the port.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
+import socket
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, MutableMapping, Sequence
 from typing import Any, Protocol
+
+from stoker.settings import SettingsError
 
 log = logging.getLogger("stoker.server")
 ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
@@ -31,6 +38,31 @@ def split_address(address: str) -> tuple[str, int]:
     """``"127.0.0.1:8080"`` → ``("127.0.0.1", 8080)`` (brackets around IPv6 removed)."""
     host, _, port = address.rpartition(":")
     return host.strip("[]"), int(port)
+
+
+class AddressInUse(SettingsError):
+    """Another process already listens on an address Stoker was told to serve on."""
+
+
+def ensure_free(address: str, setting: str) -> None:
+    """Raise :class:`AddressInUse` when another process listens on ``address``.
+
+    Probes with a socket bound *without* ``SO_REUSEPORT`` (so it cannot share
+    a port a stranger holds) but with ``SO_REUSEADDR`` (so connections of a
+    previous run lingering in TIME_WAIT do not count as "in use").
+    """
+    host, port = split_address(address)
+    family, kind, proto, _, sockaddr = socket.getaddrinfo(
+        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(sockaddr)
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE:
+                raise
+            raise AddressInUse(f"{setting} {address} is already in use by another process; "
+                               f"stop it or set {setting} to a free address") from None
 
 
 class _Granian:
@@ -78,6 +110,8 @@ def make_server(kind: str, app: ASGIApp, address: str) -> _Server:
 async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
                    stop: asyncio.Event | None = None) -> None:
     """Serve every ``(app, address)`` until ``stop`` is set or a signal arrives."""
+    for _, address in apps:
+        ensure_free(address, "listen address")
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -3,7 +3,8 @@
 Invariants: stores are closed (pending L2 writes flushed) after the servers
 stop, whatever stopped them; an admin listener reachable beyond loopback
 without an ``admin_token`` is refused (``SettingsError``) before anything
-is opened or served.
+is opened or served, and so is a ``listen`` or ``admin_listen`` address
+another process already listens on (``AddressInUse``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from stoker.admin.app import build_admin_app
 from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.runtime import Stoker
-from stoker.server import ASGIApp, run_apps
+from stoker.server import ASGIApp, ensure_free, run_apps
 from stoker.settings import Settings
 
 Announce = Callable[[str], None]
@@ -25,6 +26,8 @@ async def run_service(settings: Settings, *, announce: Announce = print,
                       stop: asyncio.Event | None = None) -> None:
     """Serve the proxy and the admin API until stopped."""
     settings.require_safe_admin()
+    ensure_free(settings.listen, "listen")
+    ensure_free(settings.admin_listen, "admin_listen")
     stoker = await Stoker.open(settings)
     try:
         apps: list[tuple[ASGIApp, str]] = [

@@ -18,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator
@@ -108,7 +109,10 @@ class BodySpool:
 
     Use: ``await write(chunk)`` any number of times, then exactly one of
     ``await finish()`` or ``await abort()``.  If ``finish`` raises, the temp
-    file has been removed and no final file exists.
+    file has been removed and no final file exists.  After ``write`` raises
+    (a disk error: ``OSError``), ``abort`` is the only further call.  ``abort``
+    never raises ``OSError``: a temp file it cannot remove is left for
+    :meth:`BodyStore.sweep_temp`.
     """
 
     def __init__(self, store: BodyStore, threshold: int) -> None:
@@ -186,9 +190,11 @@ class BodySpool:
         return name
 
     def _discard(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-        if self._temp is not None:
-            self._temp.unlink(missing_ok=True)
-            self._temp = None
+        file, temp = self._file, self._temp
+        self._file = self._temp = None
+        with contextlib.suppress(OSError):  # closing flushes, which fails on a full disk
+            if file is not None:
+                file.close()
+        with contextlib.suppress(OSError):
+            if temp is not None:
+                temp.unlink(missing_ok=True)

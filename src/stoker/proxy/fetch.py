@@ -6,10 +6,15 @@ Invariants:
   is not stored is passed through and never shared with collapsed followers.
 - A stored body is complete: a body broken off by the origin, or larger than
   ``max_object_bytes``, is discarded, never stored.
+- Storing never fails the client: a body over ``max_object_bytes`` or a disk
+  error while spooling or saving it drops the stored copy (logged once) while
+  the client gets the whole response; the client's response ends before the
+  body is fsynced and stored.
 - The client's disconnect does not stop a store in progress (followers may be
   waiting on it); it does stop a pass-through.
 - Within an entry's stale-if-error window, an origin error, timeout or 5xx
-  is answered with the stale entry.
+  is answered with the stale entry.  An origin error is logged here only when
+  no error response reports it (stale served, or no client waiting).
 - A purge recorded in the :class:`~stoker.cache.ledger.PurgeLedger` after the
   origin request was sent and covering the entry means: not stored and not
   shared (hard purge), or stored and shared already stale (soft purge).  The
@@ -23,7 +28,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from stoker.cache.bodies import BodyStore
+from stoker.cache.bodies import BodySpool, BodyStore
 from stoker.cache.collapse import Flight
 from stoker.cache.entry import CacheEntry
 from stoker.cache.ledger import PurgeLedger
@@ -123,9 +128,11 @@ class Fetcher:
         try:
             response = await self._origin.fetch("GET", fetch.request.target, headers, None)
         except OriginError as error:
-            log.warning("origin fetch of %s failed: %s", fetch.request.url, error)
             status = 504 if isinstance(error, OriginTimeout) else 502
-            return self._fallback(stale, status, str(error))
+            outcome = self._fallback(stale, status, str(error))
+            if outcome.kind == "stale" or fetch.sink is None:  # else the caller's 5xx reports it
+                log.warning("origin fetch of %s failed: %s", fetch.request.url, error)
+            return outcome
         try:
             return await self._handle(fetch, response, request_time, since)
         finally:
@@ -186,39 +193,46 @@ class Fetcher:
         """Stream to the client while spooling; the stored entry or why it was not stored."""
         sink = fetch.sink
         if sink is not None:
-            headers = client_response_headers(response.headers, self.config.hidden_headers)
-            if decision.strip_set_cookie:
-                headers = [(k, v) for k, v in headers if k != b"set-cookie"]
-            headers.append(self.status_header(fetch.fwd, response.status, stored=True,
-                                              ttl=decision.fresh_for - decision.initial_age))
-            await sink.start(response.status, headers)
-        spool = self._bodies.spool(self.config.body_file_threshold)
-        size = 0
+            await sink.start(response.status, self._stored_response_headers(
+                fetch, response, decision))
+        copy = _StoredCopy(self._bodies.spool(self.config.body_file_threshold),
+                           fetch.request.url, self.config.max_object_bytes)
         try:
             async for chunk in response.chunks:
-                size += len(chunk)
-                if size > self.config.max_object_bytes:
-                    raise OriginError("response exceeds max_object_bytes")
-                await spool.write(chunk)
+                await copy.write(chunk)
                 if sink is not None:
                     await sink.chunk(chunk)
+            if sink is not None:
+                await sink.end()  # the client never waits for the fsync
         except OriginError as error:
-            await spool.abort()
-            log.warning("not storing %s: %s", fetch.request.url, error)
+            await copy.give_up(str(error))
             if sink is not None and not sink.gone:
                 raise  # the client's response is truncated: let the server drop the connection
             return "incomplete"
         except BaseException:  # cancelled or failed otherwise: never leave a temp file behind
-            await asyncio.shield(spool.abort())
+            await asyncio.shield(copy.abort())
             raise
-        body, body_file, size = await spool.finish()
-        if sink is not None:
-            await sink.end()
-        entry = self._screen(
-            self._build(fetch, response, decision, response_time, body, body_file, size), since)
+        spooled = await copy.finish()
+        if spooled is None:
+            return copy.failure
+        return await self._save(
+            self._build(fetch, response, decision, response_time, *spooled), since)
+
+    def _stored_response_headers(self, fetch: Fetch, response: OriginResponse,
+                                 decision: StorageDecision) -> list[tuple[bytes, bytes]]:
+        headers = client_response_headers(response.headers, self.config.hidden_headers)
+        if decision.strip_set_cookie:
+            headers = [(k, v) for k, v in headers if k != b"set-cookie"]
+        headers.append(self.status_header(fetch.fwd, response.status, stored=True,
+                                          ttl=decision.fresh_for - decision.initial_age))
+        return headers
+
+    async def _save(self, built: CacheEntry, since: int) -> CacheEntry | str:
+        """Store ``built`` as purges since ``since`` allow (no ``await`` before the put)."""
+        entry = self._screen(built, since)
         if entry is None:
-            if body_file is not None:
-                await self._bodies.remove(body_file)
+            if built.body_file is not None:
+                await self._bodies.remove(built.body_file)
             return "purged"
         await self._put(fetch, entry)
         return entry
@@ -304,6 +318,54 @@ class Fetcher:
             return Outcome("unshared", refreshed, 304, "purged")
         await self._store.put(screened)
         return Outcome("refreshed", screened, 304)
+
+
+class _StoredCopy:
+    """The copy of a streamed body that is to be stored, given up on trouble.
+
+    Exceeding ``max_object_bytes`` or a disk error (``OSError``) while
+    spooling drops the copy (temp file removed), logs one warning and turns
+    later writes into no-ops, so the client's stream goes on undisturbed.
+    """
+
+    __slots__ = ("_limit", "_spool", "_url", "failure")
+
+    def __init__(self, spool: BodySpool, url: str, limit: int) -> None:
+        self._spool = spool
+        self._url = url
+        self._limit = limit
+        self.failure = ""
+
+    async def write(self, chunk: bytes) -> None:
+        if self.failure:
+            return
+        if self._spool.size + len(chunk) > self._limit:
+            await self.give_up("response exceeds max_object_bytes", "too-large")
+            return
+        try:
+            await self._spool.write(chunk)
+        except OSError as error:
+            await self.give_up(f"disk error while spooling the body: {error}", "disk-error")
+
+    async def finish(self) -> tuple[bytes | None, str | None, int] | None:
+        """The spooled body (as ``BodySpool.finish``), or None when it was given up."""
+        if self.failure:
+            return None
+        try:
+            return await self._spool.finish()
+        except OSError as error:
+            self.failure = "disk-error"
+            log.warning("not storing %s: disk error while saving the body: %s", self._url, error)
+            return None
+
+    async def give_up(self, reason: str, failure: str = "incomplete") -> None:
+        if not self.failure:
+            self.failure = failure
+            log.warning("not storing %s: %s", self._url, reason)
+        await self._spool.abort()
+
+    async def abort(self) -> None:
+        await self._spool.abort()
 
 
 def _text(value: bytes | None) -> str | None:

@@ -5,8 +5,15 @@ client or the cache consumes it, never buffered whole); redirects are never
 followed and encodings never decoded (the proxy passes the origin's bytes
 through); connect and per-read stalls longer than the timeout raise
 :class:`OriginTimeout`; every other transport failure raises
-:class:`OriginError`.  ``OriginResponse.close`` is idempotent and must be
-called (the pipeline does so in ``finally``).
+:class:`OriginError` (:class:`OriginConnectionLost` when the connection
+closed before a response); a response whose status line or headers do not
+parse is an :class:`OriginError` saying so on one line, never retried;
+interim (1xx) responses are consumed by aiohttp and never surface.
+``OriginResponse.close`` is idempotent and must be called (the pipeline does
+so in ``finally``); a connection goes back to the pool only when its
+response was read to the end with nothing after it (aiohttp's
+``should_close``), otherwise it is closed; a pooled connection that received
+bytes while idle is closed, never reused.
 """
 
 from __future__ import annotations
@@ -17,6 +24,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import aiohttp
+from aiohttp.client_reqrep import ConnectionKey
+from aiohttp.connector import Connection
+from aiohttp.tracing import Trace
 from yarl import URL
 
 Headers = list[tuple[bytes, bytes]]
@@ -52,39 +62,85 @@ class OriginClient(Protocol):
         """Release connections."""
 
 
+KEEPALIVE_TIMEOUT = 1.0
+"""Seconds an idle pooled origin connection is reused for.  Below the shortest
+common origin keep-alive (gunicorn 2 s; Node, Apache and uvicorn 5 s; nginx
+75 s) so we rarely pick a connection the origin is closing; the retry in
+:meth:`HttpOrigin.fetch` covers the race that remains."""
+
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
+
+
+class OriginConnectionLost(OriginError):
+    """The connection closed or reset before a response arrived (often a stale keep-alive)."""
+
+
+class _CleanPoolConnector(aiohttp.TCPConnector):
+    """Never reuses a pooled connection that received bytes while idle.
+
+    Bytes an origin sends on an idle keep-alive connection (a 408 before it
+    closes, a body after a 204 or 304, garbage) would otherwise be read as
+    the answer to the next request sent on it.  aiohttp checks for unread
+    bytes only when a connection is released, so the check is repeated here,
+    when a pooled connection is taken (``_get`` is aiohttp's internal hook
+    for that; pyproject pins the aiohttp versions it has been tested with).
+    """
+
+    async def _get(self, key: ConnectionKey, traces: list[Trace]) -> Connection | None:
+        while (connection := await super()._get(key, traces)) is not None:
+            protocol = connection.protocol
+            if protocol is None or not protocol.should_close:
+                return connection
+            connection.close()
+        return None
+
+
 class HttpOrigin:
-    """An origin reached over HTTP with a pooled aiohttp session."""
+    """An origin reached over HTTP with a pooled aiohttp session.
+
+    An idempotent request without a body that loses its connection before
+    the response headers arrive is sent once more, on a new connection (RFC
+    9112 §9.3.1): a pooled connection may have been closed by the origin's
+    keep-alive timeout just as we reused it.  Anything else is not retried.
+    """
 
     def __init__(self, base_url: str, *, timeout: float, pool_size: int = 256) -> None:
         self._base = base_url.rstrip("/")
         self._timeout = aiohttp.ClientTimeout(total=None, connect=timeout, sock_read=timeout)
         self._pool_size = pool_size
-        self._session: aiohttp.ClientSession | None = None
+        self._sessions: dict[bool, aiohttp.ClientSession] = {}
 
-    def _get_session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self._pool_size, ttl_dns_cache=60),
+    def _session(self, *, fresh: bool) -> aiohttp.ClientSession:
+        """The pooled session, or (``fresh``) one whose every request gets a new connection."""
+        session = self._sessions.get(fresh)
+        if session is None:
+            connector = _CleanPoolConnector(
+                limit=self._pool_size, ttl_dns_cache=60, force_close=fresh,
+                keepalive_timeout=None if fresh else KEEPALIVE_TIMEOUT)
+            session = aiohttp.ClientSession(
+                connector=connector,
                 timeout=self._timeout,
                 auto_decompress=False,
                 skip_auto_headers=("Accept", "Accept-Encoding", "User-Agent"),
                 cookie_jar=aiohttp.DummyCookieJar(),
             )
-        return self._session
+            # aiohttp would retry on another *pooled* connection, which may be stale
+            # too; fetch() retries itself, on a fresh one.  (aiohttp's test client
+            # turns this private switch off the same way.)
+            session._retry_connection = False
+            self._sessions[fresh] = session
+        return session
 
     async def fetch(self, method: str, target: str, headers: Headers,
                     body: AsyncIterator[bytes] | None) -> OriginResponse:
         url = URL(self._base + target, encoded=True)
         request_headers = _str_headers(headers)
         try:
-            response = await self._get_session().request(
-                method, url, headers=request_headers, data=body, allow_redirects=False,
-                compress=None, auto_decompress=False,
-            )
-        except TimeoutError as error:
-            raise OriginTimeout(f"origin {self._base} did not answer in time") from error
-        except (aiohttp.ClientError, OSError) as error:
-            raise OriginError(f"origin {self._base} failed: {error}") from error
+            response = await self._send(method, url, request_headers, body, fresh=False)
+        except OriginConnectionLost:
+            if body is not None or method not in IDEMPOTENT:
+                raise
+            response = await self._send(method, url, request_headers, body, fresh=True)
         return OriginResponse(
             status=response.status,
             headers=[(name.lower(), value) for name, value in response.raw_headers],
@@ -92,10 +148,36 @@ class HttpOrigin:
             close=_closer(response),
         )
 
+    async def _send(self, method: str, url: URL, headers: list[tuple[str, str]],
+                    body: AsyncIterator[bytes] | None, *,
+                    fresh: bool) -> aiohttp.ClientResponse:
+        try:
+            return await self._session(fresh=fresh).request(
+                method, url, headers=headers, data=body, allow_redirects=False,
+                compress=None, auto_decompress=False,
+            )
+        except TimeoutError as error:
+            raise OriginTimeout(f"origin {self._base} did not answer in time") from error
+        except aiohttp.ClientResponseError as error:  # the status line or a header did not parse
+            raise OriginError(f"origin {self._base} sent a malformed response: "
+                              f"{_one_line(error.message)}") from error
+        except aiohttp.ClientConnectorError as error:
+            raise OriginError(f"origin {self._base} failed: {error}") from error
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as error:
+            raise OriginConnectionLost(
+                f"origin {self._base} closed the connection: {error}") from error
+        except (aiohttp.ClientError, OSError) as error:
+            raise OriginError(f"origin {self._base} failed: {error}") from error
+
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        sessions, self._sessions = self._sessions, {}
+        for session in sessions.values():
+            await session.close()
+
+
+def _one_line(message: str) -> str:
+    """aiohttp's parse errors span lines and point with ``^``: keep the words."""
+    return " ".join(line.strip() for line in message.splitlines() if line.strip(" ^"))
 
 
 def _str_headers(headers: Sequence[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
