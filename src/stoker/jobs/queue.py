@@ -18,6 +18,7 @@ Invariants every implementation keeps:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 from typing import Protocol
@@ -102,6 +103,22 @@ def check_scope(scope: RequeueScope) -> None:
 def in_lease_order(jobs: Iterable[Job]) -> list[Job]:
     """Jobs in the order the queue promises: ``(priority, run_at, id)``."""
     return sorted(jobs, key=lambda job: (job.priority, job.run_at, job.id))
+
+
+async def wait_for_wakeup(wakeups: dict[str, asyncio.Event], queue: str, timeout: float) -> bool:
+    """Wait for ``queue``'s event in ``wakeups`` (set by a notification) or ``timeout``.
+
+    ``True`` when woken; the event is cleared, so one wakeup is consumed once.
+    """
+    event = wakeups.setdefault(queue, asyncio.Event())
+    if not event.is_set():
+        try:
+            async with asyncio.timeout(timeout):
+                await event.wait()
+        except TimeoutError:
+            return False
+    event.clear()
+    return True
 
 
 class FailureStore(Protocol):
