@@ -77,10 +77,63 @@ async def test_enqueue_reports_new_jobs_and_dedupes_in_flight_keys(queue: JobQue
     again = [NewJob("q", dedupe_key="k0"), NewJob("other", dedupe_key="k0")]
     assert await queue.enqueue(again) == 1
     job = await lease_one(queue)
-    assert await queue.enqueue([NewJob("q", dedupe_key=job.dedupe_key)]) == 0  # running holds it
     assert await queue.ack_done(job.lease)
     assert await queue.enqueue([NewJob("q", dedupe_key=job.dedupe_key)]) == 1  # slot freed
     assert await queue.enqueue([NewJob("q"), NewJob("q")]) == 2  # no key: never deduped
+
+
+async def test_duplicates_while_running_ask_for_exactly_one_more_run(
+        queue: JobQueue) -> None:
+    await queue.enqueue([NewJob("q", {"page": "/"}, dedupe_key="/", priority=3)])
+    first = await lease_one(queue)
+    assert await queue.enqueue([NewJob("q", dedupe_key="/")]) == 1  # rerun requested
+    assert await queue.enqueue([NewJob("q", dedupe_key="/"), NewJob("q", dedupe_key="/")]) == 0
+    assert await queue.enqueue([NewJob("q", dedupe_key="/")]) == 0  # already requested
+    assert await queue.lease("q", 5, "w2", 30) == []  # never beside the running one
+    assert await queue.ack_done(first.lease)
+    again = await lease_one(queue)
+    assert again.id != first.id
+    assert (again.dedupe_key, again.payload, again.priority, again.attempts) == (
+        "/", {"page": "/"}, 3, 1)
+    assert await queue.ack_done(again.lease)
+    assert await queue.lease("q", 5, "w2", 30) == []  # one follow-up, not one per duplicate
+    assert [(c.state, c.count) for c in await queue.counts()] == [("done", 2)]
+
+
+async def test_rerun_follows_a_dead_run_but_a_retry_or_release_is_the_rerun(
+        queue: JobQueue, clock: FakeClock) -> None:
+    await queue.enqueue([NewJob("q", dedupe_key="k", max_attempts=2)])
+    job = await lease_one(queue)
+    await queue.enqueue([NewJob("q", dedupe_key="k")])
+    assert await queue.release(job.lease)  # back to pending: it runs again anyway
+    job = await lease_one(queue)
+    await queue.enqueue([NewJob("q", dedupe_key="k")])
+    assert await queue.ack_failed(job.lease, "first")  # the retry is the run after
+    clock.advance(3_600)
+    job = await lease_one(queue)
+    assert job.attempts == 2
+    await queue.enqueue([NewJob("q", dedupe_key="k")])
+    assert await queue.ack_failed(job.lease, "second")  # dead: the follow-up still runs
+    follow_up = await lease_one(queue)
+    assert follow_up.id != job.id and follow_up.attempts == 1
+    assert await queue.ack_done(follow_up.lease)
+    assert await queue.lease("q", 5, "w", 30) == []
+    assert {(c.state, c.count) for c in await queue.counts()} == {("dead", 1), ("done", 1)}
+
+
+async def test_rerun_survives_a_reclaimed_lease_and_a_burial(
+        queue: JobQueue, clock: FakeClock) -> None:
+    await queue.enqueue([NewJob("q", dedupe_key="k", max_attempts=2)])
+    await lease_one(queue, owner="dies", ttl=5)
+    await queue.enqueue([NewJob("q", dedupe_key="k")])
+    clock.advance(6)
+    reclaimed = await lease_one(queue, owner="dies-too", ttl=5)  # keeps the request
+    clock.advance(6)
+    assert await queue.lease("q", 1, "w", 30) == []  # out of attempts: buried
+    follow_up = await lease_one(queue, owner="w")
+    assert follow_up.id != reclaimed.id and follow_up.attempts == 1
+    buried = await queue.get(reclaimed.id)
+    assert buried is not None and buried.state == "dead"
 
 
 async def test_concurrent_enqueue_of_one_key_keeps_one_job(
