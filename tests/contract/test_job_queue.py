@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from tests.job_backends import BACKENDS, open_queue, pg_schema
 
 from stoker.clock import FakeClock
 from stoker.jobs.breaker import BreakerState
-from stoker.jobs.model import EXPIRED_ERROR, Job, NewJob, RequeueScope
+from stoker.jobs.model import EXPIRED_ERROR, Job, Lease, NewJob, RequeueScope
 from stoker.jobs.policy import backoff_ceiling
 from stoker.jobs.queue import JobQueue
 from stoker.jobs.worker import Handler, Worker, WorkerConfig
@@ -515,6 +516,95 @@ async def steal(thief: JobQueue, clock: FakeClock, job_id: int) -> Job:
                 return job
             assert await thief.release(job.lease)
     pytest.fail(f"job {job_id} could not be stolen")
+
+
+class WatchedHeartbeats:
+    """The queue with its heartbeats watched and faults injected: each call is counted,
+    waits for ``gate``, and reports the ids in ``lose`` as lost whatever the database says."""
+
+    def __init__(self, queue: JobQueue) -> None:
+        self.queue = queue
+        self.calls = 0
+        self.finished = 0
+        self.entered = asyncio.Event()
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.lose: set[int] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.queue, name)
+
+    async def heartbeat(self, leases: Sequence[Lease], ttl: float) -> frozenset[int]:
+        self.calls += 1
+        self.entered.set()
+        await self.gate.wait()
+        held = await self.queue.heartbeat(leases, ttl)
+        self.finished += 1
+        return held - self.lose
+
+
+async def test_worker_heartbeat_racing_an_ack_loses_nothing(
+        queue: JobQueue, clock: FakeClock) -> None:
+    watched = WatchedHeartbeats(queue)
+    watched.gate.clear()
+
+    async def handler(job: Job) -> None:
+        await watched.entered.wait()  # a heartbeat has taken this running job along
+
+    async def heartbeat_finished() -> bool:
+        return watched.finished == 1
+
+    await queue.enqueue([NewJob("q")])
+    worker = make_worker(cast(JobQueue, watched), clock, handler, heartbeat_interval=0.01)
+    async with working(worker):
+        await eventually(state_count(queue, "done", 1), "the job acked")
+        watched.gate.set()  # the heartbeat now finds the job done, not held
+        await eventually(heartbeat_finished, "the racing heartbeat back")
+    assert (worker.stats.done, worker.stats.lost) == (1, 0)
+
+
+async def test_worker_cancels_a_job_whose_lease_is_lost_once(
+        queue: JobQueue, clock: FakeClock) -> None:
+    watched = WatchedHeartbeats(queue)
+    started: set[int] = set()
+    cleaning = asyncio.Event()
+    may_finish_cleanup = asyncio.Event()
+    cleaned: list[int] = []
+
+    async def handler(job: Job) -> None:
+        started.add(job.id)
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            if job.payload["victim"]:
+                cleaning.set()
+                await may_finish_cleanup.wait()  # a second cancel would break in here
+                cleaned.append(job.id)
+            raise
+
+    async def both_started() -> bool:
+        return len(started) == 2
+
+    async def heartbeats_after(calls: int) -> bool:
+        return watched.calls >= calls + 2
+
+    async def cleanup_done() -> bool:
+        return bool(cleaned)
+
+    await queue.enqueue([NewJob("q", {"victim": True}), NewJob("q", {"victim": False})])
+    worker = make_worker(cast(JobQueue, watched), clock, handler, concurrency=2,
+                         heartbeat_interval=0.01, shutdown_grace=0)
+    async with working(worker):
+        await eventually(both_started, "both jobs running")
+        [victim] = [job for job in await queue.list("running") if job.payload["victim"]]
+        watched.lose.add(victim.id)
+        await cleaning.wait()
+        # The other job keeps the heartbeats going while the victim cleans up.
+        await eventually(functools.partial(heartbeats_after, watched.calls), "two heartbeats")
+        assert worker.stats.lost == 1
+        may_finish_cleanup.set()
+        await eventually(cleanup_done, "the victim's cleanup finished")
+    assert cleaned == [victim.id]
 
 
 async def test_worker_shutdown_releases_jobs_it_did_not_start(

@@ -226,7 +226,8 @@ class Worker:
             await self._heartbeat_once()
 
     async def _heartbeat_once(self) -> None:
-        jobs = list(self._buffer) + [job for job, _ in self._running.values()]
+        jobs = list(self._buffer) + [
+            job for job, _ in self._running.values() if job.id not in self._lost]
         if not jobs:
             return
         try:
@@ -240,14 +241,18 @@ class Worker:
                 self._drop_lost(job)
 
     def _drop_lost(self, job: Job) -> None:
-        self.stats.lost += 1
+        """Forget a job whose lease is gone; one that finished meanwhile (its ack raced
+        the heartbeat) is not ours to drop and does not count as lost."""
+        entry = self._running.get(job.id)
         if job in self._buffer:
             self._buffer.remove(job)
             self._abandon(job)
-        entry = self._running.get(job.id)
-        if entry is not None:
+        elif entry is not None:
             self._lost.add(job.id)
             entry[1].cancel()
+        else:
+            return
+        self.stats.lost += 1
 
     async def _release_buffer(self) -> None:
         while self._buffer:
