@@ -41,8 +41,10 @@ async def _admin(sql: str) -> None:
         await conn.close()
 
 
-async def _create(schema: str) -> None:
+async def _create(schema: str, migrated: bool) -> None:
     await _admin(f"CREATE SCHEMA {schema}")
+    if not migrated:
+        return
     pool = await create_pool(PG_URL, schema=schema, min_size=1, max_size=1)
     try:
         await migrate(pool, "jobs", MIGRATIONS_PACKAGE)
@@ -57,10 +59,10 @@ def _run(coroutine: Coroutine[object, object, None]) -> None:
 
 
 @contextmanager
-def pg_schema() -> Iterator[str]:
-    """A fresh, migrated schema for this test session; dropped afterwards."""
+def pg_schema(*, migrated: bool = True) -> Iterator[str]:
+    """A fresh schema (migrated unless told otherwise) for this test; dropped afterwards."""
     schema = f"stoker_test_{uuid.uuid4().hex[:12]}"
-    _run(_create(schema))
+    _run(_create(schema, migrated))
     try:
         yield schema
     finally:

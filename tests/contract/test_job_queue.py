@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from tests.job_backends import BACKENDS, open_queue, pg_schema
 
 from stoker.clock import FakeClock
 from stoker.jobs.breaker import BreakerState
-from stoker.jobs.model import EXPIRED_ERROR, Job, NewJob, RequeueScope
+from stoker.jobs.model import EXPIRED_ERROR, Job, Lease, NewJob, RequeueScope
 from stoker.jobs.policy import backoff_ceiling
 from stoker.jobs.queue import JobQueue
-from stoker.jobs.worker import Worker, WorkerConfig
+from stoker.jobs.worker import Handler, Worker, WorkerConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,10 +78,63 @@ async def test_enqueue_reports_new_jobs_and_dedupes_in_flight_keys(queue: JobQue
     again = [NewJob("q", dedupe_key="k0"), NewJob("other", dedupe_key="k0")]
     assert await queue.enqueue(again) == 1
     job = await lease_one(queue)
-    assert await queue.enqueue([NewJob("q", dedupe_key=job.dedupe_key)]) == 0  # running holds it
     assert await queue.ack_done(job.lease)
     assert await queue.enqueue([NewJob("q", dedupe_key=job.dedupe_key)]) == 1  # slot freed
     assert await queue.enqueue([NewJob("q"), NewJob("q")]) == 2  # no key: never deduped
+
+
+async def test_duplicates_while_running_ask_for_exactly_one_more_run(
+        queue: JobQueue) -> None:
+    await queue.enqueue([NewJob("q", {"page": "/"}, dedupe_key="/", priority=3)])
+    first = await lease_one(queue)
+    assert await queue.enqueue([NewJob("q", dedupe_key="/")]) == 1  # rerun requested
+    assert await queue.enqueue([NewJob("q", dedupe_key="/"), NewJob("q", dedupe_key="/")]) == 0
+    assert await queue.enqueue([NewJob("q", dedupe_key="/")]) == 0  # already requested
+    assert await queue.lease("q", 5, "w2", 30) == []  # never beside the running one
+    assert await queue.ack_done(first.lease)
+    again = await lease_one(queue)
+    assert again.id != first.id
+    assert (again.dedupe_key, again.payload, again.priority, again.attempts) == (
+        "/", {"page": "/"}, 3, 1)
+    assert await queue.ack_done(again.lease)
+    assert await queue.lease("q", 5, "w2", 30) == []  # one follow-up, not one per duplicate
+    assert [(c.state, c.count) for c in await queue.counts()] == [("done", 2)]
+
+
+async def test_rerun_follows_a_dead_run_but_a_retry_or_release_is_the_rerun(
+        queue: JobQueue, clock: FakeClock) -> None:
+    await queue.enqueue([NewJob("q", dedupe_key="k", max_attempts=2)])
+    job = await lease_one(queue)
+    await queue.enqueue([NewJob("q", dedupe_key="k")])
+    assert await queue.release(job.lease)  # back to pending: it runs again anyway
+    job = await lease_one(queue)
+    await queue.enqueue([NewJob("q", dedupe_key="k")])
+    assert await queue.ack_failed(job.lease, "first")  # the retry is the run after
+    clock.advance(3_600)
+    job = await lease_one(queue)
+    assert job.attempts == 2
+    await queue.enqueue([NewJob("q", dedupe_key="k")])
+    assert await queue.ack_failed(job.lease, "second")  # dead: the follow-up still runs
+    follow_up = await lease_one(queue)
+    assert follow_up.id != job.id and follow_up.attempts == 1
+    assert await queue.ack_done(follow_up.lease)
+    assert await queue.lease("q", 5, "w", 30) == []
+    assert {(c.state, c.count) for c in await queue.counts()} == {("dead", 1), ("done", 1)}
+
+
+async def test_rerun_survives_a_reclaimed_lease_and_a_burial(
+        queue: JobQueue, clock: FakeClock) -> None:
+    await queue.enqueue([NewJob("q", dedupe_key="k", max_attempts=2)])
+    await lease_one(queue, owner="dies", ttl=5)
+    await queue.enqueue([NewJob("q", dedupe_key="k")])
+    clock.advance(6)
+    reclaimed = await lease_one(queue, owner="dies-too", ttl=5)  # keeps the request
+    clock.advance(6)
+    assert await queue.lease("q", 1, "w", 30) == []  # out of attempts: buried
+    follow_up = await lease_one(queue, owner="w")
+    assert follow_up.id != reclaimed.id and follow_up.attempts == 1
+    buried = await queue.get(reclaimed.id)
+    assert buried is not None and buried.state == "dead"
 
 
 async def test_concurrent_enqueue_of_one_key_keeps_one_job(
@@ -261,31 +317,38 @@ async def test_reap_counts_and_list(queue: JobQueue, clock: FakeClock) -> None:
 
 
 async def test_wait_for_work_wakes_on_enqueue(
-        backend: str, target: str, queue: JobQueue, clock: FakeClock) -> None:
+        backend: str, target: str, clock: FakeClock) -> None:
+    # No poll wakes this waiter early (SQLite polls every poll_interval): only the enqueue can.
+    options = {"poll_interval": 3_600} if backend == "sqlite" else {}
+    waiter = await open_queue(backend, target, clock, truncate=True, **options)
     producer = await open_queue(backend, target, clock)
     try:
-        await queue.wait_for_work("q", 0)  # subscribe
-        waiting = asyncio.create_task(queue.wait_for_work("q", 5))
-        await asyncio.sleep(0.05)
+        await waiter.wait_for_work("q", 0)  # subscribe
+        waiting = asyncio.create_task(waiter.wait_for_work("q", 3_600))
+        await asyncio.sleep(0)  # the waiter is waiting
         await producer.enqueue([NewJob("q")])
-        assert await asyncio.wait_for(waiting, 2)
+        assert await waiting
     finally:
         await producer.aclose()
+        await waiter.aclose()
 
 
 # --- several processes --------------------------------------------------------
 
+# Each process, once it holds its first batch, waits until every process holds
+# one (marker files next to ``go``): they overlap by construction, not by luck.
 LEASER = """
-import asyncio, json, sys
+import asyncio, json, os, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[4])
 from tests.job_backends import open_queue
 from stoker.clock import SystemClock
 
-async def main(backend, target, go):
+async def main(backend, target, go, root, processes):
     q = await open_queue(backend, target, SystemClock())
     print("ready", flush=True)
-    while not Path(go).exists():
+    go = Path(go)
+    while not go.exists():
         await asyncio.sleep(0.005)
     got, idle = [], 0
     while idle < 3:
@@ -294,25 +357,28 @@ async def main(backend, target, go):
             idle += 1
             await asyncio.sleep(0.01)
             continue
+        if not got:
+            (go.parent / f"holds-{os.getpid()}").touch()
+            while len(list(go.parent.glob("holds-*"))) < int(processes):
+                await asyncio.sleep(0.005)
         idle = 0
         got += [job.id for job in jobs]
         await q.ack_done_many([job.lease for job in jobs])
     await q.aclose()
     print(json.dumps(got), flush=True)
 
-asyncio.run(main(*sys.argv[1:4]))
+asyncio.run(main(*sys.argv[1:6]))
 """
+PROCESSES = 3
 
 
 async def test_processes_leasing_at_once_never_share_a_job(
         backend: str, target: str, queue: JobQueue, tmp_path: Path) -> None:
     await queue.enqueue([NewJob("race", {"n": n}) for n in range(300)])
     go = tmp_path / "go"
-    procs = [
-        subprocess.Popen([sys.executable, "-c", LEASER, backend, target, str(go), str(REPO_ROOT)],
-                         stdout=subprocess.PIPE, text=True)
-        for _ in range(3)
-    ]
+    argv = [sys.executable, "-c", LEASER, backend, target, str(go), str(REPO_ROOT),
+            str(PROCESSES)]
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) for _ in range(PROCESSES)]
     try:
         for proc in procs:
             assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
@@ -324,31 +390,41 @@ async def test_processes_leasing_at_once_never_share_a_job(
     per_process = [json.loads(out.strip().splitlines()[-1]) for out in outputs]
     every = [job_id for ids in per_process for job_id in ids]
     assert len(every) == len(set(every)) == 300
-    assert sum(1 for ids in per_process if ids) >= 2, "the processes did not overlap"
+    assert all(per_process), "every process held a batch while the others held theirs"
     assert [(c.state, c.count) for c in await queue.counts()] == [("done", 300)]
 
 
 # --- the worker on each backend ----------------------------------------------
 
-async def run_worker(queue: JobQueue, clock: FakeClock, handler: object, *, until: object,
-                     **config: object) -> Worker:
-    worker = Worker(queue, handler, clock,  # type: ignore[arg-type]
-                    WorkerConfig("q", poll_interval=0.05, **config))  # type: ignore[arg-type]
-    stop = asyncio.Event()
-    running = asyncio.create_task(worker.run(stop))
-    for _ in range(200):
-        if await until(queue):  # type: ignore[operator]
-            break
+async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Poll ``check`` until true; the bound only stops a hang, it is no performance claim."""
+    for _ in range(1_500):
+        if await check():
+            return
         await asyncio.sleep(0.02)
-    stop.set()
-    await asyncio.wait_for(running, 10)
-    return worker
+    pytest.fail(f"never happened: {what}")
 
 
-def state_count(state: str, expected: int) -> object:
-    async def check(queue: JobQueue) -> bool:
+def state_count(queue: JobQueue, state: str, expected: int) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
         return sum(c.count for c in await queue.counts() if c.state == state) == expected
     return check
+
+
+@asynccontextmanager
+async def working(worker: Worker) -> AsyncIterator[asyncio.Event]:
+    """Run ``worker`` inside the block; leaving it stops the worker and waits for its shutdown."""
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    try:
+        yield stop
+    finally:
+        stop.set()
+        await running
+
+
+def make_worker(queue: JobQueue, clock: FakeClock, handler: Handler, **config: Any) -> Worker:
+    return Worker(queue, handler, clock, WorkerConfig("q", poll_interval=0.05, **config))
 
 
 async def test_worker_runs_every_job_once(queue: JobQueue, clock: FakeClock) -> None:
@@ -358,19 +434,22 @@ async def test_worker_runs_every_job_once(queue: JobQueue, clock: FakeClock) -> 
         seen.append(job.payload["n"])
 
     await queue.enqueue([NewJob("q", {"n": n}) for n in range(20)])
-    worker = await run_worker(queue, clock, handler, until=state_count("done", 20))
+    worker = make_worker(queue, clock, handler)
+    async with working(worker):
+        await eventually(state_count(queue, "done", 20), "20 jobs done")
     assert sorted(seen) == list(range(20)) and worker.stats.done == 20
 
 
 async def test_worker_timeout_is_a_failed_attempt(queue: JobQueue, clock: FakeClock) -> None:
     async def handler(job: Job) -> None:
-        await asyncio.sleep(30)
+        await asyncio.Event().wait()  # never finishes by itself
 
-    async def retried(q: JobQueue) -> bool:
-        return [job.attempts for job in await q.list("pending")] == [1]
+    async def retried() -> bool:
+        return [job.attempts for job in await queue.list("pending")] == [1]
 
     await queue.enqueue([NewJob("q")])
-    await run_worker(queue, clock, handler, until=retried, job_timeout=0.1)
+    async with working(make_worker(queue, clock, handler, job_timeout=0.1)):
+        await eventually(retried, "the timed-out job back in pending")
     [job] = await queue.list("pending")
     assert job.attempts == 1 and job.last_error == "timed out after 0.1s"
     assert job.run_at > clock.now()
@@ -385,17 +464,147 @@ async def test_worker_breaker_stops_leasing_after_consecutive_failures(
         calls += 1
         raise ConnectionError("origin down")
 
-    async def two_calls(q: JobQueue) -> bool:
-        await asyncio.sleep(0.1)  # time for a third call, were the breaker not open
-        return calls >= 2
-
     await queue.enqueue([NewJob("q", {"n": n}) for n in range(6)])
-    worker = await run_worker(
-        queue, clock, handler, until=two_calls, concurrency=1,
-        breaker=BreakerState(threshold=2, cooldown=3_600))
-    assert calls == 2 and worker.breaker.phase == "open"
-    counts = {c.state: c.count for c in await queue.counts()}
-    assert counts == {"pending": 6}  # two failed and wait for their retry, four released
+    worker = make_worker(queue, clock, handler, concurrency=1,
+                         breaker=BreakerState(threshold=2, cooldown=3_600))
+    async def opened_and_settled() -> bool:
+        return worker.breaker.phase == "open" and await state_count(queue, "pending", 6)()
+
+    async with working(worker):
+        # The fake clock stands still, so the open breaker never reaches its cooldown.
+        await eventually(opened_and_settled, "breaker open, failed and unstarted jobs pending")
+    assert calls == 2 and worker.stats.failed == 2 and worker.breaker.phase == "open"
+
+
+async def test_worker_probes_again_when_the_probe_loses_its_lease(
+        backend: str, target: str, queue: JobQueue, clock: FakeClock) -> None:
+    probing = asyncio.Event()
+
+    async def handler(job: Job) -> None:
+        if job.payload.get("fail"):
+            raise ConnectionError("origin down")
+        if job.payload.get("probe"):
+            probing.set()
+            await asyncio.Event().wait()  # hangs until the lost lease cancels it
+
+    await queue.enqueue(
+        [NewJob("q", {"fail": True}, max_attempts=1), NewJob("q", {"probe": True}, priority=1)]
+        + [NewJob("q", {"n": n}, priority=2) for n in range(4)])
+    worker = make_worker(queue, clock, handler, concurrency=1, heartbeat_interval=0.02,
+                         breaker=BreakerState(threshold=1, cooldown=0))
+    thief = await open_queue(backend, target, clock)
+    try:
+        async with working(worker):
+            await asyncio.wait_for(probing.wait(), 30)
+            assert worker.breaker.phase == "half_open"
+            [probe] = await queue.list("running")
+            stolen = await steal(thief, clock, probe.id)
+            assert await thief.ack_done(stolen.lease)
+            await eventually(state_count(queue, "done", 5), "the jobs after the lost probe done")
+    finally:
+        await thief.aclose()
+    assert worker.breaker.phase == "closed" and worker.stats.lost == 1
+    assert worker.stats.done == 4
+
+
+async def steal(thief: JobQueue, clock: FakeClock, job_id: int) -> Job:
+    """Let ``job_id``'s lease expire and lease it with ``thief`` (a heartbeat may hold the row)."""
+    for _ in range(50):
+        clock.advance(31)
+        for job in await thief.lease("q", 1, "thief", 30):
+            if job.id == job_id:
+                return job
+            assert await thief.release(job.lease)
+    pytest.fail(f"job {job_id} could not be stolen")
+
+
+class WatchedHeartbeats:
+    """The queue with its heartbeats watched and faults injected: each call is counted,
+    waits for ``gate``, and reports the ids in ``lose`` as lost whatever the database says."""
+
+    def __init__(self, queue: JobQueue) -> None:
+        self.queue = queue
+        self.calls = 0
+        self.finished = 0
+        self.entered = asyncio.Event()
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.lose: set[int] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.queue, name)
+
+    async def heartbeat(self, leases: Sequence[Lease], ttl: float) -> frozenset[int]:
+        self.calls += 1
+        self.entered.set()
+        await self.gate.wait()
+        held = await self.queue.heartbeat(leases, ttl)
+        self.finished += 1
+        return held - self.lose
+
+
+async def test_worker_heartbeat_racing_an_ack_loses_nothing(
+        queue: JobQueue, clock: FakeClock) -> None:
+    watched = WatchedHeartbeats(queue)
+    watched.gate.clear()
+
+    async def handler(job: Job) -> None:
+        await watched.entered.wait()  # a heartbeat has taken this running job along
+
+    async def heartbeat_finished() -> bool:
+        return watched.finished == 1
+
+    await queue.enqueue([NewJob("q")])
+    worker = make_worker(cast(JobQueue, watched), clock, handler, heartbeat_interval=0.01)
+    async with working(worker):
+        await eventually(state_count(queue, "done", 1), "the job acked")
+        watched.gate.set()  # the heartbeat now finds the job done, not held
+        await eventually(heartbeat_finished, "the racing heartbeat back")
+    assert (worker.stats.done, worker.stats.lost) == (1, 0)
+
+
+async def test_worker_cancels_a_job_whose_lease_is_lost_once(
+        queue: JobQueue, clock: FakeClock) -> None:
+    watched = WatchedHeartbeats(queue)
+    started: set[int] = set()
+    cleaning = asyncio.Event()
+    may_finish_cleanup = asyncio.Event()
+    cleaned: list[int] = []
+
+    async def handler(job: Job) -> None:
+        started.add(job.id)
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            if job.payload["victim"]:
+                cleaning.set()
+                await may_finish_cleanup.wait()  # a second cancel would break in here
+                cleaned.append(job.id)
+            raise
+
+    async def both_started() -> bool:
+        return len(started) == 2
+
+    async def heartbeats_after(calls: int) -> bool:
+        return watched.calls >= calls + 2
+
+    async def cleanup_done() -> bool:
+        return bool(cleaned)
+
+    await queue.enqueue([NewJob("q", {"victim": True}), NewJob("q", {"victim": False})])
+    worker = make_worker(cast(JobQueue, watched), clock, handler, concurrency=2,
+                         heartbeat_interval=0.01, shutdown_grace=0)
+    async with working(worker):
+        await eventually(both_started, "both jobs running")
+        [victim] = [job for job in await queue.list("running") if job.payload["victim"]]
+        watched.lose.add(victim.id)
+        await cleaning.wait()
+        # The other job keeps the heartbeats going while the victim cleans up.
+        await eventually(functools.partial(heartbeats_after, watched.calls), "two heartbeats")
+        assert worker.stats.lost == 1
+        may_finish_cleanup.set()
+        await eventually(cleanup_done, "the victim's cleanup finished")
+    assert cleaned == [victim.id]
 
 
 async def test_worker_shutdown_releases_jobs_it_did_not_start(
@@ -407,21 +616,17 @@ async def test_worker_shutdown_releases_jobs_it_did_not_start(
         started.set()
         await proceed.wait()
 
-    async def leased_two(q: JobQueue) -> bool:
-        return started.is_set() and await state_count("running", 2)(q)  # type: ignore[operator,no-any-return]
+    async def buffered_one_released() -> bool:
+        return worker.stats.released == 1
 
     await queue.enqueue([NewJob("q", {"n": n}) for n in range(3)])
-    worker = Worker(queue, handler, clock, WorkerConfig("q", concurrency=1, poll_interval=0.05))
-    stop = asyncio.Event()
-    running = asyncio.create_task(worker.run(stop))
-    for _ in range(200):
-        if await leased_two(queue):
-            break
-        await asyncio.sleep(0.02)
-    stop.set()
-    await asyncio.sleep(0.05)
-    proceed.set()
-    await asyncio.wait_for(running, 10)
+    worker = make_worker(queue, clock, handler, concurrency=1)
+    async with working(worker) as stop:
+        await eventually(state_count(queue, "running", 2), "one job running, one buffered")
+        await started.wait()
+        stop.set()
+        await eventually(buffered_one_released, "the buffered job released")
+        proceed.set()
     counts = {c.state: c.count for c in await queue.counts()}
     assert counts == {"done": 1, "pending": 2} and worker.stats.released == 1
     assert all(job.attempts == 0 for job in await queue.list("pending"))

@@ -8,10 +8,17 @@ Transitions:
   consecutive failure opens the breaker at ``now``.
 - ``open``: no leasing until ``opened_at + cooldown``; results of jobs that
   were already running are ignored (they say nothing new).
-- after the cooldown, ``on_probe`` moves to ``half_open`` with one probe in
-  flight; leasing stops again until that probe reports.
+- after the cooldown, ``on_probe`` moves to ``half_open`` with one probe job
+  (``probe``) in flight; leasing stops again until that probe reports.
 - ``half_open``: the probe's success closes the breaker; its failure reopens
-  it at ``now``.
+  it at ``now``; a probe that ends without a verdict (``on_abandoned``: its
+  lease was lost, it was cancelled or released) sends the breaker back to
+  ``open`` with the old ``opened_at``, so the next probe may be leased at once.
+  Results of other jobs are ignored: only the probe decides.
+
+Invariant: every way out of ``half_open`` goes through the probe, so a worker
+that reports each of its jobs' endings (result or abandonment) never stays
+``half_open`` once its probe has ended.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ class BreakerState:
     phase: Phase = "closed"
     failures: int = 0
     opened_at: float = 0.0
+    probe: int | None = None
 
     def __post_init__(self) -> None:
         if self.threshold < 1:
@@ -39,11 +47,13 @@ class BreakerState:
             raise ValueError(f"breaker cooldown must not be negative, got {self.cooldown}")
 
 
-def on_result(state: BreakerState, ok: bool, now: float) -> BreakerState:
-    """The breaker after a job finished (``ok``) or failed at ``now``."""
+def on_result(state: BreakerState, job_id: int, ok: bool, now: float) -> BreakerState:
+    """The breaker after job ``job_id`` finished (``ok``) or failed at ``now``."""
     if state.phase == "open":
         return state
     if state.phase == "half_open":
+        if job_id != state.probe:
+            return state
         return _closed(state) if ok else _opened(state, now)
     if ok:
         return _closed(state)
@@ -51,6 +61,17 @@ def on_result(state: BreakerState, ok: bool, now: float) -> BreakerState:
     if failures >= state.threshold:
         return _opened(replace(state, failures=failures), now)
     return replace(state, failures=failures)
+
+
+def on_abandoned(state: BreakerState, job_id: int) -> BreakerState:
+    """The breaker after job ``job_id`` ended without a result (lease lost, cancelled, released).
+
+    Only the probe's abandonment matters: the breaker goes back to ``open``
+    with its old ``opened_at`` (the cooldown has passed), ready for a new probe.
+    """
+    if state.phase == "half_open" and job_id == state.probe:
+        return replace(state, phase="open", probe=None)
+    return state
 
 
 def may_lease(state: BreakerState, now: float) -> bool:
@@ -62,10 +83,10 @@ def may_lease(state: BreakerState, now: float) -> bool:
     return False
 
 
-def on_probe(state: BreakerState, now: float) -> BreakerState:
-    """The breaker once the worker leased a job while not closed: a probe is in flight."""
+def on_probe(state: BreakerState, now: float, job_id: int) -> BreakerState:
+    """The breaker once the worker leased job ``job_id`` while not closed: the probe."""
     if state.phase == "open" and may_lease(state, now):
-        return replace(state, phase="half_open")
+        return replace(state, phase="half_open", probe=job_id)
     return state
 
 
@@ -82,8 +103,8 @@ def seconds_until_probe(state: BreakerState, now: float) -> float:
 
 
 def _closed(state: BreakerState) -> BreakerState:
-    return replace(state, phase="closed", failures=0)
+    return replace(state, phase="closed", failures=0, probe=None)
 
 
 def _opened(state: BreakerState, now: float) -> BreakerState:
-    return replace(state, phase="open", opened_at=now)
+    return replace(state, phase="open", opened_at=now, probe=None)

@@ -4,7 +4,11 @@ Every backend passes the same contract suite (``tests/contract/test_job_queue.py
 
 Invariants every implementation keeps:
 - ``enqueue`` is one transaction; per ``(queue, dedupe_key)`` at most one job
-  is ``pending`` or ``running`` at a time (later duplicates are dropped).
+  is ``pending`` or ``running`` at a time. A duplicate of a ``pending`` job is
+  dropped; a duplicate of a ``running`` job asks for one more run after it
+  (however many duplicates arrive meanwhile): when that run ends ``done`` or
+  ``dead``, the same job is enqueued again as a fresh ``pending`` job, due at
+  once. A failed attempt that is retried, or a released job, is that run.
 - ``lease`` hands each due job to exactly one caller: ``pending`` jobs whose
   ``run_at`` has come, in ``(priority, run_at, id)`` order, and ``running``
   jobs whose lease expired (reclaimed first). Each lease gets a fresh token and
@@ -18,6 +22,7 @@ Invariants every implementation keeps:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 from typing import Protocol
@@ -32,7 +37,7 @@ class JobQueue(Protocol):
     """A durable, leased job queue."""
 
     async def enqueue(self, jobs: Sequence[NewJob]) -> int:
-        """Insert ``jobs`` in one transaction; return how many were new (not deduplicated)."""
+        """Insert ``jobs`` in one transaction; return how many were new or asked a rerun."""
 
     async def lease(self, queue: str, n: int, owner: str, ttl: float) -> Sequence[Job]:
         """Take up to ``n`` due jobs of ``queue`` for ``ttl`` seconds, held by ``owner``."""
@@ -102,6 +107,22 @@ def check_scope(scope: RequeueScope) -> None:
 def in_lease_order(jobs: Iterable[Job]) -> list[Job]:
     """Jobs in the order the queue promises: ``(priority, run_at, id)``."""
     return sorted(jobs, key=lambda job: (job.priority, job.run_at, job.id))
+
+
+async def wait_for_wakeup(wakeups: dict[str, asyncio.Event], queue: str, timeout: float) -> bool:
+    """Wait for ``queue``'s event in ``wakeups`` (set by a notification) or ``timeout``.
+
+    ``True`` when woken; the event is cleared, so one wakeup is consumed once.
+    """
+    event = wakeups.setdefault(queue, asyncio.Event())
+    if not event.is_set():
+        try:
+            async with asyncio.timeout(timeout):
+                await event.wait()
+        except TimeoutError:
+            return False
+    event.clear()
+    return True
 
 
 class FailureStore(Protocol):

@@ -10,6 +10,10 @@ Invariants:
 - While the circuit breaker is open the worker leases nothing; when it opens,
   the buffered (unstarted) jobs are released for others; after the cooldown
   one probe job decides whether it closes again.
+- Every leased job's ending reaches the breaker exactly once: a result
+  (success, failure, timeout) via ``on_result``, anything else (lease lost
+  while buffered or running, cancelled, released, an unexpected exception)
+  via ``on_abandoned``; so a lost probe cannot leave the breaker half-open.
 - Graceful shutdown releases every leased job not started, lets running ones
   finish for ``shutdown_grace`` seconds, then cancels and releases the rest.
 - An idle worker sleeps in ``JobQueue.wait_for_work`` (LISTEN/NOTIFY or the
@@ -127,7 +131,7 @@ class Worker:
             log.exception("leasing from queue %r failed; retrying later", self._config.queue)
             return
         if jobs and self.breaker.phase != "closed":
-            self.breaker = breaker.on_probe(self.breaker, now)
+            self.breaker = breaker.on_probe(self.breaker, now, jobs[0].id)
         self._buffer.extend(jobs)
 
     def _start_ready(self) -> None:
@@ -166,12 +170,18 @@ class Worker:
             return False
 
     async def _execute(self, job: Job) -> None:
-        error = await self._call_handler(job)
-        self._running.pop(job.id, None)
-        if job.id in self._lost:
+        error: str | None = None
+        finished = False
+        try:
+            error = await self._call_handler(job)
+            finished = job.id not in self._lost
+        finally:
+            self._running.pop(job.id, None)
             self._lost.discard(job.id)
-            return
-        await self._record(job, error)
+            if not finished:
+                self._abandon(job)
+        if finished:
+            await self._record(job, error)
 
     async def _call_handler(self, job: Job) -> str | None:
         try:
@@ -190,7 +200,7 @@ class Worker:
 
     async def _record(self, job: Job, error: str | None) -> None:
         was_open = self.breaker.phase == "open"
-        self.breaker = breaker.on_result(self.breaker, error is None, self._clock.now())
+        self.breaker = breaker.on_result(self.breaker, job.id, error is None, self._clock.now())
         try:
             if error is None:
                 acked = await self._queue.ack_done(job.lease)
@@ -206,13 +216,18 @@ class Worker:
                         job.queue, self.breaker.failures)
             await self._release_buffer()
 
+    def _abandon(self, job: Job) -> None:
+        """``job`` ended without a result; if it was the breaker's probe, probe again."""
+        self.breaker = breaker.on_abandoned(self.breaker, job.id)
+
     async def _heartbeat_loop(self) -> None:
         while True:
             await asyncio.sleep(self._config.heartbeat_every)
             await self._heartbeat_once()
 
     async def _heartbeat_once(self) -> None:
-        jobs = list(self._buffer) + [job for job, _ in self._running.values()]
+        jobs = list(self._buffer) + [
+            job for job, _ in self._running.values() if job.id not in self._lost]
         if not jobs:
             return
         try:
@@ -226,17 +241,23 @@ class Worker:
                 self._drop_lost(job)
 
     def _drop_lost(self, job: Job) -> None:
-        self.stats.lost += 1
-        with contextlib.suppress(ValueError):
-            self._buffer.remove(job)
+        """Forget a job whose lease is gone; one that finished meanwhile (its ack raced
+        the heartbeat) is not ours to drop and does not count as lost."""
         entry = self._running.get(job.id)
-        if entry is not None:
+        if job in self._buffer:
+            self._buffer.remove(job)
+            self._abandon(job)
+        elif entry is not None:
             self._lost.add(job.id)
             entry[1].cancel()
+        else:
+            return
+        self.stats.lost += 1
 
     async def _release_buffer(self) -> None:
         while self._buffer:
             job = self._buffer.popleft()
+            self._abandon(job)
             with contextlib.suppress(Exception):
                 released = await self._queue.release(job.lease)
                 self.stats.released += released

@@ -1,4 +1,4 @@
-"""PostgreSQL pools and numbered migrations, mirroring ``backends.sqlite.connection``.
+"""PostgreSQL pools and numbered migrations (files read by ``stoker.backends.migrations``).
 
 One migrations package is shared by all components; a file belongs to the
 component its description starts with (``0001_jobs.sql``, ``0002_jobs_index.sql``
@@ -18,11 +18,12 @@ Invariants:
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
 
-from stoker.backends.sqlite.connection import migration_files
+from stoker.backends.migrations import Migration, migration_files
 
 _LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -63,16 +64,18 @@ async def create_pool(
         raise ConnectionError(f"cannot connect to PostgreSQL ({describe(url)}): {exc}") from exc
 
 
-async def connect(url: str, *, schema: str | None = None) -> asyncpg.Connection:
-    """One connection outside the pool (LISTEN needs a connection of its own)."""
-    return await asyncpg.connect(url, server_settings=server_settings(schema))
-
-
 async def migrate(pool: asyncpg.Pool, component: str, package: str) -> list[str]:
     """Apply pending migrations of ``component`` from ``package``; return the names applied."""
+    return await apply_migrations(pool, component, component_files(package, component))
+
+
+async def apply_migrations(
+    pool: asyncpg.Pool, component: str, migrations: Sequence[Migration]
+) -> list[str]:
+    """Apply those of ``migrations`` not yet in the ledger, in order; return their names."""
     applied: list[str] = []
     async with pool.acquire() as conn:
-        for version, name, sql in component_files(package, component):
+        for version, name, sql in migrations:
             async with conn.transaction():
                 await conn.execute(_LOCK, lock_key(component))
                 await conn.execute(_LEDGER)
@@ -83,12 +86,11 @@ async def migrate(pool: asyncpg.Pool, component: str, package: str) -> list[str]
     return applied
 
 
-def component_files(package: str, component: str) -> list[tuple[int, str, str]]:
+def component_files(package: str, component: str) -> list[Migration]:
     """The migrations of ``package`` that belong to ``component``."""
     return [
-        (version, name, sql)
-        for version, name, sql in migration_files(package)
-        if name[5:].removesuffix(".sql").split("_")[0] == component
+        migration for migration in migration_files(package)
+        if migration.name[5:].removesuffix(".sql").split("_")[0] == component
     ]
 
 

@@ -39,6 +39,7 @@ from stoker.jobs.queue import (
     check_scope,
     in_lease_order,
     record_failure,
+    wait_for_wakeup,
     warn_lost,
 )
 
@@ -168,15 +169,7 @@ class PostgresJobQueue:
 
     async def wait_for_work(self, queue: str, timeout: float) -> bool:
         await self._listen()
-        event = self._wakeups.setdefault(queue, asyncio.Event())
-        if not event.is_set():
-            try:
-                async with asyncio.timeout(timeout):
-                    await event.wait()
-            except TimeoutError:
-                return False
-        event.clear()
-        return True
+        return await wait_for_wakeup(self._wakeups, queue, timeout)
 
     async def aclose(self) -> None:
         if self._listener is not None:

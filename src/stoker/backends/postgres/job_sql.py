@@ -14,18 +14,27 @@ from stoker.jobs.model import RequeueKind
 
 CHANNEL: Final = "stoker_jobs"
 
-# Inserts in input order (ids follow it: FIFO), skips in-flight duplicate keys,
-# and notifies each queue that got new work; one statement, one transaction.
+# Inserts in input order (ids follow it: FIFO); a duplicate of a pending key is
+# dropped, a duplicate of a running key asks for one follow-up run (the rerun flag;
+# migration 0002 enqueues it when the run ends); within one batch only the first
+# job of a key counts (ON CONFLICT DO UPDATE may touch a row once per statement).
+# ``added`` counts jobs inserted plus reruns newly requested; each queue that got
+# any is notified. One statement, one transaction.
 INSERT: Final = """
 WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::float8[], $6::int[])
         WITH ORDINALITY AS t(queue, dedupe_key, payload, priority, run_at, max_attempts, ord)
+), ranked AS (
+    SELECT *, row_number() OVER (PARTITION BY queue, dedupe_key ORDER BY ord) AS nth
+    FROM input
 ), inserted AS (
     INSERT INTO jobs (queue, dedupe_key, payload, priority, run_at, max_attempts,
                       created_at, updated_at)
     SELECT queue, dedupe_key, payload::jsonb, priority, run_at, max_attempts, $7, $7
-    FROM input ORDER BY ord
-    ON CONFLICT DO NOTHING
+    FROM ranked WHERE dedupe_key IS NULL OR nth = 1 ORDER BY ord
+    ON CONFLICT (queue, dedupe_key)
+        WHERE state IN ('pending', 'running') AND dedupe_key IS NOT NULL
+    DO UPDATE SET rerun = TRUE WHERE jobs.state = 'running' AND NOT jobs.rerun
     RETURNING queue
 )
 SELECT queue, count(*)::int AS added, pg_notify($8, queue)::text AS notified
@@ -33,7 +42,8 @@ FROM inserted GROUP BY queue
 """
 
 # Expired running jobs (reclaimed first), then due pending jobs, each locked with
-# SKIP LOCKED so concurrent lessees never pick the same row; a reclaimed job
+# SKIP LOCKED so concurrent lessees never pick the same row (a reclaimed job keeps
+# a requested rerun); a reclaimed job
 # already out of attempts is buried instead of leased. $1 queue, $2 n, $3 now,
 # $4 owner, $5 lease_until, $6 error for buried jobs.
 _OUT = "(j.state = 'running' AND j.attempts >= j.max_attempts)"
@@ -58,6 +68,7 @@ UPDATE jobs AS j SET
     lease_owner = CASE WHEN {_OUT} THEN j.lease_owner ELSE $4::text END,
     lease_token = CASE WHEN {_OUT} THEN NULL ELSE gen_random_uuid()::text END,
     lease_until = CASE WHEN {_OUT} THEN NULL ELSE $5::float8 END,
+    rerun = CASE WHEN {_OUT} THEN FALSE ELSE j.rerun END,
     updated_at = $3
 FROM picked WHERE j.id = picked.id
 RETURNING j.*
@@ -72,19 +83,19 @@ RETURNING j.id
 HEARTBEAT: Final = "UPDATE jobs AS j SET lease_until = $3" + _HELD_BATCH
 ACK_DONE: Final = (
     "UPDATE jobs AS j SET state = 'done', lease_token = NULL, lease_until = NULL,"
-    " updated_at = $3" + _HELD_BATCH
+    " rerun = FALSE, updated_at = $3" + _HELD_BATCH
 )
 
 _HELD = "id = $1 AND lease_token = $2 AND state = 'running'"
 ATTEMPTS_OF: Final = f"SELECT attempts, max_attempts FROM jobs WHERE {_HELD}"
 APPLY_FAILURE: Final = f"""
 UPDATE jobs SET state = $3, run_at = $4, last_error = $5,
-    lease_token = NULL, lease_until = NULL, updated_at = $6
+    lease_token = NULL, lease_until = NULL, rerun = FALSE, updated_at = $6
 WHERE {_HELD} RETURNING id
 """
 RELEASE: Final = f"""
 UPDATE jobs SET state = 'pending', attempts = GREATEST(attempts - 1, 0), lease_owner = NULL,
-    lease_token = NULL, lease_until = NULL, updated_at = $3
+    lease_token = NULL, lease_until = NULL, rerun = FALSE, updated_at = $3
 WHERE {_HELD} RETURNING id
 """
 

@@ -27,12 +27,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import struct
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from stoker.backends.sqlite.connection import SqliteThread
+from stoker.backends.sqlite.connection import SqliteThread, immediate
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry, Header
 from stoker.cache.store import EntryRef, sorted_refs
@@ -174,7 +173,7 @@ class SqliteCacheStore:
     def _put(self, conn: sqlite3.Connection, entry: CacheEntry) -> None:
         row = entry_to_row(entry)
         tags = [(tag, entry.primary_key, entry.variant) for tag in entry.tags]
-        with _transaction(conn):
+        with immediate(conn):
             old = conn.execute(DELETE_REF, (entry.primary_key, entry.variant)).fetchall()
             conn.execute(INSERT_ENTRY, row)
             conn.executemany(INSERT_TAG, tags)
@@ -190,7 +189,7 @@ class SqliteCacheStore:
         self, conn: sqlite3.Connection, sql: str, params: Iterable[tuple[Any, ...]]
     ) -> Deleted:
         deleted: Deleted = []
-        with _transaction(conn):
+        with immediate(conn):
             for args in params:
                 deleted.extend(conn.execute(sql, args).fetchall())
         self._remove_files(name for _, name in deleted)
@@ -221,20 +220,9 @@ class SqliteCacheStore:
 # -- helpers (pure or per-connection) ------------------------------------------
 
 
-@contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
 def _update_count(conn: sqlite3.Connection, sql: str, params: list[tuple[Any, ...]]) -> int:
     changed = 0
-    with _transaction(conn):
+    with immediate(conn):
         for args in params:
             changed += conn.execute(sql, args).rowcount
     return changed

@@ -1,12 +1,14 @@
 """SQLite connections and numbered migrations for every embedded store.
 
 Each store owns a migrations package directory of files named
-``NNNN_description.sql``.  :func:`migrate` applies, in order, those not yet
-recorded in ``schema_migrations`` for that store, each in one transaction.
+``NNNN_description.sql`` (read by ``stoker.backends.migrations``).
+:func:`migrate` applies, in order, those not yet recorded in
+``schema_migrations`` for that store, each in one transaction.
 
 Invariants: a connection from :func:`connect` is in WAL mode with a busy
 timeout, so readers never block the writer and a second process waits
-rather than failing; a migration is recorded in the same transaction that
+rather than failing; every write transaction of a store is :func:`immediate`;
+a migration is recorded in the same transaction that
 applies it, so a crash never leaves one half-applied and recorded.
 """
 
@@ -14,11 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from importlib import resources
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
+
+from stoker.backends.migrations import Migration, migration_files
 
 T = TypeVar("T")
 
@@ -46,23 +50,35 @@ def connect(path: Path | str, *, check_same_thread: bool = False) -> sqlite3.Con
     return conn
 
 
-def migration_files(package: str) -> list[tuple[int, str, str]]:
-    """``(version, name, sql)`` for every ``NNNN_*.sql`` in ``package``, in order."""
-    found = []
-    for item in resources.files(package).iterdir():
-        name = item.name
-        if name.endswith(".sql") and name[:4].isdigit():
-            found.append((int(name[:4]), name, item.read_text(encoding="utf-8")))
-    return sorted(found)
+@contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A write transaction that takes the write lock up front (``BEGIN IMMEDIATE``).
+
+    Two writers serialise at ``BEGIN`` (the busy timeout makes the second wait)
+    instead of both reading and then failing to upgrade; any exception rolls back.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def migrate(conn: sqlite3.Connection, component: str, package: str) -> list[str]:
     """Apply pending migrations of ``component`` from ``package``; return the names applied."""
+    return apply_migrations(conn, component, migration_files(package))
+
+
+def apply_migrations(
+    conn: sqlite3.Connection, component: str, migrations: Sequence[Migration]
+) -> list[str]:
+    """Apply those of ``migrations`` not yet in the ledger, in order; return their names."""
     conn.execute(_LEDGER)
     applied: list[str] = []
-    for version, name, sql in migration_files(package):
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+    for version, name, sql in migrations:
+        with immediate(conn):
             done = conn.execute(
                 "SELECT 1 FROM schema_migrations WHERE component = ? AND version = ?",
                 (component, version),
@@ -75,10 +91,6 @@ def migrate(conn: sqlite3.Connection, component: str, package: str) -> list[str]
                     (component, version, name),
                 )
                 applied.append(name)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
     return applied
 
 

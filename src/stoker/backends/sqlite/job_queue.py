@@ -19,13 +19,12 @@ import json
 import random
 import sqlite3
 import weakref
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from stoker.backends.sqlite import job_sql as sql
-from stoker.backends.sqlite.connection import SqliteThread
+from stoker.backends.sqlite.connection import SqliteThread, immediate
 from stoker.clock import Clock
 from stoker.jobs.model import (
     EXPIRED_ERROR,
@@ -45,6 +44,7 @@ from stoker.jobs.queue import (
     check_scope,
     in_lease_order,
     record_failure,
+    wait_for_wakeup,
     warn_lost,
 )
 
@@ -56,17 +56,6 @@ T = TypeVar("T")
 _LOCAL: dict[str, weakref.WeakSet[SqliteJobQueue]] = {}
 
 
-@contextmanager
-def _immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
 def _held_params(lease: Lease, **extra: object) -> dict[str, object]:
     return {"id": lease.job_id, "token": lease.token, **extra}
 
@@ -76,7 +65,7 @@ def _update_each(
 ) -> frozenset[int]:
     """Run a lease-guarded UPDATE per lease in one transaction; ids it changed."""
     held: set[int] = set()
-    with _immediate(conn):
+    with immediate(conn):
         for lease in leases:
             if conn.execute(statement, _held_params(lease, **extra)).rowcount == 1:
                 held.add(lease.job_id)
@@ -89,14 +78,14 @@ def _insert(conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -> int
          now if job.run_at is None else job.run_at, job.max_attempts, now, now)
         for job in jobs
     ]
-    with _immediate(conn):
+    with immediate(conn):
         before = conn.total_changes
         conn.executemany(sql.INSERT, rows)
         return conn.total_changes - before
 
 
 def _lease(conn: sqlite3.Connection, params: dict[str, object]) -> list[Job]:
-    with _immediate(conn):
+    with immediate(conn):
         rows = conn.execute(sql.LEASE, params).fetchall()
     return [job for job in map(job_from_row, rows) if job.state == "running"]
 
@@ -114,7 +103,7 @@ def _requeue_params(scope: RequeueScope, now: float) -> dict[str, object]:
 
 
 def _write(conn: sqlite3.Connection, statement: str, params: dict[str, object]) -> int:
-    with _immediate(conn):
+    with immediate(conn):
         return conn.execute(statement, params).rowcount
 
 
@@ -230,15 +219,7 @@ class SqliteJobQueue:
         return job_from_row(rows[0]) if rows else None
 
     async def wait_for_work(self, queue: str, timeout: float) -> bool:
-        event = self._wakeups.setdefault(queue, asyncio.Event())
-        if not event.is_set():
-            try:
-                async with asyncio.timeout(min(timeout, self._poll_interval)):
-                    await event.wait()
-            except TimeoutError:
-                return False
-        event.clear()
-        return True
+        return await wait_for_wakeup(self._wakeups, queue, min(timeout, self._poll_interval))
 
     async def aclose(self) -> None:
         _LOCAL.get(self._path, weakref.WeakSet()).discard(self)

@@ -10,15 +10,19 @@ from typing import Final
 
 from stoker.jobs.model import RequeueKind
 
+# A duplicate of a pending key is dropped; a duplicate of a running key asks for
+# one follow-up run (the rerun flag; migration 0002 enqueues it when the run ends).
+# Each row counts in ``total_changes`` when it inserted a job or newly set the flag.
 INSERT: Final = """
 INSERT INTO jobs (queue, dedupe_key, payload, priority, run_at, max_attempts,
                   created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT DO NOTHING
+ON CONFLICT (queue, dedupe_key) WHERE state IN ('pending', 'running') AND dedupe_key IS NOT NULL
+DO UPDATE SET rerun = 1 WHERE state = 'running' AND rerun = 0
 """
 
-# Expired running jobs (reclaimed first), then due pending jobs; a reclaimed job
-# already out of attempts is buried instead of leased.
+# Expired running jobs (reclaimed first, keeping a requested rerun), then due
+# pending jobs; a reclaimed job already out of attempts is buried instead of leased.
 _OUT_OF_ATTEMPTS = "(state = 'running' AND attempts >= max_attempts)"
 LEASE: Final = f"""
 UPDATE jobs SET
@@ -28,6 +32,7 @@ UPDATE jobs SET
     lease_owner = CASE WHEN {_OUT_OF_ATTEMPTS} THEN lease_owner ELSE :owner END,
     lease_token = CASE WHEN {_OUT_OF_ATTEMPTS} THEN NULL ELSE lower(hex(randomblob(16))) END,
     lease_until = CASE WHEN {_OUT_OF_ATTEMPTS} THEN NULL ELSE :until END,
+    rerun = CASE WHEN {_OUT_OF_ATTEMPTS} THEN 0 ELSE rerun END,
     updated_at = :now
 WHERE id IN (
     SELECT id FROM (
@@ -48,7 +53,8 @@ _HELD = "id = :id AND lease_token = :token AND state = 'running'"
 HEARTBEAT: Final = f"UPDATE jobs SET lease_until = :until WHERE {_HELD}"
 
 ACK_DONE: Final = f"""
-UPDATE jobs SET state = 'done', lease_token = NULL, lease_until = NULL, updated_at = :now
+UPDATE jobs SET state = 'done', lease_token = NULL, lease_until = NULL, rerun = 0,
+    updated_at = :now
 WHERE {_HELD}
 """
 
@@ -56,13 +62,13 @@ ATTEMPTS_OF: Final = f"SELECT attempts, max_attempts FROM jobs WHERE {_HELD}"
 
 APPLY_FAILURE: Final = f"""
 UPDATE jobs SET state = :state, run_at = :run_at, last_error = :error,
-    lease_token = NULL, lease_until = NULL, updated_at = :now
+    lease_token = NULL, lease_until = NULL, rerun = 0, updated_at = :now
 WHERE {_HELD}
 """
 
 RELEASE: Final = f"""
 UPDATE jobs SET state = 'pending', attempts = max(attempts - 1, 0), lease_owner = NULL,
-    lease_token = NULL, lease_until = NULL, updated_at = :now
+    lease_token = NULL, lease_until = NULL, rerun = 0, updated_at = :now
 WHERE {_HELD}
 """
 
