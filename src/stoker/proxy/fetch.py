@@ -216,7 +216,7 @@ class Fetcher:
         if spooled is None:
             return copy.failure
         return await self._save(
-            self._build(fetch, response, decision, response_time, *spooled), since)
+            fetch, self._build(fetch, response, decision, response_time, *spooled), since)
 
     def _stored_response_headers(self, fetch: Fetch, response: OriginResponse,
                                  decision: StorageDecision) -> list[tuple[bytes, bytes]]:
@@ -227,7 +227,7 @@ class Fetcher:
                                           ttl=decision.fresh_for - decision.initial_age))
         return headers
 
-    async def _save(self, built: CacheEntry, since: int) -> CacheEntry | str:
+    async def _save(self, fetch: Fetch, built: CacheEntry, since: int) -> CacheEntry | str:
         """Store ``built`` as purges since ``since`` allow (no ``await`` before the put)."""
         entry = self._screen(built, since)
         if entry is None:
