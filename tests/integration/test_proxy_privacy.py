@@ -44,12 +44,34 @@ async def test_rule_may_strip_set_cookie_and_store(origin: Origin, tmp_path: Pat
     assert origin.app.count("/shop") == 1
 
 
-async def test_authorization_requests_bypass_the_cache(origin: Origin, proxy: Proxy) -> None:
-    origin.app.set("/doc", headers=[("cache-control", "public, max-age=600")], body=b"doc")
+async def test_authorization_requests_share_only_what_the_origin_allows(
+        origin: Origin, proxy: Proxy) -> None:
+    """RFC 9111 §3.5: public / s-maxage / must-revalidate make it shareable."""
+    origin.app.set("/doc", headers=[("cache-control", "max-age=600")], body=b"doc")
+    origin.app.set("/pub", headers=[("cache-control", "public, max-age=600")], body=b"pub")
+    auth = {"authorization": "Bearer x"}
     await proxy.client.get("/doc")
-    with_auth = await proxy.client.get("/doc", headers={"authorization": "Bearer x"})
-    assert "fwd=bypass" in with_auth.headers["cache-status"]
+    doc_with_auth = await proxy.client.get("/doc", headers=auth)
+    await proxy.client.get("/pub")
+    pub_with_auth = await proxy.client.get("/pub", headers=auth)
+    assert "hit" not in doc_with_auth.headers["cache-status"]
     assert origin.app.count("/doc") == 2
+    assert "hit" in pub_with_auth.headers["cache-status"]
+    assert origin.app.count("/pub") == 1
+
+
+async def test_authorized_response_is_stored_only_when_shareable(origin: Origin,
+                                                                 proxy: Proxy) -> None:
+    auth = {"authorization": "Bearer x"}
+    origin.app.set("/mine", headers=[("cache-control", "max-age=600")], body=b"mine")
+    origin.app.set("/api", headers=[("cache-control", "s-maxage=600")], body=b"api")
+    mine = await proxy.client.get("/mine", headers=auth)
+    anonymous_mine = await proxy.client.get("/mine")
+    await proxy.client.get("/api", headers=auth)
+    anonymous_api = await proxy.client.get("/api")
+    assert "detail=authorization" in mine.headers["cache-status"]
+    assert "hit" not in anonymous_mine.headers["cache-status"]
+    assert "hit" in anonymous_api.headers["cache-status"]
 
 
 async def test_bypass_cookie_goes_to_origin_and_is_never_stored(origin: Origin,

@@ -4,8 +4,11 @@ request → bypass? → key → L1 → L2 → FRESH | STALE_SWR | STALE_SIE | EX
 
 Invariants:
 - A bypassed request (unsafe method, a rule's ``bypass``, a bypass cookie,
-  ``Authorization``, a request ``no-store``) is neither served from nor
-  stored in the cache.
+  a request ``no-store``) is neither served from nor stored in the cache.
+- A request with ``Authorization`` is answered from cache only with an entry
+  whose response allows sharing it (``public``, ``s-maxage``,
+  ``must-revalidate``: RFC 9111 §3.5), collapsed followers included; its own
+  response is stored only on the same terms (``decide_storage``).
 - A stale-while-revalidate hit is answered at once and starts at most one
   background revalidation per entry; concurrent misses for a key make one
   origin request (see :mod:`stoker.cache.collapse`).
@@ -46,6 +49,7 @@ from stoker.http.conditional import not_modified_headers, should_answer_not_modi
 from stoker.http.forwarded import TrustedProxies
 from stoker.http.headers import get_header, get_joined, without
 from stoker.http.keys import normalise_host, primary_key, select_variant, variant_of
+from stoker.http.policy import shareable_with_authorization
 from stoker.http.ranges import FULL, RangeDecision, decide_range
 from stoker.proxy.fetch import SERVE_KINDS, Fetch, Fetcher, Outcome
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
@@ -86,6 +90,11 @@ class Lookup:
     primary: str
     varying: list[tuple[bytes, bytes]]
     siblings: Sequence[CacheEntry] = ()
+
+    def may_reuse(self, entry: CacheEntry) -> bool:
+        """False when the request has credentials the entry may not be shared with."""
+        return get_header(self.request.headers, b"authorization") is None or (
+            shareable_with_authorization(entry.headers))
 
 
 class Pipeline:
@@ -155,8 +164,6 @@ class Pipeline:
         headers = request.headers
         if rule is not None and rule.bypass:
             return "bypass"
-        if get_header(headers, b"authorization") is not None:
-            return "bypass"
         if rule is not None and rule.bypass_cookies and has_cookie(
                 get_joined(headers, b"cookie"), rule.bypass_cookies):
             return "bypass"
@@ -175,6 +182,8 @@ class Pipeline:
             entries = await self.store.get(primary)
         lookup = Lookup(request, rule, primary, vary_view(request.headers, rule), entries)
         entry = select_variant(entries, lookup.varying) if entries else None
+        if entry is not None and not lookup.may_reuse(entry):
+            entry = None
         now = self.clock.now()
         forced = self._client_forces_revalidation(request)
         if entry is not None and len(entries) > 1:
@@ -239,7 +248,8 @@ class Pipeline:
         flight, leader = self.collapser.join(key)
         if not leader:
             shared = await flight.wait(self.config.collapse_timeout)
-            if shared is not None and shared.variant == variant_of(shared.vary, lookup.varying):
+            if shared is not None and lookup.may_reuse(shared) and (
+                    shared.variant == variant_of(shared.vary, lookup.varying)):
                 self.stats["collapsed"] += 1
                 now = self.clock.now()
                 status = cache_status(hit=False, fwd=fwd, fwd_status=shared.status,
