@@ -24,6 +24,7 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 bench: install
 	$(PY) bench/hit_path/run.py --rounds 5 --duration 8

@@ -210,7 +210,7 @@ def show_settings() -> None:
 
 
 def _mount_subcommands() -> None:
-    from stoker.jobs.cli import jobs_app
+    from stoker.jobs_cli import jobs_app
 
     app.add_typer(jobs_app, name="jobs")
 

@@ -17,8 +17,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from stoker.backends import open_queue
 from stoker.clock import SystemClock
-from stoker.jobs import open_queue
 from stoker.jobs.model import JOB_STATES, JobState, RequeueScope
 from stoker.jobs.queue import JobQueue
 from stoker.settings import Settings, SettingsError, load_settings
