@@ -7,7 +7,8 @@ import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from stoker.server import ASGIApp, run_apps
+from stoker.asgi import ASGIApp
+from stoker.server import run_apps
 
 
 def free_port() -> int:

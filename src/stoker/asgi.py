@@ -10,8 +10,10 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 Message = MutableMapping[str, Any]
+Scope = Message
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 async def acknowledge_lifespan(receive: Receive, send: Send) -> None:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 
-from stoker.asgi import Message, Receive, Send
+from stoker.asgi import ASGIApp, Message, Receive, Send
 from stoker.clock import Clock
-from stoker.proxy.asgi_origin import ASGIApp, AsgiOrigin, current_scope
+from stoker.proxy.asgi_origin import AsgiOrigin, current_scope
 from stoker.rules import Rule
 from stoker.runtime import Stoker
 from stoker.settings import Settings, settings_from

@@ -19,13 +19,13 @@ import errno
 import logging
 import signal
 import socket
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, MutableMapping, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
 from typing import Any, Protocol
 
+from stoker.asgi import ASGIApp
 from stoker.settings import SettingsError
 
 log = logging.getLogger("stoker.server")
-ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
 
 
 class _Server(Protocol):

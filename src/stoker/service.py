@@ -13,9 +13,10 @@ import asyncio
 from collections.abc import Callable
 
 from stoker.admin.app import build_admin_app
+from stoker.asgi import ASGIApp
 from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.runtime import Stoker
-from stoker.server import ASGIApp, ensure_free, run_apps
+from stoker.server import ensure_free, run_apps
 from stoker.settings import Settings
 
 Announce = Callable[[str], None]

@@ -36,18 +36,15 @@ import json
 import random
 import secrets
 from collections import Counter
-from collections.abc import Awaitable, Callable, MutableMapping
 from email.utils import formatdate, parsedate_to_datetime
 from html import escape as html_escape
 from typing import Any
 from urllib.parse import parse_qs
 from xml.sax.saxutils import escape as xml_escape
 
-from stoker.asgi import Receive, Send, acknowledge_lifespan
+from stoker.asgi import Receive, Scope, Send, acknowledge_lifespan
 from stoker.clock import Clock, SystemClock
 
-Scope = MutableMapping[str, Any]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 Headers = list[tuple[bytes, bytes]]
 
 COLLECTIONS = 10

@@ -15,17 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
-from typing import Any
 from urllib.parse import unquote
 
-from stoker.asgi import Message
+from stoker.asgi import ASGIApp, Message, Scope
 from stoker.proxy.origin import Headers, OriginError, OriginResponse
-
-Scope = MutableMapping[str, Any]
-ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]],
-                    Callable[[Message], Awaitable[None]]], Awaitable[None]]
 
 current_scope: ContextVar[Scope] = ContextVar("stoker_current_scope")
 _DONE = object()
