@@ -37,6 +37,8 @@ class Rule:
     bypass_cookies: tuple[str, ...] = ()
     strip_cookies: tuple[str, ...] = ()
     vary_ignore_cookies: tuple[str, ...] = ()
+    ignore_cookies: tuple[str, ...] = ()
+    cache_with_cookies: bool = False
 
     def matches(self, host: str, path: str) -> bool:
         """True when this rule applies to a request for ``host`` + ``path``."""
@@ -89,6 +91,23 @@ def strip_cookies(cookie_header: str, patterns: Sequence[str]) -> str | None:
     return "; ".join(kept) or None
 
 
+def personal_cookies(headers: list[tuple[bytes, bytes]], rule: Rule | None) -> list[str]:
+    """Names of the request's cookies that may personalise a page nobody marked shareable.
+
+    Every cookie still on the request after ``strip_cookies`` counts, except those in
+    ``ignore_cookies`` or ``vary_ignore_cookies`` (known not to change the page); none
+    count under ``cache_with_cookies``.  Order and duplicates are the request's.
+    """
+    cookie = get_joined(headers, b"cookie")
+    if not cookie or (rule is not None and rule.cache_with_cookies):
+        return []
+    names = cookie_names(cookie)
+    if rule is None:
+        return names
+    known = (*rule.strip_cookies, *rule.ignore_cookies, *rule.vary_ignore_cookies)
+    return [name for name in names if not any(fnmatchcase(name, glob) for glob in known)]
+
+
 def vary_view(headers: list[tuple[bytes, bytes]], rule: Rule | None) -> list[tuple[bytes, bytes]]:
     """``headers`` with Cookie as forwarded, less ``vary_ignore_cookies`` (for Vary).
 
@@ -109,6 +128,7 @@ def vary_view(headers: list[tuple[bytes, bytes]], rule: Rule | None) -> list[tup
 _KEYS = {
     "host", "path", "ttl", "swr", "sie", "override", "bypass", "ignore_query",
     "bypass_cookies", "strip_cookies", "strip_set_cookie", "vary_ignore_cookies",
+    "ignore_cookies", "cache_with_cookies",
 }
 
 
@@ -166,6 +186,9 @@ def parse_rule(table: Any, index: int) -> Rule:
         strip_cookies=_strings(table.get("strip_cookies", []), where, "strip_cookies"),
         vary_ignore_cookies=_strings(table.get("vary_ignore_cookies", []), where,
                                      "vary_ignore_cookies"),
+        ignore_cookies=_strings(table.get("ignore_cookies", []), where, "ignore_cookies"),
+        cache_with_cookies=_flag(table.get("cache_with_cookies", False), where,
+                                 "cache_with_cookies"),
     )
 
 
