@@ -157,6 +157,15 @@ FIELDS: dict[str, Field] = {
     "purge_allow": Field(
         _networks, "Client IPs/CIDRs allowed to send PURGE to the proxy (empty: PURGE disabled)"
     ),
+    "shutdown_timeout": Field(
+        _seconds, "On SIGTERM: time to flush L2 writes and drain background work, then give up"
+    ),
+    "l2_queue_max_bytes": Field(
+        _bytes, "Bound of cache writes queued for L2; beyond it the oldest queued are dropped"
+    ),
+    "l2_write_timeout": Field(
+        _seconds, "How long a purge or flush waits for a failing L2 before reporting an error"
+    ),
 }
 
 
@@ -187,6 +196,9 @@ class Settings:
     honor_client_no_cache: bool = False
     purge_hosts: tuple[str, ...] = ()
     purge_allow: tuple[str, ...] = ()
+    shutdown_timeout: float = 10.0
+    l2_queue_max_bytes: int = 64 * 1024 * 1024
+    l2_write_timeout: float = 10.0
     rules: tuple[Rule, ...] = field(default=())
 
     @property

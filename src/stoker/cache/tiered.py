@@ -114,7 +114,7 @@ class TieredStore:
         self._puts: deque[_Op] = deque()  # queued puts not yet applied or dropped, in order
         self._awaited: deque[_Op] = deque()  # queued awaited ops not yet settled, in order
         self._queued_bytes = 0
-        self._tombstones = 0  # dropped puts still in ``_ops``
+        self._noops = 0  # flush barriers and dropped puts still in ``_ops``
         self._burst = 0  # puts dropped since the queue last ran empty
         self._last_error: Exception | None = None
         self._closed = False
@@ -169,8 +169,8 @@ class TieredStore:
         return combined
 
     def pending(self) -> int:
-        """L2 operations queued or in progress (for status pages)."""
-        return len(self._ops) - self._tombstones
+        """L2 operations queued or in progress, flush barriers not counted (for status pages)."""
+        return len(self._ops) - self._noops
 
     def pending_bytes(self) -> int:
         """Bytes of the puts queued for L2 (bounded by ``max_queue_bytes``)."""
@@ -214,18 +214,21 @@ class TieredStore:
 
     async def flush(self) -> None:
         """Wait until every operation queued so far has reached L2 (or was dropped)."""
-        await self._submit("flush", _nothing, frozenset())
+        if self._ops or self._closed:
+            await self._submit("flush", _nothing, frozenset())
 
-    async def close(self) -> None:
-        """Flush, stop the writer, close L2 (idempotent).
+    async def close(self, *, flush: bool = True) -> None:
+        """Flush (unless ``flush=False``), stop the writer, close L2 (idempotent).
 
-        If the flush fails (:class:`L2WriteTimeout`) or is cancelled, the writer
-        is still stopped and L2 closed; what stayed unwritten is logged.
+        Whether the flush succeeds, fails (:class:`L2WriteTimeout`) or is
+        cancelled, the writer is stopped and L2 closed; what stayed unwritten
+        is logged.
         """
         if self._closed:
             return
         try:
-            await self.flush()
+            if flush:
+                await self.flush()
         finally:
             self._closed = True
             await self._stop()
@@ -244,6 +247,8 @@ class TieredStore:
 
     def _enqueue(self, op: _Op) -> None:
         self._ops.append(op)
+        if op.run is _nothing:
+            self._noops += 1
         self._epoch += 1
         if op.keys is None:
             self._dirty_all += 1
@@ -272,7 +277,7 @@ class TieredStore:
             op.dropped = True
             op.run = _nothing  # let go of the entry
             self._queued_bytes -= op.size
-            self._tombstones += 1
+            self._noops += 1
             self.dropped += 1
             self._burst += 1
             if self._burst == 1:
@@ -339,8 +344,8 @@ class TieredStore:
     def _finish(self, op: _Op, result: object) -> None:
         """Account for ``op`` leaving the queue head and hand its result to its waiter."""
         self._settle(op)
-        if op.dropped:
-            self._tombstones -= 1
+        if op.run is _nothing:
+            self._noops -= 1
         elif op.size:
             self._puts.popleft()  # the oldest queued put is this one (FIFO)
             self._queued_bytes -= op.size
@@ -392,7 +397,7 @@ class TieredStore:
         self._ops.clear()
         self._puts.clear()
         self._awaited.clear()
-        self._queued_bytes = self._tombstones = 0
+        self._queued_bytes = self._noops = 0
         self._dirty.clear()
         self._dirty_all = 0
 
