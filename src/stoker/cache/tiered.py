@@ -249,12 +249,7 @@ class TieredStore:
         self._ops.append(op)
         if op.run is _nothing:
             self._noops += 1
-        self._epoch += 1
-        if op.keys is None:
-            self._dirty_all += 1
-        else:
-            for key in op.keys:
-                self._dirty[key] = self._dirty.get(key, 0) + 1
+        self._mark_dirty(op)
         if op.size:
             self._puts.append(op)
             self._queued_bytes += op.size
@@ -262,6 +257,18 @@ class TieredStore:
         if op.done is not None:
             self._awaited.append(op)
         self._expire()
+        self._wake_writer()
+
+    def _mark_dirty(self, op: _Op) -> None:
+        """Record that ``op`` may change its keys in L2 (undone by :meth:`_settle`)."""
+        self._epoch += 1
+        if op.keys is None:
+            self._dirty_all += 1
+        else:
+            for key in op.keys:
+                self._dirty[key] = self._dirty.get(key, 0) + 1
+
+    def _wake_writer(self) -> None:
         if self._writer is None or self._writer.done():
             self._wake = asyncio.Event()
             self._writer = asyncio.get_running_loop().create_task(
