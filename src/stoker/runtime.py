@@ -1,11 +1,17 @@
 """Assembly: turn :class:`Settings` into a running pipeline with its stores.
 
 Invariants: :meth:`Stoker.open` either returns a ready instance or raises
-(with nothing left open); :meth:`Stoker.close` drains background
-revalidations and reclaims, flushes queued L2 writes and closes every store,
-the audit log and the origin, in that order, so a clean shutdown loses no
-write.  The pipeline starts at the persisted cache version
-(:mod:`stoker.cache.version_file`); an unfinished reclaim resumes.
+(with nothing left open).  :meth:`Stoker.close` first flushes the queued L2
+writes (what clients were already answered with), then drains background
+revalidations and reclaims, flushes what they wrote, and closes the cache
+store, the audit log and the origin.  The flushes and drains share ONE
+budget of ``shutdown_timeout`` seconds on the injected clock; a step still
+running when it is spent is cancelled and logged with what it abandoned, so
+``close`` returns (an abandoned reclaim resumes at the next start; abandoned
+L2 writes are lost from L2 only).  Only an L2 statement stuck inside SQLite
+itself can delay closing the store beyond that.  The pipeline
+starts at the persisted cache version (:mod:`stoker.cache.version_file`); an
+unfinished reclaim resumes.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from stoker.admin.audit import AuditLog
@@ -94,7 +101,9 @@ class Stoker:
         except BaseException:
             await l2.close()
             raise
-        store = TieredStore(MemoryStore(settings.l1_max_bytes, clock), l2, clock)
+        store = TieredStore(MemoryStore(settings.l1_max_bytes, clock), l2, clock,
+                            max_queue_bytes=settings.l2_queue_max_bytes,
+                            write_timeout=settings.l2_write_timeout)
         if origin is None:
             assert origin_url is not None
             origin = HttpOrigin(origin_url, timeout=settings.origin_timeout)
@@ -126,13 +135,52 @@ class Stoker:
                 log.exception("L2 eviction failed; will retry")
 
     async def close(self) -> None:
-        """Drain, flush and close everything (see module invariants)."""
+        """Flush, drain and close everything within ``shutdown_timeout`` (see module invariants)."""
         if self._maintenance is not None:
             self._maintenance.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._maintenance
-        await self.pipeline.drain()
-        await self.purger.drain()
-        await self.store.close()
+        budget = ShutdownBudget(self.clock, self.settings.shutdown_timeout)
+        await budget.run("flushing queued L2 writes", self.store.flush(), self._unwritten)
+        await budget.run("draining background revalidations", self.pipeline.drain(),
+                         lambda: f"{self.pipeline.pending()} background revalidations")
+        await budget.run("draining reclaims", self.purger.drain(),
+                         lambda: f"{self.purger.pending()} reclaims (resumed at the next start)")
+        await budget.run("flushing the L2 writes of drained work", self.store.flush(),
+                         self._unwritten)
+        await self.store.close(flush=False)  # logs what stayed unwritten
         await self.audit.close()
         await self.origin.close()
+
+    def _unwritten(self) -> str:
+        return (f"{self.store.pending()} queued L2 operations "
+                f"({self.store.pending_bytes()} bytes of cache writes)")
+
+
+class ShutdownBudget:
+    """One deadline, ``seconds`` from now on ``clock``, shared by the steps of a shutdown."""
+
+    def __init__(self, clock: Clock, seconds: float) -> None:
+        self._clock = clock
+        self._seconds = seconds
+        self._end = clock.monotonic() + seconds
+
+    async def run(self, step: str, work: Awaitable[None],
+                  left: Callable[[], str] | None = None) -> None:
+        """Await ``work`` until it ends or the budget is spent.
+
+        When the budget runs out ``work`` is cancelled and logged with ``left()``
+        (what it abandons); a failure of ``work`` is logged, not raised.
+        """
+        task = asyncio.ensure_future(work)
+        timer = asyncio.ensure_future(self._clock.sleep(self._end - self._clock.monotonic()))
+        await asyncio.wait([task, timer], return_when=asyncio.FIRST_COMPLETED)
+        timer.cancel()
+        if not task.done():
+            abandoned = f"; abandoned {left()}" if left is not None else ""
+            task.cancel()
+            await asyncio.wait([task])
+            log.warning("shutdown: shutdown_timeout (%g s) ran out while %s%s",
+                        self._seconds, step, abandoned)
+        elif not task.cancelled() and task.exception() is not None:
+            log.error("shutdown: %s failed: %s", step, task.exception())

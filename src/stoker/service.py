@@ -1,7 +1,9 @@
 """Running Stoker as a service: the proxy and admin listeners over one :class:`Stoker`.
 
-Invariants: stores are closed (pending L2 writes flushed) after the servers
-stop, whatever stopped them; an admin listener reachable beyond loopback
+Invariants: stores are closed after the servers stop, whatever stopped them
+(SIGTERM/SIGINT, ``stop``, a server failing): queued L2 writes are flushed
+first, then background work drained, within ``shutdown_timeout``
+(:meth:`Stoker.close`); an admin listener reachable beyond loopback
 without an ``admin_token`` is refused (``SettingsError``) before anything
 is opened or served, and so is a ``listen`` or ``admin_listen`` address
 another process already listens on (``AddressInUse``).

@@ -168,6 +168,15 @@ FIELDS: dict[str, Field] = {
     ),
     "max_variants": Field(_positive_int, "Most Vary variants kept per URL (least recently "
                                          "used dropped)"),
+    "shutdown_timeout": Field(
+        _seconds, "On SIGTERM: time to flush L2 writes and drain background work, then give up"
+    ),
+    "l2_queue_max_bytes": Field(
+        _bytes, "Bound of cache writes queued for L2; beyond it the oldest queued are dropped"
+    ),
+    "l2_write_timeout": Field(
+        _seconds, "How long a purge or flush waits for a failing L2 before reporting an error"
+    ),
 }
 
 
@@ -200,6 +209,9 @@ class Settings:
     purge_allow: tuple[str, ...] = ()
     trusted_proxies: tuple[str, ...] = ("127.0.0.0/8", "::1")
     max_variants: int = 32
+    shutdown_timeout: float = 10.0
+    l2_queue_max_bytes: int = 64 * 1024 * 1024
+    l2_write_timeout: float = 10.0
     rules: tuple[Rule, ...] = field(default=())
 
     @property

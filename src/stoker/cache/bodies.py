@@ -6,6 +6,11 @@ Invariants:
   the directory is fsynced after the rename.  A crash therefore never leaves
   a partial body under a final name; leftovers are temp files, which
   :meth:`BodyStore.sweep_temp` removes at startup.
+- A crash between the rename and the row insert (or a put the L2 queue
+  dropped) leaves an orphan: a final file nothing references.
+  :meth:`BodyStore.sweep_orphans_blocking` removes final files outside the
+  owner's references, and temp files, last changed before a cutoff, so a
+  body still being written or waiting to be referenced is never swept.
 - A spool holds at most ``threshold`` bytes plus one chunk in memory: once
   the total exceeds the threshold everything goes to a temp file and later
   chunks are appended straight to it.
@@ -21,7 +26,7 @@ import asyncio
 import contextlib
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Container
 from pathlib import Path
 from typing import BinaryIO
 
@@ -88,6 +93,23 @@ class BodyStore:
         for path in leftovers:
             path.unlink(missing_ok=True)
         return len(leftovers)
+
+    def sweep_orphans_blocking(self, referenced: Container[str], older_than: float) -> int:
+        """Remove body and temp files not in ``referenced`` whose last change is before
+        ``older_than`` (epoch seconds); return how many.  Run it on the thread that owns
+        the references so they cannot change meanwhile."""
+        removed = 0
+        for path in self.directory.iterdir():
+            if path.name in referenced or not _is_body_or_temp(path.name):
+                continue
+            try:
+                if path.stat().st_mtime >= older_than:
+                    continue
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            removed += 1
+        return removed
 
     def new_temp_path(self) -> Path:
         return self.directory / f"{TEMP_PREFIX}{uuid.uuid4().hex}"
@@ -198,3 +220,7 @@ class BodySpool:
         with contextlib.suppress(OSError):
             if temp is not None:
                 temp.unlink(missing_ok=True)
+
+
+def _is_body_or_temp(name: str) -> bool:
+    return name.startswith(TEMP_PREFIX) or name.endswith(FINAL_SUFFIX)

@@ -13,30 +13,44 @@ the same queue for L2 and are awaited.
 
 Invariants:
 - ONE writer task applies L2 operations in FIFO order; an operation leaves
-  the queue only once it has succeeded, so a later operation never overtakes
-  an earlier one (a queued ``put`` can never resurrect an entry in L2 after a
-  later ``delete``).
+  the queue only once it has succeeded or (a put only) been dropped, so a
+  later operation never overtakes an earlier one (a queued ``put`` can never
+  resurrect an entry in L2 after a later ``delete``).
+- The queue is bounded: the puts it holds total at most ``max_queue_bytes``
+  (``CacheEntry.meta_size``, the bytes the queue keeps in memory).  When a
+  put would exceed that, the OLDEST queued puts are dropped (L1 keeps them,
+  L2 forgets them; counted in ``dropped`` and logged once per burst).
+  Invalidations, flushes and version operations are never dropped.
 - A failing L2 operation is logged on ``stoker.cache`` and retried with
   exponential backoff (``retry_delay`` doubling up to ``max_retry_delay``,
-  slept on the injected clock); it is never dropped and never raised to the
-  caller.  Consequently an awaited invalidation (and ``flush``, ``stats``,
-  the ``refs_for_*`` queries, ``close``) waits while L2 is down.
+  slept on the injected clock) until it succeeds or, if it is a put, is
+  dropped; it is never raised to the caller.
+- An awaited operation (an invalidation, ``flush``, ``stats``, the
+  ``refs_for_*`` queries, ``close``) fails with :class:`L2WriteTimeout` once
+  it has waited ``write_timeout`` seconds on the injected clock's monotonic
+  time.  The deadline is checked whenever an L2 attempt fails and whenever an
+  operation is queued; an L2 call that hangs without failing is bounded by
+  the caller (``Stoker.close`` uses ``shutdown_timeout``).  A timed-out
+  operation stays queued and still reaches L2 in order.
 - Promotion never undoes a write: an L2 result is copied into L1 only if no
   L2 operation touching that primary key (or all keys) was queued when the
   read began and no operation at all was queued while it ran.
-- L1 ⊆ L2 up to queued operations: every L1 entry was written through or
-  promoted from L2, and removals reach both tiers in order.  Hence the count
-  an invalidation returns, the distinct refs changed across both tiers, is
-  ``max(l1 count, l2 count)``.  Entries L2 dropped on its own (its
+- L1 ⊆ L2 up to queued and dropped puts: every L1 entry was written through
+  or promoted from L2, and removals reach both tiers in order.  Hence the
+  count an invalidation returns, the distinct refs changed across both
+  tiers, is ``max(l1 count, l2 count)``.  Entries L2 lacks (dropped puts, its
   ``max_bytes`` eviction, another process) while L1 still holds them can make
   that count low by those entries.
+- After :meth:`TieredStore.close` puts reach L1 only (counted as dropped) and
+  awaited operations raise ``RuntimeError``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
+import math
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -52,16 +66,27 @@ log = logging.getLogger("stoker.cache")
 
 ALL_KEYS = None
 """``keys`` of an operation that may touch any primary key."""
+DEFAULT_QUEUE_BYTES = 64 * 1024 * 1024
+DEFAULT_WRITE_TIMEOUT = 10.0
 
 
-@dataclass(slots=True)
+class L2WriteTimeout(Exception):
+    """An awaited L2 operation did not complete within ``write_timeout``."""
+
+
+@dataclass(slots=True, eq=False)
 class _Op:
     """One queued L2 operation."""
 
     label: str
     run: Callable[[], Awaitable[object]]
     keys: frozenset[str] | None
-    done: asyncio.Future[Any] | None
+    done: asyncio.Future[Any] | None = None
+    size: int = 0
+    """Queue bytes of a put (only puts, which have ``size > 0``, may be dropped)."""
+    deadline: float = math.inf
+    """Monotonic time by which ``done`` must be settled."""
+    dropped: bool = False
 
 
 class TieredStore:
@@ -75,18 +100,31 @@ class TieredStore:
         *,
         retry_delay: float = 0.5,
         max_retry_delay: float = 30.0,
+        max_queue_bytes: int = DEFAULT_QUEUE_BYTES,
+        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
     ) -> None:
         self._l1 = l1
         self._l2 = l2
         self._clock = clock
         self._retry_delay = retry_delay
         self._max_retry_delay = max_retry_delay
+        self._max_queue_bytes = max_queue_bytes
+        self._write_timeout = write_timeout
         self._ops: deque[_Op] = deque()
+        self._puts: deque[_Op] = deque()  # queued puts not yet applied or dropped, in order
+        self._awaited: deque[_Op] = deque()  # queued awaited ops not yet settled, in order
+        self._queued_bytes = 0
+        self._noops = 0  # flush barriers and dropped puts still in ``_ops``
+        self._burst = 0  # puts dropped since the queue last ran empty
+        self._last_error: Exception | None = None
+        self._closed = False
         self._writer: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
         self._epoch = 0
         self._dirty: dict[str, int] = {}
         self._dirty_all = 0
+        self.dropped = 0
+        """Puts dropped (queue full, or after close) since this store was made."""
 
     # -- reads ---------------------------------------------------------------
 
@@ -125,25 +163,33 @@ class TieredStore:
         return sorted_refs(self._l1.refs_for_url_prefix_nowait(prefix).union(found))
 
     async def stats(self) -> dict[str, int]:
-        """L2 figures (after a flush), plus ``l1_entries``, ``l1_bytes`` and ``pending``."""
+        """L2 figures (after a flush), plus ``l1_entries``, ``l1_bytes``, ``pending``,
+        ``pending_bytes`` and ``l2_dropped``."""
         await self.flush()
         l1 = self._l1.stats_nowait()
         combined = dict(await self._l2.stats())
-        combined.update(l1_entries=l1["entries"], l1_bytes=l1["bytes"], pending=self.pending())
+        combined.update(l1_entries=l1["entries"], l1_bytes=l1["bytes"], pending=self.pending(),
+                        pending_bytes=self.pending_bytes(), l2_dropped=self.dropped)
         return combined
 
     def pending(self) -> int:
-        """L2 operations queued or in progress (for status pages)."""
-        return len(self._ops)
+        """L2 operations queued or in progress, flush barriers not counted (for status pages)."""
+        return len(self._ops) - self._noops
+
+    def pending_bytes(self) -> int:
+        """Bytes of the puts queued for L2 (bounded by ``max_queue_bytes``)."""
+        return self._queued_bytes
 
     # -- writes --------------------------------------------------------------
 
     async def put(self, entry: CacheEntry) -> None:
         """Write L1 now; queue the L2 write (not awaited)."""
         self._l1.put_nowait(entry)
-        self._enqueue(
-            _Op("put", lambda: self._l2.put(entry), frozenset((entry.primary_key,)), None)
-        )
+        if self._closed:
+            self.dropped += 1
+            return
+        self._enqueue(_Op("put", lambda: self._l2.put(entry), frozenset((entry.primary_key,)),
+                          size=entry.meta_size()))
 
     async def delete(self, refs: Iterable[EntryRef]) -> int:
         refs = list(refs)
@@ -171,35 +217,62 @@ class TieredStore:
         return max(in_l1, in_l2)
 
     async def flush(self) -> None:
-        """Wait until every operation queued so far has reached L2."""
-        await self._submit("flush", _nothing, frozenset())
+        """Wait until every operation queued so far has reached L2 (or was dropped)."""
+        if self._ops or self._closed:
+            await self._submit("flush", _nothing, frozenset())
 
-    async def close(self) -> None:
-        """Flush, stop the writer, close L2."""
-        await self.flush()
-        if self._writer is not None:
-            self._writer.cancel()
-            await asyncio.wait([self._writer])
-            self._writer = None
-        await self._l2.close()
+    async def close(self, *, flush: bool = True) -> None:
+        """Flush (unless ``flush=False``), stop the writer, close L2 (idempotent).
+
+        Whether the flush succeeds, fails (:class:`L2WriteTimeout`) or is
+        cancelled, the writer is stopped and L2 closed; what stayed unwritten
+        is logged.
+        """
+        if self._closed:
+            return
+        try:
+            if flush:
+                await self.flush()
+        finally:
+            self._closed = True
+            await self._stop()
 
     # -- the L2 writer ----------------------------------------------------------
 
     async def _submit(
         self, label: str, run: Callable[[], Awaitable[T]], keys: frozenset[str] | None
     ) -> T:
+        if self._closed:
+            raise RuntimeError(f"cache store used after close(): cannot {label}")
         done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._enqueue(_Op(label, run, keys, done))
+        deadline = self._clock.monotonic() + self._write_timeout
+        self._enqueue(_Op(label, run, keys, done, deadline=deadline))
         return await done
 
     def _enqueue(self, op: _Op) -> None:
         self._ops.append(op)
+        if op.run is _nothing:
+            self._noops += 1
+        self._mark_dirty(op)
+        if op.size:
+            self._puts.append(op)
+            self._queued_bytes += op.size
+            self._shed()
+        if op.done is not None:
+            self._awaited.append(op)
+        self._expire()
+        self._wake_writer()
+
+    def _mark_dirty(self, op: _Op) -> None:
+        """Record that ``op`` may change its keys in L2 (undone by :meth:`_settle`)."""
         self._epoch += 1
         if op.keys is None:
             self._dirty_all += 1
         else:
             for key in op.keys:
                 self._dirty[key] = self._dirty.get(key, 0) + 1
+
+    def _wake_writer(self) -> None:
         if self._writer is None or self._writer.done():
             self._wake = asyncio.Event()
             self._writer = asyncio.get_running_loop().create_task(
@@ -208,34 +281,89 @@ class TieredStore:
         elif self._wake is not None:
             self._wake.set()
 
+    def _shed(self) -> None:
+        """Drop the oldest queued puts until the queue is within ``max_queue_bytes``."""
+        while self._queued_bytes > self._max_queue_bytes and self._puts:
+            op = self._puts.popleft()
+            op.dropped = True
+            op.run = _nothing  # let go of the entry
+            self._queued_bytes -= op.size
+            self._noops += 1
+            self.dropped += 1
+            self._burst += 1
+            if self._burst == 1:
+                log.warning(
+                    "L2 write queue is full (l2_queue_max_bytes=%d); dropping the oldest "
+                    "queued cache writes until L2 catches up (last L2 error: %r)",
+                    self._max_queue_bytes, self._last_error,
+                )  # fmt: skip
+
     async def _drain(self, wake: asyncio.Event) -> None:
         while True:
             if not self._ops:
+                self._end_burst()
                 wake.clear()
                 await wake.wait()
                 continue
             op = self._ops[0]
-            result = await self._apply(op)
+            result = None if op.dropped else await self._apply(op)
             self._ops.popleft()
-            self._settle(op)
-            if op.done is not None and not op.done.done():
-                op.done.set_result(result)
+            self._finish(op, result)
 
     async def _apply(self, op: _Op) -> object:
-        """Run ``op`` until it succeeds, backing off between failures."""
+        """Run ``op`` until it succeeds (or, a put, is dropped), backing off between failures."""
         delay = self._retry_delay
         failures = 0
         while True:
             try:
-                return await op.run()
-            except Exception:
+                result = await op.run()
+            except Exception as error:
                 failures += 1
+                self._last_error = error
                 log.warning(
                     "L2 cache %s failed (attempt %d); retrying in %.2fs",
                     op.label, failures, delay, exc_info=True,
                 )  # fmt: skip
-            await self._clock.sleep(delay)
+            else:
+                self._last_error = None
+                return result
+            self._expire()
+            await self._clock.sleep(self._backoff(delay))
+            self._expire()
+            if op.dropped:
+                return None
             delay = min(delay * 2, self._max_retry_delay)
+
+    def _backoff(self, delay: float) -> float:
+        """``delay``, cut short to wake at the earliest waiter's deadline."""
+        if not self._awaited:
+            return delay
+        return max(0.0, min(delay, self._awaited[0].deadline - self._clock.monotonic()))
+
+    def _expire(self) -> None:
+        """Fail every awaited operation whose deadline has passed (it stays queued)."""
+        now = self._clock.monotonic()
+        while self._awaited and self._awaited[0].deadline <= now:
+            op = self._awaited.popleft()
+            if op.done is not None and not op.done.done():
+                op.done.set_exception(L2WriteTimeout(
+                    f"the L2 store did not accept writes for {self._write_timeout:g} s "
+                    f"(l2_write_timeout): {op.label} is still queued behind {self.pending()} "
+                    f"operations and will reach L2 when it recovers; last L2 error: "
+                    f"{self._last_error!r}"))
+
+    def _finish(self, op: _Op, result: object) -> None:
+        """Account for ``op`` leaving the queue head and hand its result to its waiter."""
+        self._settle(op)
+        if op.run is _nothing:
+            self._noops -= 1
+        elif op.size:
+            self._puts.popleft()  # the oldest queued put is this one (FIFO)
+            self._queued_bytes -= op.size
+        if self._awaited and self._awaited[0] is op:
+            self._awaited.popleft()
+        if op.done is not None and not op.done.done():
+            op.done.set_result(result)
 
     def _settle(self, op: _Op) -> None:
         if op.keys is None:
@@ -248,6 +376,42 @@ class TieredStore:
             else:
                 del self._dirty[key]
 
+    def _end_burst(self) -> None:
+        if self._burst:
+            log.warning("L2 write queue drained; %d cache writes were dropped while it was "
+                        "full", self._burst)
+            self._burst = 0
+
+    async def _stop(self) -> None:
+        """Stop the writer, fail what it left queued (logged), close L2."""
+        if self._writer is not None:
+            self._writer.cancel()
+            await asyncio.wait([self._writer])
+            self._writer = None
+        self._abandon()
+        await self._l2.close()
+
+    def _abandon(self) -> None:
+        left = [op for op in self._ops if not op.dropped]
+        kinds = Counter(op.label for op in left if op.run is not _nothing)
+        if kinds:
+            log.warning(
+                "cache store closed with %d L2 operations not written (%s; %d bytes of "
+                "puts); L2 keeps what it had before them",
+                kinds.total(), ", ".join(f"{n} {label}" for label, n in sorted(kinds.items())),
+                self._queued_bytes,
+            )  # fmt: skip
+        for op in left:
+            if op.done is not None and not op.done.done():
+                op.done.set_exception(RuntimeError(f"cache store closed before its {op.label} "
+                                                   "reached L2"))
+        self._ops.clear()
+        self._puts.clear()
+        self._awaited.clear()
+        self._queued_bytes = self._noops = 0
+        self._dirty.clear()
+        self._dirty_all = 0
+
 
 async def _nothing() -> None:
-    """The no-op a flush queues as a barrier."""
+    """The no-op a flush queues as a barrier (and a dropped put becomes)."""

@@ -427,6 +427,10 @@ class Pipeline:
         log.info("answering %d: %s", status, detail)
         await sink.whole(status, headers, body)
 
+    def pending(self) -> int:
+        """Background revalidations running now (cancelling :meth:`drain` cancels them)."""
+        return len(self._tasks)
+
     async def drain(self) -> None:
         """Wait for background revalidations (used at shutdown and in tests)."""
         while self._tasks:

@@ -115,6 +115,10 @@ class Purger:
         if not state.reclaimed:
             self._start_reclaim(state.version)
 
+    def pending(self) -> int:
+        """Background reclaims running now (cancelling :meth:`drain` cancels them)."""
+        return len(self._tasks)
+
     async def drain(self) -> None:
         """Wait for background reclaims (at shutdown and in tests)."""
         while self._tasks:

@@ -1,7 +1,8 @@
-"""SqliteCacheStore: persistence, eviction, body-file ownership, header encoding."""
+"""SqliteCacheStore: persistence, eviction, body-file ownership, orphan sweeps, header encoding."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
@@ -12,7 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.backends.sqlite import cache_store
-from stoker.backends.sqlite.cache_store import SqliteCacheStore, decode_headers, encode_headers
+from stoker.backends.sqlite.cache_store import (
+    ORPHAN_GRACE,
+    SqliteCacheStore,
+    decode_headers,
+    encode_headers,
+)
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry
 from stoker.cache.store import EntryRef
@@ -119,6 +125,56 @@ async def test_evict_enforces_max_bytes_oldest_first(
         assert (await store.stats())["bytes"] <= 2500
     finally:
         await store.close()
+
+
+async def orphan(bodies: BodyStore) -> str:
+    """A committed body file no row references (as a crash before the row insert leaves)."""
+    spool = bodies.spool(threshold=0)
+    await spool.write(b"orphan")
+    _, name, _ = await spool.finish()
+    assert name is not None
+    return name
+
+
+def age(bodies: BodyStore, name: str, changed_at: float) -> None:
+    os.utime(bodies.path(name), (changed_at, changed_at))
+
+
+async def test_start_sweeps_old_orphaned_body_files_and_keeps_referenced_ones(
+    tmp_path: Path, bodies: BodyStore, clock: FakeClock
+) -> None:
+    path = tmp_path / "cache.sqlite3"
+    first = await SqliteCacheStore.open(path, bodies, clock)
+    entry = await file_entry(bodies, "https://example.com/big")
+    await first.put(entry)
+    await first.close()
+    assert entry.body_file is not None
+    old, young = await orphan(bodies), await orphan(bodies)
+    temp = bodies.new_temp_path()
+    temp.write_bytes(b"partial")
+    long_ago = clock.now() - ORPHAN_GRACE - 1
+    for name in (entry.body_file, old, temp.name):
+        age(bodies, name, long_ago)
+    age(bodies, young, clock.now() - ORPHAN_GRACE + 1)  # may still be on its way to a row
+
+    second = await SqliteCacheStore.open(path, bodies, clock)
+    try:
+        assert body_files(bodies) == {entry.body_file, young}
+        assert await second.get(entry.primary_key) == [entry]
+    finally:
+        await second.close()
+
+
+async def test_evict_sweeps_orphans_once_the_grace_has_passed(
+    sqlite_store: SqliteCacheStore, bodies: BodyStore, clock: FakeClock
+) -> None:
+    name = await orphan(bodies)
+    age(bodies, name, clock.now())
+    await sqlite_store.evict(clock.now())
+    assert body_files(bodies) == {name}
+    clock.advance(ORPHAN_GRACE + 1)
+    await sqlite_store.evict(clock.now())
+    assert body_files(bodies) == set()
 
 
 async def test_url_prefix_with_the_highest_code_point(sqlite_store: SqliteCacheStore) -> None:

@@ -1,4 +1,5 @@
-"""TieredStore: promotion keeps remaining lifetime; L2 writes are queued, ordered, retried."""
+"""TieredStore: promotion keeps remaining lifetime; L2 writes are queued, ordered, retried,
+bounded (oldest puts dropped) and awaited with a deadline."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from stoker.cache.entry import CacheEntry, Freshness
 from stoker.cache.memory import MemoryStore
 from stoker.cache.store import CacheStore, EntryRef
 from stoker.cache.testing import make_entry
-from stoker.cache.tiered import TieredStore
+from stoker.cache.tiered import L2WriteTimeout, TieredStore
 from stoker.clock import FakeClock
 
 
@@ -221,3 +222,134 @@ async def test_a_failing_l2_read_is_a_logged_miss(
         assert await tiered.get(entry.primary_key) == []
     assert "read failed" in caplog.text
     assert await tiered.get(entry.primary_key) == [entry]
+
+
+# -- the bounded queue and deadlines -------------------------------------------
+
+FOREVER = 10**9
+
+
+def pages(count: int) -> list[CacheEntry]:
+    """``count`` entries of equal queue size."""
+    return [make_entry(f"https://example.com/p{i:03d}") for i in range(count)]
+
+
+def bounded(l1: MemoryStore, l2: FaultyStore, clock: RecordingClock, *, entries: int = 3,
+            write_timeout: float = 10.0) -> TieredStore:
+    """A store whose queue holds ``entries`` puts of :func:`pages`."""
+    return TieredStore(l1, l2, clock, retry_delay=0.5, max_retry_delay=3.0,
+                       max_queue_bytes=entries * pages(1)[0].meta_size(),
+                       write_timeout=write_timeout)
+
+
+async def in_l2(l2: FaultyStore, entries: list[CacheEntry]) -> list[CacheEntry]:
+    return [entry for entry in entries if await l2.inner.get(entry.primary_key)]
+
+
+async def test_a_full_queue_drops_the_oldest_puts_counts_and_logs_once(
+    l1: MemoryStore, l2: FaultyStore, clock: RecordingClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = bounded(l1, l2, clock, entries=3)
+    entries = pages(10)
+    l2.failures["put"] = FOREVER
+    with caplog.at_level(logging.WARNING, logger="stoker.cache"):
+        for entry in entries:
+            await store.put(entry)
+        assert (store.pending(), store.pending_bytes()) == (3, 3 * entries[0].meta_size())
+        assert store.dropped == 7
+        assert all(store.get_l1(entry.primary_key) for entry in entries)  # L1 keeps them
+        l2.failures["put"] = 0
+        stats = await store.stats()
+    assert await in_l2(l2, entries) == entries[7:]
+    assert (stats["l2_dropped"], stats["pending"], stats["pending_bytes"]) == (7, 0, 0)
+    assert caplog.text.count("L2 write queue is full") == 1
+    assert "7 cache writes were dropped" in caplog.text
+
+
+async def test_invalidations_are_never_dropped_and_keep_their_place(
+    l1: MemoryStore, l2: FaultyStore, clock: RecordingClock
+) -> None:
+    store = bounded(l1, l2, clock, entries=2)
+    old, *others = pages(6)
+    await l2.inner.put(old)
+    l2.failures["put"] = FOREVER
+    await store.put(make_entry(old.url, body=b"new"))
+    purge = asyncio.create_task(store.delete_primary([old.primary_key]))
+    for entry in others:
+        await store.put(entry)
+    assert store.dropped == 4  # the new version of ``old`` and three others; not the purge
+    l2.failures["put"] = 0
+    assert await purge == 1
+    await store.flush()
+    assert await l2.inner.get(old.primary_key) == []
+    assert await in_l2(l2, others) == others[-2:]
+
+
+async def test_a_dropped_put_in_progress_is_no_longer_retried(
+    l1: MemoryStore, l2: FaultyStore, clock: RecordingClock
+) -> None:
+    store = bounded(l1, l2, clock, entries=2)
+    first, *later = pages(3)
+    l2.failures["put"] = FOREVER
+    await store.put(first)
+    while l2.calls.count("put") < 3:  # the writer is retrying ``first``
+        await asyncio.sleep(0)
+    for entry in later:
+        await store.put(entry)
+    l2.failures["put"] = 0
+    await store.flush()
+    assert await in_l2(l2, [first, *later]) == later
+
+
+async def test_an_awaited_delete_times_out_clearly_and_still_reaches_l2_in_order(
+    l1: MemoryStore, l2: FaultyStore, clock: RecordingClock
+) -> None:
+    store = bounded(l1, l2, clock, write_timeout=5.0)
+    [entry] = pages(1)
+    l2.failures["put"] = FOREVER
+    await store.put(entry)
+    with pytest.raises(L2WriteTimeout, match=r"did not accept writes for 5 s \(l2_write_timeout\)"
+                       r".*delete.*OSError\('injected put failure'\)"):
+        await store.delete([ref(entry)])
+    assert clock.sleeps[:4] == [0.5, 1.0, 2.0, 1.5]  # the last backoff ends at the deadline
+    l2.failures["put"] = 0
+    await store.flush()
+    assert l2.calls[-2:] == ["put", "delete"]
+    assert await l2.inner.get(entry.primary_key) == []
+
+
+async def test_a_hung_l2_times_out_waiters_when_more_work_is_queued(
+    l1: MemoryStore, l2: FaultyStore, clock: RecordingClock
+) -> None:
+    store = bounded(l1, l2, clock, write_timeout=5.0)
+    first, second = pages(2)
+    l2.gate_before["put"] = gate = asyncio.Event()
+    await store.put(first)
+    flush = asyncio.create_task(store.flush())
+    await asyncio.sleep(0)
+    clock.advance(5.0)
+    await store.put(second)
+    with pytest.raises(L2WriteTimeout, match="flush is still queued"):
+        await flush
+    gate.set()
+    await store.flush()
+    assert await in_l2(l2, [first, second]) == [first, second]
+
+
+async def test_close_with_a_failing_l2_gives_up_logs_what_is_lost_and_closes_l2(
+    l1: MemoryStore, l2: FaultyStore, clock: RecordingClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = bounded(l1, l2, clock, write_timeout=2.0)
+    entries = pages(2)
+    l2.failures["put"] = FOREVER
+    for entry in entries:
+        await store.put(entry)
+    with caplog.at_level(logging.WARNING, logger="stoker.cache"), pytest.raises(L2WriteTimeout):
+        await store.close()
+    assert l2.calls[-1] == "close"
+    assert "closed with 2 L2 operations not written (2 put;" in caplog.text
+    assert store.pending() == 0
+    await store.put(entries[0])  # after close: L1 only
+    assert store.dropped == 1
+    with pytest.raises(RuntimeError, match="after close"):
+        await store.flush()

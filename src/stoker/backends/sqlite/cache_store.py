@@ -18,6 +18,13 @@ Invariants:
   removes the replaced row's file when the name changed.
 - Rows past ``keep_until`` are absent for every read and count;
   :meth:`SqliteCacheStore.evict` removes them (and enforces ``max_bytes``).
+- Orphaned body files (no row references them: a crash between a body
+  file's rename and its row insert, a put the L2 queue dropped) are removed
+  by :meth:`SqliteCacheStore.sweep_orphans` at ``start`` and then by
+  ``evict`` every ``ORPHAN_GRACE`` seconds; only files unchanged for
+  ``ORPHAN_GRACE`` are swept, so a body whose row is still being written
+  (or waits in the L2 queue) is kept.  The sweep reads the references and
+  removes files on the worker thread, so no put interleaves.
 - ``headers`` are stored length-prefixed (:func:`encode_headers`), so any
   bytes round-trip; ``vary``, ``tags`` and ``extra`` are JSON.
 """
@@ -25,6 +32,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import struct
 from collections.abc import Iterable, Sequence
@@ -39,6 +47,10 @@ from stoker.clock import Clock
 
 MIGRATIONS_PACKAGE = "stoker.backends.sqlite.migrations"
 COMPONENT = "cache"
+ORPHAN_GRACE = 3600.0
+"""Seconds a body file must have been unchanged before an orphan sweep may remove it."""
+
+log = logging.getLogger("stoker.cache")
 
 SELECT_LIVE = """
 SELECT primary_key, variant, url, status, headers, body, body_file, body_size,
@@ -77,6 +89,7 @@ SELECT_URL_RANGE = """
 SELECT primary_key, variant FROM cache_entries WHERE url >= ? AND url < ? AND keep_until > ?
 """
 SELECT_URL_FROM = "SELECT primary_key, variant FROM cache_entries WHERE url >= ? AND keep_until > ?"
+SELECT_BODY_FILES = "SELECT body_file FROM cache_entries WHERE body_file IS NOT NULL"
 SELECT_STATS = "SELECT COUNT(*), COALESCE(SUM(size_bytes), 0) FROM cache_entries"
 SELECT_OLDEST = """
 SELECT primary_key, variant, size_bytes FROM cache_entries ORDER BY stored_at, rowid
@@ -99,6 +112,7 @@ class SqliteCacheStore:
         self._clock = clock
         self._max_bytes = max_bytes
         self._db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE)
+        self._next_sweep = 0.0
 
     @classmethod
     async def open(
@@ -110,8 +124,10 @@ class SqliteCacheStore:
         return store
 
     async def start(self) -> None:
-        """Start the worker thread, connect and apply pending migrations (idempotent)."""
+        """Start the worker thread, connect, apply pending migrations and sweep orphaned
+        body files (idempotent)."""
         await self._db.start()
+        await self.sweep_orphans(self._clock.now())
 
     async def close(self) -> None:
         """Close the connection and stop the worker thread."""
@@ -165,8 +181,21 @@ class SqliteCacheStore:
 
     async def evict(self, now: float) -> int:
         """Delete entries past ``keep_until`` then, if ``max_bytes`` is set, the oldest
-        ``stored_at`` until within it; return how many were deleted."""
-        return await self._db.run(lambda conn: len(self._evict(conn, now)))
+        ``stored_at`` until within it; return how many were deleted.  Also sweeps orphaned
+        body files once ``ORPHAN_GRACE`` has passed since the last sweep."""
+        evicted = await self._db.run(lambda conn: len(self._evict(conn, now)))
+        if now >= self._next_sweep:
+            await self.sweep_orphans(now)
+        return evicted
+
+    async def sweep_orphans(self, now: float) -> int:
+        """Remove body files no row references, unchanged for ``ORPHAN_GRACE`` before ``now``;
+        return how many."""
+        removed = await self._db.run(lambda conn: self._sweep_orphans(conn, now - ORPHAN_GRACE))
+        self._next_sweep = now + ORPHAN_GRACE
+        if removed:
+            log.info("removed %d orphaned body files from %s", removed, self._bodies.directory)
+        return removed
 
     # -- worker-thread side ----------------------------------------------------
 
@@ -200,6 +229,10 @@ class SqliteCacheStore:
         if self._max_bytes is not None:
             deleted += self._delete_rows(conn, DELETE_REF, _oldest_over(conn, self._max_bytes))
         return deleted
+
+    def _sweep_orphans(self, conn: sqlite3.Connection, older_than: float) -> int:
+        referenced = {name for (name,) in conn.execute(SELECT_BODY_FILES)}
+        return self._bodies.sweep_orphans_blocking(referenced, older_than)
 
     def _remove_files(self, names: Iterable[str | None]) -> None:
         for name in names:
