@@ -80,7 +80,7 @@ async def test_round_trip_keeps_every_field(store: CacheStore) -> None:
         etag='"abc"',
         last_modified="Tue, 15 Nov 1994 12:45:26 GMT",
         stored_at=1_700_000_000.125,
-        extra={"origin": "a", "note": "é"},
+        origin_vouched=True,
     )
     await store.put(entry)
     assert await store.get(entry.primary_key) == [entry]

@@ -68,7 +68,8 @@ _SQLITE_VALUES = {"INT": 1, "REA": 1.0, "BLO": b"x"}
 
 
 def sqlite_fill(conn: sqlite3.Connection) -> None:
-    """One row in every table: a value for each NOT NULL column without a default."""
+    """A row in every table: a value for each NOT NULL column without a default
+    (ignored where an earlier step's row already holds the same key)."""
     tables = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"
                           " AND name NOT LIKE 'sqlite_%' AND name != 'schema_migrations'"
                           " ORDER BY rowid").fetchall()
@@ -80,7 +81,8 @@ def sqlite_fill(conn: sqlite3.Connection) -> None:
         }
         names = ", ".join(f'"{name}"' for name in needed)
         marks = ", ".join("?" for _ in needed)
-        conn.execute(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', list(needed.values()))
+        conn.execute(f'INSERT OR IGNORE INTO "{table}" ({names}) VALUES ({marks})',
+                     list(needed.values()))
 
 
 def sqlite_counts(path: Path) -> dict[str, int]:
@@ -160,7 +162,8 @@ async def pg_dump(conn: asyncpg.Connection, schema: str) -> dict[str, list[tuple
 
 
 async def pg_fill(conn: asyncpg.Connection, schema: str) -> None:
-    """One row in every table: a value for each NOT NULL column without a default."""
+    """A row in every table: a value for each NOT NULL column without a default
+    (ignored where an earlier step's row already holds the same key)."""
     tables = await conn.fetch(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = $1"
         " AND table_name != 'schema_migrations'", schema)

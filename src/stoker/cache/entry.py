@@ -18,7 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 Header = tuple[bytes, bytes]
 
@@ -55,7 +55,9 @@ class CacheEntry:
     etag: str | None = None
     last_modified: str | None = None
     stored_at: float = 0.0
-    extra: dict[str, str] = field(default_factory=dict)
+    origin_vouched: bool = False
+    """The origin's own headers made it shareable (explicit lifetime or ``public``),
+    not a rule or a default: only such entries may answer requests with personal cookies."""
 
     def age(self, now: float) -> float:
         """Current age per RFC 9111 §4.2.3: corrected initial age plus resident time."""

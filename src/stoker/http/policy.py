@@ -18,6 +18,11 @@ Invariants of :func:`decide_storage`:
   (qualified or not) implies ``fresh_for == 0`` unless a rule overrides.
 - ``strip_set_cookie`` is True only when the response has Set-Cookie and the
   matched rule allows stripping it.
+- ``origin_vouched`` is True only when the origin's own headers made the
+  response shareable: an explicit lifetime (``s-maxage``, ``max-age``,
+  ``Expires``, or a targeted field's ``max-age``) that no overriding rule
+  replaced, or ``public``.  A lifetime from a rule, a default, the heuristic
+  or validators alone never vouches.
 
 Choices (each is stricter than or equal to the RFC, or follows the operator):
 - Qualified ``no-cache="field"`` is treated like unqualified ``no-cache``
@@ -85,6 +90,12 @@ class StorageDecision:
     source: str = ""
     strip_set_cookie: bool = False
     revalidate_only: bool = False
+    origin_vouched: bool = False
+
+
+ORIGIN_SOURCES = frozenset({"s-maxage", "max-age", "expires", "cdn-cache-control",
+                            "surrogate-control"})
+"""``StorageDecision.source`` values that are the origin's own explicit lifetime."""
 
 
 def _refuse(reason: str) -> StorageDecision:
@@ -270,6 +281,7 @@ def decide_storage(
         source=source,
         strip_set_cookie=strip_set_cookie,
         revalidate_only=revalidate_only,
+        origin_vouched=source in ORIGIN_SOURCES or (cc.public and not overriding),
     )
 
 

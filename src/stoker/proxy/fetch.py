@@ -12,6 +12,10 @@ Invariants:
   body is fsynced and stored.
 - The client's disconnect does not stop a store in progress (followers may be
   waiting on it); it does stop a pass-through.
+- A response whose shareability comes from a rule or a default (not
+  ``origin_vouched``) is never stored for a request with personal cookies
+  (``Fetch.personal``): it is passed through with ``fwd=bypass;
+  detail=cookie``.
 - Within an entry's stale-if-error window, an origin error, timeout or 5xx
   is answered with the stale entry.  An origin error is logged here only when
   no error response reports it (stale served, or no client waiting).
@@ -83,6 +87,8 @@ class Fetch:
     """The request as forwarded, for Vary (default: the request's own headers)."""
     siblings: Sequence[CacheEntry] = ()
     """Variants stored under the key at lookup, least recently used first."""
+    personal: Sequence[str] = ()
+    """Cookies on the request that may personalise the page (``rules.personal_cookies``)."""
 
 
 @dataclass(slots=True)
@@ -160,6 +166,8 @@ class Fetcher:
             response_headers=response.headers, request_time=request_time,
             response_time=response_time, rule=fetch.rule_ttl, defaults=self.config.defaults)
         decision = self._size_limit(decision, response.headers)
+        if decision.store and fetch.personal and not decision.origin_vouched:
+            decision = replace(decision, store=False, reason="cookie")
         if not decision.store:
             if fetch.flight is not None:
                 fetch.flight.share(None)  # followers must not wait for, or share, this response
@@ -184,7 +192,8 @@ class Fetcher:
         if sink is None:
             return
         headers = client_response_headers(response.headers, self.config.hidden_headers)
-        headers.append(self.status_header(fetch.fwd, response.status, detail=decision.reason))
+        fwd = "bypass" if decision.reason == "cookie" else fetch.fwd
+        headers.append(self.status_header(fwd, response.status, detail=decision.reason))
         await sink.stream(response.status, headers, response.chunks)
 
     async def _stream_and_store(self, fetch: Fetch, response: OriginResponse,
@@ -287,6 +296,7 @@ class Fetcher:
             etag=_text(get_header(response.headers, b"etag")),
             last_modified=_text(get_header(response.headers, b"last-modified")),
             stored_at=self._clock.now(),
+            origin_vouched=decision.origin_vouched,
         )
 
     async def _refresh(self, fetch: Fetch, stale: CacheEntry, response: OriginResponse,
@@ -312,6 +322,7 @@ class Fetcher:
             etag=_text(get_header(merged, b"etag")),
             last_modified=_text(get_header(merged, b"last-modified")),
             stored_at=self._clock.now(),
+            origin_vouched=decision.origin_vouched,
         )
         screened = self._screen(refreshed, since)
         if screened is None:

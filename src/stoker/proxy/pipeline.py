@@ -15,6 +15,12 @@ Invariants:
 - A successful unsafe request invalidates its URL and same-host
   ``Location``/``Content-Location`` (RFC 9111 §4.4) before the first byte of
   its response is sent, so the client's next GET cannot get the old copy.
+- A request with personal cookies (:func:`~stoker.rules.personal_cookies`)
+  is answered from cache only with an entry the origin vouched for
+  (``CacheEntry.origin_vouched``); it never joins or leads a collapsed
+  flight, and its response is stored only when the origin vouches for it.
+  Such bypasses are counted per cookie name (:attr:`Pipeline.cookie_bypasses`,
+  at most :data:`COOKIE_NAMES_KEPT` names) and logged once per name.
 - Vary selection (lookup, collapsing, storing) compares the request as
   forwarded: the Cookie after the rule's ``strip_cookies``, without the
   rule's ``vary_ignore_cookies`` (:func:`~stoker.rules.vary_view`).
@@ -56,7 +62,14 @@ from stoker.proxy.forwarding import client_response_headers, origin_request_head
 from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
 from stoker.proxy.request import BadRequest, RequestInfo, parse_request
 from stoker.proxy.respond import ClientSink, error_response
-from stoker.rules import Rule, has_cookie, match_rule, strip_cookies, vary_view
+from stoker.rules import (
+    Rule,
+    has_cookie,
+    match_rule,
+    personal_cookies,
+    strip_cookies,
+    vary_view,
+)
 
 log = logging.getLogger("stoker.proxy")
 PurgeMethodHandler = Callable[[RequestInfo, ClientSink], Awaitable[None]]
@@ -64,6 +77,8 @@ PurgeMethodHandler = Callable[[RequestInfo, ClientSink], Awaitable[None]]
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 CONDITIONALS = (b"if-none-match", b"if-modified-since")
 SHAREABLE = frozenset({"stored", "refreshed", "stale"})
+COOKIE_NAMES_KEPT = 200
+OTHER_COOKIES = "(other)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +105,13 @@ class Lookup:
     primary: str
     varying: list[tuple[bytes, bytes]]
     siblings: Sequence[CacheEntry] = ()
+    personal: Sequence[str] = ()
 
     def may_reuse(self, entry: CacheEntry) -> bool:
-        """False when the request has credentials the entry may not be shared with."""
+        """False when the request has credentials or personal cookies the entry
+        may not be shared with."""
+        if self.personal and not entry.origin_vouched:
+            return False
         return get_header(self.request.headers, b"authorization") is None or (
             shareable_with_authorization(entry.headers))
 
@@ -112,6 +131,7 @@ class Pipeline:
         self.version = version
         self.collapser = Collapser()
         self.stats: Counter[str] = Counter()
+        self.cookie_bypasses: Counter[str] = Counter()
         self._tasks: set[asyncio.Task[None]] = set()
         self._name = fetcher.config.cache_name
         self.purge_method: PurgeMethodHandler | None = None
@@ -180,7 +200,8 @@ class Pipeline:
         entries = self.store.get_l1(primary)
         if entries is None:
             entries = await self.store.get(primary)
-        lookup = Lookup(request, rule, primary, vary_view(request.headers, rule), entries)
+        lookup = Lookup(request, rule, primary, vary_view(request.headers, rule), entries,
+                        personal_cookies(request.headers, rule))
         entry = select_variant(entries, lookup.varying) if entries else None
         if entry is not None and not lookup.may_reuse(entry):
             entry = None
@@ -244,6 +265,9 @@ class Pipeline:
 
     async def _collapsed(self, lookup: Lookup, entry: CacheEntry | None, variant: str,
                          fwd: str, sink: ClientSink) -> None:
+        if lookup.personal:  # a personalised answer is never shared with waiting requests
+            await self._fetch(lookup, entry, fwd, sink, None)
+            return
         key = f"{lookup.primary}\n{variant}"
         flight, leader = self.collapser.join(key)
         if not leader:
@@ -271,7 +295,10 @@ class Pipeline:
         outcome = await self.fetcher.run(Fetch(
             request=request, primary_key=lookup.primary, rule_ttl=rule.ttl if rule else None,
             cookie=self._origin_cookie(request, rule), stale=entry, sink=sink, fwd=fwd,
-            flight=flight, varying=lookup.varying, siblings=lookup.siblings))
+            flight=flight, varying=lookup.varying, siblings=lookup.siblings,
+            personal=lookup.personal))
+        if outcome.detail == "cookie":
+            self._count_cookie_bypass(lookup.personal)
         if sink is None:
             return outcome
         if outcome.kind in SERVE_KINDS and outcome.entry is not None:
@@ -287,6 +314,17 @@ class Pipeline:
         elif outcome.kind == "failed":
             await self._fail(sink, outcome.status, fwd, outcome.detail)
         return outcome
+
+    def _count_cookie_bypass(self, names: Sequence[str]) -> None:
+        counts = self.cookie_bypasses
+        for name in dict.fromkeys(names):
+            if name not in counts and len(counts) >= COOKIE_NAMES_KEPT:
+                name = OTHER_COOKIES
+            if name not in counts:
+                log.warning("not caching pages for requests with cookie %r: the origin does "
+                            "not mark them shareable; if this cookie never changes a page, "
+                            "add it to ignore_cookies or strip_cookies", name)
+            counts[name] += 1
 
     def _origin_cookie(self, request: RequestInfo, rule: Rule | None) -> str | bool | None:
         if rule is None or not rule.strip_cookies:

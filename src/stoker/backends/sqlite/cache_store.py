@@ -26,7 +26,7 @@ Invariants:
   (or waits in the L2 queue) is kept.  The sweep reads the references and
   removes files on the worker thread, so no put interleaves.
 - ``headers`` are stored length-prefixed (:func:`encode_headers`), so any
-  bytes round-trip; ``vary``, ``tags`` and ``extra`` are JSON.
+  bytes round-trip; ``vary`` and ``tags`` are JSON.
 """
 
 from __future__ import annotations
@@ -55,14 +55,14 @@ log = logging.getLogger("stoker.cache")
 SELECT_LIVE = """
 SELECT primary_key, variant, url, status, headers, body, body_file, body_size,
        response_time, initial_age, fresh_until, stale_until, error_until, keep_until,
-       vary, tags, etag, last_modified, stored_at, extra
+       vary, tags, etag, last_modified, stored_at, origin_vouched
 FROM cache_entries WHERE primary_key = ? AND keep_until > ? ORDER BY variant
 """
 INSERT_ENTRY = """
 INSERT INTO cache_entries (
     primary_key, variant, url, status, headers, body, body_file, body_size,
     response_time, initial_age, fresh_until, stale_until, error_until, keep_until,
-    vary, tags, etag, last_modified, stored_at, extra, size_bytes
+    vary, tags, etag, last_modified, stored_at, origin_vouched, size_bytes
 ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 INSERT_TAG = "INSERT OR IGNORE INTO cache_tags (tag, primary_key, variant) VALUES (?, ?, ?)"
@@ -333,7 +333,7 @@ def entry_to_row(entry: CacheEntry) -> tuple[Any, ...]:
         entry.error_until, entry.keep_until,
         json.dumps(list(entry.vary)), json.dumps(list(entry.tags)),
         entry.etag, entry.last_modified, entry.stored_at,
-        json.dumps(entry.extra, sort_keys=True), len(headers) + entry.body_size,
+        int(entry.origin_vouched), len(headers) + entry.body_size,
     )  # fmt: skip
 
 
@@ -341,7 +341,7 @@ def entry_from_row(row: Sequence[Any]) -> CacheEntry:
     """A :class:`CacheEntry` from a :data:`SELECT_LIVE` row."""
     (key, variant, url, status, headers, body, body_file, body_size, response_time,
      initial_age, fresh_until, stale_until, error_until, keep_until,
-     vary, tags, etag, last_modified, stored_at, extra) = row  # fmt: skip
+     vary, tags, etag, last_modified, stored_at, origin_vouched) = row  # fmt: skip
     return CacheEntry(
         primary_key=key, variant=variant, url=url, status=status,
         headers=decode_headers(headers), body=body, body_file=body_file,
@@ -349,5 +349,5 @@ def entry_from_row(row: Sequence[Any]) -> CacheEntry:
         fresh_until=fresh_until, stale_until=stale_until, error_until=error_until,
         keep_until=keep_until, vary=tuple(json.loads(vary)), tags=tuple(json.loads(tags)),
         etag=etag, last_modified=last_modified, stored_at=stored_at,
-        extra=dict(json.loads(extra)),
+        origin_vouched=bool(origin_vouched),
     )  # fmt: skip

@@ -1,0 +1,5 @@
+-- Whether the origin's own headers made an entry shareable (explicit lifetime or public),
+-- as opposed to a rule or a default: requests with personal cookies reuse only those.
+-- Entries stored before this column existed count as not vouched (the safe side).
+ALTER TABLE cache_entries ADD COLUMN origin_vouched INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE cache_entries DROP COLUMN extra;
