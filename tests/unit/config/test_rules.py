@@ -58,3 +58,17 @@ def test_stripping_everything_leaves_nothing(names: list[str]) -> None:
     header = "; ".join(f"{name}=v" for name in names)
     assert strip_cookies(header, ["*"]) is None
     assert not has_cookie(strip_cookies(header, names[:1]), names[:1])
+
+
+def test_personal_cookies_are_those_no_list_accounts_for() -> None:
+    from stoker.rules import Rule, personal_cookies
+
+    rule = Rule(strip_cookies=("_ga*",), ignore_cookies=("consent",),
+                vary_ignore_cookies=("csrftoken",))
+    cookie = [(b"cookie", b"_ga=1; consent=y; csrftoken=t; comment_author_x=Alice; sid=9")]
+    assert personal_cookies(cookie, rule) == ["comment_author_x", "sid"]
+    assert personal_cookies(cookie, None) == ["_ga", "consent", "csrftoken",
+                                              "comment_author_x", "sid"]
+    assert personal_cookies([], rule) == []
+    assert personal_cookies(cookie, Rule(cache_with_cookies=True)) == []
+    assert personal_cookies([(b"cookie", b"_ga=1; consent=n")], rule) == []

@@ -927,3 +927,43 @@ def test_decision_invariants(
         assert status in HEURISTICALLY_CACHEABLE or f"{CC}: public" in values
     if d.keep > 0:
         assert "etag" in names or "last-modified" in names
+
+
+RULE_10M = RuleTTL(ttl=600)
+OVERRIDE_10M = RuleTTL(ttl=600, override=True)
+
+
+@pytest.mark.parametrize(("response", "rule", "vouched"), [
+    ((("cache-control", "max-age=60"),), None, True),
+    ((("cache-control", "s-maxage=60"),), RULE_10M, True),
+    ((("cache-control", "public"),), RULE_10M, True),
+    ((("expires", "Thu, 01 Jan 2099 00:00:00 GMT"), ("date", DATE)), None, True),
+    ((("cdn-cache-control", "max-age=60"),), None, True),
+    ((("surrogate-control", "max-age=60"),), None, True),
+    ((), RULE_10M, False),  # silent origin, rule ttl
+    ((("cache-control", "max-age=60"),), OVERRIDE_10M, False),  # the operator's lifetime
+    ((("cache-control", "public"),), OVERRIDE_10M, False),
+    ((("last-modified", "Tue, 15 Nov 1994 12:45:26 GMT"), ("date", DATE)), None, False),
+    ((("etag", '"v1"'),), None, False),  # validator only
+    ((("cache-control", "no-cache"), ("etag", '"v1"')), RULE_10M, False),
+])
+def test_origin_vouched_only_for_its_own_explicit_lifetime_or_public(
+        response: tuple[tuple[str, str], ...], rule: RuleTTL | None, vouched: bool) -> None:
+    decision = decide(*response, rule=rule)
+    assert decision.store
+    assert decision.origin_vouched is vouched
+
+
+@given(st.lists(st.sampled_from([
+    ("cache-control", "max-age=5"), ("cache-control", "public"), ("cache-control", "no-cache"),
+    ("expires", "garbage"), ("cdn-cache-control", "max-age=1"), ("etag", '"x"'),
+    ("last-modified", "Tue, 15 Nov 1994 12:45:26 GMT")]), max_size=4),
+    st.sampled_from([None, RULE_10M, OVERRIDE_10M]))
+def test_origin_vouched_implies_the_origin_spoke(response: list[tuple[str, str]],
+                                                 rule: RuleTTL | None) -> None:
+    decision = decide(*response, rule=rule)
+    spoke = any(name in ("cache-control", "expires", "cdn-cache-control", "surrogate-control")
+                for name, _ in response)
+    assert not decision.origin_vouched or (spoke and decision.store)
+    if rule is OVERRIDE_10M:
+        assert not decision.origin_vouched or ("cache-control", "public") in response
