@@ -22,7 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from stoker.admin.audit import AuditLog
+from stoker.backends.sqlite.audit_store import SqliteAuditStore
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
 from stoker.cache.events import PurgeEvents
@@ -36,7 +36,7 @@ from stoker.http.policy import StaleDefaults
 from stoker.proxy.fetch import FetchConfig, Fetcher
 from stoker.proxy.origin import HttpOrigin, OriginClient
 from stoker.proxy.pipeline import Pipeline, PipelineConfig
-from stoker.proxy.purge import Purger
+from stoker.proxy.purge import AuditTrail, Purger
 from stoker.proxy.purge_method import PurgeMethod, parse_networks
 from stoker.settings import Settings, SettingsError
 
@@ -72,7 +72,7 @@ class Stoker:
     l2: SqliteCacheStore
     origin: OriginClient
     purger: Purger
-    audit: AuditLog
+    audit: AuditTrail
     _maintenance: asyncio.Task[None] | None = field(default=None)
 
     @property
@@ -97,7 +97,7 @@ class Stoker:
         l2 = await SqliteCacheStore.open(settings.data_dir / "cache.db", bodies, clock,
                                          max_bytes=settings.l2_max_bytes)
         try:
-            audit = await AuditLog.open(settings.sqlite_path, clock)
+            audit = await SqliteAuditStore.open(settings.sqlite_path, clock)
         except BaseException:
             await l2.close()
             raise

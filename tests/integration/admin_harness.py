@@ -1,8 +1,9 @@
-"""Stoker with its admin API, both on real servers, for purge tests."""
+"""Stoker with its admin API, both on real servers, for purge tests; waiting helpers."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from stoker.admin.app import build_admin_app
 
 TOKEN = "test-admin-token-0123456789"
 CACHEABLE = [("cache-control", "public, max-age=600"), ("etag", '"v1"')]
+DEADLINE = 30.0  # generous: only a broken build waits this long
 
 
 @dataclass
@@ -36,3 +38,15 @@ async def purging(origin_url: str, data_dir: Path, *, token: str | None = TOKEN,
         async with serving(build_admin_app(proxy.stoker)) as url, httpx.AsyncClient(
                 base_url=url, headers=headers, timeout=30) as client:
             yield proxy, Admin(url, client)
+
+
+async def eventually(condition: Callable[[], bool], what: str) -> None:
+    """Return once ``condition()`` holds; fail after :data:`DEADLINE` seconds."""
+    async def poll() -> None:
+        while not condition():
+            await asyncio.sleep(0.005)
+
+    try:
+        await asyncio.wait_for(poll(), DEADLINE)
+    except TimeoutError:
+        raise AssertionError(f"not within {DEADLINE} s: {what}") from None

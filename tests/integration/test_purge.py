@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import serving
-from tests.integration.admin_harness import CACHEABLE, purging
+from tests.integration.admin_harness import CACHEABLE, eventually, purging
 from tests.integration.conftest import Origin, running_proxy
 
 from stoker.cache.invalidation import PurgeScope
@@ -93,36 +92,42 @@ async def test_soft_purge_serves_stale_and_revalidates_exactly_once(origin: Orig
 
 async def test_purge_all_bumps_the_version_without_blocking_and_persists(
         origin: Origin, tmp_path: Path) -> None:
-    n = 100
+    n, clients = 100, 4
     origin.app.set("/all", headers=CACHEABLE, body=b"a" * 2000)
     async with purging(origin.url, tmp_path / "d") as (proxy, admin):
         for start in range(0, n, 10):
             await asyncio.gather(*(proxy.client.get(f"/all?i={i}")
                                    for i in range(start, start + 10)))
         await proxy.stoker.store.flush()
-        latencies: list[float] = []
+        served = [0] * clients
         stop = asyncio.Event()
 
-        async def keep_requesting() -> None:
+        async def keep_requesting(me: int) -> None:
             while not stop.is_set():
-                started = time.perf_counter()
                 response = await proxy.client.get("/all?i=1")
                 assert response.status_code == 200
-                latencies.append(time.perf_counter() - started)
+                served[me] += 1
 
-        clients = [asyncio.create_task(keep_requesting()) for _ in range(4)]
-        await asyncio.sleep(0.05)
-        purged = await admin.purge(all=True)
-        await asyncio.sleep(0.05)
+        tasks = [asyncio.create_task(keep_requesting(me)) for me in range(clients)]
+        await eventually(lambda: min(served) >= 1, "every client was served before the purge")
+        # Hold the background reclaim back: neither the purge's answer nor the request
+        # path may wait for it.
+        async with proxy.stoker.purger._reclaim_lock:
+            purged = await admin.purge(all=True)
+            before = list(served)
+            await eventually(
+                lambda: all(now >= then + 3 for now, then in zip(served, before, strict=True)),
+                "every client was served while the reclaim was pending")
+            miss = await proxy.client.get("/all?i=2")
+            pending = (await proxy.stoker.store.stats())["entries"]
         stop.set()
-        await asyncio.gather(*clients)
-        assert purged.json()["purged"] == n and purged.json()["version"] == "2"
-        miss = await proxy.client.get("/all?i=2")
-        assert "fwd=uri-miss" in miss.headers["cache-status"]
+        await asyncio.gather(*tasks)
         await proxy.stoker.purger.drain()
         stats = await proxy.stoker.store.stats()
-        assert stats["entries"] <= 2  # old entries reclaimed; /all?i=1 and 2 refetched
-    assert max(latencies) < 1.0
+    assert purged.json()["purged"] == n and purged.json()["version"] == "2"
+    assert "fwd=uri-miss" in miss.headers["cache-status"]
+    assert pending >= n  # the old entries were still there: the reclaim had not run
+    assert stats["entries"] <= 2  # old entries reclaimed; /all?i=1 and 2 refetched
     async with running_proxy(origin.url, tmp_path / "d") as proxy:
         assert proxy.stoker.pipeline.version == "2"
         again = await proxy.client.get("/all?i=3")
@@ -159,7 +164,9 @@ async def test_a_hard_purge_racing_a_fetch_never_leaves_the_old_body_fresh(
         in_flight = asyncio.create_task(proxy.client.get("/race"))
         await gated.arrived.wait()  # the origin is about to answer the old body
         follower = asyncio.create_task(proxy.client.get("/race"))
-        await asyncio.sleep(0.05)  # the follower joins the in-flight fetch
+        # A miss joins the in-flight fetch as soon as it is counted (no await in between).
+        await eventually(lambda: proxy.stoker.pipeline.stats["miss"] == 2,
+                         "the follower joined the in-flight fetch")
         purged = await admin.purge(tags=["race"])
         gated.body = b"new"
         gated.release.set()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +15,14 @@ from tests.integration.admin_harness import CACHEABLE, TOKEN, purging
 from tests.integration.conftest import Origin
 from typer.testing import CliRunner
 
+from stoker.admin.api import MAX_BODY
+from stoker.admin.app import build_admin_app
+from stoker.admin.audit import REFUSALS_PER_WINDOW, WINDOW
 from stoker.admin.auth import fingerprint
+from stoker.asgi import Message
 from stoker.cli import app as cli_app
+from stoker.clock import FakeClock, SystemClock
+from stoker.proxy.purge import AuditTrail
 from stoker.service import run_service
 from stoker.settings import SettingsError, settings_from
 
@@ -84,6 +92,123 @@ async def test_cross_origin_writes_are_refused(origin: Origin, tmp_path: Path) -
                                        headers={"origin": f"http://{host}"})
     assert foreign.status_code == 403 and foreign.headers["cache-control"] == "no-store"
     assert same.status_code == 200
+
+
+def _audit_bytes(data_dir: Path) -> bytes:
+    return b"".join(path.read_bytes() for path in data_dir.glob("stoker.db*"))
+
+
+async def test_refused_calls_are_audited_and_a_flood_is_summarised(origin: Origin,
+                                                                   tmp_path: Path) -> None:
+    clock = FakeClock(start=SystemClock().now(), auto_advance=False)
+    async with purging(origin.url, tmp_path / "d", clock=clock) as (_, admin):
+        foreign = await admin.client.post("/api/purge", json={"all": True},
+                                          headers={"origin": "https://evil.example"})
+        async with httpx.AsyncClient(base_url=admin.url) as stranger:
+            flood = [await stranger.post("/api/purge", json={"all": True},
+                                         headers={"authorization": "Bearer guess-0"})
+                     for _ in range(REFUSALS_PER_WINDOW + 4)]
+        within = (await admin.client.get("/api/audit")).json()["records"]
+        clock.advance(WINDOW)
+        after = (await admin.client.get("/api/audit")).json()["records"]
+        stored = _audit_bytes(tmp_path / "d")
+    assert foreign.status_code == 403 and {r.status_code for r in flood} == {401}
+    assert len(within) == REFUSALS_PER_WINDOW  # the rest of the flood was only counted
+    first = within[-1]
+    assert (first["actor"], first["action"], first["outcome"]) == (
+        f"token:{fingerprint(TOKEN)}", "purge", "denied")
+    assert first["target"]["status"] == 403 and first["target"]["client"] == "127.0.0.1"
+    assert {(r["actor"], r["target"]["status"]) for r in within[:-1]} == {
+        (f"token:{fingerprint('guess-0')}", 401)}
+    summary = after[0]
+    assert (summary["actor"], summary["outcome"], summary["count"]) == (
+        "client:127.0.0.1", "suppressed", 5)
+    assert summary["target"]["summary"] == "5 more refused calls suppressed"
+    assert after[1:] == within
+    assert TOKEN.encode() not in stored and b"guess-0" not in stored
+
+
+def _purge_scope(extra_headers: list[tuple[bytes, bytes]]) -> Message:
+    headers = [(b"host", b"127.0.0.1"), (b"authorization", f"Bearer {TOKEN}".encode()),
+               (b"content-type", b"application/json"), *extra_headers]
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+            "method": "POST", "scheme": "http", "path": "/api/purge", "raw_path": b"/api/purge",
+            "root_path": "", "query_string": b"", "headers": headers,
+            "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", 8081)}
+
+
+async def _post_chunks(app: Any, extra_headers: list[tuple[bytes, bytes]],
+                       chunks: list[bytes]) -> tuple[int, int]:
+    """``(status, chunks the app received)`` for a purge body sent straight to the ASGI app."""
+    received = 0
+    statuses: list[int] = []
+
+    async def receive() -> Message:
+        nonlocal received
+        if received == len(chunks):
+            return {"type": "http.disconnect"}
+        received += 1
+        return {"type": "http.request", "body": chunks[received - 1],
+                "more_body": received < len(chunks)}
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    await app(_purge_scope(extra_headers), receive, send)
+    return statuses[0], received
+
+
+async def test_an_oversized_purge_body_is_refused_before_it_is_read_whole(
+        origin: Origin, tmp_path: Path) -> None:
+    chunk = 64 * 1024
+    origin.app.set("/b", headers=[*CACHEABLE, ("cache-tag", "b")], body=b"b")
+    async with purging(origin.url, tmp_path / "d") as (proxy, admin):
+        await proxy.client.get("/b")
+        app = build_admin_app(proxy.stoker)
+        streamed = await _post_chunks(app, [], [b" " * chunk] * (2 * MAX_BODY // chunk))
+        declared = await _post_chunks(app, [(b"content-length", str(MAX_BODY + 1).encode())],
+                                      [b" " * (MAX_BODY + 1)])
+        over = await admin.client.post("/api/purge", content=b" " * (MAX_BODY + 1))
+        body = b'{"tags": ["b"]}'
+        at_limit = await admin.client.post("/api/purge",
+                                           content=body + b" " * (MAX_BODY - len(body)))
+    assert streamed == (413, MAX_BODY // chunk + 1)  # stopped at the first chunk past it
+    assert declared == (413, 0)  # refused on Content-Length alone
+    assert over.status_code == 413 and over.json()["field"] == "body"
+    assert at_limit.status_code == 200 and at_limit.json()["purged"] == 1
+
+
+class FailingAudit:
+    """An audit trail whose writes fail (an injected fault); reads and close go through."""
+
+    def __init__(self, inner: AuditTrail) -> None:
+        self.inner = inner
+
+    async def record(self, *, actor: str, action: str, target: Mapping[str, Any],
+                     count: int | None, outcome: str) -> None:
+        raise OSError("injected fault: disk full")
+
+    async def recent(self, limit: int = 100) -> list[dict[str, Any]]:
+        return await self.inner.recent(limit)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+async def test_an_audit_write_failing_after_a_purge_leaves_the_purge_a_success(
+        origin: Origin, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    origin.app.set("/f", headers=[*CACHEABLE, ("cache-tag", "f")], body=b"f")
+    async with purging(origin.url, tmp_path / "d") as (proxy, admin):
+        await proxy.client.get("/f")
+        proxy.stoker.audit = FailingAudit(proxy.stoker.audit)
+        with caplog.at_level(logging.ERROR):
+            purged = await admin.purge(tags=["f"])
+        after = await proxy.client.get("/f")
+    assert purged.status_code == 200 and purged.json()["purged"] == 1
+    [error] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert "injected fault" in error.getMessage() and "purge" in error.getMessage()
+    assert "fwd=uri-miss" in after.headers["cache-status"]
 
 
 async def test_without_a_token_the_api_is_open_on_loopback_only(origin: Origin,

@@ -7,14 +7,18 @@ Routes (behind :class:`~stoker.admin.guard.AdminGuard`):
 - ``GET /api/audit?limit=…`` → the newest audit records.
 
 Invariants: a request that fails validation is answered 400 with the
-offending ``field`` named and purges nothing; every purge attempt that
-reached validation is audited (``ok`` or ``invalid``); bodies over
-:data:`MAX_BODY` are refused before parsing.
+offending ``field`` named and purges nothing; every purge attempt is audited
+(``ok``, ``invalid`` or ``error``), and an audit write that fails is logged
+without changing the answer (a purge that happened is still a 200); a body
+over :data:`MAX_BODY` is refused (413) without being read whole: at once
+when ``Content-Length`` says so, else as soon as the streamed chunks pass
+the limit.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
@@ -24,6 +28,7 @@ from starlette.routing import Route
 from stoker.admin.auth import ANONYMOUS
 from stoker.cache.entry import CacheEntry
 from stoker.cache.invalidation import PurgeRequestError, expand_url, parse_purge_request
+from stoker.proxy.purge import record_safely
 from stoker.runtime import Stoker
 
 MAX_BODY = 1024 * 1024
@@ -35,6 +40,22 @@ def _error(status: int, field: str, message: str) -> Response:
 
 def _actor(request: Request) -> str:
     return str(request.scope.get("state", {}).get("actor", ANONYMOUS))
+
+
+async def read_limited(request: Request, limit: int) -> bytes | None:
+    """The request body, or ``None`` as soon as it is known to exceed ``limit`` bytes:
+    at once for a larger ``Content-Length``, else when the streamed chunks pass it."""
+    declared = request.headers.get("content-length", "").strip()
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def describe_entry(entry: CacheEntry, now: float, in_l1: bool) -> dict[str, Any]:
@@ -56,10 +77,17 @@ def api_routes(stoker: Stoker) -> list[Route]:
     """The ``/api`` routes for one running :class:`Stoker`."""
     settings = stoker.settings
 
+    async def record(request: Request, target: Mapping[str, Any], count: int | None,
+                     outcome: str) -> None:
+        await record_safely(stoker.audit, actor=_actor(request), action="purge", target=target,
+                            count=count, outcome=outcome)
+
     async def purge(request: Request) -> Response:
-        body = await request.body()
-        if len(body) > MAX_BODY:
-            return _error(413, "body", f"purge requests are limited to {MAX_BODY} bytes")
+        body = await read_limited(request, MAX_BODY)
+        if body is None:
+            message = f"body: purge requests are limited to {MAX_BODY} bytes"
+            await record(request, {"error": message}, None, "invalid")
+            return _error(413, "body", message)
         try:
             data = json.loads(body)
             scope = parse_purge_request(data, default_host=settings.purge_default_host,
@@ -68,17 +96,14 @@ def api_routes(stoker: Stoker) -> list[Route]:
             field = error.field if isinstance(error, PurgeRequestError) else "body"
             message = str(error) if isinstance(error, PurgeRequestError) else (
                 f"body: not valid JSON ({error})")
-            await stoker.audit.record(actor=_actor(request), action="purge",
-                                      target={"error": message}, count=None, outcome="invalid")
+            await record(request, {"error": message}, None, "invalid")
             return _error(400, field, message)
         try:
             result = await stoker.purger.purge(scope)
         except Exception as error:
-            await stoker.audit.record(actor=_actor(request), action="purge",
-                                      target=scope.as_json(), count=None, outcome="error")
+            await record(request, scope.as_json(), None, "error")
             return _error(500, "purge", f"the purge failed: {error}")
-        await stoker.audit.record(actor=_actor(request), action="purge", target=scope.as_json(),
-                                  count=result.purged, outcome="ok")
+        await record(request, scope.as_json(), result.purged, "ok")
         return JSONResponse(result.as_json())
 
     async def entry(request: Request) -> Response:

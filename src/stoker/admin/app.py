@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from stoker.admin.api import api_routes
+from stoker.admin.audit import RefusalAudit
 from stoker.admin.guard import AdminGuard, ASGIApp
 from stoker.runtime import Stoker
 
@@ -39,4 +40,5 @@ def build_admin_app(stoker: Stoker) -> ASGIApp:
 
     app = Starlette(routes=[Route("/healthz", health), Route("/api/status", status),
                             *api_routes(stoker)])
-    return AdminGuard(app, token=stoker.settings.admin_token, audit=stoker.audit)
+    return AdminGuard(app, token=stoker.settings.admin_token,
+                      refusals=RefusalAudit(stoker.audit, stoker.clock))

@@ -8,7 +8,9 @@ Invariants:
   rebinding against the open local API); a write (any method but GET/HEAD)
   carrying an ``Origin`` other than the listener's own ``Host`` is refused
   (403; a web page cannot purge through a browser); a missing or wrong token
-  is refused (401) and audited.  Nothing behind the guard runs for a refused
+  is refused (401).  Every refusal is audited through
+  :class:`~stoker.admin.audit.RefusalAudit` (rate-limited per client, the
+  token only as a fingerprint).  Nothing behind the guard runs for a refused
   request.
 - The authenticated actor is put in ``scope["state"]["actor"]`` for the routes.
 """
@@ -16,15 +18,14 @@ Invariants:
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from stoker.admin.audit import RefusalAudit
 from stoker.admin.auth import authenticate, bearer_token, host_of, is_loopback_host
 from stoker.asgi import Message, Receive, Send
-from stoker.proxy.purge import Auditor
 
-log = logging.getLogger("stoker.admin")
 ASGIApp = Callable[[Message, Receive, Send], Awaitable[None]]
 READS = frozenset({"GET", "HEAD"})
 
@@ -49,22 +50,52 @@ def no_store(send: Send) -> Send:
     return wrapped
 
 
-async def _refuse(send: Send, status: int, error: str, extra: tuple[tuple[bytes, bytes], ...] = ()
-                  ) -> None:
-    body = (json.dumps({"error": error}) + "\n").encode()
+async def _refuse(send: Send, refusal: Refusal) -> None:
+    body = (json.dumps({"error": refusal.error}) + "\n").encode()
     headers = [(b"content-type", b"application/json"),
-               (b"content-length", str(len(body)).encode()), *extra]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
+               (b"content-length", str(len(body)).encode()), *refusal.extra]
+    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why the guard refuses a request."""
+
+    status: int
+    error: str
+    extra: tuple[tuple[bytes, bytes], ...] = ()
+
+
+def check(scope: Message, token: str | None, authenticated: bool) -> Refusal | None:
+    """The refusal of an ``/api`` request, in the order of the module invariants.  Pure."""
+    host = (_header(scope, b"host") or "").strip().lower()
+    method = str(scope.get("method", "GET")).upper()
+    if token is None and not is_loopback_host(host_of(host)):
+        return Refusal(403, "the admin API has no admin_token, so it only answers requests "
+                            "addressed to a loopback host")
+    origin = _header(scope, b"origin")
+    if method not in READS and origin is not None and (
+            urlsplit(origin.strip()).netloc.lower() != host):
+        return Refusal(403, f"cross-origin write refused (Origin {origin!r}, Host {host!r})")
+    if not authenticated:
+        return Refusal(401, "missing or wrong admin token (Authorization: Bearer <admin_token>)",
+                       ((b"www-authenticate", b'Bearer realm="stoker-admin"'),))
+    return None
+
+
+def audited_action(method: str, path: str) -> str:
+    """The audit ``action`` of a call: ``purge`` or ``METHOD /path``.  Pure."""
+    return "purge" if (method, path) == ("POST", "/api/purge") else f"{method} {path}"
 
 
 class AdminGuard:
     """See the module docstring."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, audit: Auditor | None) -> None:
+    def __init__(self, app: ASGIApp, *, token: str | None, refusals: RefusalAudit) -> None:
         self._app = app
         self._token = token
-        self._audit = audit
+        self._refusals = refusals
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -73,38 +104,21 @@ class AdminGuard:
         send = no_store(send)
         path = str(scope.get("path", ""))
         if path == "/api" or path.startswith("/api/"):
-            refusal = await self._check(scope)
+            await self._refusals.flush()
+            decision = authenticate(self._token, bearer_token(_header(scope, b"authorization")))
+            refusal = check(scope, self._token, decision.allowed)
             if refusal is not None:
-                status, error, extra = refusal
-                await _refuse(send, status, error, extra)
+                await self._audit_refusal(scope, path, decision.actor, refusal)
+                await _refuse(send, refusal)
                 return
+            scope.setdefault("state", {})["actor"] = decision.actor
         await self._app(scope, receive, send)
 
-    async def _check(self, scope: Message
-                     ) -> tuple[int, str, tuple[tuple[bytes, bytes], ...]] | None:
-        host = (_header(scope, b"host") or "").strip().lower()
+    async def _audit_refusal(self, scope: Message, path: str, actor: str,
+                             refusal: Refusal) -> None:
         method = str(scope.get("method", "GET")).upper()
-        if self._token is None and not is_loopback_host(host_of(host)):
-            return 403, ("the admin API has no admin_token, so it only answers requests "
-                         "addressed to a loopback host"), ()
-        origin = _header(scope, b"origin")
-        if method not in READS and origin is not None and (
-                urlsplit(origin.strip()).netloc.lower() != host):
-            return 403, f"cross-origin write refused (Origin {origin!r}, Host {host!r})", ()
-        decision = authenticate(self._token, bearer_token(_header(scope, b"authorization")))
-        if not decision.allowed:
-            await self._record_denied(decision.actor, method, str(scope.get("path", "")))
-            return 401, "missing or wrong admin token (Authorization: Bearer <admin_token>)", (
-                (b"www-authenticate", b'Bearer realm="stoker-admin"'),)
-        scope.setdefault("state", {})["actor"] = decision.actor
-        return None
-
-    async def _record_denied(self, actor: str, method: str, path: str) -> None:
-        if self._audit is None:
-            return
-        action = "purge" if (method, path) == ("POST", "/api/purge") else f"{method} {path}"
-        try:
-            await self._audit.record(actor=actor, action=action, target={"path": path},
-                                     count=None, outcome="denied")
-        except Exception:
-            log.exception("could not write the audit record of a refused admin call")
+        client = scope.get("client")
+        await self._refusals.refused(
+            client=str(client[0]) if client else "unknown", actor=actor,
+            action=audited_action(method, path),
+            target={"path": path, "status": refusal.status, "error": refusal.error})

@@ -45,10 +45,33 @@ CHUNK = 500
 
 
 class Auditor(Protocol):
-    """Where purges are recorded (``stoker.admin.audit.AuditLog``)."""
+    """Where purges and refused admin calls are recorded."""
 
     async def record(self, *, actor: str, action: str, target: Mapping[str, Any],
                      count: int | None, outcome: str) -> None: ...
+
+
+class AuditTrail(Auditor, Protocol):
+    """An :class:`Auditor` that can be read back and closed: what a running Stoker
+    holds (``stoker.backends.sqlite.audit_store.SqliteAuditStore``)."""
+
+    async def recent(self, limit: int = 100) -> list[dict[str, Any]]: ...
+
+    async def close(self) -> None: ...
+
+
+async def record_safely(audit: Auditor | None, *, actor: str, action: str,
+                        target: Mapping[str, Any], count: int | None, outcome: str) -> None:
+    """Record with ``audit`` (if any); a failure is logged (one error line), never raised,
+    so the answer to the call being audited stays what it was."""
+    if audit is None:
+        return
+    try:
+        await audit.record(actor=actor, action=action, target=target, count=count,
+                           outcome=outcome)
+    except Exception as error:
+        log.error("could not write the audit record of %s by %s (%s): %s: %s",
+                  action, actor, outcome, type(error).__name__, error)
 
 
 @dataclass(frozen=True, slots=True)

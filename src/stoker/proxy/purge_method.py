@@ -18,16 +18,13 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import logging
 from collections.abc import Iterable, Sequence
 
 from stoker.cache.invalidation import PurgeScope
 from stoker.http.headers import get_header
-from stoker.proxy.purge import Auditor, Purger
+from stoker.proxy.purge import Auditor, Purger, record_safely
 from stoker.proxy.request import RequestInfo
 from stoker.proxy.respond import ClientSink
-
-log = logging.getLogger("stoker.purge")
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 SOFT_HEADERS = (b"x-purge-soft", b"stoker-soft")
@@ -85,13 +82,8 @@ class PurgeMethod:
 
     async def _record(self, actor: str, scope: PurgeScope, count: int | None,
                       outcome: str) -> None:
-        if self._audit is None:
-            return
-        try:
-            await self._audit.record(actor=actor, action="purge", target=scope.as_json(),
-                                     count=count, outcome=outcome)
-        except Exception:
-            log.exception("could not write the audit record of a PURGE request")
+        await record_safely(self._audit, actor=actor, action="purge", target=scope.as_json(),
+                            count=count, outcome=outcome)
 
 
 async def _answer(sink: ClientSink, status: int, body: object, *,

@@ -1,4 +1,4 @@
--- Admin audit log: one row per purge or refused admin call, see admin/audit.py.
+-- Admin audit log: one row per purge or refused admin call, see backends/sqlite/audit_store.py.
 CREATE TABLE audit_log (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     at REAL NOT NULL,

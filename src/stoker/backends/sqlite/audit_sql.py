@@ -1,0 +1,16 @@
+"""SQL of the SQLite audit log (see :mod:`stoker.backends.sqlite.audit_store`).
+
+Every statement is a constant with bound parameters; rows are only inserted
+and read, never updated or deleted.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+INSERT_RECORD: Final = """
+INSERT INTO audit_log (at, actor, action, target, count, outcome) VALUES (?, ?, ?, ?, ?, ?)
+"""
+SELECT_RECENT: Final = """
+SELECT id, at, actor, action, target, count, outcome FROM audit_log ORDER BY id DESC LIMIT ?
+"""

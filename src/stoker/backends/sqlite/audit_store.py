@@ -1,0 +1,68 @@
+"""The audit log's storage: append-only rows in ``data_dir/stoker.db``.
+
+Lifecycle: ``store = await SqliteAuditStore.open(path, clock)``; ``await store.close()``.
+It satisfies :class:`stoker.proxy.purge.AuditTrail`; what gets recorded
+(and how often) is decided by its callers (:mod:`stoker.admin.audit`).
+
+Invariants:
+- Rows are only ever appended, stamped with the injected clock's ``now``;
+  every row is also logged on the ``stoker.audit`` logger.
+- Statements are the constants of :mod:`~stoker.backends.sqlite.audit_sql`
+  and run on one dedicated thread owning the only connection, so the event
+  loop never blocks on SQLite.  The schema comes from the ``audit`` migrations.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from stoker.backends.sqlite import audit_sql
+from stoker.backends.sqlite.connection import SqliteThread
+from stoker.clock import Clock
+
+log = logging.getLogger("stoker.audit")
+
+MIGRATIONS_PACKAGE = "stoker.backends.sqlite.audit_migrations"
+COMPONENT = "audit"
+MAX_LIMIT = 1000
+
+
+class SqliteAuditStore:
+    """Append-only audit records.  See the module docstring."""
+
+    def __init__(self, path: Path, clock: Clock) -> None:
+        self._clock = clock
+        self._db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE)
+
+    @classmethod
+    async def open(cls, path: Path, clock: Clock) -> SqliteAuditStore:
+        """Connect and migrate."""
+        store = cls(path, clock)
+        await store._db.start()
+        return store
+
+    async def record(self, *, actor: str, action: str, target: Mapping[str, Any],
+                     count: int | None, outcome: str) -> None:
+        """Append one record (and log it on ``stoker.audit``)."""
+        at = self._clock.now()
+        text = json.dumps(dict(target), sort_keys=True)
+        log.info("audit: %s %s %s -> %s (%s)", actor, action, text, outcome, count)
+        await self._db.run(lambda conn: conn.execute(
+            audit_sql.INSERT_RECORD, (at, actor, action, text, count, outcome)))
+
+    async def recent(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The newest ``limit`` records (at most :data:`MAX_LIMIT`), newest first."""
+        limit = max(1, min(limit, MAX_LIMIT))
+        rows = await self._db.run(
+            lambda conn: conn.execute(audit_sql.SELECT_RECENT, (limit,)).fetchall())
+        return [{"id": row[0], "at": row[1], "actor": row[2], "action": row[3],
+                 "target": json.loads(row[4]), "count": row[5], "outcome": row[6]}
+                for row in rows]
+
+    async def close(self) -> None:
+        """Close the connection and the thread."""
+        await self._db.close()
