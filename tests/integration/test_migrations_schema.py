@@ -19,10 +19,10 @@ import asyncpg
 import pytest
 from tests.job_backends import PG_URL, pg_schema
 
-from stoker.admin import audit
 from stoker.backends.migrations import Migration, migration_files
 from stoker.backends.postgres import connection as pg
 from stoker.backends.postgres.job_queue import MIGRATIONS_PACKAGE as PG_JOBS
+from stoker.backends.sqlite import audit_store as audit
 from stoker.backends.sqlite import cache_store
 from stoker.backends.sqlite.connection import SqliteThread, apply_migrations, connect
 from stoker.backends.sqlite.job_queue import MIGRATIONS_PACKAGE as SQLITE_JOBS
