@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import serving
+from tests.integration.admin_harness import purging
 from tests.integration.conftest import running_proxy
 
 from stoker.rules import parse_rules
@@ -134,3 +135,15 @@ async def test_bypasses_are_counted_and_logged_once_per_cookie_name(
     warned = [r.getMessage() for r in caplog.records if "not caching pages" in r.getMessage()]
     assert len(warned) == 2 and any("'_hjSession'" in text for text in warned)
     assert all("=1" not in text for text in warned)  # names, never values
+
+
+async def test_status_reports_bypasses_per_cookie_with_their_share(tmp_path: Path) -> None:
+    cms = SilentCms()
+    async with serving(cms) as origin_url, \
+            purging(origin_url, tmp_path, rules=RULES) as (proxy, admin):
+        for page in range(3):
+            await proxy.client.get(f"/s/{page}", headers={"cookie": "_hjSession=1"})
+        await proxy.client.get("/s/0")
+        status = (await admin.client.get("/api/status")).json()
+    assert status["cookie_bypasses"] == [{"cookie": "_hjSession", "requests": 3,
+                                          "share": 0.75}]

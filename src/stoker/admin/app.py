@@ -8,6 +8,7 @@ is open.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -17,8 +18,22 @@ from starlette.routing import Route
 
 from stoker.admin.api import api_routes
 from stoker.admin.audit import RefusalAudit
-from stoker.admin.guard import AdminGuard, ASGIApp
+from stoker.admin.guard import AdminGuard
+from stoker.asgi import ASGIApp
 from stoker.runtime import Stoker
+
+REQUEST_KINDS = ("hit", "stale", "miss", "bypass")
+"""Counters of ``Pipeline.stats`` that together count every request answered."""
+
+
+def cookie_bypass_report(bypasses: Mapping[str, int],
+                         stats: Mapping[str, int]) -> list[dict[str, Any]]:
+    """Cookie names that made requests skip the cache, most frequent first, with the
+    share of all requests each one caused (``0.42`` = 42 %).  Pure."""
+    total = sum(stats.get(kind, 0) for kind in REQUEST_KINDS)
+    return [{"cookie": name, "requests": count,
+             "share": round(count / total, 4) if total else 0.0}
+            for name, count in sorted(bypasses.items(), key=lambda item: (-item[1], item[0]))]
 
 
 def build_admin_app(stoker: Stoker) -> ASGIApp:
@@ -35,6 +50,8 @@ def build_admin_app(stoker: Stoker) -> ASGIApp:
             "store": await stoker.store.stats(),
             "pending_l2_writes": stoker.store.pending(),
             "in_flight": len(stoker.pipeline.collapser),
+            "cookie_bypasses": cookie_bypass_report(stoker.pipeline.cookie_bypasses,
+                                                    stoker.pipeline.stats),
         }
         return JSONResponse(body)
 

@@ -18,15 +18,13 @@ Invariants:
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from stoker.admin.audit import RefusalAudit
 from stoker.admin.auth import authenticate, bearer_token, host_of, is_loopback_host
-from stoker.asgi import Message, Receive, Send
+from stoker.asgi import ASGIApp, Message, Receive, Send
 
-ASGIApp = Callable[[Message, Receive, Send], Awaitable[None]]
 READS = frozenset({"GET", "HEAD"})
 
 
