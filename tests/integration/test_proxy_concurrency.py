@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import httpx
 from tests.conftest import serving
@@ -112,3 +113,30 @@ async def test_stale_if_error_when_origin_is_down(tmp_path: Path) -> None:
 
 def proxy_host(response: httpx.Response) -> str:
     return response.request.headers["host"]
+
+
+async def test_miss_whose_l2_read_outlasts_the_flight_does_not_refetch(
+        origin: Origin, tmp_path: Path) -> None:
+    """Fault: the L2 read of the second request returns only after the first request's
+    fetch has filled L1 and landed (a slow disk); it must not go to the origin again."""
+    origin.app.set("/slow-l2", headers=[("cache-control", "max-age=60")], body=b"once")
+    async with running_proxy(origin.url, tmp_path) as proxy:
+        l2 = proxy.stoker.l2
+        real_get = l2.get
+        waiting, first_done = asyncio.Event(), asyncio.Event()
+
+        async def late_get(primary_key: str) -> list[Any]:
+            l2.get = real_get  # type: ignore[method-assign]  # only this one read is slow
+            waiting.set()
+            await first_done.wait()
+            return []  # as if the first request's L2 write had not landed yet
+
+        l2.get = late_get  # type: ignore[method-assign]
+        second = asyncio.create_task(proxy.client.get("/slow-l2"))
+        await waiting.wait()
+        first = await proxy.client.get("/slow-l2")
+        first_done.set()
+        late = await second
+    assert first.text == late.text == "once"
+    assert origin.app.count("/slow-l2") == 1
+    assert "hit" in late.headers["cache-status"]

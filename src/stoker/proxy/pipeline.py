@@ -11,7 +11,9 @@ Invariants:
   response is stored only on the same terms (``decide_storage``).
 - A stale-while-revalidate hit is answered at once and starts at most one
   background revalidation per entry; concurrent misses for a key make one
-  origin request (see :mod:`stoker.cache.collapse`).
+  origin request (see :mod:`stoker.cache.collapse`), including a miss whose
+  L2 read outlasted the flight that filled L1 (the new leader looks at L1
+  again, without awaiting, before it goes to the origin).
 - A successful unsafe request invalidates its URL and same-host
   ``Location``/``Content-Location`` (RFC 9111 §4.4) before the first byte of
   its response is sent, so the client's next GET cannot get the old copy.
@@ -282,12 +284,28 @@ class Pipeline:
                     return
             await self._fetch(lookup, entry, fwd, sink, None)
             return
+        landed = self._fresh_in_l1(lookup) if fwd != "request" else None  # not if forced
+        if landed is not None:  # a flight for this key landed while we read L2
+            self.collapser.land(key, flight, landed)
+            now = self.clock.now()
+            status = cache_status(hit=True, ttl=landed.ttl(now), name=self._name)
+            if not await self._serve(sink, lookup.request, landed, now, status):
+                await self._fetch(lookup, None, fwd, sink, None)
+            return
         outcome: Outcome | None = None
         try:
             outcome = await self._fetch(lookup, entry, fwd, sink, flight)
         finally:
             shared_entry = outcome.entry if outcome and outcome.kind in SHAREABLE else None
             self.collapser.land(key, flight, shared_entry)
+
+    def _fresh_in_l1(self, lookup: Lookup) -> CacheEntry | None:
+        """A fresh L1 entry this request may use (checked without awaiting)."""
+        entries = self.store.get_l1(lookup.primary)
+        entry = select_variant(entries, lookup.varying) if entries else None
+        if entry is None or not lookup.may_reuse(entry):
+            return None
+        return entry if entry.freshness(self.clock.now()) is Freshness.FRESH else None
 
     async def _fetch(self, lookup: Lookup, entry: CacheEntry | None, fwd: str,
                      sink: ClientSink | None, flight: Flight | None) -> Outcome:
