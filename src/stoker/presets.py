@@ -231,7 +231,7 @@ def merge(table: dict[str, Any], preset: Preset) -> dict[str, Any]:
     for key, value in preset.lifetimes().items():
         merged.setdefault(key, value)
     claimed = {item for key in COOKIE_KEYS if isinstance(table.get(key), list)
-               for item in table[key]}
+               for item in table[key] if isinstance(item, str)}
     for key, extra in preset.lists().items():
         own = table.get(key, [])
         if isinstance(own, list) and (own or extra):

@@ -164,6 +164,11 @@ def test_unknown_per_rule_preset_names_the_rule_and_the_known_ones() -> None:
         parse_rules([{}, {"preset": "joomla"}])
 
 
+def test_a_per_rule_preset_leaves_bad_lists_for_the_parser_to_name() -> None:
+    with pytest.raises(ValueError, match=r"#1: strip_cookies must be a list of strings"):
+        parse_rules([{"preset": "generic", "strip_cookies": [["_ga"]]}])
+
+
 def test_errors_number_the_users_rules_not_the_expansion() -> None:
     with pytest.raises(ValueError, match=r"#2: bypass_cookies must be a list"):
         parse_rules([{"ttl": "1m"}, {"bypass_cookies": "sessionid"}], "wordpress")
