@@ -58,34 +58,29 @@ class Preset:
 
 
 # Tracking parameters that never change a page: Google Analytics campaign parameters
-# (https://support.google.com/analytics/answer/10917952), Google Ads auto-tagging
-# (gclid, https://support.google.com/google-ads/answer/9744275), Meta click IDs
-# (fbclid), Microsoft Ads (msclkid, https://help.ads.microsoft.com/#apex/ads/en/60000).
+# (utm_*, https://support.google.com/analytics/answer/10917952), the click IDs of Google
+# Ads auto-tagging (gclid), Meta (fbclid) and Microsoft Advertising (msclkid).
 TRACKING_QUERY = ("utm_*", "gclid", "fbclid", "msclkid")
 
 # Analytics cookies that only scripts read: they never reach the origin.
-# Google Analytics (https://developers.google.com/analytics/devguides/collection/ga4/
-# cookie-usage and .../analyticsjs/cookie-usage): _ga, _ga_<id>, _gid, _gat*, _gac_*,
-# __utm*; Google Ads conversion linker (_gcl_*, https://support.google.com/tagmanager/
-# answer/7549390); Meta pixel (_fbp, _fbc, https://developers.facebook.com/docs/
-# marketing-api/conversions-api/parameters/fbp-and-fbc/); Hotjar (_hj*, https://
-# help.hotjar.com/hc/en-us/articles/6952777582999); Microsoft Clarity (_clck, _clsk,
-# https://learn.microsoft.com/en-us/clarity/setup-and-installation/cookie-list); Matomo
-# (_pk_*, https://matomo.org/faq/general/faq_146/); TikTok pixel (_ttp).
+# Google Analytics (https://developers.google.com/analytics/devguides/collection/
+# analyticsjs/cookie-usage): _ga, _ga_<id>, _gid, _gat*, _gac_*, __utm*; Google Ads
+# conversion linker (_gcl_*); Meta pixel (_fbp, _fbc, https://developers.facebook.com/
+# docs/marketing-api/conversions-api/parameters/fbp-and-fbc/); Hotjar (_hj*, "Cookies set
+# by the Hotjar tracking code"); Microsoft Clarity (_clck, _clsk, "Clarity cookies");
+# Matomo (_pk_*, https://matomo.org/faq/general/faq_146/); TikTok pixel (_ttp).
 ANALYTICS_COOKIES = ("_ga*", "_gid", "_gcl_*", "__utm*", "_fbp", "_fbc", "_hj*", "_clck",
                      "_clsk", "_pk_*", "_ttp")
 
 # Consent cookies: they reach the origin (a consent tool may read them) but the
 # consent tools below are built to work behind page caches, which serve every visitor
 # the same page and let the banner script read the choice.  cookie_consent and
-# cookieconsent_status (Osano's open-source cookieconsent), CookieConsent (Cookiebot,
-# https://www.cookiebot.com/en/cookie-declaration/), cookieyes-consent (CookieYes),
-# cookielawinfo-checkbox-* and viewed_cookie_policy (CookieLawInfo / GDPR Cookie
-# Consent), cmplz_* (Complianz, https://complianz.io/cookie-and-local-storage/),
-# borlabs-cookie (Borlabs Cookie), OptanonConsent and OptanonAlertBoxClosed (OneTrust,
-# https://my.onetrust.com/s/article/UUID-2dc719a8-4be5-8d16-1dc8-c7b4147b88e0),
-# cookie_notice_accepted (Cookie Notice), moove_gdpr_popup (GDPR Cookie Compliance),
-# euconsent-v2 (IAB TCF v2 consent string, https://github.com/InteractiveAdvertisingBureau/
+# cookieconsent_status (Osano's open-source cookieconsent), CookieConsent (Cookiebot),
+# cookieyes-consent (CookieYes), cookielawinfo-checkbox-* and viewed_cookie_policy
+# (CookieLawInfo / GDPR Cookie Consent), cmplz_* (Complianz), borlabs-cookie (Borlabs
+# Cookie), OptanonConsent and OptanonAlertBoxClosed (OneTrust), each as its vendor's
+# cookie declaration names it; cookie_notice_accepted (Cookie Notice), moove_gdpr_popup
+# (GDPR Cookie Compliance), euconsent-v2 (IAB TCF v2 consent string, https://github.com/InteractiveAdvertisingBureau/
 # GDPR-Transparency-and-Consent-Framework).
 CONSENT_COOKIES = ("cookie_consent", "cookieconsent_status", "CookieConsent",
                    "cookieyes-consent", "cookielawinfo-checkbox-*", "viewed_cookie_policy",
@@ -154,16 +149,17 @@ DJANGO_BYPASS_PATHS = ("/admin/", "/accounts/")
 DJANGO_VARY_IGNORE = ("csrftoken",)
 
 # Wagtail (https://docs.wagtail.org/en/stable/getting_started/integrating_into_django.html):
-# its admin at /admin/ and Django's moved to /django-admin/; /_util/ serves the login and
-# password forms of private pages (WAGTAIL_FRONTEND_LOGIN_URL,
-# https://docs.wagtail.org/en/stable/reference/settings.html).  Private-page passwords live
-# in the Django session (sessionid).
+# its admin at /admin/ and Django's moved to /django-admin/; wagtail/urls.py serves the
+# login and password forms of private pages at /_util/login/ and
+# /_util/authenticate_with_password/.  Private-page passwords live in the Django session
+# (sessionid).
 WAGTAIL_BYPASS_PATHS = ("/admin/", "/django-admin/", "/_util/")
 
-# Drupal: the session cookie is SESS<hash>, SSESS<hash> over https (in SESSION_COOKIES,
-# https://www.drupal.org/docs/administering-a-drupal-site/security-in-drupal); anonymous
-# commenters are remembered in Drupal.visitor.* cookies (core/misc/drupal.js
-# Drupal.visitor; comment module).  /admin and /user/ (login, register, password, profile)
+# Drupal: the session cookie is SESS<hash>, SSESS<hash> over https (in SESSION_COOKIES;
+# core/lib/Drupal/Core/Session/SessionConfiguration.php); user_cookie_save() keeps
+# per-visitor state in Drupal.visitor.<name> cookies (core fills an anonymous commenter's
+# name, mail and homepage from them; modules may read them on the server), and has_js
+# (Drupal 7) only says scripts run.  /admin and /user/ (login, register, password, profile)
 # are core routes; /cron/<key> runs cron; /update.php and /batch run updates.
 DRUPAL_BYPASS_PATHS = ("/admin", "/user/", "/cron/", "/update.php", "/batch")
 DRUPAL_BYPASS_COOKIES = ("Drupal.visitor.*",)
