@@ -80,8 +80,8 @@ ANALYTICS_COOKIES = ("_ga*", "_gid", "_gcl_*", "__utm*", "_fbp", "_fbc", "_hj*",
 # (CookieLawInfo / GDPR Cookie Consent), cmplz_* (Complianz), borlabs-cookie (Borlabs
 # Cookie), OptanonConsent and OptanonAlertBoxClosed (OneTrust), each as its vendor's
 # cookie declaration names it; cookie_notice_accepted (Cookie Notice), moove_gdpr_popup
-# (GDPR Cookie Compliance), euconsent-v2 (IAB TCF v2 consent string, https://github.com/InteractiveAdvertisingBureau/
-# GDPR-Transparency-and-Consent-Framework).
+# (GDPR Cookie Compliance), euconsent-v2 (IAB TCF v2 consent string,
+# https://github.com/InteractiveAdvertisingBureau/GDPR-Transparency-and-Consent-Framework).
 CONSENT_COOKIES = ("cookie_consent", "cookieconsent_status", "CookieConsent",
                    "cookieyes-consent", "cookielawinfo-checkbox-*", "viewed_cookie_policy",
                    "cmplz_*", "borlabs-cookie", "OptanonConsent", "OptanonAlertBoxClosed",
