@@ -206,6 +206,7 @@ def _print_preset(name: str) -> None:
     except ValueError as error:
         console.print(f"[red]error:[/red] --preset: {error}")
         raise typer.Exit(2) from None
+    # Plain print: this is TOML to copy, and rich would read [[rule]] as markup.
     print(f'# preset = "{name}" stands for these rules. Your own [[rule]] tables go between\n'
           "# the bypass rules and the last rule, and get its lists and lifetimes.\n")
     print(to_toml(tables), end="")
