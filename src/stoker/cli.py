@@ -198,11 +198,29 @@ def entry(
         out.print(table)
 
 
+def _print_preset(name: str) -> None:
+    from stoker.presets import expand, to_toml
+
+    try:
+        tables = expand([], name)
+    except ValueError as error:
+        console.print(f"[red]error:[/red] --preset: {error}")
+        raise typer.Exit(2) from None
+    # Plain print: this is TOML to copy, and rich would read [[rule]] as markup.
+    print(f'# preset = "{name}" stands for these rules. Your own [[rule]] tables go between\n'
+          "# the bypass rules and the last rule, and get its lists and lifetimes.\n")
+    print(to_toml(tables), end="")
+
+
 @app.command("settings")
-def show_settings() -> None:
+def show_settings(preset: Annotated[str | None, typer.Option(
+        help="Print the [[rule]] tables this preset expands to, instead")] = None) -> None:
     """List every setting with its default (file key; the variable is STOKER_<KEY>)."""
     from rich.table import Table
 
+    if preset is not None:
+        _print_preset(preset)
+        return
     table = Table("setting", "default", "meaning")
     for key, default, meaning in describe():
         table.add_row(key, default, meaning)

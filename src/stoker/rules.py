@@ -20,6 +20,7 @@ from typing import Any
 
 from stoker.http.headers import get_joined
 from stoker.http.policy import RuleTTL
+from stoker.presets import expand, get_preset, merge
 from stoker.units import parse_duration
 
 _GLOB_CHARS = frozenset("*?[")
@@ -128,7 +129,7 @@ def vary_view(headers: list[tuple[bytes, bytes]], rule: Rule | None) -> list[tup
 _KEYS = {
     "host", "path", "ttl", "swr", "sie", "override", "bypass", "ignore_query",
     "bypass_cookies", "strip_cookies", "strip_set_cookie", "vary_ignore_cookies",
-    "ignore_cookies", "cache_with_cookies",
+    "ignore_cookies", "cache_with_cookies", "preset",
 }
 
 
@@ -168,6 +169,12 @@ def parse_rule(table: Any, index: int) -> Rule:
     unknown = sorted(set(table) - _KEYS)
     if unknown:
         raise ValueError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})")
+    preset = _optional_text(table, "preset", where)
+    if preset is not None:
+        try:
+            table = merge(table, get_preset(preset))
+        except ValueError as error:
+            raise ValueError(f"{where}: preset: {error}") from None
     ttl = RuleTTL(
         ttl=_seconds(table, "ttl", where),
         swr=_seconds(table, "swr", where),
@@ -192,8 +199,15 @@ def parse_rule(table: Any, index: int) -> Rule:
     )
 
 
-def parse_rules(tables: Any) -> tuple[Rule, ...]:
-    """Validate the ``rule`` array of ``stoker.toml``."""
+def parse_rules(tables: Any, preset: str | None = None) -> tuple[Rule, ...]:
+    """Validate the ``rule`` array of ``stoker.toml``, expanded by a top-level ``preset``.
+
+    The tables are validated as written first, so messages number the user's rules.
+    """
     if not isinstance(tables, list):
         raise ValueError("'rule' must be an array of tables: write [[rule]]")
-    return tuple(parse_rule(table, number) for number, table in enumerate(tables, start=1))
+    rules = tuple(parse_rule(table, number) for number, table in enumerate(tables, start=1))
+    if preset is None:
+        return rules
+    return tuple(parse_rule(table, number)
+                 for number, table in enumerate(expand(tables, preset), start=1))

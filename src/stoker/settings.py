@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from stoker.presets import NAMES as PRESET_NAMES
 from stoker.rules import Rule, parse_rules
 from stoker.units import parse_duration, parse_size
 
@@ -177,6 +178,8 @@ FIELDS: dict[str, Field] = {
     "l2_write_timeout": Field(
         _seconds, "How long a purge or flush waits for a failing L2 before reporting an error"
     ),
+    "preset": Field(_optional(_choice(*PRESET_NAMES)), "Platform preset expanded into the "
+                    "rules (stoker settings --preset NAME prints it)"),
 }
 
 
@@ -212,6 +215,7 @@ class Settings:
     shutdown_timeout: float = 10.0
     l2_queue_max_bytes: int = 64 * 1024 * 1024
     l2_write_timeout: float = 10.0
+    preset: str | None = None
     rules: tuple[Rule, ...] = field(default=())
 
     @property
@@ -289,7 +293,8 @@ def _apply(values: dict[str, Any], key: str, raw: Any, source: str) -> None:
         raise SettingsError(f"bad value for {key!r} in {source}: {error}") from None
 
 
-def _from_file(path: Path, values: dict[str, Any]) -> tuple[Rule, ...]:
+def _from_file(path: Path, values: dict[str, Any]) -> Any:
+    """Apply the file's settings to ``values``; return its ``rule`` tables, unparsed."""
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
@@ -299,10 +304,14 @@ def _from_file(path: Path, values: dict[str, Any]) -> tuple[Rule, ...]:
     rules = document.pop("rule", [])
     for key, raw in document.items():
         _apply(values, key, raw, str(path))
+    return rules
+
+
+def _parse_rules(tables: Any, preset: str | None, path: Path | None) -> tuple[Rule, ...]:
     try:
-        return parse_rules(rules)
+        return parse_rules(tables, preset)
     except ValueError as error:
-        raise SettingsError(f"{path}: {error}") from None
+        raise SettingsError(f"{path or 'rules'}: {error}") from None
 
 
 def _from_env(env: Mapping[str, str], values: dict[str, Any]) -> None:
@@ -331,24 +340,36 @@ def load_settings(
     """Merge every source in precedence order and validate the result."""
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
-    rules: tuple[Rule, ...] = ()
+    tables: Any = []
     path = find_config(config_path, env)
     if path is not None:
         if not path.is_file():
             raise SettingsError(f"config file {path} does not exist")
-        rules = _from_file(path, values)
+        tables = _from_file(path, values)
     _from_env(env, values)
     for key, raw in (cli or {}).items():
         if raw is not None:
             _apply(values, key, raw, f"--{key.replace('_', '-')}")
+    rules = _parse_rules(tables, values.get("preset"), path)
     return replace(Settings(rules=rules), **values)
 
 
 def settings_from(values: Mapping[str, object], rules: tuple[Rule, ...] = ()) -> Settings:
-    """Settings from code (e.g. the middleware's keyword arguments), validated like a file."""
+    """Settings from code (e.g. the middleware's keyword arguments), validated like a file.
+
+    A ``preset`` expands into the rules only when no ``rules`` are given: parsed rules
+    cannot take it, their tables can (``parse_rules(tables, preset=...)``).
+    """
     parsed: dict[str, Any] = {}
     for key, raw in values.items():
         _apply(parsed, key, raw, "keyword arguments")
+    preset = parsed.get("preset")
+    if preset is not None and rules:
+        raise SettingsError(
+            f"preset={preset!r} cannot be applied to parsed rules: pass "
+            f"rules=stoker.rules.parse_rules(tables, preset={preset!r}) instead")
+    if preset is not None:
+        rules = parse_rules([], preset)
     return replace(Settings(rules=rules), **parsed)
 
 
