@@ -1,0 +1,1 @@
+"""Persisted deadlines on one timer: pure arming and due decisions, a store port, the ticker."""
