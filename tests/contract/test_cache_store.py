@@ -208,6 +208,24 @@ async def test_soften_makes_stale_and_keeps_windows(store: CacheStore, clock: Fa
     assert await store.soften([ref(entry)], now) == 0
 
 
+async def test_soften_serves_stale_only_what_may_be_served_stale(
+        store: CacheStore, clock: FakeClock) -> None:
+    entry = make_entry(fresh=600.0, stale=600.0, error=600.0, keep=600.0)
+    guarded = make_entry("https://example.com/mr", fresh=600.0, stale=600.0, error=600.0,
+                         keep=600.0, stale_ok=False)
+    await store.put(entry)
+    await store.put(guarded)
+    clock.advance(10.0)
+    now = clock.now()
+    assert await store.soften([ref(entry), ref(guarded)], now) == 2
+    [soft] = await store.get(entry.primary_key)
+    assert soft == replace(entry, fresh_until=now)
+    assert soft.freshness(now) is Freshness.STALE_SWR  # until its old expiry
+    [kept] = await store.get(guarded.primary_key)  # must-revalidate & co: never served stale
+    assert kept == replace(guarded, fresh_until=now, stale_until=now, error_until=now)
+    assert kept.freshness(now) is Freshness.EXPIRED
+
+
 async def test_soften_leaves_already_stale_entries(store: CacheStore, clock: FakeClock) -> None:
     entry = make_entry(fresh=60.0)
     await store.put(entry)

@@ -58,6 +58,8 @@ class CacheEntry:
     origin_vouched: bool = False
     """The origin's own headers made it shareable (explicit lifetime or ``public``),
     not a rule or a default: only such entries may answer requests with personal cookies."""
+    stale_ok: bool = False
+    """The response may be served stale (no must-revalidate, proxy-revalidate, no-cache)."""
 
     def age(self, now: float) -> float:
         """Current age per RFC 9111 §4.2.3: corrected initial age plus resident time."""
@@ -78,8 +80,18 @@ class CacheEntry:
         return self.fresh_until - now
 
     def softened(self, now: float) -> CacheEntry:
-        """A copy made stale at ``now`` that keeps its stale windows (soft purge)."""
-        return replace(self, fresh_until=min(self.fresh_until, now))
+        """A copy made stale at ``now`` (soft purge).
+
+        One that may be served stale (``stale_ok``) keeps its stale windows, which
+        reach at least its old expiry: visitors keep getting it, stale-while-
+        revalidate, while it is refreshed in the background once.  One that may not
+        (must-revalidate, no-cache) loses them: it is revalidated before any reuse.
+        """
+        if self.stale_ok:
+            return replace(self, fresh_until=min(self.fresh_until, now))
+        return replace(self, fresh_until=min(self.fresh_until, now),
+                       stale_until=min(self.stale_until, now),
+                       error_until=min(self.error_until, now))
 
     def meta_size(self) -> int:
         """Approximate bytes this entry holds in memory (for L1 accounting)."""

@@ -46,5 +46,6 @@ def make_entry(
         error_until=now + error,
         keep_until=now + keep,
         stored_at=now,
+        stale_ok=True,  # most responses may be served stale
     )
     return replace(entry, **fields)

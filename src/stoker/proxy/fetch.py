@@ -297,6 +297,7 @@ class Fetcher:
             last_modified=_text(get_header(response.headers, b"last-modified")),
             stored_at=self._clock.now(),
             origin_vouched=decision.origin_vouched,
+            stale_ok=not decision.revalidate_only,
         )
 
     async def _refresh(self, fetch: Fetch, stale: CacheEntry, response: OriginResponse,
@@ -323,6 +324,7 @@ class Fetcher:
             last_modified=_text(get_header(merged, b"last-modified")),
             stored_at=self._clock.now(),
             origin_vouched=decision.origin_vouched,
+            stale_ok=not decision.revalidate_only,
         )
         screened = self._screen(refreshed, since)
         if screened is None:

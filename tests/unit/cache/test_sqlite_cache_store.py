@@ -56,7 +56,7 @@ async def test_entries_survive_a_restart(
         await second.close()
     with sqlite3.connect(path) as conn:
         rows = conn.execute("SELECT name FROM schema_migrations WHERE component = 'cache'")
-        assert rows.fetchall() == [("0001_cache.sql",), ("0002_origin_vouched.sql",)]
+        assert rows.fetchall() == [("0001_cache.sql",), ("0002_entry_flags.sql",)]
 
 
 async def test_use_before_start_is_a_clear_error(

@@ -55,15 +55,15 @@ log = logging.getLogger("stoker.cache")
 SELECT_LIVE = """
 SELECT primary_key, variant, url, status, headers, body, body_file, body_size,
        response_time, initial_age, fresh_until, stale_until, error_until, keep_until,
-       vary, tags, etag, last_modified, stored_at, origin_vouched
+       vary, tags, etag, last_modified, stored_at, origin_vouched, stale_ok
 FROM cache_entries WHERE primary_key = ? AND keep_until > ? ORDER BY variant
 """
 INSERT_ENTRY = """
 INSERT INTO cache_entries (
     primary_key, variant, url, status, headers, body, body_file, body_size,
     response_time, initial_age, fresh_until, stale_until, error_until, keep_until,
-    vary, tags, etag, last_modified, stored_at, origin_vouched, size_bytes
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    vary, tags, etag, last_modified, stored_at, origin_vouched, stale_ok, size_bytes
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 INSERT_TAG = "INSERT OR IGNORE INTO cache_tags (tag, primary_key, variant) VALUES (?, ?, ?)"
 DELETE_REF = """
@@ -77,8 +77,12 @@ RETURNING keep_until, body_file
 """
 DELETE_EXPIRED = "DELETE FROM cache_entries WHERE keep_until <= ? RETURNING keep_until, body_file"
 SOFTEN_REF = """
-UPDATE cache_entries SET fresh_until = ?
-WHERE primary_key = ? AND variant = ? AND fresh_until > ? AND keep_until > ?
+UPDATE cache_entries
+SET fresh_until = :now,
+    stale_until = CASE WHEN stale_ok THEN stale_until ELSE MIN(stale_until, :now) END,
+    error_until = CASE WHEN stale_ok THEN error_until ELSE MIN(error_until, :now) END
+WHERE primary_key = :key AND variant = :variant AND fresh_until > :now
+  AND keep_until > :clock_now
 """
 SELECT_TAGGED = """
 SELECT t.primary_key, t.variant FROM cache_tags AS t
@@ -158,7 +162,8 @@ class SqliteCacheStore:
 
     async def soften(self, refs: Iterable[EntryRef], now: float) -> int:
         clock_now = self._clock.now()
-        params = [(now, ref.primary_key, ref.variant, now, clock_now) for ref in refs]
+        params = [{"now": now, "key": ref.primary_key, "variant": ref.variant,
+                   "clock_now": clock_now} for ref in refs]
         return await self._db.run(lambda conn: _update_count(conn, SOFTEN_REF, params))
 
     async def refs_for_tags(self, tags: Sequence[str]) -> list[EntryRef]:
@@ -253,7 +258,7 @@ class SqliteCacheStore:
 # -- helpers (pure or per-connection) ------------------------------------------
 
 
-def _update_count(conn: sqlite3.Connection, sql: str, params: list[tuple[Any, ...]]) -> int:
+def _update_count(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> int:
     changed = 0
     with immediate(conn):
         for args in params:
@@ -333,7 +338,7 @@ def entry_to_row(entry: CacheEntry) -> tuple[Any, ...]:
         entry.error_until, entry.keep_until,
         json.dumps(list(entry.vary)), json.dumps(list(entry.tags)),
         entry.etag, entry.last_modified, entry.stored_at,
-        int(entry.origin_vouched), len(headers) + entry.body_size,
+        int(entry.origin_vouched), int(entry.stale_ok), len(headers) + entry.body_size,
     )  # fmt: skip
 
 
@@ -341,7 +346,7 @@ def entry_from_row(row: Sequence[Any]) -> CacheEntry:
     """A :class:`CacheEntry` from a :data:`SELECT_LIVE` row."""
     (key, variant, url, status, headers, body, body_file, body_size, response_time,
      initial_age, fresh_until, stale_until, error_until, keep_until,
-     vary, tags, etag, last_modified, stored_at, origin_vouched) = row  # fmt: skip
+     vary, tags, etag, last_modified, stored_at, origin_vouched, stale_ok) = row  # fmt: skip
     return CacheEntry(
         primary_key=key, variant=variant, url=url, status=status,
         headers=decode_headers(headers), body=body, body_file=body_file,
@@ -349,5 +354,5 @@ def entry_from_row(row: Sequence[Any]) -> CacheEntry:
         fresh_until=fresh_until, stale_until=stale_until, error_until=error_until,
         keep_until=keep_until, vary=tuple(json.loads(vary)), tags=tuple(json.loads(tags)),
         etag=etag, last_modified=last_modified, stored_at=stored_at,
-        origin_vouched=bool(origin_vouched),
+        origin_vouched=bool(origin_vouched), stale_ok=bool(stale_ok),
     )  # fmt: skip
