@@ -58,6 +58,7 @@ def fetch_config(settings: Settings) -> FetchConfig:
         tag_headers=tag_headers,
         hidden_headers=frozenset(tag_headers) if settings.strip_tag_headers else frozenset(),
         max_variants=settings.max_variants,
+        stopgap_header=settings.stopgap_header.lower().encode("latin-1"),
     )
 
 

@@ -180,6 +180,10 @@ FIELDS: dict[str, Field] = {
     ),
     "preset": Field(_optional(_choice(*PRESET_NAMES)), "Platform preset expanded into the "
                     "rules (stoker settings --preset NAME prints it)"),
+    "stopgap_header": Field(
+        _text, "Response header marking an origin's placeholder page: never stored, revisited"
+    ),
+    "stopgap_delay": Field(_seconds, "Wait before a warm run revisits a stopgap page"),
 }
 
 
@@ -216,6 +220,8 @@ class Settings:
     l2_queue_max_bytes: int = 64 * 1024 * 1024
     l2_write_timeout: float = 10.0
     preset: str | None = None
+    stopgap_header: str = "X-Stoker-Stopgap"
+    stopgap_delay: float = 20.0
     rules: tuple[Rule, ...] = field(default=())
 
     @property

@@ -16,6 +16,8 @@ Invariants:
   ``origin_vouched``) is never stored for a request with personal cookies
   (``Fetch.personal``): it is passed through with ``fwd=bypass;
   detail=cookie``.
+- A stopgap page (the origin's "being generated" placeholder, marked with
+  ``stopgap_header``) is never stored.
 - Within an entry's stale-if-error window, an origin error, timeout or 5xx
   is answered with the stale entry.  An origin error is logged here only when
   no error response reports it (stale served, or no client waiting).
@@ -69,6 +71,7 @@ class FetchConfig:
     tag_headers: tuple[bytes, ...]
     hidden_headers: frozenset[bytes]
     max_variants: int = 32
+    stopgap_header: bytes = b"x-stoker-stopgap"
 
 
 @dataclass(slots=True)
@@ -168,6 +171,8 @@ class Fetcher:
         decision = self._size_limit(decision, response.headers)
         if decision.store and fetch.personal and not decision.origin_vouched:
             decision = replace(decision, store=False, reason="cookie")
+        if decision.store and get_header(response.headers, self.config.stopgap_header):
+            decision = replace(decision, store=False, reason="stopgap")
         if not decision.store:
             if fetch.flight is not None:
                 fetch.flight.share(None)  # followers must not wait for, or share, this response

@@ -28,6 +28,8 @@ Invariants:
   rule's ``vary_ignore_cookies`` (:func:`~stoker.rules.vary_view`).
 - Every response carries ``Cache-Status`` and ``Via``; responses from cache
   carry ``Age``.
+- A warm visit (``RequestInfo.warm``) is never answered with a stale entry:
+  it revalidates it (a conditional request) before answering.
 - ``PURGE`` never reaches the origin: it goes to :attr:`Pipeline.purge_method`
   (405 when none is installed).
 - :meth:`Pipeline.key_for_parts` is the one key function: requests (the
@@ -208,7 +210,8 @@ class Pipeline:
         if entry is not None and not lookup.may_reuse(entry):
             entry = None
         now = self.clock.now()
-        forced = self._client_forces_revalidation(request)
+        forced = self._client_forces_revalidation(request) or (
+            request.warm and entry is not None and entry.freshness(now) is not Freshness.FRESH)
         if entry is not None and len(entries) > 1:
             self.store.touch(entry)
         if entry is not None and not forced:

@@ -44,6 +44,8 @@ class RequestInfo:
     headers: list[tuple[bytes, bytes]]
     client: str | None
     peer: str | None = None
+    warm: bool = False
+    """A warm visit (the scope carries :data:`WARM_SCOPE_KEY`), not a visitor's request."""
 
     @property
     def target(self) -> str:
@@ -57,6 +59,8 @@ class RequestInfo:
 
 
 NO_PROXIES = TrustedProxies(())
+WARM_SCOPE_KEY = "stoker.warm"
+"""Scope key marking an in-process warm visit (a server never sets it; clients cannot)."""
 
 
 def peer_of(scope: Mapping[str, Any]) -> str | None:
@@ -112,4 +116,5 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
         headers=headers,
         client=request_client(scope, headers, trusted),
         peer=peer_of(scope),
+        warm=bool(scope.get(WARM_SCOPE_KEY)),
     )

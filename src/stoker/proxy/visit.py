@@ -1,0 +1,64 @@
+"""Warm visits through the pipeline, in process (implements :class:`~stoker.warm.visits.Visitor`).
+
+Invariants: a visit is a plain GET built from the absolute URL — its scheme
+and Host are the site's, so it fills exactly the entry visitors read — with
+only the headers the warmer gives (never a visitor's cookies); the scope is
+marked ``stoker.warm`` so the pipeline refreshes a stale entry synchronously
+(a conditional request) instead of serving it stale, and leaves the visit out
+of the hit statistics.  The body is read to the end (so the store completes)
+and dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+from stoker.asgi import Message
+from stoker.clock import Clock
+from stoker.http.headers import get_header
+from stoker.proxy.pipeline import Pipeline
+from stoker.proxy.request import WARM_SCOPE_KEY
+from stoker.warm.visits import VisitResult, classify
+
+
+class PipelineVisitor:
+    """Visits URLs through one :class:`Pipeline`."""
+
+    def __init__(self, pipeline: Pipeline, clock: Clock, *, stopgap_header: bytes) -> None:
+        self._pipeline = pipeline
+        self._clock = clock
+        self._stopgap_header = stopgap_header
+
+    async def visit(self, url: str, headers: Sequence[tuple[bytes, bytes]]) -> VisitResult:
+        """GET ``url`` through the cache; classify what happened."""
+        parts = urlsplit(url)
+        path = parts.path or "/"
+        scope: Message = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+            "method": "GET", "scheme": parts.scheme, "path": path,
+            "raw_path": path.encode("latin-1"), "query_string": parts.query.encode("latin-1"),
+            "headers": [(b"host", parts.netloc.encode("latin-1")),
+                        *((name.lower(), value) for name, value in headers)],
+            "client": None, "server": None, WARM_SCOPE_KEY: True,
+        }
+        sent: list[Message] = []
+
+        async def receive() -> Message:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                sent.append(message)
+
+        started = self._clock.monotonic()
+        await self._pipeline.handle(scope, receive, send)
+        latency = self._clock.monotonic() - started
+        if not sent:
+            return VisitResult(url, 0, "failed", latency, detail="no response")
+        status = int(sent[0]["status"])
+        response_headers = list(sent[0]["headers"])
+        retry_after = get_header(response_headers, b"retry-after")
+        return VisitResult(
+            url, status, classify(status, response_headers, stopgap_header=self._stopgap_header),
+            latency, retry_after.decode("latin-1") if retry_after is not None else None)
