@@ -1,0 +1,55 @@
+"""``PendingUrls`` on SQLite (``data_dir/stoker.db``); see :mod:`stoker.warm.pending`."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from stoker.backends.sqlite.connection import SqliteThread, immediate
+
+MIGRATIONS_PACKAGE = "stoker.backends.sqlite.pending_migrations"
+COMPONENT = "pending"
+
+INSERT = "INSERT OR IGNORE INTO warm_pending (url, added_at) VALUES (?, ?)"
+TAKE = """
+DELETE FROM warm_pending WHERE url IN (
+    SELECT url FROM warm_pending ORDER BY added_at, url LIMIT ?
+) RETURNING url, added_at
+"""
+COUNT = "SELECT count(*) FROM warm_pending"
+
+
+class SqlitePendingUrls:
+    """Pending re-warm URLs in one SQLite table, on the store's own thread."""
+
+    def __init__(self, path: Path) -> None:
+        self._db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE)
+
+    @classmethod
+    async def open(cls, path: Path) -> SqlitePendingUrls:
+        """Connect and migrate."""
+        store = cls(path)
+        await store._db.start()
+        return store
+
+    async def add(self, urls: Sequence[str], now: float) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            with immediate(conn):
+                return sum(conn.execute(INSERT, (url, now)).rowcount for url in urls)
+
+        return await self._db.run(work)
+
+    async def take(self, limit: int = 100_000) -> list[str]:
+        def work(conn: sqlite3.Connection) -> list[str]:
+            with immediate(conn):
+                rows = conn.execute(TAKE, (max(1, limit),)).fetchall()
+            return [url for url, _ in sorted(rows, key=lambda row: (row[1], row[0]))]
+
+        return await self._db.run(work)
+
+    async def count(self) -> int:
+        return int(await self._db.run(lambda conn: conn.execute(COUNT).fetchone()[0]))
+
+    async def aclose(self) -> None:
+        await self._db.close()
