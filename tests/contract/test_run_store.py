@@ -175,6 +175,8 @@ async def test_each_url_counts_once_and_the_last_one_finishes_the_run(store: Run
     assert await store.get(run_id) == last.run
     assert await store.active() is None
     assert await store.urls(run_id, "failed") == ["/c"]
+    with pytest.raises(ValueError, match="'lost'"):
+        await store.urls(run_id, "lost")  # type: ignore[arg-type]
     assert not (await store.record(run_id, "/c", 1, "warmed", NOW + 10)).counted
 
 

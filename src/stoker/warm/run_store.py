@@ -18,7 +18,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final, Literal, NamedTuple, Protocol
 
-from stoker.warm.run import Counts, Reason, Recorded, Result, Run, UrlState, Visit
+from stoker.warm.run import (
+    URL_STATES,
+    Counts,
+    Reason,
+    Recorded,
+    Result,
+    Run,
+    UrlState,
+    UrlStateName,
+    Visit,
+)
 
 Outcome = Literal["started", "merged", "superseded", "busy"]
 MAX_RECENT: Final = 1000
@@ -91,8 +101,9 @@ class RunStore(Protocol):
     async def cancel(self, run_id: int, now: float) -> Run | None:
         """Cancel an active run; ``None`` if it had already ended or does not exist."""
 
-    async def urls(self, run_id: int, state: str, limit: int = 100) -> list[str]:
-        """Up to ``limit`` URLs of the run in ``state`` (e.g. ``failed``), sorted."""
+    async def urls(self, run_id: int, state: UrlStateName, limit: int = 100) -> list[str]:
+        """Up to ``limit`` (clamped like ``recent``) URLs of the run in ``state``
+        (e.g. ``failed``), sorted; ``ValueError`` for an unknown state."""
 
     async def aclose(self) -> None:
         """Release connections (idempotent)."""
@@ -128,3 +139,10 @@ def check_urls(urls: Sequence[str] | None) -> None:
     """A targeted run needs URLs; say so clearly."""
     if urls is not None and not urls:
         raise ValueError("a targeted warm run needs at least one URL (None means the whole site)")
+
+
+def check_state(state: str) -> str:
+    """``state`` if it is a URL state; else a ``ValueError`` listing them."""
+    if state not in URL_STATES:
+        raise ValueError(f"unknown warm URL state {state!r}; one of {', '.join(URL_STATES)}")
+    return state

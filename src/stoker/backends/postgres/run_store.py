@@ -22,12 +22,22 @@ import asyncpg
 
 from stoker.backends.postgres.connection import lock_key, migrate
 from stoker.warm import run as machine
-from stoker.warm.run import DEFAULT_POLICY, Reason, Recorded, Result, RevisitPolicy, Run, UrlState
+from stoker.warm.run import (
+    DEFAULT_POLICY,
+    Reason,
+    Recorded,
+    Result,
+    RevisitPolicy,
+    Run,
+    UrlState,
+    UrlStateName,
+)
 from stoker.warm.run_store import (
     RUN_COLUMNS,
     Collected,
     Created,
     check_limit,
+    check_state,
     check_urls,
     run_from_row,
     run_values,
@@ -200,8 +210,9 @@ class PostgresRunStore:
     async def cancel(self, run_id: int, now: float) -> Run | None:
         return await self._end(run_id, "cancelled", now, None)
 
-    async def urls(self, run_id: int, state: str, limit: int = 100) -> list[str]:
-        rows = await self._pool.fetch(_URLS_IN_STATE, run_id, state, check_limit(limit))
+    async def urls(self, run_id: int, state: UrlStateName, limit: int = 100) -> list[str]:
+        rows = await self._pool.fetch(_URLS_IN_STATE, run_id, check_state(state),
+                                      check_limit(limit))
         return [row["url"] for row in rows]
 
     async def aclose(self) -> None:

@@ -13,6 +13,7 @@ Invariants (beyond those of :mod:`stoker.warm.run_store`):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,12 +22,22 @@ from typing import Final, Literal
 
 from stoker.backends.sqlite.connection import SqliteThread, immediate
 from stoker.warm import run as machine
-from stoker.warm.run import DEFAULT_POLICY, Reason, Recorded, Result, RevisitPolicy, Run, UrlState
+from stoker.warm.run import (
+    DEFAULT_POLICY,
+    Reason,
+    Recorded,
+    Result,
+    RevisitPolicy,
+    Run,
+    UrlState,
+    UrlStateName,
+)
 from stoker.warm.run_store import (
     RUN_COLUMNS,
     Collected,
     Created,
     check_limit,
+    check_state,
     check_urls,
     run_from_row,
     run_values,
@@ -95,7 +106,7 @@ def _start(conn: sqlite3.Connection, reason: Reason, urls: Sequence[str] | None,
     scope: machine.Scope = "site" if urls is None else "urls"
     fresh = machine.new_run(0, reason, scope, now)
     cursor = conn.execute(_INSERT, (reason, scope, fresh.phase, now))
-    run = machine.new_run(int(cursor.lastrowid or 0), reason, scope, now)
+    run = dataclasses.replace(fresh, id=int(cursor.lastrowid or 0))
     cancelled = None
     carried: list[str] = []
     if active is not None:
@@ -219,9 +230,9 @@ class SqliteRunStore:
     async def cancel(self, run_id: int, now: float) -> Run | None:
         return await self._db.run(lambda conn: _end(conn, run_id, "cancelled", now, None))
 
-    async def urls(self, run_id: int, state: str, limit: int = 100) -> list[str]:
+    async def urls(self, run_id: int, state: UrlStateName, limit: int = 100) -> list[str]:
         rows = await self._db.run(lambda conn: conn.execute(
-            _URLS_IN_STATE, (run_id, state, check_limit(limit))).fetchall())
+            _URLS_IN_STATE, (run_id, check_state(state), check_limit(limit))).fetchall())
         return [row[0] for row in rows]
 
     async def aclose(self) -> None:
