@@ -1,0 +1,232 @@
+"""The PostgreSQL ``RunStore``: warm runs shared by every node on one database.
+
+Lifecycle: ``store = await PostgresRunStore.open(pool)`` (migrates the ``runs``
+component); ``await store.aclose()`` (closes the pool only with ``owns_pool``).
+
+Invariants (beyond those of :mod:`stoker.warm.run_store`):
+- Every method is one transaction. Those that change a run lock its row first
+  (``SELECT ... FOR UPDATE``), so concurrent records of one run serialise and
+  never lose a count; ``create`` first takes a transaction-scoped advisory lock,
+  so two nodes starting runs at once decide one after the other.
+- Lock order is always advisory lock, run row, URL rows: no deadlocks.
+- Decisions are the pure functions of :mod:`stoker.warm.run`; this module only
+  reads the rows they need and writes what they return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal
+
+import asyncpg
+
+from stoker.backends.postgres.connection import lock_key, migrate
+from stoker.warm import run as machine
+from stoker.warm.run import (
+    DEFAULT_POLICY,
+    Reason,
+    Recorded,
+    Result,
+    RevisitPolicy,
+    Run,
+    UrlState,
+    UrlStateName,
+)
+from stoker.warm.run_store import (
+    RUN_COLUMNS,
+    Collected,
+    Created,
+    check_limit,
+    check_state,
+    check_urls,
+    run_from_row,
+    run_values,
+    url_state_from_row,
+)
+
+COMPONENT: Final = "runs"
+MIGRATIONS_PACKAGE: Final = "stoker.backends.postgres.run_migrations"
+_CREATE_LOCK: Final = lock_key("runs:create")
+
+_SELECT: Final = f"SELECT {RUN_COLUMNS} FROM warm_runs"
+_ACTIVE: Final = f"{_SELECT} WHERE phase IN ('collect', 'warm')"
+_ACTIVE_LOCKED: Final = f"{_ACTIVE} FOR UPDATE"
+_BY_ID: Final = f"{_SELECT} WHERE id = $1"
+_BY_ID_LOCKED: Final = f"{_BY_ID} FOR UPDATE"
+_RECENT: Final = f"{_SELECT} ORDER BY id DESC LIMIT $1"
+_INSERT: Final = f"""
+INSERT INTO warm_runs (reason, scope, phase, started_at) VALUES ($1, $2, $3, $4)
+RETURNING {RUN_COLUMNS}
+"""
+_UPDATE: Final = """
+UPDATE warm_runs SET phase = $1, total = $2, warmed = $3, not_modified = $4, failed = $5,
+    stopgap_pending = $6, rewarmed = $7, gave_up = $8, skipped = $9, finished_at = $10,
+    error = $11, collect_owner = $12, collect_claimed_at = $13
+WHERE id = $14
+"""
+_STATES: Final = """
+SELECT url, state, visit, revisits FROM warm_run_urls
+WHERE run_id = $1 AND url = ANY($2::text[])
+FOR UPDATE
+"""
+_OPEN_URLS: Final = """
+SELECT url FROM warm_run_urls WHERE run_id = $1 AND state IN ('queued', 'stopgap') ORDER BY url
+"""
+_UPSERT_URLS: Final = """
+INSERT INTO warm_run_urls (run_id, url, state, visit, revisits)
+SELECT $1, * FROM unnest($2::text[], $3::text[], $4::int[], $5::int[])
+ON CONFLICT (run_id, url) DO UPDATE
+SET state = excluded.state, visit = excluded.visit, revisits = excluded.revisits
+"""
+_URLS_IN_STATE: Final = """
+SELECT url FROM warm_run_urls WHERE run_id = $1 AND state = $2 ORDER BY url LIMIT $3
+"""
+
+
+async def _one(conn: Any, statement: str, *args: object) -> Run | None:
+    row = await conn.fetchrow(statement, *args)
+    return None if row is None else run_from_row(row)
+
+
+async def _states(conn: Any, run_id: int, urls: Sequence[str]) -> dict[str, UrlState]:
+    rows = await conn.fetch(_STATES, run_id, list(urls))
+    return dict(map(url_state_from_row, rows))
+
+
+async def _write(conn: Any, run: Run, changes: Mapping[str, UrlState]) -> None:
+    await conn.execute(_UPDATE, *run_values(run))
+    if changes:
+        states = list(changes.values())
+        await conn.execute(_UPSERT_URLS, run.id, list(changes),
+                           [s.state for s in states], [s.visit for s in states],
+                           [s.revisits for s in states])
+
+
+async def _merge(conn: Any, run: Run, urls: Sequence[str], now: float,
+                 *, reopen: bool) -> machine.Added:
+    added = machine.add_urls(run, await _states(conn, run.id, urls), urls, now, reopen=reopen)
+    await _write(conn, added.run, added.changes)
+    return added
+
+
+async def _start(conn: Any, reason: Reason, urls: Sequence[str] | None, now: float,
+                 active: Run | None) -> Created:
+    """Cancel ``active`` (if any), insert the new run, carry over and add URLs."""
+    if active is not None:
+        await _write(conn, machine.cancel(active, now) or active, {})
+    scope: machine.Scope = "site" if urls is None else "urls"
+    fresh = machine.new_run(0, reason, scope, now)
+    row = await conn.fetchrow(_INSERT, reason, scope, fresh.phase, now)
+    run = run_from_row(row)
+    cancelled = None
+    carried: list[str] = []
+    if active is not None:
+        cancelled = machine.supersede(active, run, now)
+        await _write(conn, cancelled, {})
+        if active.scope == "urls":
+            carried = [r["url"] for r in await conn.fetch(_OPEN_URLS, active.id)]
+    added = await _merge(conn, run, [*carried, *(urls or ())], now, reopen=False)
+    outcome: Literal["started", "superseded"] = "started" if cancelled is None else "superseded"
+    return Created(added.run, outcome, added.visits, cancelled)
+
+
+class PostgresRunStore:
+    """``RunStore`` on a PostgreSQL pool (see the module invariants)."""
+
+    def __init__(self, pool: asyncpg.Pool, policy: RevisitPolicy = DEFAULT_POLICY, *,
+                 owns_pool: bool = False) -> None:
+        self._pool = pool
+        self._policy = policy
+        self._owns_pool = owns_pool
+
+    @classmethod
+    async def open(cls, pool: asyncpg.Pool, policy: RevisitPolicy = DEFAULT_POLICY, *,
+                   owns_pool: bool = False) -> PostgresRunStore:
+        """Apply pending ``runs`` migrations on ``pool`` and return the store."""
+        await migrate(pool, COMPONENT, MIGRATIONS_PACKAGE)
+        return cls(pool, policy, owns_pool=owns_pool)
+
+    async def create(self, reason: Reason, urls: Sequence[str] | None, now: float, *,
+                     replace: bool = True) -> Created:
+        check_urls(urls)
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _CREATE_LOCK)
+            active = await _one(conn, _ACTIVE_LOCKED)
+            plan = machine.plan_create(active, "site" if urls is None else "urls",
+                                       replace=replace)
+            if plan == "busy" and active is not None:
+                return Created(active, "busy", [])
+            if plan == "merge" and active is not None and urls is not None:
+                added = await _merge(conn, active, urls, now, reopen=True)
+                return Created(added.run, "merged", added.visits)
+            return await _start(conn, reason, urls, now, active)
+
+    async def get(self, run_id: int) -> Run | None:
+        return await _one(self._pool, _BY_ID, run_id)
+
+    async def recent(self, limit: int = 20) -> list[Run]:
+        return [run_from_row(row) for row in await self._pool.fetch(_RECENT, check_limit(limit))]
+
+    async def active(self) -> Run | None:
+        return await _one(self._pool, _ACTIVE)
+
+    async def claim_collect(self, run_id: int, owner: str, now: float) -> bool:
+        async with self._pool.acquire() as conn, conn.transaction():
+            run = await _one(conn, _BY_ID_LOCKED, run_id)
+            claimed = None if run is None else machine.claim_collect(run, owner, now)
+            if claimed is not None:
+                await _write(conn, claimed, {})
+            return claimed is not None
+
+    async def set_total(self, run_id: int, owner: str, urls: Sequence[str], now: float, *,
+                        skipped: int = 0) -> Collected | None:
+        async with self._pool.acquire() as conn, conn.transaction():
+            run = await _one(conn, _BY_ID_LOCKED, run_id)
+            if run is None:
+                return None
+            existing = await _states(conn, run_id, urls)
+            added = machine.collected(run, owner, existing, urls, skipped, now)
+            if added is None:
+                return None
+            await _write(conn, added.run, added.changes)
+            return Collected(added.run, added.visits)
+
+    async def record(self, run_id: int, url: str, visit: int, result: Result,
+                     now: float) -> Recorded:
+        async with self._pool.acquire() as conn, conn.transaction():
+            run = await _one(conn, _BY_ID_LOCKED, run_id)
+            if run is None:
+                raise LookupError(f"no warm run {run_id}")
+            state = (await _states(conn, run_id, [url])).get(url)
+            recorded = machine.record(run, url, state, visit, result, now, self._policy)
+            if recorded.counted and recorded.url is not None:
+                await _write(conn, recorded.run, {url: recorded.url})
+            return recorded
+
+    async def finish(self, run_id: int, phase: Literal["done", "failed"], now: float,
+                     error: str | None = None) -> Run | None:
+        return await self._end(run_id, phase, now, error)
+
+    async def cancel(self, run_id: int, now: float) -> Run | None:
+        return await self._end(run_id, "cancelled", now, None)
+
+    async def urls(self, run_id: int, state: UrlStateName, limit: int = 100) -> list[str]:
+        rows = await self._pool.fetch(_URLS_IN_STATE, run_id, check_state(state),
+                                      check_limit(limit))
+        return [row["url"] for row in rows]
+
+    async def aclose(self) -> None:
+        if self._owns_pool:
+            await self._pool.close()
+
+    async def _end(self, run_id: int, phase: Literal["done", "failed", "cancelled"],
+                   now: float, error: str | None) -> Run | None:
+        async with self._pool.acquire() as conn, conn.transaction():
+            run = await _one(conn, _BY_ID_LOCKED, run_id)
+            if run is None:
+                return None
+            ended = (machine.cancel(run, now) if phase == "cancelled"
+                     else machine.finish(run, phase, now, error))
+            if ended is not None:
+                await _write(conn, ended, {})
+            return ended

@@ -1,0 +1,1 @@
+"""Numbered SQLite migrations of the warm runs store (component ``runs``)."""

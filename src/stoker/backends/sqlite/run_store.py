@@ -1,0 +1,239 @@
+"""The SQLite ``RunStore``: warm runs in the local database file.
+
+Lifecycle: ``store = await SqliteRunStore.open(path)``; ``await store.aclose()``.
+
+Invariants (beyond those of :mod:`stoker.warm.run_store`):
+- Every call runs on one dedicated thread owning the only connection, so the
+  event loop never blocks on SQLite; every write is one ``BEGIN IMMEDIATE``
+  transaction, so processes sharing the file serialise whole read-decide-write
+  steps and never interleave them.
+- Decisions are the pure functions of :mod:`stoker.warm.run`; this module only
+  reads the rows they need and writes what they return.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Final, Literal
+
+from stoker.backends.sqlite.connection import SqliteThread, immediate
+from stoker.warm import run as machine
+from stoker.warm.run import (
+    DEFAULT_POLICY,
+    Reason,
+    Recorded,
+    Result,
+    RevisitPolicy,
+    Run,
+    UrlState,
+    UrlStateName,
+)
+from stoker.warm.run_store import (
+    RUN_COLUMNS,
+    Collected,
+    Created,
+    check_limit,
+    check_state,
+    check_urls,
+    run_from_row,
+    run_values,
+    url_state_from_row,
+)
+
+COMPONENT: Final = "runs"
+MIGRATIONS_PACKAGE: Final = "stoker.backends.sqlite.run_migrations"
+
+_SELECT: Final = f"SELECT {RUN_COLUMNS} FROM warm_runs"
+_ACTIVE: Final = f"{_SELECT} WHERE phase IN ('collect', 'warm')"
+_BY_ID: Final = f"{_SELECT} WHERE id = ?"
+_RECENT: Final = f"{_SELECT} ORDER BY id DESC LIMIT ?"
+_INSERT: Final = "INSERT INTO warm_runs (reason, scope, phase, started_at) VALUES (?, ?, ?, ?)"
+_UPDATE: Final = """
+UPDATE warm_runs SET phase = ?, total = ?, warmed = ?, not_modified = ?, failed = ?,
+    stopgap_pending = ?, rewarmed = ?, gave_up = ?, skipped = ?, finished_at = ?, error = ?,
+    collect_owner = ?, collect_claimed_at = ?
+WHERE id = ?
+"""
+_STATES: Final = """
+SELECT url, state, visit, revisits FROM warm_run_urls
+WHERE run_id = ? AND url IN (SELECT value FROM json_each(?))
+"""
+_OPEN_URLS: Final = """
+SELECT url FROM warm_run_urls WHERE run_id = ? AND state IN ('queued', 'stopgap') ORDER BY url
+"""
+_UPSERT_URL: Final = """
+INSERT INTO warm_run_urls (run_id, url, state, visit, revisits) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (run_id, url) DO UPDATE
+SET state = excluded.state, visit = excluded.visit, revisits = excluded.revisits
+"""
+_URLS_IN_STATE: Final = """
+SELECT url FROM warm_run_urls WHERE run_id = ? AND state = ? ORDER BY url LIMIT ?
+"""
+
+
+def _one(conn: sqlite3.Connection, statement: str, *params: object) -> Run | None:
+    row = conn.execute(statement, params).fetchone()
+    return None if row is None else run_from_row(row)
+
+
+def _states(conn: sqlite3.Connection, run_id: int, urls: Iterable[str]) -> dict[str, UrlState]:
+    rows = conn.execute(_STATES, (run_id, json.dumps(list(urls)))).fetchall()
+    return dict(map(url_state_from_row, rows))
+
+
+def _write(conn: sqlite3.Connection, run: Run, changes: Mapping[str, UrlState]) -> None:
+    conn.execute(_UPDATE, run_values(run))
+    conn.executemany(_UPSERT_URL, [(run.id, url, s.state, s.visit, s.revisits)
+                                   for url, s in changes.items()])
+
+
+def _merge(conn: sqlite3.Connection, run: Run, urls: Sequence[str], now: float,
+           *, reopen: bool) -> machine.Added:
+    added = machine.add_urls(run, _states(conn, run.id, urls), urls, now, reopen=reopen)
+    _write(conn, added.run, added.changes)
+    return added
+
+
+def _start(conn: sqlite3.Connection, reason: Reason, urls: Sequence[str] | None,
+           now: float, active: Run | None) -> Created:
+    """Cancel ``active`` (if any), insert the new run, carry over and add URLs."""
+    if active is not None:
+        _write(conn, machine.cancel(active, now) or active, {})
+    scope: machine.Scope = "site" if urls is None else "urls"
+    fresh = machine.new_run(0, reason, scope, now)
+    cursor = conn.execute(_INSERT, (reason, scope, fresh.phase, now))
+    run = dataclasses.replace(fresh, id=int(cursor.lastrowid or 0))
+    cancelled = None
+    carried: list[str] = []
+    if active is not None:
+        cancelled = machine.supersede(active, run, now)
+        _write(conn, cancelled, {})
+        if active.scope == "urls":
+            carried = [row[0] for row in conn.execute(_OPEN_URLS, (active.id,))]
+    added = _merge(conn, run, [*carried, *(urls or ())], now, reopen=False)
+    outcome: Literal["started", "superseded"] = "started" if cancelled is None else "superseded"
+    return Created(added.run, outcome, added.visits, cancelled)
+
+
+def _create(conn: sqlite3.Connection, reason: Reason, urls: Sequence[str] | None, now: float,
+            replace: bool) -> Created:
+    with immediate(conn):
+        active = _one(conn, _ACTIVE)
+        plan = machine.plan_create(active, "site" if urls is None else "urls", replace=replace)
+        if plan == "busy" and active is not None:
+            return Created(active, "busy", [])
+        if plan == "merge" and active is not None and urls is not None:
+            added = _merge(conn, active, urls, now, reopen=True)
+            return Created(added.run, "merged", added.visits)
+        return _start(conn, reason, urls, now, active)
+
+
+def _claim(conn: sqlite3.Connection, run_id: int, owner: str, now: float) -> bool:
+    with immediate(conn):
+        run = _one(conn, _BY_ID, run_id)
+        claimed = None if run is None else machine.claim_collect(run, owner, now)
+        if claimed is not None:
+            _write(conn, claimed, {})
+        return claimed is not None
+
+
+def _set_total(conn: sqlite3.Connection, run_id: int, owner: str, urls: Sequence[str],
+               now: float, skipped: int) -> Collected | None:
+    with immediate(conn):
+        run = _one(conn, _BY_ID, run_id)
+        if run is None:
+            return None
+        added = machine.collected(run, owner, _states(conn, run_id, urls), urls, skipped, now)
+        if added is None:
+            return None
+        _write(conn, added.run, added.changes)
+        return Collected(added.run, added.visits)
+
+
+def _record(conn: sqlite3.Connection, run_id: int, url: str, visit: int, result: Result,
+            now: float, policy: RevisitPolicy) -> Recorded:
+    with immediate(conn):
+        run = _one(conn, _BY_ID, run_id)
+        if run is None:
+            raise LookupError(f"no warm run {run_id}")
+        state = _states(conn, run_id, [url]).get(url)
+        recorded = machine.record(run, url, state, visit, result, now, policy)
+        if recorded.counted and recorded.url is not None:
+            _write(conn, recorded.run, {url: recorded.url})
+        return recorded
+
+
+def _end(conn: sqlite3.Connection, run_id: int, phase: Literal["done", "failed", "cancelled"],
+         now: float, error: str | None) -> Run | None:
+    with immediate(conn):
+        run = _one(conn, _BY_ID, run_id)
+        if run is None:
+            return None
+        ended = (machine.cancel(run, now) if phase == "cancelled"
+                 else machine.finish(run, phase, now, error))
+        if ended is not None:
+            _write(conn, ended, {})
+        return ended
+
+
+class SqliteRunStore:
+    """``RunStore`` on a SQLite file (see the module invariants)."""
+
+    def __init__(self, path: Path, policy: RevisitPolicy = DEFAULT_POLICY) -> None:
+        self._db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE)
+        self._policy = policy
+
+    @classmethod
+    async def open(cls, path: Path, policy: RevisitPolicy = DEFAULT_POLICY) -> SqliteRunStore:
+        """Open (creating and migrating) the runs in the database file ``path``."""
+        store = cls(path, policy)
+        await store._db.start()
+        return store
+
+    async def create(self, reason: Reason, urls: Sequence[str] | None, now: float, *,
+                     replace: bool = True) -> Created:
+        check_urls(urls)
+        return await self._db.run(lambda conn: _create(conn, reason, urls, now, replace))
+
+    async def get(self, run_id: int) -> Run | None:
+        return await self._db.run(lambda conn: _one(conn, _BY_ID, run_id))
+
+    async def recent(self, limit: int = 20) -> list[Run]:
+        rows = await self._db.run(
+            lambda conn: conn.execute(_RECENT, (check_limit(limit),)).fetchall())
+        return [run_from_row(row) for row in rows]
+
+    async def active(self) -> Run | None:
+        return await self._db.run(lambda conn: _one(conn, _ACTIVE))
+
+    async def claim_collect(self, run_id: int, owner: str, now: float) -> bool:
+        return await self._db.run(lambda conn: _claim(conn, run_id, owner, now))
+
+    async def set_total(self, run_id: int, owner: str, urls: Sequence[str], now: float, *,
+                        skipped: int = 0) -> Collected | None:
+        return await self._db.run(
+            lambda conn: _set_total(conn, run_id, owner, urls, now, skipped))
+
+    async def record(self, run_id: int, url: str, visit: int, result: Result,
+                     now: float) -> Recorded:
+        return await self._db.run(
+            lambda conn: _record(conn, run_id, url, visit, result, now, self._policy))
+
+    async def finish(self, run_id: int, phase: Literal["done", "failed"], now: float,
+                     error: str | None = None) -> Run | None:
+        return await self._db.run(lambda conn: _end(conn, run_id, phase, now, error))
+
+    async def cancel(self, run_id: int, now: float) -> Run | None:
+        return await self._db.run(lambda conn: _end(conn, run_id, "cancelled", now, None))
+
+    async def urls(self, run_id: int, state: UrlStateName, limit: int = 100) -> list[str]:
+        rows = await self._db.run(lambda conn: conn.execute(
+            _URLS_IN_STATE, (run_id, check_state(state), check_limit(limit))).fetchall())
+        return [row[0] for row in rows]
+
+    async def aclose(self) -> None:
+        await self._db.close()
