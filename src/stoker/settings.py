@@ -122,6 +122,14 @@ def _positive_int(value: Any) -> int:
     return int(value)
 
 
+def _origin_slots(value: Any) -> int:
+    slots = _positive_int(value)
+    if slots < 2:
+        raise ValueError(f"expected at least 2 (one slot is always kept for visitors, "
+                         f"warm visits need another), got {value!r}")
+    return slots
+
+
 @dataclass(frozen=True)
 class Field:
     """One setting: how to parse it and what it means."""
@@ -180,6 +188,14 @@ FIELDS: dict[str, Field] = {
     ),
     "preset": Field(_optional(_choice(*PRESET_NAMES)), "Platform preset expanded into the "
                     "rules (stoker settings --preset NAME prints it)"),
+    "origin_max_concurrency": Field(
+        _origin_slots, "Most origin requests in flight at once, visitors' misses and warm "
+        "visits together; visitors first, warm visits never take the last quarter"
+    ),
+    "warm_max_concurrency": Field(
+        _positive_int, "Most warm visits in flight at once; below it the warmer adapts to "
+        "the origin's latency, 429 and 503"
+    ),
 }
 
 
@@ -217,6 +233,8 @@ class Settings:
     l2_write_timeout: float = 10.0
     preset: str | None = None
     rules: tuple[Rule, ...] = field(default=())
+    origin_max_concurrency: int = 16
+    warm_max_concurrency: int = 8
 
     @property
     def sqlite_path(self) -> Path:
