@@ -50,8 +50,10 @@ class ThrottleState:
     ``max_concurrency`` is ``warm_max_concurrency``; ``tolerance`` is how much
     slower than the baseline still counts as "near"; ``fast``/``slow`` are the
     EWMA weights of a new sample in ``recent``/``baseline``; ``max_wait`` caps
-    a ``Retry-After`` wait. ``baseline``/``recent`` are None until the first
-    sample; ``streak`` counts good visits since the limit last changed.
+    a ``Retry-After`` wait. A new controller starts at ``limit`` 1, so the
+    first samples measure the unloaded origin. ``baseline``/``recent`` are None
+    until the first sample; ``streak`` counts good visits since the limit last
+    changed.
     """
 
     max_concurrency: int
