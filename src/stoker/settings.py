@@ -122,6 +122,14 @@ def _positive_int(value: Any) -> int:
     return int(value)
 
 
+def _origin_slots(value: Any) -> int:
+    slots = _positive_int(value)
+    if slots < 2:
+        raise ValueError(f"expected at least 2 (one slot is always kept for visitors, "
+                         f"warm visits need another), got {value!r}")
+    return slots
+
+
 @dataclass(frozen=True)
 class Field:
     """One setting: how to parse it and what it means."""
@@ -184,6 +192,14 @@ FIELDS: dict[str, Field] = {
         _text, "Response header marking an origin's placeholder page: never stored, revisited"
     ),
     "stopgap_delay": Field(_seconds, "Wait before a warm run revisits a stopgap page"),
+    "origin_max_concurrency": Field(
+        _origin_slots, "Most origin requests in flight at once, visitors' misses and warm "
+        "visits together; visitors first, warm visits never take the last quarter"
+    ),
+    "warm_max_concurrency": Field(
+        _positive_int, "Most warm visits in flight at once; below it the warmer adapts to "
+        "the origin's latency, 429 and 503"
+    ),
 }
 
 
@@ -222,6 +238,8 @@ class Settings:
     preset: str | None = None
     stopgap_header: str = "X-Stoker-Stopgap"
     stopgap_delay: float = 20.0
+    origin_max_concurrency: int = 16
+    warm_max_concurrency: int = 8
     rules: tuple[Rule, ...] = field(default=())
 
     @property

@@ -110,3 +110,15 @@ def test_parsers_raise_only_value_error(text: str) -> None:
     for parse in (parse_duration, parse_size):
         with contextlib.suppress(ValueError):
             parse(text)
+
+
+def test_origin_and_warm_concurrency_settings() -> None:
+    defaults = load_settings(env={})
+    assert (defaults.origin_max_concurrency, defaults.warm_max_concurrency) == (16, 8)
+    env = {"STOKER_ORIGIN_MAX_CONCURRENCY": "4", "STOKER_WARM_MAX_CONCURRENCY": "2"}
+    settings = load_settings(env=env)
+    assert (settings.origin_max_concurrency, settings.warm_max_concurrency) == (4, 2)
+    with pytest.raises(SettingsError, match=r"'origin_max_concurrency'.*at least 2"):
+        load_settings(env={"STOKER_ORIGIN_MAX_CONCURRENCY": "1"})
+    with pytest.raises(SettingsError, match="'warm_max_concurrency'"):
+        load_settings(env={"STOKER_WARM_MAX_CONCURRENCY": "0"})

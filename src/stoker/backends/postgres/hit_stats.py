@@ -1,0 +1,80 @@
+"""The PostgreSQL ``HitStatsStore``: visit sums per URL shared by every node.
+
+Lifecycle: ``store = await PostgresHitStatsStore.open(pool)`` (applies the
+``hits`` migrations); ``await store.close()`` (closes the pool only when
+opened with ``owns_pool=True``).
+
+Invariants (beyond those of :class:`stoker.cache.hits.HitStatsStore`):
+- every operation is one statement (one round trip, its own transaction), so
+  a flush is counted entirely or not at all;
+- ``add`` upserts its rows in URL order: concurrent flushes from several
+  nodes lock shared rows in the same order, so they add up without deadlocks;
+- URLs sort bytewise (``COLLATE "C"``), as on SQLite, so ``top`` breaks ties
+  the same way on both backends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import asyncpg
+
+from stoker.backends.postgres.connection import migrate
+from stoker.cache.hits import countable
+
+MIGRATIONS_PACKAGE = "stoker.backends.postgres.hits_migrations"
+COMPONENT = "hits"
+
+_UPSERT: Final = """
+INSERT INTO hit_stats (url, hits, misses, last_seen)
+SELECT url, hits, misses, $4
+FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t (url, hits, misses)
+ORDER BY url
+ON CONFLICT (url) DO UPDATE SET
+    hits = hit_stats.hits + excluded.hits,
+    misses = hit_stats.misses + excluded.misses,
+    last_seen = greatest(hit_stats.last_seen, excluded.last_seen)
+"""
+_TOP: Final = "SELECT url, visits FROM hit_stats ORDER BY visits DESC, url LIMIT $1"
+_POPULARITY: Final = "SELECT url, visits FROM hit_stats WHERE url = ANY($1::text[])"
+_PRUNE: Final = "DELETE FROM hit_stats WHERE last_seen < $1"
+
+
+class PostgresHitStatsStore:
+    """``HitStatsStore`` on a PostgreSQL pool (see the module docstring)."""
+
+    def __init__(self, pool: asyncpg.Pool, *, owns_pool: bool = False) -> None:
+        self._pool = pool
+        self._owns_pool = owns_pool
+
+    @classmethod
+    async def open(cls, pool: asyncpg.Pool, *, owns_pool: bool = False) -> PostgresHitStatsStore:
+        """Apply pending ``hits`` migrations and wrap ``pool``."""
+        await migrate(pool, COMPONENT, MIGRATIONS_PACKAGE)
+        return cls(pool, owns_pool=owns_pool)
+
+    async def add(self, counts: Mapping[str, tuple[int, int]], now: float) -> None:
+        rows = [(url, hits, misses) for url, (hits, misses) in sorted(counts.items())
+                if countable(url)]
+        if rows:
+            urls, hits, misses = (list(column) for column in zip(*rows, strict=True))
+            await self._pool.execute(_UPSERT, urls, hits, misses, now)
+
+    async def top(self, limit: int) -> list[tuple[str, int]]:
+        if limit < 1:
+            return []
+        return [(row["url"], row["visits"]) for row in await self._pool.fetch(_TOP, limit)]
+
+    async def popularity(self, urls: Sequence[str]) -> dict[str, int]:
+        wanted = [url for url in urls if countable(url)]
+        found = {row["url"]: row["visits"] for row in await self._pool.fetch(_POPULARITY, wanted)}
+        return {url: found.get(url, 0) for url in urls}
+
+    async def prune(self, older_than: float) -> int:
+        status = await self._pool.execute(_PRUNE, older_than)
+        return int(status.split()[-1])
+
+    async def close(self) -> None:
+        if self._owns_pool:
+            await self._pool.close()

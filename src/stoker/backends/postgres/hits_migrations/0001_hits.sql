@@ -1,0 +1,16 @@
+-- Hit statistics: visit sums per URL, incremented by every flush of the
+-- proxy's in-memory counters (stoker.cache.hits) on any node. last_seen is
+-- epoch seconds from the injected clock.
+CREATE TABLE hit_stats (
+    url TEXT COLLATE "C" PRIMARY KEY,  -- byte order, as SQLite sorts
+    hits BIGINT NOT NULL DEFAULT 0 CHECK (hits >= 0),
+    misses BIGINT NOT NULL DEFAULT 0 CHECK (misses >= 0),
+    visits BIGINT GENERATED ALWAYS AS (hits + misses) STORED,
+    last_seen DOUBLE PRECISION NOT NULL
+);
+
+-- top(): most visited first.
+CREATE INDEX hit_stats_visits_idx ON hit_stats (visits DESC, url);
+
+-- prune(): URLs not seen for a while.
+CREATE INDEX hit_stats_last_seen_idx ON hit_stats (last_seen);

@@ -1,0 +1,1 @@
+"""PostgreSQL migrations of the hit statistics, ``NNNN_hits*.sql`` (component ``hits``)."""

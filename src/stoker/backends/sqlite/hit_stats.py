@@ -1,0 +1,85 @@
+"""The SQLite ``HitStatsStore``: visit sums per URL in ``data_dir/stoker.db``.
+
+Lifecycle: ``store = await SqliteHitStatsStore.open(path)``; ``await store.close()``.
+
+Invariants (beyond those of :class:`stoker.cache.hits.HitStatsStore`):
+- one dedicated thread owns the only connection (:class:`SqliteThread`), so the
+  event loop never blocks on SQLite; the schema comes from the ``hits`` migrations;
+- ``add`` is one ``BEGIN IMMEDIATE`` transaction of upserts: a flush is counted
+  entirely or not at all, and processes sharing the file serialise at its start;
+- ``visits`` is a stored generated column (``hits + misses``), indexed for ``top``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+from stoker.backends.sqlite.connection import SqliteThread, immediate
+from stoker.cache.hits import countable
+
+MIGRATIONS_PACKAGE = "stoker.backends.sqlite.hits_migrations"
+COMPONENT = "hits"
+
+_UPSERT: Final = """
+INSERT INTO hit_stats (url, hits, misses, last_seen) VALUES (?, ?, ?, ?)
+ON CONFLICT (url) DO UPDATE SET
+    hits = hits + excluded.hits,
+    misses = misses + excluded.misses,
+    last_seen = max(last_seen, excluded.last_seen)
+"""
+_TOP: Final = "SELECT url, visits FROM hit_stats ORDER BY visits DESC, url LIMIT ?"
+_POPULARITY: Final = """
+SELECT url, visits FROM hit_stats WHERE url IN (SELECT value FROM json_each(?))
+"""
+_PRUNE: Final = "DELETE FROM hit_stats WHERE last_seen < ?"
+
+
+class SqliteHitStatsStore:
+    """``HitStatsStore`` on a SQLite file (see the module docstring)."""
+
+    def __init__(self, path: Path) -> None:
+        self._db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE)
+
+    @classmethod
+    async def open(cls, path: Path) -> SqliteHitStatsStore:
+        """Connect and migrate."""
+        store = cls(path)
+        await store._db.start()
+        return store
+
+    async def add(self, counts: Mapping[str, tuple[int, int]], now: float) -> None:
+        rows = [(url, hits, misses, now) for url, (hits, misses) in sorted(counts.items())
+                if countable(url)]
+        if rows:
+            await self._db.run(lambda conn: _write(conn, rows))
+
+    async def top(self, limit: int) -> list[tuple[str, int]]:
+        if limit < 1:
+            return []
+        rows = await self._db.run(lambda conn: conn.execute(_TOP, (limit,)).fetchall())
+        return [(url, visits) for url, visits in rows]
+
+    async def popularity(self, urls: Sequence[str]) -> dict[str, int]:
+        wanted = json.dumps([url for url in urls if countable(url)])
+        rows = await self._db.run(lambda conn: conn.execute(_POPULARITY, (wanted,)).fetchall())
+        found = dict(rows)
+        return {url: found.get(url, 0) for url in urls}
+
+    async def prune(self, older_than: float) -> int:
+        return await self._db.run(lambda conn: _delete(conn, older_than))
+
+    async def close(self) -> None:
+        await self._db.close()
+
+
+def _write(conn: sqlite3.Connection, rows: list[tuple[str, int, int, float]]) -> None:
+    with immediate(conn):
+        conn.executemany(_UPSERT, rows)
+
+
+def _delete(conn: sqlite3.Connection, older_than: float) -> int:
+    return conn.execute(_PRUNE, (older_than,)).rowcount

@@ -1,0 +1,1 @@
+"""Numbered SQLite migrations of the hit statistics (component ``hits``)."""
