@@ -34,7 +34,9 @@ from stoker.clock import Clock, SystemClock
 from stoker.http.forwarded import TrustedProxies
 from stoker.http.policy import StaleDefaults
 from stoker.proxy.fetch import FetchConfig, Fetcher
+from stoker.proxy.limited_origin import LimitedOrigin
 from stoker.proxy.origin import HttpOrigin, OriginClient
+from stoker.proxy.origin_limit import OriginLimiter
 from stoker.proxy.pipeline import Pipeline, PipelineConfig
 from stoker.proxy.purge import AuditTrail, Purger
 from stoker.proxy.purge_method import PurgeMethod, parse_networks
@@ -108,6 +110,7 @@ class Stoker:
         if origin is None:
             assert origin_url is not None
             origin = HttpOrigin(origin_url, timeout=settings.origin_timeout)
+        origin = LimitedOrigin(origin, OriginLimiter(settings.origin_max_concurrency))
         host = settings.listen.rpartition(":")[0]
         ledger = PurgeLedger(clock)
         pipeline = Pipeline(

@@ -71,6 +71,7 @@ class HotPath:
         if entry.vary or now >= entry.fresh_until or entry.body is None:
             return False
         pipeline.stats["hit"] += 1
+        pipeline.hits.hit(entry.url)
         await _send_entry(send, entry, now, self._prefix, self._via)
         return True
 

@@ -51,6 +51,7 @@ from stoker.asgi import Message, Receive, Send
 from stoker.cache.bodies import BodyStore
 from stoker.cache.collapse import Collapser, Flight
 from stoker.cache.entry import CacheEntry, Freshness
+from stoker.cache.hits import HitCounter
 from stoker.cache.tiered import TieredStore
 from stoker.clock import Clock
 from stoker.http.cache_control import parse_cache_control
@@ -135,6 +136,8 @@ class Pipeline:
         self.version = version
         self.collapser = Collapser()
         self.stats: Counter[str] = Counter()
+        self.hits = HitCounter()
+        """Per-URL visitor hits and misses (warm visits left out), flushed by the owner."""
         self.cookie_bypasses: Counter[str] = Counter()
         self._tasks: set[asyncio.Task[None]] = set()
         self._name = fetcher.config.cache_name
@@ -214,15 +217,20 @@ class Pipeline:
             request.warm and entry is not None and entry.freshness(now) is not Freshness.FRESH)
         if entry is not None and len(entries) > 1:
             self.store.touch(entry)
+        counted = not request.warm
         if entry is not None and not forced:
             state = entry.freshness(now)
             if state is Freshness.FRESH:
                 self.stats["hit"] += 1
+                if counted:
+                    self.hits.hit(request.url)
                 status = cache_status(hit=True, ttl=entry.ttl(now), name=self._name)
                 if await self._serve(sink, request, entry, now, status):
                     return
             elif state is Freshness.STALE_SWR:
                 self.stats["stale"] += 1
+                if counted:
+                    self.hits.hit(request.url)
                 self._revalidate_in_background(lookup, entry)
                 status = cache_status(hit=True, ttl=entry.ttl(now),
                                       detail="stale-while-revalidate", name=self._name)
@@ -233,6 +241,8 @@ class Pipeline:
         else:
             fwd = "stale" if entry else ("vary-miss" if entries else "uri-miss")
         self.stats["miss"] += 1
+        if counted:
+            self.hits.miss(request.url)
         variant = entry.variant if entry else (
             variant_of(entries[0].vary, lookup.varying) if entries else "")
         await self._collapsed(lookup, entry, variant, fwd, sink)

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from stoker.asgi import Message
 from stoker.clock import Clock
 from stoker.http.headers import get_header
+from stoker.proxy.limited_origin import warm_visits
 from stoker.proxy.pipeline import Pipeline
 from stoker.proxy.request import WARM_SCOPE_KEY
 from stoker.warm.visits import VisitResult, classify
@@ -30,8 +31,9 @@ class PipelineVisitor:
         self._clock = clock
         self._stopgap_header = stopgap_header
 
-    async def visit(self, url: str, headers: Sequence[tuple[bytes, bytes]]) -> VisitResult:
-        """GET ``url`` through the cache; classify what happened."""
+    async def visit(self, url: str, headers: Sequence[tuple[bytes, bytes]], *,
+                    allowance: int) -> VisitResult:
+        """GET ``url`` through the cache, as a warm visit at the origin; classify it."""
         parts = urlsplit(url)
         path = parts.path or "/"
         scope: Message = {
@@ -52,7 +54,8 @@ class PipelineVisitor:
                 sent.append(message)
 
         started = self._clock.monotonic()
-        await self._pipeline.handle(scope, receive, send)
+        with warm_visits(allowance):
+            await self._pipeline.handle(scope, receive, send)
         latency = self._clock.monotonic() - started
         if not sent:
             return VisitResult(url, 0, "failed", latency, detail="no response")

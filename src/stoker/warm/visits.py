@@ -40,8 +40,10 @@ class VisitResult:
 class Visitor(Protocol):
     """Runs warm visits through the cache."""
 
-    async def visit(self, url: str, headers: Sequence[tuple[bytes, bytes]]) -> VisitResult:
-        """GET ``url`` (absolute, on a site URL) through the cache with ``headers``."""
+    async def visit(self, url: str, headers: Sequence[tuple[bytes, bytes]], *,
+                    allowance: int) -> VisitResult:
+        """GET ``url`` (absolute, on a site URL) through the cache with ``headers``;
+        at most ``allowance`` warm visits may be at the origin at once."""
 
 
 def _members(cache_status: str) -> set[str]:
