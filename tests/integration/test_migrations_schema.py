@@ -21,9 +21,11 @@ from tests.job_backends import PG_URL, pg_schema
 
 from stoker.backends.migrations import Migration, migration_files
 from stoker.backends.postgres import connection as pg
+from stoker.backends.postgres import deadline_store as pg_deadlines
 from stoker.backends.postgres.job_queue import MIGRATIONS_PACKAGE as PG_JOBS
 from stoker.backends.sqlite import audit_store as audit
 from stoker.backends.sqlite import cache_store
+from stoker.backends.sqlite import deadline_store as sqlite_deadlines
 from stoker.backends.sqlite.connection import SqliteThread, apply_migrations, connect
 from stoker.backends.sqlite.job_queue import MIGRATIONS_PACKAGE as SQLITE_JOBS
 
@@ -31,6 +33,11 @@ SQLITE_STORES = {
     "jobs": SQLITE_JOBS,
     cache_store.COMPONENT: cache_store.MIGRATIONS_PACKAGE,
     audit.COMPONENT: audit.MIGRATIONS_PACKAGE,
+    sqlite_deadlines.COMPONENT: sqlite_deadlines.MIGRATIONS_PACKAGE,
+}
+PG_STORES = {
+    "jobs": PG_JOBS,
+    pg_deadlines.COMPONENT: pg_deadlines.MIGRATIONS_PACKAGE,
 }
 
 
@@ -42,7 +49,8 @@ def upgrade_cases(files: dict[str, list[Migration]]) -> list[tuple[str, int]]:
 
 SQLITE_CASES = upgrade_cases(
     {component: migration_files(package) for component, package in SQLITE_STORES.items()})
-PG_CASES = upgrade_cases({"jobs": pg.component_files(PG_JOBS, "jobs")})
+PG_CASES = upgrade_cases(
+    {component: pg.component_files(package, component) for component, package in PG_STORES.items()})
 
 
 # --- SQLite -------------------------------------------------------------------------
@@ -187,20 +195,22 @@ def two_schemas() -> Iterator[tuple[str, str]]:
 async def test_postgres_upgrade_from_each_version_equals_fresh_schema(
         two_schemas: tuple[str, str], component: str, k: int) -> None:
     fresh, upgraded = two_schemas
-    files = pg.component_files(PG_JOBS, component)
+    package = PG_STORES[component]
+    files = pg.component_files(package, component)
     fresh_pool = await pg.create_pool(PG_URL, schema=fresh, min_size=1, max_size=1)
     upgraded_pool = await pg.create_pool(PG_URL, schema=upgraded, min_size=1, max_size=1)
     try:
-        await pg.migrate(fresh_pool, component, PG_JOBS)
+        await pg.migrate(fresh_pool, component, package)
         for migration in files[:k]:
             assert await pg.apply_migrations(upgraded_pool, component, [migration]) == [
                 migration.name]
             async with upgraded_pool.acquire() as conn:
                 await pg_fill(conn, upgraded)
-        await pg.migrate(upgraded_pool, component, PG_JOBS)
+        await pg.migrate(upgraded_pool, component, package)
         async with upgraded_pool.acquire() as conn, fresh_pool.acquire() as fresh_conn:
             assert await pg_dump(conn, upgraded) == await pg_dump(fresh_conn, fresh)
-            assert await conn.fetchval("SELECT count(*) FROM jobs") == k
+            if component == "jobs":
+                assert await conn.fetchval("SELECT count(*) FROM jobs") == k
     finally:
         await fresh_pool.close()
         await upgraded_pool.close()
