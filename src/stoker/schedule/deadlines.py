@@ -20,6 +20,7 @@ Invariants:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -58,12 +59,13 @@ def check_arm(mode: str, delay: float, max_wait: float | None) -> None:
     """Refuse arguments no arm can mean, naming the offending one."""
     if mode not in ARM_MODES:
         raise ValueError(f"deadline arm mode must be one of {', '.join(ARM_MODES)}, not {mode!r}")
-    if delay < 0:
-        raise ValueError(f"deadline delay must be >= 0 seconds, got {delay}")
+    if not (math.isfinite(delay) and delay >= 0):
+        raise ValueError(f"deadline delay must be a finite number >= 0 seconds, got {delay}")
     if (mode == "debounced") != (max_wait is not None):
         raise ValueError("deadline max_wait is required for mode 'debounced' and only for it")
-    if max_wait is not None and max_wait < 0:
-        raise ValueError(f"deadline max_wait must be >= 0 seconds, got {max_wait}")
+    if max_wait is not None and not (math.isfinite(max_wait) and max_wait >= 0):
+        raise ValueError(
+            f"deadline max_wait must be a finite number >= 0 seconds, got {max_wait}")
 
 
 def pending(row: Deadline | None, now: float) -> Armed | None:

@@ -17,6 +17,8 @@ Invariants:
   exception is recorded with ``fail`` (due again after the purpose's
   ``retry_delay``); a run cancelled by stop is recorded as failed and due at
   once, so another process or the next start runs it: nothing armed is lost.
+  Runs are at least once: a run whose outcome could not be stored (database
+  down) runs again when its claim's lease ends.
 - ``run`` returns promptly once ``stop`` is set: handlers in flight are
   cancelled (never a run whose outcome is being recorded), and it returns once
   their outcomes are recorded.
@@ -108,22 +110,6 @@ class Ticker:
             stopping.cancel()
             await self._cancel_running()
 
-    async def tick(self) -> tuple[list[str], float | None]:
-        """One pass: start a run of every due, registered, claimable deadline.
-
-        Returns the names started and the next wake time of the registered purposes."""
-        rows = {row.name: row for row in await self._store.list() if row.name in self._purposes}
-        now = self._clock.now()
-        started = []
-        for row in due([r for r in rows.values() if r.name not in self._running], now):
-            claimed = await self._store.claim(row.name, self._owner, now,
-                                              self._purposes[row.name].lease)
-            if claimed is not None:
-                rows[row.name] = claimed
-                self._start(claimed)
-                started.append(row.name)
-        return started, next_wake(rows.values())
-
     async def force(self, name: str) -> ForceResult:
         """Run ``name`` now if it is armed, due or not (shutdown: flush what is pending).
 
@@ -150,9 +136,22 @@ class Ticker:
         except KeyError:
             raise KeyError(f"no handler registered for deadline {name!r}") from None
 
+    async def _tick(self) -> float | None:
+        """One pass: start a run of every due, registered, claimable deadline; return
+        the next wake time of the registered purposes."""
+        rows = {row.name: row for row in await self._store.list() if row.name in self._purposes}
+        now = self._clock.now()
+        for row in due([r for r in rows.values() if r.name not in self._running], now):
+            claimed = await self._store.claim(row.name, self._owner, now,
+                                              self._purposes[row.name].lease)
+            if claimed is not None:
+                rows[row.name] = claimed
+                self._start(claimed)
+        return next_wake(rows.values())
+
     async def _tick_logged(self) -> float | None:
         try:
-            return (await self.tick())[1]
+            return await self._tick()
         except Exception:
             log.exception("deadline ticker: reading or claiming deadlines failed")
             return None

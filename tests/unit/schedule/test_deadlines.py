@@ -128,10 +128,12 @@ def test_a_second_arm_during_a_run_joins_the_first_one_of_that_run() -> None:
     ("mode", "delay", "max_wait", "message"),
     [
         ("soon", 1, None, "mode must be one of earliest, debounced, replace"),
-        ("earliest", -1, None, "delay must be >= 0"),
+        ("earliest", -1, None, "delay must be a finite number >= 0"),
+        ("replace", float("nan"), None, "delay must be a finite number >= 0"),
         ("debounced", 1, None, "max_wait is required for mode 'debounced'"),
         ("earliest", 1, 5, "max_wait is required for mode 'debounced' and only for it"),
-        ("debounced", 1, -5, "max_wait must be >= 0"),
+        ("debounced", 1, -5, "max_wait must be a finite number >= 0"),
+        ("debounced", 1, float("inf"), "max_wait must be a finite number >= 0"),
     ],
 )
 def test_arm_refuses_nonsense(mode: str, delay: float, max_wait: float | None,
