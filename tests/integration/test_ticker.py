@@ -235,6 +235,48 @@ async def test_force_runs_a_pending_deadline_now(
         await ticker.force("rewarm")
 
 
+class FailingList:
+    """The real store, but ``list`` fails the first ``failures`` times (an injected fault)."""
+
+    def __init__(self, store: DeadlineStore, failures: int) -> None:
+        self.store = store
+        self.failures = failures
+
+    async def list(self) -> list[Deadline]:
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("database went away")
+        return list(await self.store.list())
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+
+async def test_a_store_error_is_logged_and_the_loop_goes_on(
+        store: DeadlineStore, clock: WatchedClock, caplog: pytest.LogCaptureFixture) -> None:
+    runs = Runs(clock)
+    ticker = Ticker(FailingList(store, 1), clock, "node-a", max_sleep=5)  # type: ignore[arg-type]
+    ticker.register("job_reap", runs, retry_delay=60)
+    await store.arm("job_reap", "earliest", T, 0)
+    async with running(ticker):
+        await clock.naps_reach(1)  # the first look failed: asleep for max_sleep
+        assert "reading or claiming deadlines failed" in caplog.text
+        clock.advance(5)
+        assert await runs.next() == T + 5
+
+
+async def test_purposes_without_a_handler_here_are_left_alone(
+        store: DeadlineStore, clock: WatchedClock, caplog: pytest.LogCaptureFixture) -> None:
+    ticker = Ticker(store, clock, "node-a", max_sleep=3_600)
+    ticker.register("rewarm", Runs(clock), retry_delay=60)
+    await store.arm("l2_reclaim", "earliest", T - 100, 0)  # overdue, for another process
+    async with running(ticker):
+        await clock.naps_reach(1)  # looked, and sleeps rather than spinning on it
+    assert caplog.records == []
+    assert await row_of(store, "l2_reclaim") == Deadline(
+        "l2_reclaim", due_at=T - 100, first_armed_at=T - 100)
+
+
 async def test_status_lists_every_purpose(store: DeadlineStore, clock: WatchedClock) -> None:
     ticker = Ticker(store, clock, "node-a")
     ticker.register("rewarm", Runs(clock), retry_delay=60)
