@@ -1,0 +1,1 @@
+"""PostgreSQL migrations of the persisted deadlines (component ``deadlines``)."""

@@ -1,0 +1,100 @@
+"""The PostgreSQL ``DeadlineStore``: the ``deadlines`` table shared by every node.
+
+Lifecycle: ``store = await PostgresDeadlineStore.open(pool)`` (migrates the
+``deadlines`` component); ``await store.aclose()`` closes the pool only when
+the store was given ``owns_pool=True``.
+
+Invariants (beyond those of ``stoker.schedule.store``):
+- Every change is one transaction that locks the row (``SELECT ... FOR
+  UPDATE``), applies the pure transition and writes it back: a concurrent
+  claimer on any node waits for the lock, then reads the committed claim and
+  gets nothing. ``arm`` first inserts the row if missing (``ON CONFLICT DO
+  NOTHING``) so even the first arm of a name has a row to lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import asyncpg
+
+from stoker.backends.postgres.connection import migrate
+from stoker.schedule import deadlines
+from stoker.schedule.store import (
+    COLUMNS,
+    ArmMode,
+    Deadline,
+    deadline_from_row,
+    deadline_values,
+)
+
+MIGRATIONS_PACKAGE = "stoker.backends.postgres.deadline_migrations"
+COMPONENT = "deadlines"
+
+_SELECT = f"SELECT {', '.join(COLUMNS)} FROM deadlines"
+_LOCK_ONE = f"{_SELECT} WHERE name = $1 FOR UPDATE"
+_CREATE = "INSERT INTO deadlines (name) VALUES ($1) ON CONFLICT (name) DO NOTHING"
+_UPDATE = "UPDATE deadlines SET " + ", ".join(
+    f"{column} = ${number}" for number, column in enumerate(COLUMNS[1:], start=2)
+) + " WHERE name = $1"
+
+Row = TypeVar("Row", bound=Deadline | None)
+
+
+class PostgresDeadlineStore:
+    """``DeadlineStore`` on a PostgreSQL pool (see the module invariants)."""
+
+    def __init__(self, pool: asyncpg.Pool, *, owns_pool: bool = False) -> None:
+        self._pool = pool
+        self._owns_pool = owns_pool
+
+    @classmethod
+    async def open(cls, pool: asyncpg.Pool, *, owns_pool: bool = False) -> PostgresDeadlineStore:
+        """Apply pending ``deadlines`` migrations on ``pool`` and return the store."""
+        await migrate(pool, COMPONENT, MIGRATIONS_PACKAGE)
+        return cls(pool, owns_pool=owns_pool)
+
+    async def _change(self, name: str, change: Callable[[Deadline | None], Row], *,
+                      create: bool = False) -> Row:
+        """Lock ``name``'s row, apply ``change``, write its result (``None``: no write)."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            if create:
+                await conn.execute(_CREATE, name)
+            row = await conn.fetchrow(_LOCK_ONE, name)
+            new = change(None if row is None else deadline_from_row(row))
+            if new is not None:
+                await conn.execute(_UPDATE, *deadline_values(new))
+        return new
+
+    async def arm(self, name: str, mode: ArmMode, now: float, delay: float,
+                  max_wait: float | None = None) -> Deadline:
+        return await self._change(
+            name, lambda row: deadlines.armed(row, name, mode, now, delay, max_wait),
+            create=True)
+
+    async def claim(self, name: str, owner: str, now: float, lease: float, *,
+                    force: bool = False) -> Deadline | None:
+        return await self._change(
+            name, lambda row: deadlines.claimed(row, owner, now, lease, force=force))
+
+    async def complete(self, name: str, owner: str, now: float) -> bool:
+        done = await self._change(name, lambda row: deadlines.completed(row, owner, now))
+        return done is not None
+
+    async def fail(self, name: str, owner: str, now: float, retry_delay: float,
+                   error: str) -> bool:
+        failed = await self._change(
+            name, lambda row: deadlines.failed(row, owner, now, retry_delay, error))
+        return failed is not None
+
+    async def list(self) -> list[Deadline]:
+        rows = await self._pool.fetch(f"{_SELECT} ORDER BY name")
+        return [deadline_from_row(row) for row in rows]
+
+    async def next_due(self) -> float | None:
+        return deadlines.next_wake(await self.list())
+
+    async def aclose(self) -> None:
+        if self._owns_pool:
+            await self._pool.close()

@@ -1,0 +1,1 @@
+"""SQLite migrations of the persisted deadlines (component ``deadlines``)."""

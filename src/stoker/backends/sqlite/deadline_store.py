@@ -1,0 +1,104 @@
+"""The SQLite ``DeadlineStore``: the ``deadlines`` table in a file shared by local processes.
+
+Lifecycle: ``store = await SqliteDeadlineStore.open(path)``; ``await store.aclose()``.
+
+Invariants (beyond those of ``stoker.schedule.store``):
+- Every change is one ``BEGIN IMMEDIATE`` transaction that reads the row,
+  applies the pure transition and writes it back: the write lock is taken
+  before the read, so two processes claiming at once serialise and the second
+  sees the first one's claim.
+- All SQLite work runs on one dedicated thread owning the only connection, so
+  the event loop never waits on the file. The schema comes from the
+  ``deadlines`` migrations.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from stoker.backends.sqlite.connection import SqliteThread, immediate
+from stoker.schedule import deadlines
+from stoker.schedule.store import (
+    COLUMNS,
+    ArmMode,
+    Deadline,
+    deadline_from_row,
+    deadline_values,
+)
+
+MIGRATIONS_PACKAGE = "stoker.backends.sqlite.deadline_migrations"
+COMPONENT = "deadlines"
+
+_SELECT = f"SELECT {', '.join(COLUMNS)} FROM deadlines"
+_SELECT_ONE = f"{_SELECT} WHERE name = ?"
+_UPSERT = (
+    f"INSERT INTO deadlines ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
+    " ON CONFLICT (name) DO UPDATE SET "
+    + ", ".join(f"{column} = excluded.{column}" for column in COLUMNS[1:])
+)
+
+Row = TypeVar("Row", bound=Deadline | None)
+
+
+def _transact(conn: sqlite3.Connection, name: str,
+              change: Callable[[Deadline | None], Row]) -> Row:
+    """Read ``name``, apply ``change``, write its result (``None``: leave the row as it is)."""
+    with immediate(conn):
+        row = conn.execute(_SELECT_ONE, (name,)).fetchone()
+        new = change(None if row is None else deadline_from_row(row))
+        if new is not None:
+            conn.execute(_UPSERT, deadline_values(new))
+    return new
+
+
+def _list(conn: sqlite3.Connection) -> list[Deadline]:
+    return [deadline_from_row(row) for row in conn.execute(f"{_SELECT} ORDER BY name")]
+
+
+class SqliteDeadlineStore:
+    """``DeadlineStore`` on a SQLite file (see the module invariants)."""
+
+    def __init__(self, db: SqliteThread) -> None:
+        self._db = db
+
+    @classmethod
+    async def open(cls, path: Path) -> SqliteDeadlineStore:
+        """Open (creating and migrating) the deadlines in the database file ``path``."""
+        db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE)
+        await db.start()
+        return cls(db)
+
+    async def _change(self, name: str, change: Callable[[Deadline | None], Row]) -> Row:
+        return await self._db.run(lambda conn: _transact(conn, name, change))
+
+    async def arm(self, name: str, mode: ArmMode, now: float, delay: float,
+                  max_wait: float | None = None) -> Deadline:
+        return await self._change(
+            name, lambda row: deadlines.armed(row, name, mode, now, delay, max_wait))
+
+    async def claim(self, name: str, owner: str, now: float, lease: float, *,
+                    force: bool = False) -> Deadline | None:
+        return await self._change(
+            name, lambda row: deadlines.claimed(row, owner, now, lease, force=force))
+
+    async def complete(self, name: str, owner: str, now: float) -> bool:
+        done = await self._change(name, lambda row: deadlines.completed(row, owner, now))
+        return done is not None
+
+    async def fail(self, name: str, owner: str, now: float, retry_delay: float,
+                   error: str) -> bool:
+        failed = await self._change(
+            name, lambda row: deadlines.failed(row, owner, now, retry_delay, error))
+        return failed is not None
+
+    async def list(self) -> list[Deadline]:
+        return await self._db.run(_list)
+
+    async def next_due(self) -> float | None:
+        return deadlines.next_wake(await self.list())
+
+    async def aclose(self) -> None:
+        await self._db.close()
