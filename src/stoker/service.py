@@ -1,4 +1,6 @@
-"""Running Stoker as a service: the proxy and admin listeners over one :class:`Stoker`.
+"""Running Stoker as a service: the proxy and admin listeners over one :class:`Stoker`,
+with the warmer (its worker and the ticker) beside them; or the warmer alone
+(``stoker worker``).
 
 Invariants: stores are closed after the servers stop, whatever stopped them
 (SIGTERM/SIGINT, ``stop``, a server failing): queued L2 writes are flushed
@@ -12,16 +14,19 @@ another process already listens on (``AddressInUse``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import logging
+from collections.abc import Awaitable, Callable
 
 from stoker.admin.app import build_admin_app
 from stoker.asgi import ASGIApp
 from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.runtime import Stoker
+from stoker.warming import WarmService
 from stoker.server import ensure_free, run_apps
 from stoker.settings import Settings
 
 Announce = Callable[[str], None]
+log = logging.getLogger("stoker")
 
 
 async def run_service(settings: Settings, *, announce: Announce = print,
@@ -33,15 +38,52 @@ async def run_service(settings: Settings, *, announce: Announce = print,
     ensure_free(settings.admin_listen, "admin_listen")
     stoker = await Stoker.open(settings)
     try:
-        apps: list[tuple[ASGIApp, str]] = [
-            (ProxyApp(stoker.pipeline), settings.listen),
-            (build_admin_app(stoker), settings.admin_listen),
-            *extra,
-        ]
-        announce(f"stoker: proxying http://{settings.listen} → {settings.origin} "
-                 f"(admin on http://{settings.admin_listen}, data in {settings.data_dir})")
-        await run_apps(settings.server, apps, stop)
+        warm = await WarmService.open(stoker)
+    except BaseException:
+        await stoker.close()
+        raise
+    apps: list[tuple[ASGIApp, str]] = [
+        (ProxyApp(stoker.pipeline), settings.listen),
+        (build_admin_app(stoker, warm), settings.admin_listen),
+        *extra,
+    ]
+    announce(f"stoker: proxying http://{settings.listen} → {settings.origin} "
+             f"(admin on http://{settings.admin_listen}, data in {settings.data_dir}, "
+             f"{settings.warm_workers} warm workers)")
+    await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(settings.server, apps,
+                                                                      stop))
+
+
+async def run_worker(settings: Settings, *, announce: Announce = print,
+                     stop: asyncio.Event | None = None) -> None:
+    """Run warm workers and the ticker without serving (``stoker worker``)."""
+    stoker = await Stoker.open(settings)
+    try:
+        warm = await WarmService.open(stoker)
+    except BaseException:
+        await stoker.close()
+        raise
+    announce(f"stoker worker: {settings.warm_workers} warm workers for "
+             f"{', '.join(settings.site_urls)} (data in {settings.data_dir})")
+    await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(settings.server, [], stop))
+
+
+async def _run_with_warmer(stoker: Stoker, warm: WarmService, stop: asyncio.Event | None,
+                           serve: Callable[[asyncio.Event], Awaitable[None]]) -> None:
+    """Run ``serve`` and the warmer until ``stop`` (or a signal); then close in order:
+    the warmer (its worker releases what it holds, hit statistics are flushed), then
+    the stores."""
+    stop = stop or asyncio.Event()
+    warming = asyncio.create_task(warm.run(stop))
+    try:
+        await serve(stop)
     finally:
+        stop.set()
+        try:
+            await warming
+        except Exception:
+            log.exception("the warmer stopped with an error")
+        await warm.close()
         await stoker.close()
 
 

@@ -12,6 +12,7 @@ where it came from; a returned :class:`Settings` is fully validated.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -116,6 +117,38 @@ def _bytes(value: Any) -> int:
     return parse_size(value)
 
 
+def _whole(value: Any) -> int:
+    if isinstance(value, bool) or not str(value).strip().isdigit():
+        raise ValueError(f"expected a whole number (0 or more), got {value!r}")
+    return int(value)
+
+
+def _urls(value: Any) -> tuple[str, ...]:
+    return tuple(_url(item) for item in _str_list(value))
+
+
+DEFAULT_VARIANTS: tuple[tuple[tuple[str, str], ...], ...] = ((
+    ("accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
+    ("accept-encoding", "gzip, deflate, br, zstd"),
+),)
+"""One typical browser request."""
+
+
+def _variants(value: Any) -> tuple[tuple[tuple[str, str], ...], ...]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValueError("expected a JSON list of header tables, e.g. "
+                             '[{"accept-encoding": "gzip, br"}]') from None
+    if not isinstance(value, list) or not value or not all(
+            isinstance(table, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                            for k, v in table.items()) for table in value):
+        raise ValueError(f"expected a non-empty list of header tables, got {value!r}")
+    return tuple(tuple((name.lower(), text) for name, text in table.items())
+                 for table in value)
+
+
 def _positive_int(value: Any) -> int:
     if isinstance(value, bool) or not str(value).strip().isdigit() or int(value) < 1:
         raise ValueError(f"expected a whole number of at least 1, got {value!r}")
@@ -200,6 +233,19 @@ FIELDS: dict[str, Field] = {
         _positive_int, "Most warm visits in flight at once; below it the warmer adapts to "
         "the origin's latency, 429 and 503"
     ),
+    "site_url": Field(_urls, "The public site as visitors see it (scheme + host), one or "
+                      "more: every warm visit uses it (default: the public listener)"),
+    "site_aliases": Field(_str_list, "Other hosts sitemaps may name for the same site "
+                          "(e.g. the origin's own address): mapped onto site_url"),
+    "warm_max_urls": Field(_positive_int, "Most URLs one warm run visits"),
+    "warm_workers": Field(_whole, "Warm visits this process runs at once (0: no warming "
+                          "here; stoker worker can do it)"),
+    "warm_variants": Field(_variants, "Request headers of each variant a URL is warmed "
+                           "with, e.g. [{ \"accept-encoding\" = \"gzip, br\" }]"),
+    "rewarm_delay": Field(_seconds, "Re-warm purged URLs this long after the last purge"),
+    "rewarm_max_wait": Field(_seconds, "... but at most this long after the first purge"),
+    "refresh_interval": Field(_seconds, "Full warm run this long after the last one "
+                              "finished (0: no daily refresh)"),
 }
 
 
@@ -240,7 +286,25 @@ class Settings:
     stopgap_delay: float = 20.0
     origin_max_concurrency: int = 16
     warm_max_concurrency: int = 8
+    site_url: tuple[str, ...] = ()
+    site_aliases: tuple[str, ...] = ()
+    warm_max_urls: int = 50_000
+    warm_workers: int = 4
+    warm_variants: tuple[tuple[tuple[str, str], ...], ...] = DEFAULT_VARIANTS
+    rewarm_delay: float = 60.0
+    rewarm_max_wait: float = 300.0
+    refresh_interval: float = 86_400.0
     rules: tuple[Rule, ...] = field(default=())
+
+    @property
+    def site_urls(self) -> tuple[str, ...]:
+        """Where warm visits go: ``site_url``, else the public listener (a wildcard
+        bind reached on loopback)."""
+        if self.site_url:
+            return self.site_url
+        host, _, port = self.listen.rpartition(":")
+        host = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "[::]": "[::1]"}.get(host, host)
+        return (f"http://{host}:{port}",)
 
     @property
     def sqlite_path(self) -> Path:

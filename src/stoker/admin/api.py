@@ -34,11 +34,11 @@ from stoker.runtime import Stoker
 MAX_BODY = 1024 * 1024
 
 
-def _error(status: int, field: str, message: str) -> Response:
+def error_response(status: int, field: str, message: str) -> Response:
     return JSONResponse({"error": message, "field": field}, status_code=status)
 
 
-def _actor(request: Request) -> str:
+def actor_of(request: Request) -> str:
     return str(request.scope.get("state", {}).get("actor", ANONYMOUS))
 
 
@@ -79,7 +79,7 @@ def api_routes(stoker: Stoker) -> list[Route]:
 
     async def record(request: Request, target: Mapping[str, Any], count: int | None,
                      outcome: str) -> None:
-        await record_safely(stoker.audit, actor=_actor(request), action="purge", target=target,
+        await record_safely(stoker.audit, actor=actor_of(request), action="purge", target=target,
                             count=count, outcome=outcome)
 
     async def purge(request: Request) -> Response:
@@ -87,7 +87,7 @@ def api_routes(stoker: Stoker) -> list[Route]:
         if body is None:
             message = f"body: purge requests are limited to {MAX_BODY} bytes"
             await record(request, {"error": message}, None, "invalid")
-            return _error(413, "body", message)
+            return error_response(413, "body", message)
         try:
             data = json.loads(body)
             scope = parse_purge_request(data, default_host=settings.purge_default_host,
@@ -97,24 +97,24 @@ def api_routes(stoker: Stoker) -> list[Route]:
             message = str(error) if isinstance(error, PurgeRequestError) else (
                 f"body: not valid JSON ({error})")
             await record(request, {"error": message}, None, "invalid")
-            return _error(400, field, message)
+            return error_response(400, field, message)
         try:
             result = await stoker.purger.purge(scope)
         except Exception as error:
             await record(request, scope.as_json(), None, "error")
-            return _error(500, "purge", f"the purge failed: {error}")
+            return error_response(500, "purge", f"the purge failed: {error}")
         await record(request, scope.as_json(), result.purged, "ok")
         return JSONResponse(result.as_json())
 
     async def entry(request: Request) -> Response:
         url = request.query_params.get("url")
         if not url:
-            return _error(400, "url", "url: give ?url=https://host/path (or a path and &host=)")
+            return error_response(400, "url", "url: give ?url=https://host/path (or a path and &host=)")
         try:
             host = request.query_params.get("host") or settings.purge_default_host
             urls = expand_url(url, host, frozenset(), "url")
         except PurgeRequestError as error:
-            return _error(400, error.field, str(error))
+            return error_response(400, error.field, str(error))
         now = stoker.clock.now()
         found = []
         for absolute in urls:
@@ -126,7 +126,7 @@ def api_routes(stoker: Stoker) -> list[Route]:
     async def audit(request: Request) -> Response:
         raw = request.query_params.get("limit", "100")
         if not raw.isdigit() or not 1 <= int(raw) <= 1000:
-            return _error(400, "limit", "limit: expected a whole number from 1 to 1000")
+            return error_response(400, "limit", "limit: expected a whole number from 1 to 1000")
         return JSONResponse({"records": await stoker.audit.recent(int(raw))})
 
     return [Route("/api/purge", purge, methods=["POST"]),

@@ -19,8 +19,10 @@ from starlette.routing import Route
 from stoker.admin.api import api_routes
 from stoker.admin.audit import RefusalAudit
 from stoker.admin.guard import AdminGuard
+from stoker.admin.warm_api import run_json, warm_routes
 from stoker.asgi import ASGIApp
 from stoker.runtime import Stoker
+from stoker.warming import WarmService
 
 REQUEST_KINDS = ("hit", "stale", "miss", "bypass")
 """Counters of ``Pipeline.stats`` that together count every request answered."""
@@ -36,8 +38,18 @@ def cookie_bypass_report(bypasses: Mapping[str, int],
             for name, count in sorted(bypasses.items(), key=lambda item: (-item[1], item[0]))]
 
 
-def build_admin_app(stoker: Stoker) -> ASGIApp:
-    """The admin ASGI app for one running :class:`Stoker`."""
+async def warm_status(warm: WarmService) -> dict[str, Any]:
+    """The active warm run and every deadline's next due time and last error."""
+    active = await warm.stores.runs.active()
+    deadlines = await warm.ticker.status()
+    return {"active": run_json(active) if active else None,
+            "pending_rewarm": await warm.stores.pending.count(),
+            "deadlines": [{"name": d.name, "due_at": d.due_at, "last_error": d.last_error}
+                          for d in deadlines]}
+
+
+def build_admin_app(stoker: Stoker, warm: WarmService | None = None) -> ASGIApp:
+    """The admin ASGI app for one running :class:`Stoker` (and its warmer, if any)."""
 
     async def health(_: Request) -> Response:
         return JSONResponse({"ok": True})
@@ -53,9 +65,11 @@ def build_admin_app(stoker: Stoker) -> ASGIApp:
             "cookie_bypasses": cookie_bypass_report(stoker.pipeline.cookie_bypasses,
                                                     stoker.pipeline.stats),
         }
+        if warm is not None:
+            body["warm"] = await warm_status(warm)
         return JSONResponse(body)
 
     app = Starlette(routes=[Route("/healthz", health), Route("/api/status", status),
-                            *api_routes(stoker)])
+                            *api_routes(stoker), *warm_routes(warm)])
     return AdminGuard(app, token=stoker.settings.admin_token,
                       refusals=RefusalAudit(stoker.audit, stoker.clock))

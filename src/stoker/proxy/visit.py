@@ -1,4 +1,5 @@
-"""Warm visits through the pipeline, in process (implements :class:`~stoker.warm.visits.Visitor`).
+"""Warm visits through the pipeline, in process (implements :class:`~stoker.warm.visits.Visitor`),
+and discovery's fetches from the origin (:class:`OriginFetch`).
 
 Invariants: a visit is a plain GET built from the absolute URL — its scheme
 and Host are the site's, so it fills exactly the entry visitors read — with
@@ -18,8 +19,10 @@ from stoker.asgi import Message
 from stoker.clock import Clock
 from stoker.http.headers import get_header
 from stoker.proxy.limited_origin import warm_visits
+from stoker.proxy.origin import OriginClient
 from stoker.proxy.pipeline import Pipeline
 from stoker.proxy.request import WARM_SCOPE_KEY
+from stoker.warm.discovery import Fetched
 from stoker.warm.visits import VisitResult, classify
 
 
@@ -65,3 +68,25 @@ class PipelineVisitor:
         return VisitResult(
             url, status, classify(status, response_headers, stopgap_header=self._stopgap_header),
             latency, retry_after.decode("latin-1") if retry_after is not None else None)
+
+
+class OriginFetch:
+    """Discovery's :class:`~stoker.warm.discovery.FetchPort`: robots.txt, sitemaps and the
+    home page straight from the origin (not through the cache), as the site's Host."""
+
+    def __init__(self, origin: OriginClient, *, origin_host: str | None,
+                 user_agent: bytes) -> None:
+        self._origin = origin
+        self._origin_host = origin_host
+        self._user_agent = user_agent
+
+    async def fetch(self, url: str) -> Fetched:
+        parts = urlsplit(url)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        host = self._origin_host or parts.netloc
+        headers = [(b"host", host.encode("latin-1")), (b"user-agent", self._user_agent),
+                   (b"accept-encoding", b"gzip"),
+                   (b"x-forwarded-proto", parts.scheme.encode("latin-1"))]
+        with warm_visits(1):
+            response = await self._origin.fetch("GET", target, headers, None)
+        return Fetched(response.status, response.headers, response.chunks, response.close)

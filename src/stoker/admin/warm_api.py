@@ -1,0 +1,128 @@
+"""The admin API of the warmer.
+
+Routes (behind :class:`~stoker.admin.guard.AdminGuard`):
+- ``POST /api/warm`` ``{"urls": [...]?, "replace": false}`` → 202 with the run
+  that will do the work (a list merges into the active run; none starts a full
+  run), 409 while a full run is going and ``replace`` is false.
+- ``GET /api/warm`` → the active run and the recent ones.
+- ``GET /api/warm/{id}`` → one run, with up to 100 of its failed URLs.
+
+Invariants: a request that fails validation is answered 400 naming the
+``field`` and starts nothing; every start attempt is audited (``ok``,
+``busy``, ``invalid``); with no warmer in this process every route answers
+503 saying how to get one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from stoker.admin.api import MAX_BODY, actor_of, error_response, read_limited
+from stoker.proxy.purge import record_safely
+from stoker.warm.run import Run
+from stoker.warm.warmer import WarmBusy
+from stoker.warming import WarmService
+
+MAX_URLS: Final = 50_000
+FAILED_SHOWN: Final = 100
+
+
+def run_json(run: Run) -> dict[str, Any]:
+    """A run as the API and the CLI show it."""
+    counts = run.counts
+    return {
+        "id": run.id, "reason": run.reason, "scope": run.scope, "phase": run.phase,
+        "started_at": run.started_at, "finished_at": run.finished_at, "error": run.error,
+        "counts": {"total": counts.total, "warmed": counts.warmed,
+                   "not_modified": counts.not_modified, "failed": counts.failed,
+                   "stopgap_pending": counts.stopgap_pending, "rewarmed": counts.rewarmed,
+                   "gave_up": counts.gave_up, "skipped": counts.skipped,
+                   "settled": counts.settled, "open": counts.open},
+    }
+
+
+def parse_warm_request(data: Any) -> tuple[list[str] | None, bool]:
+    """``(urls or None, replace)`` from a request body; ``ValueError`` naming the field."""
+    if not isinstance(data, dict):
+        raise ValueError("body: expected a JSON object")
+    unknown = sorted(set(data) - {"urls", "replace"})
+    if unknown:
+        raise ValueError(f"{unknown[0]}: unknown field (known: urls, replace)")
+    replace = data.get("replace", False)
+    if not isinstance(replace, bool):
+        raise ValueError("replace: expected true or false")
+    urls = data.get("urls")
+    if urls is None:
+        return None, replace
+    if not isinstance(urls, list) or not urls or len(urls) > MAX_URLS:
+        raise ValueError(f"urls: expected a non-empty list of at most {MAX_URLS} URLs")
+    for url in urls:
+        parts = urlsplit(url) if isinstance(url, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"urls: {url!r} is not an absolute http(s) URL")
+    return urls, replace
+
+
+def warm_routes(service: WarmService | None) -> list[Route]:
+    """The ``/api/warm`` routes; 503s when this process has no warmer."""
+
+    def unavailable() -> Response:
+        return error_response(503, "warm", "this Stoker runs no warmer: start it with "
+                              "stoker serve (or stoker worker) on the same configuration")
+
+    async def start(request: Request) -> Response:
+        if service is None:
+            return unavailable()
+        audit = service.stoker.audit
+
+        async def record(target: dict[str, Any], outcome: str) -> None:
+            await record_safely(audit, actor=actor_of(request), action="warm", target=target,
+                                count=None, outcome=outcome)
+
+        body = await read_limited(request, MAX_BODY)
+        try:
+            if body is None:
+                raise ValueError(f"body: warm requests are limited to {MAX_BODY} bytes")
+            urls, replace = parse_warm_request(json.loads(body or b"{}"))
+        except ValueError as error:
+            message = str(error) if ":" in str(error) else f"body: not valid JSON ({error})"
+            await record({"error": message}, "invalid")
+            return error_response(413 if body is None else 400, message.split(":")[0], message)
+        target = {"urls": len(urls) if urls else "site", "replace": replace}
+        try:
+            created = await service.warmer.start("manual", urls, replace=replace)
+        except WarmBusy as busy:
+            await record(target, "busy")
+            return JSONResponse({"error": str(busy), "field": "replace",
+                                 "run": run_json(busy.run)}, status_code=409)
+        await record({**target, "run": created.run.id}, "ok")
+        return JSONResponse({"outcome": created.outcome, "run": run_json(created.run)},
+                            status_code=202)
+
+    async def runs(request: Request) -> Response:
+        if service is None:
+            return unavailable()
+        active = await service.stores.runs.active()
+        recent = await service.stores.runs.recent(20)
+        return JSONResponse({"active": run_json(active) if active else None,
+                             "recent": [run_json(run) for run in recent]})
+
+    async def one(request: Request) -> Response:
+        if service is None:
+            return unavailable()
+        raw = request.path_params["run_id"]
+        run = await service.stores.runs.get(int(raw)) if str(raw).isdigit() else None
+        if run is None:
+            return error_response(404, "id", f"no warm run {raw}")
+        failed = await service.stores.runs.urls(run.id, "failed", FAILED_SHOWN)
+        return JSONResponse({**run_json(run), "failed_urls": failed})
+
+    return [Route("/api/warm", start, methods=["POST"]),
+            Route("/api/warm", runs, methods=["GET"]),
+            Route("/api/warm/{run_id}", one, methods=["GET"])]

@@ -1,0 +1,278 @@
+"""The warmer's I/O: runs started by triggers, collected and visited through the job queue.
+
+A run (:mod:`stoker.warm.run`, stored by a :class:`RunStore`) is driven by
+jobs on the ``warm`` queue: one ``collect`` job per full run (discovery), then
+one ``visit`` job per URL, most visited first.  Workers (``stoker serve`` or
+``stoker worker``) run :meth:`Warmer.handle`; visits go through the cache
+pipeline in process (:class:`~stoker.warm.visits.Visitor`), throttled by the
+adaptive :mod:`~stoker.warm.throttle` and the origin's shared limit.
+
+Invariants:
+- A visit job carries ``(run, url, visit)``; its result is recorded once
+  (the store ignores a stale or repeated visit number), so a job delivered
+  again after a lost lease never counts twice.  Jobs of a run that is no
+  longer active (superseded, cancelled) do nothing.
+- A visit that fails at the origin (no answer, 502/504, 5xx) raises while the
+  job has attempts left, so the queue retries it with backoff and its circuit
+  breaker stops the warming while the origin is down; the last attempt
+  records ``failed``.
+- Purged URLs wait in :class:`~stoker.warm.pending.PendingUrls` behind the
+  ``rewarm`` deadline (debounced: ``rewarm_delay`` after the last purge, at
+  most ``rewarm_max_wait`` after the first); when it fires they become one
+  targeted run, most visited first.  A purge of everything starts a full run.
+- When a run ends, the ``refresh`` deadline is armed ``refresh_interval``
+  after its end (a failed run: after its start); ``0`` turns it off.
+- Warm visits carry only the configured variant headers and the warmer's
+  User-Agent — never a visitor's cookies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from stoker.cache.invalidation import PurgeScope
+from stoker.clock import Clock
+from stoker.jobs.model import Job, NewJob
+from stoker.jobs.queue import JobQueue
+from stoker.schedule.store import ArmMode, Deadline
+from stoker.warm.discovery import Discovery, DiscoveryError
+from stoker.warm.pending import PendingUrls
+from stoker.warm.run import Reason, Result, Run, Visit
+from stoker.warm.run_store import Created, RunStore
+from stoker.warm.throttle import ThrottleState, allowed, on_result
+from stoker.warm.visits import VisitResult, Visitor
+
+log = logging.getLogger("stoker.warm")
+
+QUEUE: Final = "warm"
+REWARM: Final = "rewarm"
+REFRESH: Final = "refresh"
+ORIGIN_FAILURES: Final = frozenset({0, 500, 502, 504})
+_RESULTS: Final[dict[str, Result]] = {
+    "warmed": "warmed", "fresh": "warmed", "passed": "warmed",
+    "not_modified": "not_modified", "stopgap": "stopgap", "failed": "failed",
+}
+
+Arm = Callable[[str, ArmMode, float, "float | None"], Awaitable[Deadline]]
+Collect = Callable[[Mapping[str, int]], Awaitable[Discovery]]
+Popularity = Callable[[Sequence[str]], Awaitable[Mapping[str, int]]]
+Headers = tuple[tuple[bytes, bytes], ...]
+
+
+class WarmBusy(Exception):
+    """A full run is going and the caller did not ask to replace it."""
+
+    def __init__(self, run: Run) -> None:
+        super().__init__(f"warm run {run.id} ({run.reason}) is still going; "
+                         "pass replace to supersede it")
+        self.run = run
+
+
+class OriginDown(Exception):
+    """The origin did not answer a warm visit; the job is retried later."""
+
+
+@dataclass(frozen=True)
+class WarmConfig:
+    """The warmer's settings."""
+
+    variants: tuple[Headers, ...]
+    rewarm_delay: float = 60.0
+    rewarm_max_wait: float = 300.0
+    refresh_interval: float = 86_400.0
+    warm_max_concurrency: int = 8
+    popular_limit: int = 50_000
+
+
+@dataclass
+class Warmer:
+    """Starts runs and does their jobs (see the module invariants)."""
+
+    config: WarmConfig
+    runs: RunStore
+    queue: JobQueue
+    visitor: Visitor
+    pending: PendingUrls
+    clock: Clock
+    owner: str
+    collect: Collect
+    popularity: Popularity
+    top: Callable[[int], Awaitable[list[tuple[str, int]]]]
+    arm: Arm
+    throttle: ThrottleState = field(init=False)
+    _changed: asyncio.Condition = field(init=False, default_factory=asyncio.Condition)
+    _in_flight: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self.throttle = ThrottleState(max_concurrency=self.config.warm_max_concurrency)
+
+    # -- triggers -------------------------------------------------------------
+
+    async def start(self, reason: Reason, urls: Sequence[str] | None = None, *,
+                    replace: bool = True) -> Created:
+        """Start (or merge into the active) run; :class:`WarmBusy` when refused."""
+        if urls is not None:
+            urls = await self._by_popularity(urls)
+        created = await self.runs.create(reason, urls, self.clock.now(), replace=replace)
+        if created.outcome == "busy":
+            raise WarmBusy(created.run)
+        if created.cancelled is not None:
+            log.info("warm run %d superseded by run %d", created.cancelled.id, created.run.id)
+        jobs = [self._visit_job(created.run.id, visit, rank)
+                for rank, visit in enumerate(created.visits)]
+        if created.run.phase == "collect" and created.outcome != "merged":
+            jobs.insert(0, NewJob(QUEUE, {"kind": "collect", "run": created.run.id},
+                                  dedupe_key=f"warm-collect:{created.run.id}", priority=-1))
+        await self.queue.enqueue(jobs)
+        log.info("warm run %d (%s, %s): %s, %d URLs queued", created.run.id, reason,
+                 created.run.scope, created.outcome, len(created.visits))
+        return created
+
+    async def on_purge(self, scope: PurgeScope, keys: Sequence[str],
+                       urls: Sequence[str]) -> None:
+        """Purge events: everything → a full run; URLs → debounced targeted re-warm."""
+        if scope.everything:
+            await self.start("deploy" if scope.soft else "purge", None)
+            return
+        if not urls:
+            return
+        await self.pending.add(list(urls), self.clock.now())
+        await self.arm(REWARM, "debounced", self.config.rewarm_delay,
+                       self.config.rewarm_max_wait)
+
+    async def on_rewarm_due(self, _: Deadline) -> None:
+        """The ``rewarm`` deadline: one targeted run of every URL purged meanwhile."""
+        urls = await self.pending.take()
+        if urls:
+            await self.start("purge", urls)
+
+    async def on_refresh_due(self, _: Deadline) -> None:
+        """The ``refresh`` deadline: a full run, unless one is going (then try later)."""
+        try:
+            await self.start("daily", None, replace=False)
+        except WarmBusy:
+            await self._arm_refresh(self.config.rewarm_max_wait)
+
+    async def _by_popularity(self, urls: Sequence[str]) -> list[str]:
+        unique = list(dict.fromkeys(urls))
+        visits = await self.popularity(unique)
+        order = {url: index for index, url in enumerate(unique)}
+        return sorted(unique, key=lambda url: (-visits.get(url, 0), order[url]))
+
+    async def _arm_refresh(self, delay: float) -> None:
+        if self.config.refresh_interval > 0:
+            await self.arm(REFRESH, "replace", delay, None)
+
+    async def _ended(self, run: Run) -> None:
+        """A run finished: arm the daily refresh after it."""
+        if run.phase == "failed":
+            start_delay = run.started_at + self.config.refresh_interval - self.clock.now()
+            await self._arm_refresh(max(0.0, start_delay))
+        elif run.phase == "done":
+            await self._arm_refresh(self.config.refresh_interval)
+        log.info("warm run %d %s: %s", run.id, run.phase, _summary(run))
+
+    # -- jobs -------------------------------------------------------------------
+
+    async def handle(self, job: Job) -> None:
+        """The ``warm`` queue's handler (a :class:`~stoker.jobs.worker.Worker` calls it)."""
+        payload = job.payload
+        if payload.get("kind") == "collect":
+            await self._collect(int(payload["run"]))
+        elif payload.get("kind") == "visit":
+            await self._visit(job, int(payload["run"]), str(payload["url"]),
+                              int(payload["visit"]))
+        else:
+            log.warning("dropping warm job %d of unknown kind %r", job.id, payload.get("kind"))
+
+    async def _collect(self, run_id: int) -> None:
+        if not await self.runs.claim_collect(run_id, self.owner, self.clock.now()):
+            return
+        try:
+            popular = dict(await self.top(self.config.popular_limit))
+            discovery = await self.collect(popular)
+        except DiscoveryError as error:
+            log.warning("warm run %d failed: %s", run_id, error)
+            run = await self.runs.finish(run_id, "failed", self.clock.now(), str(error))
+            if run is not None:
+                await self._ended(run)
+            return
+        skipped = sum(discovery.skipped.values())
+        collected = await self.runs.set_total(run_id, self.owner, discovery.urls,
+                                              self.clock.now(), skipped=skipped)
+        if collected is None:
+            return  # superseded or taken over meanwhile
+        await self.queue.enqueue([self._visit_job(run_id, visit, rank)
+                                  for rank, visit in enumerate(collected.visits)])
+        log.info("warm run %d: %d URLs collected (%d skipped)", run_id,
+                 len(discovery.urls), skipped)
+        if not collected.run.active:
+            await self._ended(collected.run)
+
+    async def _visit(self, job: Job, run_id: int, url: str, visit: int) -> None:
+        run = await self.runs.get(run_id)
+        if run is None or not run.active:
+            return
+        result, origin_down = await self._visit_variants(url)
+        if origin_down and job.attempts < job.max_attempts:
+            raise OriginDown(f"origin did not answer the warm visit of {url}")
+        recorded = await self.runs.record(run_id, url, visit, result, self.clock.now())
+        if recorded.revisit is not None:
+            await self.queue.enqueue([self._visit_job(run_id, recorded.revisit, 0,
+                                                      run_at=recorded.revisit_at)])
+        if recorded.counted and not recorded.run.active:
+            await self._ended(recorded.run)
+
+    async def _visit_variants(self, url: str) -> tuple[Result, bool]:
+        """Visit ``url`` once per configured variant: the worst outcome, and whether
+        the origin failed to answer (worth a retry)."""
+        results = [await self._throttled(url, headers) for headers in self.config.variants]
+        outcomes = {_RESULTS[result.outcome] for result in results}
+        down = any(r.outcome == "failed" and r.status in ORIGIN_FAILURES for r in results)
+        worst: Result
+        for worst in ("failed", "stopgap", "warmed", "not_modified"):
+            if worst in outcomes:
+                return worst, down
+        return "warmed", down
+
+    async def _throttled(self, url: str, headers: Headers) -> VisitResult:
+        """One visit within the adaptive throttle (waits out Retry-After)."""
+        while True:
+            now = self.clock.now()
+            limit = allowed(self.throttle, now)
+            if limit == 0:
+                await self.clock.sleep(max(0.01, (self.throttle.wait_until or now) - now))
+            elif self._in_flight < limit:
+                break
+            else:
+                async with self._changed:  # no await before wait(): no wake-up is lost
+                    await self._changed.wait()
+        self._in_flight += 1
+        try:
+            result = await self.visitor.visit(url, headers, allowance=limit)
+        finally:
+            self._in_flight -= 1
+            async with self._changed:
+                self._changed.notify_all()
+        if result.outcome not in ("fresh", "passed"):  # only what reached the origin
+            self.throttle = on_result(self.throttle, result.latency, result.status,
+                                      result.retry_after, self.clock.now())
+        return result
+
+    def _visit_job(self, run_id: int, visit: Visit, rank: int, *,
+                   run_at: float | None = None) -> NewJob:
+        payload: dict[str, Any] = {"kind": "visit", "run": run_id, "url": visit.url,
+                                   "visit": visit.visit}
+        return NewJob(QUEUE, payload, dedupe_key=f"warm:{run_id}:{visit.visit}:{visit.url}",
+                      priority=rank, run_at=run_at)
+
+
+def _summary(run: Run) -> str:
+    counts = run.counts
+    return (f"{counts.total} URLs, {counts.warmed} warmed, {counts.not_modified} not modified, "
+            f"{counts.failed} failed, {counts.rewarmed} rewarmed, {counts.gave_up} gave up"
+            + (f"; {run.error}" if run.error else ""))

@@ -1,0 +1,153 @@
+"""Assembly of the warmer for one running :class:`~stoker.runtime.Stoker`.
+
+:meth:`WarmService.open` opens the warm stores the settings point at (SQLite
+by default, PostgreSQL with ``database_url``), builds the
+:class:`~stoker.warm.warmer.Warmer` with in-process visits through the
+pipeline, subscribes it to purge events and registers the deadlines it owns
+on one :class:`~stoker.schedule.ticker.Ticker`.
+
+Invariants:
+- :meth:`WarmService.run` runs the ticker (every process) and, when
+  ``warm_workers`` > 0, a worker on the ``warm`` queue, until ``stop``.
+- Deadlines: ``rewarm`` (purge debounce), ``refresh`` (daily run),
+  ``stats_flush`` (hit statistics, every :data:`STATS_EVERY`), ``job_reap``
+  (finished jobs older than :data:`KEEP_JOBS`); each re-arms itself.
+- :meth:`WarmService.close` flushes the hit statistics (nothing counted is
+  lost on a graceful shutdown), unsubscribes and closes the stores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from stoker import __version__
+from stoker.backends import WarmStores, open_warm_stores
+from stoker.jobs.worker import Worker, WorkerConfig, default_owner
+from stoker.proxy.visit import OriginFetch, PipelineVisitor
+from stoker.runtime import Stoker
+from stoker.schedule.store import Deadline
+from stoker.schedule.ticker import Ticker
+from stoker.warm.discovery import Discovery, DiscoveryConfig, discover
+from stoker.warm.run import RevisitPolicy
+from stoker.warm.warmer import QUEUE, REFRESH, REWARM, WarmConfig, Warmer
+
+log = logging.getLogger("stoker.warm")
+
+STATS_FLUSH: Final = "stats_flush"
+JOB_REAP: Final = "job_reap"
+STATS_EVERY: Final = 60.0
+REAP_EVERY: Final = 3600.0
+KEEP_JOBS: Final = 7 * 86_400.0
+RETRY: Final = 30.0
+
+
+@dataclass
+class WarmService:
+    """The warmer, its stores, its worker and the ticker of one process."""
+
+    stoker: Stoker
+    stores: WarmStores
+    warmer: Warmer
+    ticker: Ticker
+    _unsubscribe: object = None
+
+    @classmethod
+    async def open(cls, stoker: Stoker) -> WarmService:
+        """Open the stores and wire the warmer (see the module invariants)."""
+        settings, clock = stoker.settings, stoker.clock
+        stores = await open_warm_stores(settings, clock, RevisitPolicy(
+            delay=settings.stopgap_delay))
+        owner = default_owner()
+        user_agent = f"stoker-warmer/{__version__}".encode()
+        variants = tuple(
+            tuple((name.encode("latin-1"), value.encode("latin-1")) for name, value in variant)
+            for variant in settings.warm_variants)
+        variants = tuple(
+            variant if any(name == b"user-agent" for name, _ in variant)
+            else ((b"user-agent", user_agent), *variant) for variant in variants)
+        fetch = OriginFetch(stoker.origin, origin_host=settings.origin_host,
+                            user_agent=user_agent)
+        discovery = DiscoveryConfig(site_urls=settings.site_urls,
+                                    aliases=settings.site_aliases,
+                                    max_urls=settings.warm_max_urls,
+                                    timeout=settings.origin_timeout)
+
+        async def collect(popular: Mapping[str, int]) -> Discovery:
+            return await discover(fetch, discovery, popular)
+
+        async def popularity(urls: Sequence[str]) -> Mapping[str, int]:
+            return await stores.hits.popularity(urls)
+
+        ticker = Ticker(stores.deadlines, clock, owner)
+        warmer = Warmer(
+            config=WarmConfig(variants=variants, rewarm_delay=settings.rewarm_delay,
+                              rewarm_max_wait=settings.rewarm_max_wait,
+                              refresh_interval=settings.refresh_interval,
+                              warm_max_concurrency=settings.warm_max_concurrency,
+                              popular_limit=settings.warm_max_urls),
+            runs=stores.runs, queue=stores.queue,
+            visitor=PipelineVisitor(stoker.pipeline, clock,
+                                    stopgap_header=settings.stopgap_header.lower().encode()),
+            pending=stores.pending, clock=clock, owner=owner, collect=collect,
+            popularity=popularity, top=stores.hits.top, arm=ticker.arm)
+        service = cls(stoker, stores, warmer, ticker)
+        service._register()
+        service._unsubscribe = stoker.events.subscribe(warmer.on_purge)
+        await service._arm_own()
+        return service
+
+    def _register(self) -> None:
+        self.ticker.register(REWARM, self.warmer.on_rewarm_due, RETRY)
+        self.ticker.register(REFRESH, self.warmer.on_refresh_due, RETRY)
+        self.ticker.register(STATS_FLUSH, self._flush_due, RETRY)
+        self.ticker.register(JOB_REAP, self._reap_due, RETRY)
+
+    async def _arm_own(self) -> None:
+        await self.ticker.arm(STATS_FLUSH, "earliest", STATS_EVERY)
+        await self.ticker.arm(JOB_REAP, "earliest", REAP_EVERY)
+        if self.stoker.settings.refresh_interval > 0:
+            await self.ticker.arm(REFRESH, "earliest", self.stoker.settings.refresh_interval)
+
+    async def flush_stats(self) -> int:
+        """Write the hit counts gathered since the last flush; return how many URLs."""
+        counts = self.stoker.pipeline.hits.drain()
+        if counts:
+            await self.stores.hits.add(counts, self.stoker.clock.now())
+        return len(counts)
+
+    async def _flush_due(self, _: Deadline) -> None:
+        await self.flush_stats()
+        await self.ticker.arm(STATS_FLUSH, "earliest", STATS_EVERY)
+
+    async def _reap_due(self, _: Deadline) -> None:
+        reaped = await self.stores.queue.reap(self.stoker.clock.now() - KEEP_JOBS)
+        if reaped:
+            log.info("reaped %d finished jobs", reaped)
+        await self.ticker.arm(JOB_REAP, "earliest", REAP_EVERY)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Run the ticker and (with ``warm_workers`` > 0) a warm worker until ``stop``."""
+        settings = self.stoker.settings
+        tasks = [self.ticker.run(stop)]
+        if settings.warm_workers > 0:
+            worker = Worker(self.stores.queue, self.warmer.handle, self.stoker.clock,
+                            WorkerConfig(queue=QUEUE, concurrency=settings.warm_workers,
+                                         job_timeout=settings.origin_timeout
+                                         * (len(settings.warm_variants) + 1) + 30),
+                            owner=self.warmer.owner)
+            tasks.append(worker.run(stop))
+        await asyncio.gather(*tasks)
+
+    async def close(self) -> None:
+        """Flush hit statistics, stop listening to purges, close the stores."""
+        if callable(self._unsubscribe):
+            self._unsubscribe()
+        try:
+            await self.flush_stats()
+        except Exception:
+            log.exception("could not flush the hit statistics at shutdown")
+        await self.stores.aclose()
