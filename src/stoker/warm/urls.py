@@ -35,13 +35,14 @@ MAX_URL_CHARS = 2048
 # "%" so that existing escapes are kept untouched); everything else is escaped.
 _SAFE_PATH = "/%:@!$&'()*+,;=-._~"
 _SAFE_QUERY = _SAFE_PATH + "?"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _HOST = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9._~!$&'()*+,;=%-]+)(:[0-9]*)?$")
 
 
 def normalise(url: str) -> str | None:
     """The canonical form of an absolute http(s) URL, or None.  See module invariants."""
     url = url.strip()
-    if len(url) > MAX_URL_CHARS or any(ord(char) < 0x20 or ord(char) == 0x7F for char in url):
+    if len(url) > MAX_URL_CHARS or _CONTROL.search(url):
         return None
     try:
         parts = urlsplit(url)
