@@ -227,7 +227,9 @@ async def test_caps_on_urls_and_sitemaps(run: Running) -> None:
         run.site.page(f"/s{i}.xml", urlset(*(url(f"{run.url}/{i}/{j}") for j in range(10))))
     found = await run.discover(max_urls=4, max_sitemaps=3)
     assert found.urls == [f"{run.url}/", f"{run.url}/0/0", f"{run.url}/0/1", f"{run.url}/0/2"]
+    # the index keeps 3 children (2 counted), then 1 of those is past the file budget
     assert found.skipped == {SKIP_SITEMAP_LIMIT: 3, SKIP_OVER_CAP: 17}
+    assert found.sitemaps == [f"{run.url}/sitemap.xml", f"{run.url}/s0.xml", f"{run.url}/s1.xml"]
 
 
 async def test_home_page_and_robots_are_read_up_to_the_page_cap(run: Running) -> None:

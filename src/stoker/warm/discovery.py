@@ -12,7 +12,8 @@ Invariants:
   it discovery fails: a trickling server cannot stretch a run.
 - robots.txt and the home page are read up to ``config.max_page_bytes`` (the rest is
   ignored); sitemaps obey the per-file caps of :mod:`stoker.warm.sitemap`; at most
-  ``config.max_sitemaps`` sitemap files are read per discovery.
+  ``config.max_sitemaps`` sitemap files are read per discovery, and an index keeps at
+  most that many children (the rest are counted as ``sitemap_limit``).
 - Sitemaps are read one at a time: an index is read to its end and closed before its
   children are fetched, depth first, in document order.  A sitemap listed by itself or
   by one of its descendants, or nesting deeper than :data:`MAX_DEPTH`, fails discovery;
@@ -237,7 +238,10 @@ class _Discoverer:
     def _take(self, entries: list[Entry], reader: SitemapReader, origin: str,
               children: list[str]) -> None:
         if reader.kind == "sitemapindex":
-            children.extend(entry.loc for entry in entries)
+            room = max(0, self.config.max_sitemaps - len(children))
+            children.extend(entry.loc for entry in entries[:room])
+            if len(entries) > room:
+                self.skipped[SKIP_SITEMAP_LIMIT] += len(entries) - room
             return
         for entry in entries:
             for raw in (entry.loc, *entry.alternates):

@@ -15,7 +15,7 @@ Invariants:
   :meth:`Collector.result` lists at most ``max_urls`` distinct URLs: the home pages
   first (in the order added), then most hits, then newest ``lastmod`` (none is oldest),
   then the order they were first added.  A URL seen again keeps its first position and
-  the newest ``lastmod`` of its sightings.
+  the newest ``lastmod`` of its sightings, and is a home page if any sighting was.
 - Pure: no I/O, no clock.
 """
 
@@ -161,7 +161,8 @@ class Collector:
         lastmod = -float("inf") if candidate.lastmod is None else candidate.lastmod
         known = self._kept.get(candidate.url)
         if known is not None:
-            self._kept[candidate.url] = (known[0], max(known[1], lastmod), known[2])
+            self._kept[candidate.url] = (known[0] or candidate.home, max(known[1], lastmod),
+                                         known[2])
             return
         self._seq += 1
         self._kept[candidate.url] = (candidate.home, lastmod, self._seq)

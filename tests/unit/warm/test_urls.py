@@ -132,6 +132,13 @@ def test_order_dedupes_keeping_first_position_and_newest_lastmod() -> None:
     assert urls == [f"{SITE}/a", f"{SITE}/b"]
 
 
+def test_a_home_page_seen_first_in_a_sitemap_still_leads() -> None:
+    other_home = Candidate("https://www.example.de/", None, home=True)
+    urls, _ = order_urls([c("/", home=True), c("/a", 9.0), Candidate(other_home.url, 1.0),
+                          other_home], {}, 10)
+    assert urls == [f"{SITE}/", "https://www.example.de/", f"{SITE}/a"]
+
+
 def test_popularity_keys_are_normalised() -> None:
     urls, _ = order_urls([c("/a"), c("/b")], {"HTTPS://WWW.EXAMPLE.COM:443/b#x": 3}, 10)
     assert urls == [f"{SITE}/b", f"{SITE}/a"]
