@@ -383,7 +383,8 @@ async def test_a_trickling_sitemap_fails_at_the_whole_file_deadline(run: Running
 @pytest.mark.parametrize(
     ("config", "setting"),
     [({"site_urls": ()}, "site_url"), ({"site_urls": ("ftp://x",)}, "site_url"),
-     ({"max_urls": 0}, "warm_max_urls"), ({"timeout": 0}, "origin_timeout")],
+     ({"max_urls": 0}, "warm_max_urls"), ({"timeout": 0}, "origin_timeout"),
+     ({"max_page_bytes": -1}, "max_page_bytes")],
 )
 def test_config_errors_name_the_setting(config: dict[str, object], setting: str) -> None:
     with pytest.raises(ValueError, match=setting):

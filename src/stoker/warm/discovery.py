@@ -106,8 +106,12 @@ class FetchPort(Protocol):
 
 @dataclass(frozen=True)
 class DiscoveryConfig:
-    """What to discover and the bounds (settings ``site_url``, ``site_aliases``,
-    ``warm_max_urls``, ``origin_timeout``)."""
+    """What to discover and the bounds.
+
+    ``site_urls``, ``aliases``, ``max_urls`` and ``timeout`` come from the settings
+    ``site_url``, ``site_aliases``, ``warm_max_urls`` and ``origin_timeout``; the other
+    bounds have defaults a site owner should not need to change.
+    """
 
     site_urls: tuple[str, ...]
     aliases: tuple[str, ...] = ()
@@ -128,6 +132,9 @@ class DiscoveryConfig:
             raise ValueError(f"warm_max_urls must be at least 1, not {self.max_urls}")
         if self.timeout <= 0:
             raise ValueError(f"origin_timeout must be positive, not {self.timeout}")
+        for name in ("max_sitemaps", "max_home_links", "max_page_bytes"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative, not {getattr(self, name)}")
 
 
 @dataclass
