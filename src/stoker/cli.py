@@ -11,64 +11,35 @@ listener) and ``--admin-token`` (``STOKER_ADMIN_TOKEN``).
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Coroutine
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
-from stoker.server import run_async
-from stoker.settings import Settings, SettingsError, admin_url, describe, load_settings
+from stoker.cli_common import (
+    AdminListenOpt,
+    AdminTokenOpt,
+    AdminUrlOpt,
+    ConfigOpt,
+    DataDirOpt,
+    HostOpt,
+    ListenOpt,
+    OriginOpt,
+    ServerOpt,
+    TokenOpt,
+    admin_client,
+    console,
+    fail,
+    serve_or_exit,
+    settings_or_exit,
+    setup_logging,
+)
+from stoker.settings import SettingsError, describe
 
 app = typer.Typer(
     help="Stoker keeps a website's page cache hot: a caching reverse proxy with a warmer.",
     no_args_is_help=True, add_completion=False)
-console = Console(stderr=True)
-
-ConfigOpt = Annotated[Path | None, typer.Option(
-    "--config", help="stoker.toml to read (default: ./stoker.toml if present, or $STOKER_CONFIG)")]
-OriginOpt = Annotated[str | None, typer.Option(help="Origin base URL, e.g. http://127.0.0.1:9000")]
-ListenOpt = Annotated[str | None, typer.Option(help="Public listener HOST:PORT [127.0.0.1:8080]")]
-AdminListenOpt = Annotated[str | None, typer.Option(
-    help="Admin listener HOST:PORT [127.0.0.1:8081]")]
-DataDirOpt = Annotated[Path | None, typer.Option(
-    help="Where the cache database and large bodies live [./.stoker]")]
-TokenOpt = Annotated[str | None, typer.Option(help="Bearer token for the admin API")]
-ServerOpt = Annotated[str | None, typer.Option(help="HTTP server: granian or uvicorn [granian]")]
-AdminUrlOpt = Annotated[str | None, typer.Option(
-    "--admin-url", envvar="STOKER_ADMIN_URL",
-    help="Admin API of the running Stoker [http://<admin_listen>]")]
-AdminTokenOpt = Annotated[str | None, typer.Option(
-    "--admin-token", envvar="STOKER_ADMIN_TOKEN", help="Bearer token of the admin API")]
-HostOpt = Annotated[str | None, typer.Option(
-    "--host", help="Host that paths like /x refer to [purge_hosts[0], origin_host or listen]")]
-
-
-def settings_or_exit(config: Path | None, **cli: Any) -> Settings:
-    """Load settings, turning a configuration problem into a clear exit."""
-    try:
-        return load_settings(config_path=config, cli=cli)
-    except SettingsError as error:
-        console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(2) from None
-
-
-def serve_or_exit(main: Coroutine[Any, Any, None]) -> None:
-    """Run a service, turning a configuration problem found at startup into a clear exit."""
-    try:
-        run_async(main)
-    except SettingsError as error:
-        console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(2) from None
-
-
-def _logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-
 @app.command()
 def serve(
     config: ConfigOpt = None, origin: OriginOpt = None, listen: ListenOpt = None,
@@ -87,7 +58,7 @@ def serve(
     except SettingsError as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None
-    _logging(verbose)
+    setup_logging(verbose)
     serve_or_exit(run_service(settings, announce=console.print))
 
 
@@ -110,21 +81,9 @@ def demo(
     except SettingsError as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None
-    _logging(False)
+    setup_logging(False)
     serve_or_exit(run_demo(settings, origin_listen, pages=pages, delay=delay,
                            announce=console.print))
-
-
-def _admin_client(config: Path | None, url: str | None, token: str | None) -> Any:
-    from stoker.admin.client import AdminClient
-
-    settings = settings_or_exit(config)
-    return AdminClient(url or admin_url(settings), token or settings.admin_token)
-
-
-def _fail(error: Exception) -> typer.Exit:
-    console.print(f"[red]error:[/red] {error}")
-    return typer.Exit(1)
 
 
 @app.command()
@@ -153,10 +112,10 @@ def purge(
     if host:
         body["host"] = host
     try:
-        with _admin_client(config, admin_url_, admin_token) as client:
+        with admin_client(config, admin_url_, admin_token) as client:
             result = client.purge(body)
     except AdminClientError as error:
-        raise _fail(error) from None
+        raise fail(error) from None
     out = Console()
     how = "made stale" if result["soft"] else "deleted"
     if result["scope"]["all"] and not result["soft"]:
@@ -182,10 +141,10 @@ def entry(
     from stoker.admin.client import AdminClientError
 
     try:
-        with _admin_client(config, admin_url_, admin_token) as client:
+        with admin_client(config, admin_url_, admin_token) as client:
             result = client.entry(url, host)
     except AdminClientError as error:
-        raise _fail(error) from None
+        raise fail(error) from None
     out = Console()
     for key in result["keys"]:
         if not key["variants"]:
@@ -229,8 +188,10 @@ def show_settings(preset: Annotated[str | None, typer.Option(
 
 def _mount_subcommands() -> None:
     from stoker.jobs_cli import jobs_app
+    from stoker.warm_cli import mount
 
     app.add_typer(jobs_app, name="jobs")
+    mount(app)
 
 
 def main() -> None:

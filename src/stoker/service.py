@@ -21,9 +21,9 @@ from stoker.admin.app import build_admin_app
 from stoker.asgi import ASGIApp
 from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.runtime import Stoker
-from stoker.warming import WarmService
 from stoker.server import ensure_free, run_apps
 from stoker.settings import Settings
+from stoker.warming import WarmService
 
 Announce = Callable[[str], None]
 log = logging.getLogger("stoker")

@@ -24,13 +24,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from stoker import __version__
 from stoker.backends import WarmStores, open_warm_stores
 from stoker.jobs.worker import Worker, WorkerConfig, default_owner
 from stoker.proxy.visit import OriginFetch, PipelineVisitor
 from stoker.runtime import Stoker
 from stoker.schedule.store import Deadline
 from stoker.schedule.ticker import Ticker
+from stoker.version import VERSION
 from stoker.warm.discovery import Discovery, DiscoveryConfig, discover
 from stoker.warm.run import RevisitPolicy
 from stoker.warm.warmer import QUEUE, REFRESH, REWARM, WarmConfig, Warmer
@@ -62,7 +62,7 @@ class WarmService:
         stores = await open_warm_stores(settings, clock, RevisitPolicy(
             delay=settings.stopgap_delay))
         owner = default_owner()
-        user_agent = f"stoker-warmer/{__version__}".encode()
+        user_agent = f"stoker-warmer/{VERSION}".encode()
         variants = tuple(
             tuple((name.encode("latin-1"), value.encode("latin-1")) for name, value in variant)
             for variant in settings.warm_variants)

@@ -109,7 +109,8 @@ def api_routes(stoker: Stoker) -> list[Route]:
     async def entry(request: Request) -> Response:
         url = request.query_params.get("url")
         if not url:
-            return error_response(400, "url", "url: give ?url=https://host/path (or a path and &host=)")
+            return error_response(400, "url",
+                                  "url: give ?url=https://host/path (or a path and &host=)")
         try:
             host = request.query_params.get("host") or settings.purge_default_host
             urls = expand_url(url, host, frozenset(), "url")

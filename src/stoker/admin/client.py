@@ -40,6 +40,14 @@ class AdminClient:
         params = {"url": url, **({"host": host} if host else {})}
         return self._call("GET", "/api/entry", params=params)
 
+    def warm(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST /api/warm``."""
+        return self._call("POST", "/api/warm", json=body)
+
+    def warm_run(self, run_id: int) -> dict[str, Any]:
+        """``GET /api/warm/{id}``."""
+        return self._call("GET", f"/api/warm/{run_id}")
+
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         try:
             response = self._client.request(method, path, **kwargs)

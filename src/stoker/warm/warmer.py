@@ -44,7 +44,7 @@ from stoker.warm.pending import PendingUrls
 from stoker.warm.run import Reason, Result, Run, Visit
 from stoker.warm.run_store import Created, RunStore
 from stoker.warm.throttle import ThrottleState, allowed, on_result
-from stoker.warm.visits import VisitResult, Visitor
+from stoker.warm.visits import Visitor, VisitResult
 
 log = logging.getLogger("stoker.warm")
 

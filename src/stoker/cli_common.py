@@ -1,0 +1,73 @@
+"""What the ``stoker`` commands share: option types, settings loading, clear exits.
+
+Invariant: a configuration problem prints one sentence saying what to fix and
+exits with status 2; a failed call to a running Stoker exits with status 1.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from stoker.server import run_async
+from stoker.settings import Settings, SettingsError, admin_url, load_settings
+
+console = Console(stderr=True)
+
+ConfigOpt = Annotated[Path | None, typer.Option(
+    "--config", help="stoker.toml to read (default: ./stoker.toml if present, or $STOKER_CONFIG)")]
+OriginOpt = Annotated[str | None, typer.Option(help="Origin base URL, e.g. http://127.0.0.1:9000")]
+ListenOpt = Annotated[str | None, typer.Option(help="Public listener HOST:PORT [127.0.0.1:8080]")]
+AdminListenOpt = Annotated[str | None, typer.Option(
+    help="Admin listener HOST:PORT [127.0.0.1:8081]")]
+DataDirOpt = Annotated[Path | None, typer.Option(
+    help="Where the cache database and large bodies live [./.stoker]")]
+TokenOpt = Annotated[str | None, typer.Option(help="Bearer token for the admin API")]
+ServerOpt = Annotated[str | None, typer.Option(help="HTTP server: granian or uvicorn [granian]")]
+AdminUrlOpt = Annotated[str | None, typer.Option(
+    "--admin-url", envvar="STOKER_ADMIN_URL",
+    help="Admin API of the running Stoker [http://<admin_listen>]")]
+AdminTokenOpt = Annotated[str | None, typer.Option(
+    "--admin-token", envvar="STOKER_ADMIN_TOKEN", help="Bearer token of the admin API")]
+HostOpt = Annotated[str | None, typer.Option(
+    "--host", help="Host that paths like /x refer to [purge_hosts[0], origin_host or listen]")]
+
+
+def settings_or_exit(config: Path | None, **cli: Any) -> Settings:
+    """Load settings, turning a configuration problem into a clear exit."""
+    try:
+        return load_settings(config_path=config, cli=cli)
+    except SettingsError as error:
+        console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from None
+
+
+def serve_or_exit(main: Coroutine[Any, Any, None]) -> None:
+    """Run a service, turning a configuration problem found at startup into a clear exit."""
+    try:
+        run_async(main)
+    except SettingsError as error:
+        console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from None
+
+
+def setup_logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def admin_client(config: Path | None, url: str | None, token: str | None) -> Any:
+    from stoker.admin.client import AdminClient
+
+    settings = settings_or_exit(config)
+    return AdminClient(url or admin_url(settings), token or settings.admin_token)
+
+
+def fail(error: Exception) -> typer.Exit:
+    console.print(f"[red]error:[/red] {error}")
+    return typer.Exit(1)

@@ -1,0 +1,121 @@
+"""``stoker warm`` (start a warm run, optionally wait for it) and ``stoker worker``.
+
+Invariants: ``stoker warm --wait`` exits 0 only when the run it waited for
+ended ``done`` with no failed URL, and 1 otherwise, listing the failures;
+without ``--wait`` it exits 0 once the run was accepted.  A full run going
+(409) is an error unless ``--replace`` is given.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Final
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from stoker.cli_common import (
+    AdminTokenOpt,
+    AdminUrlOpt,
+    ConfigOpt,
+    DataDirOpt,
+    admin_client,
+    console,
+    fail,
+    serve_or_exit,
+    settings_or_exit,
+    setup_logging,
+)
+
+ENDED: Final = frozenset({"done", "failed", "cancelled"})
+POLL: Final = 0.5
+
+
+def warm(
+    url: Annotated[list[str] | None, typer.Option(
+        "--url", help="Warm this absolute URL (repeatable); none: the whole site")] = None,
+    replace: Annotated[bool, typer.Option(
+        "--replace", help="Supersede a full run that is going")] = False,
+    wait: Annotated[bool, typer.Option(
+        "--wait", help="Show progress and wait for the run to end")] = False,
+    config: ConfigOpt = None, admin_url_: AdminUrlOpt = None, admin_token: AdminTokenOpt = None,
+) -> None:
+    """Warm the site (or --url pages) through a running Stoker's cache."""
+    from stoker.admin.client import AdminClientError
+
+    body: dict[str, Any] = {"replace": replace}
+    if url:
+        body["urls"] = url
+    try:
+        with admin_client(config, admin_url_, admin_token) as client:
+            started = client.warm(body)
+            run = started["run"]
+            Console().print(f"warm run {run['id']} ({run['reason']}, {run['scope']}): "
+                            f"{started['outcome']}", highlight=False)
+            if wait:
+                run = _follow(client, int(run["id"]))
+    except AdminClientError as error:
+        raise fail(error) from None
+    if wait:
+        _summary(run)
+        if run["phase"] != "done" or run["counts"]["failed"]:
+            raise typer.Exit(1)
+
+
+def _follow(client: Any, run_id: int) -> dict[str, Any]:
+    """Poll the run with a progress bar until it ends; return its last state."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[rate]:.1f}/s  failed {task.fields[failed]}"),
+               TimeRemainingColumn())
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task(f"run {run_id}", total=None, rate=0.0, failed=0)
+        started = time.monotonic()
+        while True:
+            run: dict[str, Any] = client.warm_run(run_id)
+            counts = run["counts"]
+            elapsed = max(time.monotonic() - started, 1e-6)
+            progress.update(task, total=counts["total"] or None, completed=counts["settled"],
+                            description=f"run {run_id} {run['phase']}",
+                            rate=counts["settled"] / elapsed, failed=counts["failed"])
+            if run["phase"] in ENDED:
+                return run
+            time.sleep(POLL)
+
+
+def _summary(run: dict[str, Any]) -> None:
+    out = Console()
+    table = Table(title=f"warm run {run['id']}: {run['phase']}")
+    table.add_column("count")
+    table.add_column("URLs", justify="right")
+    for name, value in run["counts"].items():
+        table.add_row(name, str(value))
+    out.print(table)
+    if run.get("error"):
+        out.print(f"[red]error:[/red] {run['error']}")
+    for failed in run.get("failed_urls", []):
+        out.print(f"  failed: {failed}", highlight=False)
+
+
+def worker(
+    config: ConfigOpt = None, data_dir: DataDirOpt = None,
+    database_url: Annotated[str | None, typer.Option(
+        help="postgresql://… shared with the serving processes")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging")] = False,
+) -> None:
+    """Run warm workers and the deadline ticker without serving (same configuration)."""
+    from stoker.service import run_worker
+
+    settings = settings_or_exit(config, data_dir=data_dir, database_url=database_url)
+    setup_logging(verbose)
+    serve_or_exit(run_worker(settings, announce=console.print))
+
+
+def mount(app: typer.Typer) -> None:
+    """Add ``warm`` and ``worker`` to the ``stoker`` command."""
+    app.command("warm")(warm)
+    app.command("worker")(worker)
+
+
+
