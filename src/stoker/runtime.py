@@ -85,8 +85,12 @@ class Stoker:
 
     @classmethod
     async def open(cls, settings: Settings, *, clock: Clock | None = None,
-                   origin: OriginClient | None = None) -> Stoker:
-        """Open the stores under ``settings.data_dir`` and build the pipeline."""
+                   origin: OriginClient | None = None, evict_loop: bool = True) -> Stoker:
+        """Open the stores under ``settings.data_dir`` and build the pipeline.
+
+        With ``evict_loop`` L2 eviction runs every :data:`EVICT_EVERY` seconds in a task
+        of its own; without, the caller runs :meth:`evict_once` (the warmer's ticker
+        does, as its ``l2_reclaim`` deadline)."""
         clock = clock or SystemClock()
         origin_url = settings.require_origin() if origin is None else None
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -124,17 +128,23 @@ class Stoker:
         pipeline.purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit)
         stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit)
         purger.resume_reclaim(state)
-        stoker._maintenance = asyncio.create_task(stoker._evict_forever())
+        if evict_loop:
+            stoker._maintenance = asyncio.create_task(stoker._evict_forever())
         return stoker
+
+    async def evict_once(self) -> int:
+        """Write queued L2 writes, then drop expired and excess L2 entries; how many."""
+        await self.store.flush()
+        evicted = await self.l2.evict(self.clock.now())
+        if evicted:
+            log.info("evicted %d expired or excess L2 entries", evicted)
+        return evicted
 
     async def _evict_forever(self) -> None:
         while True:
             await self.clock.sleep(EVICT_EVERY)
             try:
-                await self.store.flush()
-                evicted = await self.l2.evict(self.clock.now())
-                if evicted:
-                    log.info("evicted %d expired or excess L2 entries", evicted)
+                await self.evict_once()
             except Exception:
                 log.exception("L2 eviction failed; will retry")
 

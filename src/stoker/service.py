@@ -36,7 +36,7 @@ async def run_service(settings: Settings, *, announce: Announce = print,
     settings.require_safe_admin()
     ensure_free(settings.listen, "listen")
     ensure_free(settings.admin_listen, "admin_listen")
-    stoker = await Stoker.open(settings)
+    stoker = await Stoker.open(settings, evict_loop=False)
     try:
         warm = await WarmService.open(stoker)
     except BaseException:
@@ -57,7 +57,7 @@ async def run_service(settings: Settings, *, announce: Announce = print,
 async def run_worker(settings: Settings, *, announce: Announce = print,
                      stop: asyncio.Event | None = None) -> None:
     """Run warm workers and the ticker without serving (``stoker worker``)."""
-    stoker = await Stoker.open(settings)
+    stoker = await Stoker.open(settings, evict_loop=False)
     try:
         warm = await WarmService.open(stoker)
     except BaseException:

@@ -11,7 +11,9 @@ Invariants:
   ``warm_workers`` > 0, a worker on the ``warm`` queue, until ``stop``.
 - Deadlines: ``rewarm`` (purge debounce), ``refresh`` (daily run),
   ``stats_flush`` (hit statistics, every :data:`STATS_EVERY`), ``job_reap``
-  (finished jobs older than :data:`KEEP_JOBS`); each re-arms itself.
+  (finished jobs older than :data:`KEEP_JOBS`), ``l2_reclaim`` (L2 eviction,
+  every ``EVICT_EVERY``: the :class:`Stoker` is opened without its own loop);
+  each re-arms itself.
 - :meth:`WarmService.close` flushes the hit statistics (nothing counted is
   lost on a graceful shutdown), unsubscribes and closes the stores.
 """
@@ -27,7 +29,7 @@ from typing import Final
 from stoker.backends import WarmStores, open_warm_stores
 from stoker.jobs.worker import Worker, WorkerConfig, default_owner
 from stoker.proxy.visit import OriginFetch, PipelineVisitor
-from stoker.runtime import Stoker
+from stoker.runtime import EVICT_EVERY, Stoker
 from stoker.schedule.store import Deadline
 from stoker.schedule.ticker import Ticker
 from stoker.version import VERSION
@@ -39,6 +41,7 @@ log = logging.getLogger("stoker.warm")
 
 STATS_FLUSH: Final = "stats_flush"
 JOB_REAP: Final = "job_reap"
+L2_RECLAIM: Final = "l2_reclaim"
 STATS_EVERY: Final = 60.0
 REAP_EVERY: Final = 3600.0
 KEEP_JOBS: Final = 7 * 86_400.0
@@ -105,10 +108,12 @@ class WarmService:
         self.ticker.register(REFRESH, self.warmer.on_refresh_due, RETRY)
         self.ticker.register(STATS_FLUSH, self._flush_due, RETRY)
         self.ticker.register(JOB_REAP, self._reap_due, RETRY)
+        self.ticker.register(L2_RECLAIM, self._reclaim_due, RETRY)
 
     async def _arm_own(self) -> None:
         await self.ticker.arm(STATS_FLUSH, "earliest", STATS_EVERY)
         await self.ticker.arm(JOB_REAP, "earliest", REAP_EVERY)
+        await self.ticker.arm(L2_RECLAIM, "earliest", EVICT_EVERY)
         if self.stoker.settings.refresh_interval > 0:
             await self.ticker.arm(REFRESH, "earliest", self.stoker.settings.refresh_interval)
 
@@ -128,6 +133,10 @@ class WarmService:
         if reaped:
             log.info("reaped %d finished jobs", reaped)
         await self.ticker.arm(JOB_REAP, "earliest", REAP_EVERY)
+
+    async def _reclaim_due(self, _: Deadline) -> None:
+        await self.stoker.evict_once()
+        await self.ticker.arm(L2_RECLAIM, "earliest", EVICT_EVERY)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run the ticker and (with ``warm_workers`` > 0) a warm worker until ``stop``."""
