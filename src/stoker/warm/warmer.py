@@ -12,6 +12,8 @@ Invariants:
   (the store ignores a stale or repeated visit number), so a job delivered
   again after a lost lease never counts twice.  Jobs of a run that is no
   longer active (superseded, cancelled) do nothing.
+- A collect job whose run another worker is collecting is retried later (so a
+  collect whose worker died is taken over once its claim is stale), never dropped.
 - A visit that fails at the origin (no answer, 502/504, 5xx) raises while the
   job has attempts left, so the queue retries it with backoff and its circuit
   breaker stops the warming while the origin is down; the last attempt
@@ -74,6 +76,11 @@ class WarmBusy(Exception):
 
 class OriginDown(Exception):
     """The origin did not answer a warm visit; the job is retried later."""
+
+
+class CollectHeld(Exception):
+    """Another worker holds a run's collect; the job is retried, and taken over once that
+    claim is stale (``COLLECT_STALL``)."""
 
 
 @dataclass(frozen=True)
@@ -191,6 +198,10 @@ class Warmer:
 
     async def _collect(self, run_id: int) -> None:
         if not await self.runs.claim_collect(run_id, self.owner, self.clock.now()):
+            run = await self.runs.get(run_id)
+            if run is not None and run.phase == "collect":  # held by a live worker: later
+                raise CollectHeld(f"the collect of warm run {run_id} is held by "
+                                  f"{run.collect_owner}; trying again later")
             return
         try:
             popular = dict(await self.top(self.config.popular_limit))
