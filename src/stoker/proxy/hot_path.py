@@ -54,6 +54,8 @@ class HotPath:
             if name in SLOW_HEADERS:
                 return False
             if name == b"host":
+                if host:
+                    return False  # a second Host: the pipeline refuses it
                 host = value
             elif name in FORWARDING_HEADERS:
                 forwarded = True

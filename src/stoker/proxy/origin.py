@@ -121,7 +121,8 @@ class HttpOrigin:
                 connector=connector,
                 timeout=self._timeout,
                 auto_decompress=False,
-                skip_auto_headers=("Accept", "Accept-Encoding", "User-Agent"),
+                # never add a header the client did not send (aiohttp would add these)
+                skip_auto_headers=("Accept", "Accept-Encoding", "User-Agent", "Content-Type"),
                 cookie_jar=aiohttp.DummyCookieJar(),
             )
             # aiohttp would retry on another *pooled* connection, which may be stale

@@ -154,7 +154,8 @@ class Pipeline:
         except BadRequest as error:
             headers, body = error_response(400, str(error), [
                 (b"cache-status", cache_status(hit=False, detail="bad-request",
-                                               name=self._name))])
+                                               name=self._name)),
+                (b"connection", b"close")])  # nothing more is read from this connection
             await self.sink(send, head_only=False).whole(400, headers, body)
             return
         sink = self.sink(send, head_only=request.method == "HEAD")

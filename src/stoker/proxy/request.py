@@ -1,7 +1,10 @@
 """What the proxy needs to know about one client request, read from an ASGI scope.
 
 Pure.  Invariants: a :class:`RequestInfo` is only built for a request whose
-target and Host are well-formed; anything else raises :class:`BadRequest`,
+target and Host are well-formed — exactly one Host, and an HTTP/1.1 request
+without one is refused (RFC 9112 §3.2; HTTP/1.0 and HTTP/2 requests without a
+Host use the default host), and never both ``Content-Length`` and
+``Transfer-Encoding`` (RFC 9112 §6.3); anything else raises :class:`BadRequest`,
 which the pipeline answers with 400 (a malformed request never crashes it).
 ``scheme`` and ``client`` are what the visitor used and is: taken from the
 forwarding headers only when the TCP peer is a trusted proxy
@@ -103,8 +106,17 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
     path = request_path(scope)
     if not path.startswith("/") or _FORBIDDEN_PATH.search(path):
         raise BadRequest("the request target must be an absolute path")
-    host_header = get_header(headers, b"host")
-    host = host_header.decode("latin-1").strip() if host_header else default_host
+    if get_header(headers, b"transfer-encoding") is not None and get_header(
+            headers, b"content-length") is not None:  # RFC 9112 §6.3: a smuggling shape
+        raise BadRequest("the request has both Content-Length and Transfer-Encoding")
+    hosts = get_all(headers, b"host")
+    if len(hosts) > 1:
+        raise BadRequest("the request has more than one Host header")
+    host = hosts[0].decode("latin-1").strip() if hosts else ""
+    if not host:  # granian reports a missing Host as an empty one
+        if str(scope.get("http_version", "1.1")) == "1.1":
+            raise BadRequest("an HTTP/1.1 request needs a Host header")  # RFC 9112 §3.2
+        host = default_host
     if not _HOST.match(host):
         raise BadRequest("the Host header is malformed")
     return RequestInfo(

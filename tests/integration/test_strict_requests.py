@@ -1,0 +1,65 @@
+"""Cache-poisoning hygiene (RFC 9112 §3.2, §6.3): malformed requests never reach the origin
+as something else, and Stoker adds no header the client did not send."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from tests.integration.conftest import Origin, running_proxy
+
+CACHEABLE = [("cache-control", "max-age=60")]
+
+
+async def raw(url: str, request: bytes) -> bytes:
+    """Send ``request`` as is on a fresh connection; the status line of the answer."""
+    host, port = url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(request)
+        await writer.drain()
+        line = await asyncio.wait_for(reader.readline(), 10)
+    finally:
+        writer.close()
+    return line.strip()
+
+
+@pytest.mark.parametrize("kind", ["granian", "uvicorn"])
+async def test_host_must_be_there_once(origin: Origin, tmp_path: Path, kind: str) -> None:
+    origin.app.set("/h", headers=CACHEABLE, body=b"page")
+    async with running_proxy(origin.url, tmp_path, kind=kind) as proxy:
+        await proxy.client.get("/h", headers={"host": "a"})  # cached for host a
+        missing = await raw(proxy.url, b"GET /h HTTP/1.1\r\n\r\n")
+        twice = await raw(proxy.url, b"GET /h HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+        old = await raw(proxy.url, b"GET /h HTTP/1.0\r\n\r\n")
+    assert b" 400 " in missing + b" " and b" 400 " in twice + b" "
+    assert b" 200 " in old + b" "  # HTTP/1.0 may omit Host
+    assert origin.app.count("/h") == 2  # host a, then the HTTP/1.0 default host
+
+
+async def test_no_header_is_added_on_the_way_to_the_origin(origin: Origin,
+                                                          tmp_path: Path) -> None:
+    origin.app.set("/form", body=b"ok")
+    async with running_proxy(origin.url, tmp_path) as proxy:
+        answer = await raw(proxy.url, b"POST /form HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n"
+                                      b"\r\nabc")
+    assert b" 200 " in answer + b" "
+    method, _, headers = origin.app.requests[-1]
+    assert method == "POST" and "content-type" not in headers
+
+
+@pytest.mark.parametrize("kind", ["granian", "uvicorn"])
+async def test_smuggling_shapes_reach_the_origin_once_or_not_at_all(
+        origin: Origin, tmp_path: Path, kind: str) -> None:
+    origin.app.set("/s", body=b"ok")
+    async with running_proxy(origin.url, tmp_path, kind=kind) as proxy:
+        both = await raw(proxy.url, b"POST /s HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n"
+                                    b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+                                    b"GET /s HTTP/1.1\r\nHost: a\r\n\r\n")
+        huge = await raw(proxy.url, b"GET /s HTTP/1.1\r\nHost: a\r\nX-Big: "
+                                    + b"x" * 200_000 + b"\r\n\r\n")
+    assert origin.app.count("/s") <= 1  # the smuggled GET never reached the origin
+    assert all(method == "POST" for method, _, _ in origin.app.requests)
+    assert b" 4" in both + b" " or b" 200 " in both + b" "
+    assert b" 431 " in huge + b" " or b" 400 " in huge + b" " or huge == b""
