@@ -36,6 +36,7 @@ from stoker.http.policy import StaleDefaults
 from stoker.proxy.fetch import FetchConfig, Fetcher
 from stoker.proxy.limited_origin import LimitedOrigin
 from stoker.proxy.origin import HttpOrigin, OriginClient
+from stoker.proxy.origin_health import MonitoredOrigin, OriginHealth
 from stoker.proxy.origin_limit import OriginLimiter
 from stoker.proxy.pipeline import Pipeline, PipelineConfig
 from stoker.proxy.purge import AuditTrail, Purger
@@ -61,6 +62,7 @@ def fetch_config(settings: Settings) -> FetchConfig:
         hidden_headers=frozenset(tag_headers) if settings.strip_tag_headers else frozenset(),
         max_variants=settings.max_variants,
         stopgap_header=settings.stopgap_header.lower().encode("latin-1"),
+        keep_stale=settings.keep_stale,
     )
 
 
@@ -114,7 +116,9 @@ class Stoker:
         if origin is None:
             assert origin_url is not None
             origin = HttpOrigin(origin_url, timeout=settings.origin_timeout)
-        origin = LimitedOrigin(origin, OriginLimiter(settings.origin_max_concurrency))
+        health = OriginHealth(clock)
+        origin = LimitedOrigin(MonitoredOrigin(origin, health),
+                               OriginLimiter(settings.origin_max_concurrency))
         host = settings.listen.rpartition(":")[0]
         ledger = PurgeLedger(clock)
         pipeline = Pipeline(
@@ -123,7 +127,7 @@ class Stoker:
                            default_host=host,
                            trusted=TrustedProxies(settings.trusted_proxies)),
             Fetcher(fetch_config(settings), origin, store, bodies, clock, ledger),
-            store, bodies, origin, clock, version=state.version)
+            store, bodies, origin, clock, version=state.version, health=health)
         purger = Purger(pipeline, store, l2, ledger, PurgeEvents(), clock, versions)
         pipeline.purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit)
         stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit)

@@ -246,6 +246,8 @@ FIELDS: dict[str, Field] = {
     "rewarm_max_wait": Field(_seconds, "... but at most this long after the first purge"),
     "refresh_interval": Field(_seconds, "Full warm run this long after the last one "
                               "finished (0: no daily refresh)"),
+    "keep_stale": Field(_seconds, "Keep entries past freshness this long and serve them when "
+                        "the origin fails (not past must-revalidate/no-cache/s-maxage)"),
 }
 
 
@@ -294,6 +296,7 @@ class Settings:
     rewarm_delay: float = 60.0
     rewarm_max_wait: float = 300.0
     refresh_interval: float = 86_400.0
+    keep_stale: float = 86_400.0
     rules: tuple[Rule, ...] = field(default=())
 
     @property

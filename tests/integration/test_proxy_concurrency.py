@@ -93,7 +93,7 @@ async def test_stale_if_error_when_origin_is_down(tmp_path: Path) -> None:
     app = ScriptedOrigin()
     app.set("/sie", headers=[("cache-control", "max-age=10, stale-if-error=600")], body=b"safe")
     async with serving(app) as origin_url, running_proxy(origin_url, tmp_path / "d",
-                                                         clock=clock) as proxy:
+                                                         clock=clock, keep_stale=0) as proxy:
         await proxy.client.get("/sie")
         await proxy.stoker.store.flush()
         clock.advance(60)
@@ -102,7 +102,7 @@ async def test_stale_if_error_when_origin_is_down(tmp_path: Path) -> None:
         assert on_5xx.status_code == 200 and on_5xx.content == b"safe"
         assert "detail=stale-if-error" in on_5xx.headers["cache-status"]
     # the origin server is now stopped entirely
-    async with running_proxy(origin_url, tmp_path / "d", clock=clock) as proxy:
+    async with running_proxy(origin_url, tmp_path / "d", clock=clock, keep_stale=0) as proxy:
         stopped = await proxy.client.get("/sie", headers={"host": proxy_host(on_5xx)})
         assert stopped.status_code == 200 and stopped.content == b"safe"
         assert "detail=stale-if-error" in stopped.headers["cache-status"]

@@ -57,6 +57,7 @@ def build_admin_app(stoker: Stoker, warm: WarmService | None = None) -> ASGIApp:
     async def status(_: Request) -> Response:
         body: dict[str, Any] = {
             "origin": stoker.settings.origin,
+            "origin_down_since": stoker.pipeline.health.down_since,
             "version": stoker.pipeline.version,
             "requests": dict(stoker.pipeline.stats),
             "store": await stoker.store.stats(),

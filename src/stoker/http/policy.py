@@ -18,6 +18,11 @@ Invariants of :func:`decide_storage`:
   (qualified or not) implies ``fresh_for == 0`` unless a rule overrides.
 - ``strip_set_cookie`` is True only when the response has Set-Cookie and the
   matched rule allows stripping it.
+- ``stale_on_error_ok`` is False when ``must-revalidate``,
+  ``proxy-revalidate``, ``no-cache`` or ``s-maxage`` (which implies
+  proxy-revalidate, RFC 9111 §5.2.2.10) forbid serving the response stale
+  beyond what the origin itself allows (``stale-if-error``), unless an
+  overriding rule replaced the origin's directives.
 - ``origin_vouched`` is True only when the origin's own headers made the
   response shareable: an explicit lifetime (``s-maxage``, ``max-age``,
   ``Expires``, or a targeted field's ``max-age``) that no overriding rule
@@ -91,6 +96,7 @@ class StorageDecision:
     strip_set_cookie: bool = False
     revalidate_only: bool = False
     origin_vouched: bool = False
+    stale_on_error_ok: bool = False
 
 
 ORIGIN_SOURCES = frozenset({"s-maxage", "max-age", "expires", "cdn-cache-control",
@@ -282,6 +288,9 @@ def decide_storage(
         strip_set_cookie=strip_set_cookie,
         revalidate_only=revalidate_only,
         origin_vouched=source in ORIGIN_SOURCES or (cc.public and not overriding),
+        # RFC 9111 §5.2.2.10: s-maxage implies proxy-revalidate for a shared cache.
+        stale_on_error_ok=not revalidate_only and (
+            overriding or field_name != "cache-control" or cc.s_maxage is None),
     )
 
 

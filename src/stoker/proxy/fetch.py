@@ -18,8 +18,10 @@ Invariants:
   detail=cookie``.
 - A stopgap page (the origin's "being generated" placeholder, marked with
   ``stopgap_header``) is never stored.
-- Within an entry's stale-if-error window, an origin error, timeout or 5xx
-  is answered with the stale entry.  An origin error is logged here only when
+- Within an entry's ``error_until`` — the origin's stale-if-error, or
+  ``keep_stale`` unless must-revalidate, proxy-revalidate, no-cache or
+  s-maxage forbid it — an origin error, timeout, 500, 502, 503 or 504 is
+  answered with the stale entry (RFC 9111 §4.2.4).  An origin error is logged here only when
   no error response reports it (stale served, or no client waiting).
 - A purge recorded in the :class:`~stoker.cache.ledger.PurgeLedger` after the
   origin request was sent and covering the entry means: not stored and not
@@ -49,6 +51,7 @@ from stoker.http.keys import parse_vary, variant_of, variants_to_drop
 from stoker.http.policy import RuleTTL, StaleDefaults, StorageDecision, decide_storage
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers, stored_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginResponse, OriginTimeout
+from stoker.proxy.origin_health import FAILING_STATUSES
 from stoker.proxy.request import RequestInfo
 from stoker.proxy.respond import ClientSink
 
@@ -72,6 +75,7 @@ class FetchConfig:
     hidden_headers: frozenset[bytes]
     max_variants: int = 32
     stopgap_header: bytes = b"x-stoker-stopgap"
+    keep_stale: float = 0.0
 
 
 @dataclass(slots=True)
@@ -147,6 +151,12 @@ class Fetcher:
         finally:
             await response.close()
 
+    def _error_until(self, decision: StorageDecision, fresh_until: float) -> float:
+        """Until when the entry may answer on origin errors: the origin's
+        ``stale-if-error``, or ``keep_stale`` where nothing forbids serving it stale."""
+        keep = self.config.keep_stale if decision.stale_on_error_ok else 0.0
+        return fresh_until + max(decision.sie, keep)
+
     def _fallback(self, stale: CacheEntry | None, status: int, detail: str) -> Outcome:
         """Stale-if-error when allowed, else a failure the caller reports."""
         if stale is not None and self._clock.now() < stale.error_until:
@@ -157,7 +167,7 @@ class Fetcher:
                       request_time: float, since: int) -> Outcome:
         response_time = self._clock.now()
         stale = fetch.stale
-        if response.status >= 500:
+        if response.status in FAILING_STATUSES:
             fallback = self._fallback(stale, response.status, "origin error")
             if fallback.kind == "stale":
                 return fallback
@@ -279,7 +289,7 @@ class Fetcher:
                                  hidden=self.config.hidden_headers, body_size=size)
         fresh_until = response_time + decision.fresh_for - decision.initial_age
         stale_until = fresh_until + decision.swr
-        error_until = fresh_until + decision.sie
+        error_until = self._error_until(decision, fresh_until)
         return CacheEntry(
             primary_key=fetch.primary_key,
             variant=variant_of(vary, fetch.request.headers if fetch.varying is None
@@ -323,8 +333,9 @@ class Fetcher:
                                          hidden=self.config.hidden_headers, body_size=None)),
             response_time=response_time, initial_age=decision.initial_age,
             fresh_until=fresh_until, stale_until=fresh_until + decision.swr,
-            error_until=fresh_until + decision.sie,
-            keep_until=fresh_until + max(decision.swr, decision.sie) + decision.keep,
+            error_until=self._error_until(decision, fresh_until),
+            keep_until=max(fresh_until + decision.swr,
+                           self._error_until(decision, fresh_until)) + decision.keep,
             etag=_text(get_header(merged, b"etag")),
             last_modified=_text(get_header(merged, b"last-modified")),
             stored_at=self._clock.now(),

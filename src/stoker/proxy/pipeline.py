@@ -28,6 +28,10 @@ Invariants:
   rule's ``vary_ignore_cookies`` (:func:`~stoker.rules.vary_view`).
 - Every response carries ``Cache-Status`` and ``Via``; responses from cache
   carry ``Age``.
+- While the origin is down (:class:`~stoker.proxy.origin_health.OriginHealth`),
+  a request whose entry may answer on error (``error_until``) gets it at once
+  (``detail=stale-if-error``) instead of waiting for the origin; one
+  background revalidation per cooldown probes the origin.
 - A warm visit (``RequestInfo.warm``) is never answered with a stale entry:
   it revalidates it (a conditional request) before answering.
 - ``PURGE`` never reaches the origin: it goes to :attr:`Pipeline.purge_method`
@@ -65,6 +69,7 @@ from stoker.http.ranges import FULL, RangeDecision, decide_range
 from stoker.proxy.fetch import SERVE_KINDS, Fetch, Fetcher, Outcome
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
+from stoker.proxy.origin_health import OriginHealth
 from stoker.proxy.request import BadRequest, RequestInfo, parse_request
 from stoker.proxy.respond import ClientSink, error_response
 from stoker.rules import (
@@ -126,7 +131,7 @@ class Pipeline:
 
     def __init__(self, config: PipelineConfig, fetcher: Fetcher, store: TieredStore,
                  bodies: BodyStore, origin: OriginClient, clock: Clock,
-                 version: str = "1") -> None:
+                 version: str = "1", health: OriginHealth | None = None) -> None:
         self.config = config
         self.fetcher = fetcher
         self.store = store
@@ -137,6 +142,8 @@ class Pipeline:
         self.collapser = Collapser()
         self.stats: Counter[str] = Counter()
         self.hits = HitCounter()
+        self.health = health or OriginHealth(clock)
+        """The origin's breaker (the origin client given reports to it)."""
         """Per-URL visitor hits and misses (warm visits left out), flushed by the owner."""
         self.cookie_bypasses: Counter[str] = Counter()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -228,13 +235,16 @@ class Pipeline:
                 status = cache_status(hit=True, ttl=entry.ttl(now), name=self._name)
                 if await self._serve(sink, request, entry, now, status):
                     return
-            elif state is Freshness.STALE_SWR:
+            elif state is Freshness.STALE_SWR or self._origin_down(entry, now):
                 self.stats["stale"] += 1
                 if counted:
                     self.hits.hit(request.url)
-                self._revalidate_in_background(lookup, entry)
-                status = cache_status(hit=True, ttl=entry.ttl(now),
-                                      detail="stale-while-revalidate", name=self._name)
+                if state is Freshness.STALE_SWR or self.health.probe_due():
+                    self._revalidate_in_background(lookup, entry)
+                detail = ("stale-while-revalidate" if state is Freshness.STALE_SWR
+                          else "stale-if-error")
+                status = cache_status(hit=True, ttl=entry.ttl(now), detail=detail,
+                                      name=self._name)
                 if await self._serve(sink, request, entry, now, status):
                     return
         if forced and entry is not None:
@@ -247,6 +257,10 @@ class Pipeline:
         variant = entry.variant if entry else (
             variant_of(entries[0].vary, lookup.varying) if entries else "")
         await self._collapsed(lookup, entry, variant, fwd, sink)
+
+    def _origin_down(self, entry: CacheEntry, now: float) -> bool:
+        """The origin keeps failing and ``entry`` may answer on error: no need to ask."""
+        return now < entry.error_until and self.health.is_down()
 
     def key_for_parts(self, scheme: str, host: str, path: str, query: str,
                       rule: Rule | None) -> str:

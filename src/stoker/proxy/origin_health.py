@@ -1,0 +1,93 @@
+"""Whether the origin answers: the jobs' circuit breaker applied to origin requests.
+
+Every origin request (a visitor's miss, a revalidation, a warm visit, a pass-through)
+reports how it went: no answer, a timeout or ``500``/``502``/``503``/``504`` is a
+failure, anything else a success.  After :data:`THRESHOLD` failures in a row the
+origin is *down*: the pipeline then answers requests that have a stale copy it may
+serve on error with that copy at once, instead of waiting ``origin_timeout`` each
+time, and one background revalidation per :data:`COOLDOWN` probes the origin; the
+probe's success brings it back *up*.
+
+Invariants: decisions are :mod:`stoker.jobs.breaker`'s (pure, tested there);
+``down_since`` is the time the breaker first opened in the current outage and is
+``None`` exactly while it is closed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Final
+
+from stoker.clock import Clock
+from stoker.jobs import breaker
+from stoker.jobs.breaker import BreakerState
+from stoker.proxy.origin import Headers, OriginClient, OriginError, OriginResponse
+
+THRESHOLD: Final = 5
+COOLDOWN: Final = 5.0
+FAILING_STATUSES: Final = frozenset({500, 502, 503, 504})
+
+
+class OriginHealth:
+    """The origin's breaker for one process."""
+
+    def __init__(self, clock: Clock, *, threshold: int = THRESHOLD,
+                 cooldown: float = COOLDOWN) -> None:
+        self._clock = clock
+        self.state = BreakerState(threshold=threshold, cooldown=cooldown)
+        self.down_since: float | None = None
+        self._next_id = 0
+
+    def begin(self) -> int:
+        """An origin request starts: its id (it is the probe when one is due)."""
+        self._next_id += 1
+        now = self._clock.now()
+        if self.state.phase == "open" and breaker.may_lease(self.state, now):
+            self.state = breaker.on_probe(self.state, now, self._next_id)
+        return self._next_id
+
+    def report(self, request_id: int, *, ok: bool) -> None:
+        """How request ``request_id`` went."""
+        now = self._clock.now()
+        self.state = breaker.on_result(self.state, request_id, ok, now)
+        if self.state.phase == "closed":
+            self.down_since = None
+        elif self.down_since is None:
+            self.down_since = now
+
+    def abandon(self, request_id: int) -> None:
+        """Request ``request_id`` ended without a verdict (cancelled)."""
+        self.state = breaker.on_abandoned(self.state, request_id)
+
+    def is_down(self) -> bool:
+        """The origin keeps failing: serve what may be served stale without asking it."""
+        return self.state.phase != "closed"
+
+    def probe_due(self) -> bool:
+        """A request started now would probe the origin."""
+        return self.state.phase == "open" and breaker.may_lease(self.state, self._clock.now())
+
+
+class MonitoredOrigin:
+    """An :class:`OriginClient` that reports every request to an :class:`OriginHealth`."""
+
+    def __init__(self, origin: OriginClient, health: OriginHealth) -> None:
+        self._origin = origin
+        self.health = health
+
+    async def fetch(self, method: str, target: str, headers: Headers,
+                    body: AsyncIterator[bytes] | None) -> OriginResponse:
+        request_id = self.health.begin()
+        try:
+            response = await self._origin.fetch(method, target, headers, body)
+        except OriginError:
+            self.health.report(request_id, ok=False)
+            raise
+        except BaseException:
+            self.health.abandon(request_id)
+            raise
+        self.health.report(request_id, ok=response.status not in FAILING_STATUSES)
+        return response
+
+    async def close(self) -> None:
+        await self._origin.close()
