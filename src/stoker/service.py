@@ -1,11 +1,13 @@
 """Running Stoker as a service: the proxy and admin listeners over one :class:`Stoker`,
 with the warmer (its worker and the ticker) beside them; or the warmer alone
-(``stoker worker``).
+(``stoker worker``); or the demo (``stoker demo``): the service with the demo site as
+one more listener and a full warm run, its progress shown, once that site answers.
 
 Invariants: stores are closed after the servers stop, whatever stopped them
 (SIGTERM/SIGINT, ``stop``, a server failing): queued L2 writes are flushed
 first, then background work drained, within ``shutdown_timeout``
-(:meth:`Stoker.close`); an admin listener reachable beyond loopback
+(:meth:`Stoker.close`); work run ``alongside`` the servers is cancelled before
+the warmer and the stores close; an admin listener reachable beyond loopback
 without an ``admin_token`` is refused (``SettingsError``) before anything
 is opened or served, and so is a ``listen`` or ``admin_listen`` address
 another process already listens on (``AddressInUse``).
@@ -14,25 +16,45 @@ another process already listens on (``AddressInUse``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import replace
+from typing import Any, Final
+
+import httpx
 
 from stoker.admin.app import build_admin_app
 from stoker.asgi import ASGIApp
+from stoker.clock import Clock
 from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.runtime import Stoker
 from stoker.server import ensure_free, run_apps
-from stoker.settings import Settings
+from stoker.settings import Settings, admin_url
+from stoker.warm.run import Run
 from stoker.warming import WarmService
 
 Announce = Callable[[str], None]
+Alongside = Callable[[WarmService], Coroutine[Any, Any, None]]
 log = logging.getLogger("stoker")
+
+DEMO_REWARM_DELAY: Final = 3.0
+"""The demo's ``rewarm_delay``: an edit is seen re-warmed seconds later, not a minute."""
+DEMO_REWARM_MAX_WAIT: Final = 10.0
+"""The demo's ``rewarm_max_wait``."""
+PROGRESS_EVERY: Final = 2.0
+"""Seconds between the demo's warm progress lines."""
+ORIGIN_PROBES: Final = 200
+ORIGIN_PROBE_EVERY: Final = 0.05
+"""The demo warms once its site answers: probed this often, at most this many times."""
 
 
 async def run_service(settings: Settings, *, announce: Announce = print,
                       extra: tuple[tuple[ASGIApp, str], ...] = (),
-                      stop: asyncio.Event | None = None) -> None:
-    """Serve the proxy and the admin API until stopped."""
+                      stop: asyncio.Event | None = None,
+                      alongside: Alongside | None = None) -> None:
+    """Serve the proxy and the admin API until stopped; ``alongside`` (given the
+    warmer) runs beside the servers from their start until it returns or they stop."""
     settings.require_safe_admin()
     ensure_free(settings.listen, "listen")
     ensure_free(settings.admin_listen, "admin_listen")
@@ -51,7 +73,7 @@ async def run_service(settings: Settings, *, announce: Announce = print,
              f"(admin on http://{settings.admin_listen}, data in {settings.data_dir}, "
              f"{settings.warm_workers} warm workers)")
     await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(settings.server, apps,
-                                                                      stop))
+                                                                      stop), alongside)
 
 
 async def run_worker(settings: Settings, *, announce: Announce = print,
@@ -69,16 +91,20 @@ async def run_worker(settings: Settings, *, announce: Announce = print,
 
 
 async def _run_with_warmer(stoker: Stoker, warm: WarmService, stop: asyncio.Event | None,
-                           serve: Callable[[asyncio.Event], Awaitable[None]]) -> None:
-    """Run ``serve`` and the warmer until ``stop`` (or a signal); then close in order:
-    the warmer (its worker releases what it holds, hit statistics are flushed), then
-    the stores."""
+                           serve: Callable[[asyncio.Event], Awaitable[None]],
+                           alongside: Alongside | None = None) -> None:
+    """Run ``serve``, the warmer and ``alongside`` until ``stop`` (or a signal); then
+    close in order: ``alongside`` (cancelled), the warmer (its worker releases what it
+    holds, hit statistics are flushed), then the stores."""
     stop = stop or asyncio.Event()
     warming = asyncio.create_task(warm.run(stop))
+    beside = asyncio.create_task(alongside(warm)) if alongside is not None else None
     try:
         await serve(stop)
     finally:
         stop.set()
+        if beside is not None:
+            await _cancel(beside)
         try:
             await warming
         except Exception:
@@ -87,22 +113,99 @@ async def _run_with_warmer(stoker: Stoker, warm: WarmService, stop: asyncio.Even
         await stoker.close()
 
 
+async def _cancel(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` and wait for it; an error it ended with is logged, not raised."""
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    except Exception:
+        log.exception("work run beside the servers failed")
+
+
 async def run_demo(settings: Settings, origin_listen: str, *, pages: int, delay: float,
-                   announce: Announce = print) -> None:
-    """Serve the bundled demo origin and Stoker in front of it."""
+                   announce: Announce = print, stop: asyncio.Event | None = None) -> None:
+    """Serve the bundled demo origin and Stoker in front of it; warm the demo site once
+    it answers, showing the progress.  The re-warm debounce is shortened to
+    :data:`DEMO_REWARM_DELAY` / :data:`DEMO_REWARM_MAX_WAIT` so an edit is seen
+    re-warmed within seconds."""
     from stoker.demo.origin import make_demo_app
 
-    origin = make_demo_app(pages=pages, delay=delay)
+    settings = replace(settings, rewarm_delay=DEMO_REWARM_DELAY,
+                       rewarm_max_wait=DEMO_REWARM_MAX_WAIT)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per probe and purge
+    origin = make_demo_app(pages=pages, delay=delay, admin_url=admin_url(settings, {}),
+                           admin_token=settings.admin_token)
     base = f"http://{settings.listen}"
     announce("\n".join([
         f"demo origin: http://{origin_listen} ({pages} pages, {delay * 1000:.0f} ms each)",
         "try:",
-        f"  curl -si {base}/page/1          # first: fwd=uri-miss, then: hit",
+        f"  curl -si {base}/page/1          # warmed at start: hit",
         f"  curl -si {base}/collection/3    # a list page tagged collection-3",
         f"  curl -si {base}/private         # Cache-Control: private, never stored",
         f"  curl -si {base}/account         # sets a cookie, never stored",
         f"  curl -s  {base}/sitemap.xml     # sitemap index with gzip children",
         f"  curl -s  http://{settings.admin_listen}/api/status",
+        f"edit: open {base}/page/7 and press \"Edit this page\";",
+        f"  the site purges tag page-7, Stoker re-warms that page alone "
+        f"{DEMO_REWARM_DELAY:.0f} s later,",
+        "  then page 7 is a hit showing revision 2 (the log shows the re-warm)",
         "Ctrl-C stops both.",
     ]))
-    await run_service(settings, announce=announce, extra=((origin, origin_listen),))
+
+    async def warm_at_start(warm: WarmService) -> None:
+        if await _answers(f"{settings.require_origin()}/health", warm.stoker.clock):
+            await follow_warm_run(warm, announce)
+        else:
+            announce("warming: skipped, the demo origin did not answer")
+
+    await run_service(settings, announce=announce, extra=((origin, origin_listen),),
+                      stop=stop, alongside=warm_at_start)
+
+
+async def _answers(url: str, clock: Clock) -> bool:
+    """Whether ``url`` answers 200 within :data:`ORIGIN_PROBES` tries."""
+    async with httpx.AsyncClient(timeout=1.0) as client:
+        for _ in range(ORIGIN_PROBES):
+            with contextlib.suppress(httpx.TransportError):
+                if (await client.get(url)).status_code == 200:
+                    return True
+            await clock.sleep(ORIGIN_PROBE_EVERY)
+    return False
+
+
+async def follow_warm_run(warm: WarmService, announce: Announce) -> None:
+    """Start a full warm run and announce its progress every :data:`PROGRESS_EVERY`
+    seconds until it ends, then a summary."""
+    if warm.stoker.settings.warm_workers == 0:
+        announce("warming: off here (warm_workers = 0); a stoker worker can do it")
+        return
+    run: Run | None = (await warm.warmer.start("manual")).run
+    while run is not None and run.active:
+        announce(progress_line(run))
+        await warm.stoker.clock.sleep(PROGRESS_EVERY)
+        run = await warm.stores.runs.get(run.id)
+    if run is not None:
+        announce(summary_line(run))
+
+
+def progress_line(run: Run) -> str:
+    """``warming: 812/2001 pages, 0 failed`` (or the collect phase)."""
+    if run.phase == "collect":
+        return "warming: finding the pages (robots.txt, sitemaps, home page links)"
+    counts = run.counts
+    return f"warming: {counts.settled}/{counts.total} pages, {counts.failed} failed"
+
+
+def summary_line(run: Run) -> str:
+    """One line for a run that ended."""
+    counts = run.counts
+    if run.phase == "failed":
+        return f"warm run {run.id} failed: {run.error}"
+    if run.phase == "cancelled":
+        return f"warm run {run.id} was cancelled (a newer run replaced it)"
+    took = (run.finished_at or run.started_at) - run.started_at
+    return (f"warmed {counts.total} pages in {took:.1f} s: {counts.warmed} warmed, "
+            f"{counts.not_modified} not modified, {counts.failed} failed, "
+            f"{counts.gave_up} gave up")

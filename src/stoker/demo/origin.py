@@ -17,13 +17,22 @@ Routes (every one waits ``delay`` seconds first, except ``/health`` and ``/__sta
   ``Cache-Control: private, max-age=60``.
 - ``/slow?ms=N`` answers after N ms (instead of ``delay``); cacheable, ``Surrogate-Key: slow``.
 - ``/big?mb=N`` streams N MiB in 64 KiB chunks with Content-Length set, never buffered.
-- ``POST /edit/{n}`` bumps page n's version: its body, ETag and Last-Modified change.
+- ``POST /edit/{n}`` bumps page n's version: its body, ETag and Last-Modified change
+  (and tells nobody: the site changed behind the cache's back).
+- ``POST /page/{n}/edit`` (the "Edit this page" button on every page) bumps the version
+  too, then purges the page's own tag (:meth:`DemoOrigin.edit_tags`) through Stoker's
+  admin API (``admin_url``, ``admin_token``) and answers ``303`` to
+  ``/page/{n}/saved?purge=ok|failed|off``, a no-store page saying what happens next.
+  It does not redirect to the page itself: that visit would refetch it before the
+  warmer could, hiding the targeted re-warm the demo is there to show.
 - ``/health`` answers at once, uncacheable.
 - ``GET /__stats`` → ``{"total", "paths", "statuses"}``; ``POST /__stats/reset`` zeroes it.
 
 Invariants: a page's body is a pure function of ``(n, version)``, so a strong ETag is
 valid; Last-Modified strictly increases on every edit; every request except the
-``/__stats`` endpoints is counted once, by path (query excluded), when it arrives.
+``/__stats`` endpoints is counted once, by path (query excluded), when it arrives; an
+edit is recorded whether or not its purge succeeds (a failed purge is logged and shown,
+never raised).
 Absolute URLs (robots.txt, sitemaps) use the request's scheme and Host header.
 """
 
@@ -33,6 +42,7 @@ import argparse
 import gzip
 import hashlib
 import json
+import logging
 import random
 import secrets
 from collections import Counter
@@ -42,16 +52,20 @@ from typing import Any
 from urllib.parse import parse_qs
 from xml.sax.saxutils import escape as xml_escape
 
+import httpx
+
 from stoker.asgi import Receive, Scope, Send, acknowledge_lifespan
 from stoker.clock import Clock, SystemClock
 
 Headers = list[tuple[bytes, bytes]]
+log = logging.getLogger("stoker.demo")
 
 COLLECTIONS = 10
 HOME_PAGE_LINKS = 20
 BIG_CHUNK = 64 * 1024
 MAX_BIG_MB = 1024
 MAX_SLOW_MS = 60_000
+PURGE_TIMEOUT = 10.0
 # 2024-01-01T00:00:00Z: pages start out "modified" n minutes after this.
 BASE_EPOCH = 1_704_067_200
 
@@ -68,6 +82,15 @@ _FILLER_TEXT = (
 _WORDS = tuple(_FILLER_TEXT.split())
 _ADJECTIVES = ("quiet", "amber", "swift", "hollow", "bright", "patient", "narrow", "golden")
 _NOUNS = ("harbour", "furnace", "lantern", "orchard", "signal", "meadow", "archive", "bridge")
+_SAVED_NOTES = {
+    "ok": "Stoker purged the tag {tags}. Its warmer re-warms just this page once the edits "
+          "pause for rewarm_delay (a few seconds in <code>stoker demo</code>); open the page "
+          "after that and its Cache-Status is a hit showing revision {version}.",
+    "failed": "Telling Stoker to purge {tags} failed (the log says why), so the cached copy "
+              "stays until it expires.",
+    "off": "No Stoker admin API is configured for this site, so nothing was purged: the "
+           "cached copy stays until it expires.",
+}
 
 
 def _http_date(epoch: float) -> bytes:
@@ -133,6 +156,8 @@ class DemoOrigin:
         delay: float = 0.05,
         sitemap_chunk: int = 500,
         clock: Clock | None = None,
+        admin_url: str | None = None,
+        admin_token: str | None = None,
     ) -> None:
         if pages < 0:
             raise ValueError(f"pages must be 0 or more, got {pages}")
@@ -144,6 +169,8 @@ class DemoOrigin:
         self.delay = delay
         self.sitemap_chunk = sitemap_chunk
         self.clock: Clock = clock if clock is not None else SystemClock()
+        self.admin_url = admin_url.rstrip("/") if admin_url else None
+        self.admin_token = admin_token
         self._versions: dict[int, int] = {}
         self._modified: dict[int, float] = {}
         self.total = 0
@@ -163,6 +190,35 @@ class DemoOrigin:
         self._versions[n] = self.version(n) + 1
         self._modified[n] = max(float(int(self.clock.now())), self.last_modified(n) + 1)
         return self._versions[n]
+
+    @staticmethod
+    def page_tags(n: int) -> tuple[str, ...]:
+        """The tags page ``n`` is sent with (``Surrogate-Key``)."""
+        return (f"page-{n}", f"collection-{n % COLLECTIONS}")
+
+    @staticmethod
+    def edit_tags(n: int) -> tuple[str, ...]:
+        """The tags an edit of page ``n`` purges: only its own.  The collection tag is
+        shared with the collection's other pages and its list page, which an edit does
+        not change (they show titles, and a title does not depend on the revision)."""
+        return (f"page-{n}",)
+
+    async def purge(self, tags: tuple[str, ...]) -> str:
+        """Ask Stoker's admin API to purge ``tags``: ``ok``, ``failed`` (logged) or
+        ``off`` (no admin API configured)."""
+        if self.admin_url is None:
+            return "off"
+        headers = {"authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
+        try:
+            async with httpx.AsyncClient(timeout=PURGE_TIMEOUT) as client:
+                response = await client.post(f"{self.admin_url}/api/purge",
+                                             json={"tags": list(tags)}, headers=headers)
+                response.raise_for_status()
+        except httpx.HTTPError as error:
+            log.warning("demo origin: purging %s through %s failed: %s",
+                        " ".join(tags), self.admin_url, error)
+            return "failed"
+        return "ok"
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -196,11 +252,21 @@ class DemoOrigin:
         links = "".join(
             f'<li><a href="/page/{r}">{html_escape(_page_title(r))}</a></li>' for r in related
         )
+        edit = (f'<form method="post" action="/page/{n}/edit"><button type="submit">'
+                "Edit this page</button> (a new revision; Stoker is told to purge "
+                f"{' '.join(self.edit_tags(n))})</form>\n")
         body = (
-            f"<nav>{' | '.join(nav)}</nav>\n<p>Revision {version}.</p>\n"
+            f"<nav>{' | '.join(nav)}</nav>\n<p>Revision {version}.</p>\n{edit}"
             f'<ul class="related">{links}</ul>\n'
         )
         return _html(_page_title(n), body + _filler(n * 1_000_003 + version, _page_size(n)))
+
+    def saved_body(self, n: int, purge: str) -> bytes:
+        """The page an edit redirects to: the new revision and what Stoker does next."""
+        note = _SAVED_NOTES.get(purge, _SAVED_NOTES["off"]).format(
+            tags=" ".join(self.edit_tags(n)), version=self.version(n))
+        return _html(f"Saved page {n}", f"<p>Page {n} is now revision {self.version(n)}.</p>\n"
+                     f'<p>{note}</p>\n<p><a href="/page/{n}">Back to page {n}</a></p>\n')
 
     def home_body(self) -> bytes:
         collections = "".join(
@@ -303,6 +369,9 @@ class DemoOrigin:
                     200, [(b"cache-control", b"no-store")], body, b"application/json"
                 )
             return
+        if parts[0] == "page" and len(parts) == 3:
+            await self._page_action(request, parts[1], parts[2], method)
+            return
         if method not in ("GET", "HEAD"):
             await request.respond(405, [(b"allow", b"GET, HEAD")], b"use GET\n", b"text/plain")
             return
@@ -315,7 +384,7 @@ class DemoOrigin:
             if n is None or not 1 <= n <= self.pages:
                 await request.not_found()
                 return
-            key = f"page-{n} collection-{n % COLLECTIONS}".encode()
+            key = " ".join(self.page_tags(n)).encode()
             await request.representation(
                 self.page_body(n), HTML, self.last_modified(n), PUBLIC_60, key
             )
@@ -393,6 +462,29 @@ class DemoOrigin:
             await request.not_found()
 
 
+    async def _page_action(self, request: _Request, page: str, action: str,
+                           method: str) -> None:
+        """``POST /page/{n}/edit`` (edit, purge, 303) and ``GET /page/{n}/saved``."""
+        n = _int_or_none(page)
+        allowed = {"edit": ("POST",), "saved": ("GET", "HEAD")}.get(action)
+        if allowed is None or n is None or not 1 <= n <= self.pages:
+            await request.not_found()
+        elif method not in allowed:
+            allow = ", ".join(allowed).encode()
+            await request.respond(405, [(b"allow", allow)], b"use " + allow + b"\n",
+                                  b"text/plain")
+        elif action == "saved":
+            await request.respond(200, [(b"cache-control", b"no-store")],
+                                  self.saved_body(n, request.query("purge")), HTML)
+        else:
+            await request.drain()
+            self.edit(n)
+            outcome = await self.purge(self.edit_tags(n))
+            location = f"/page/{n}/saved?purge={outcome}".encode()
+            await request.respond(303, [(b"location", location), (b"cache-control", b"no-store")],
+                                  b"", b"text/plain")
+
+
 class _Request:
     """One HTTP exchange: the helpers that turn a decision into ASGI messages."""
 
@@ -417,9 +509,13 @@ class _Request:
             host = f"{server[0]}:{server[1]}"
         return f"{scheme}://{host}"
 
-    def query_int(self, name: str, default: int) -> int:
+    def query(self, name: str) -> str:
+        """The first value of query parameter ``name`` (``""`` when absent)."""
         values = parse_qs(bytes(self.scope.get("query_string", b"")).decode("latin-1"))
-        found = _int_or_none(values.get(name, [""])[0])
+        return values.get(name, [""])[0]
+
+    def query_int(self, name: str, default: int) -> int:
+        found = _int_or_none(self.query(name))
         return default if found is None else found
 
     async def drain(self) -> None:
@@ -521,9 +617,13 @@ def make_demo_app(
     delay: float = 0.05,
     sitemap_chunk: int = 500,
     clock: Clock | None = None,
+    admin_url: str | None = None,
+    admin_token: str | None = None,
 ) -> DemoOrigin:
-    """Build the demo site (an ASGI app); see the module docstring for its routes."""
-    return DemoOrigin(pages=pages, delay=delay, sitemap_chunk=sitemap_chunk, clock=clock)
+    """Build the demo site (an ASGI app); see the module docstring for its routes.
+    ``admin_url`` (and ``admin_token``) name the Stoker admin API an edit purges through."""
+    return DemoOrigin(pages=pages, delay=delay, sitemap_chunk=sitemap_chunk, clock=clock,
+                      admin_url=admin_url, admin_token=admin_token)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -533,10 +633,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pages", type=int, default=2000)
     parser.add_argument("--delay", type=float, default=0.05, help="seconds per request")
     parser.add_argument("--sitemap-chunk", type=int, default=500)
+    parser.add_argument("--admin-url", help="Stoker admin API that page edits purge through")
+    parser.add_argument("--admin-token", help="Bearer token of that admin API")
     args = parser.parse_args(argv)
     import uvicorn
 
-    app = make_demo_app(pages=args.pages, delay=args.delay, sitemap_chunk=args.sitemap_chunk)
+    app = make_demo_app(pages=args.pages, delay=args.delay, sitemap_chunk=args.sitemap_chunk,
+                        admin_url=args.admin_url, admin_token=args.admin_token)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import socket
+import json
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator, Iterator
@@ -13,7 +13,9 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from tests.conftest import free_port, serving
 
+from stoker.asgi import Receive, Scope, Send
 from stoker.clock import FakeClock
 from stoker.demo.origin import DemoOrigin, make_demo_app
 
@@ -209,11 +211,88 @@ async def test_big_streams_chunks_without_buffering() -> None:
     assert [b["more_body"] for b in bodies] == [True] * 47 + [False]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+class RecordingAdmin:
+    """A stand-in for Stoker's admin API: records each request, answers ``status``."""
+
+    def __init__(self, status: int = 200) -> None:
+        self.status = status
+        self.calls: list[tuple[str, str, str | None, Any]] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        token = dict(scope["headers"]).get(b"authorization")
+        self.calls.append((scope["method"], scope["path"],
+                           token.decode() if token else None, json.loads(body or b"null")))
+        await send({"type": "http.response.start", "status": self.status,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+
+async def _demo_client(admin_url: str | None, token: str | None = None) -> httpx.AsyncClient:
+    app = make_demo_app(pages=25, delay=0.0, clock=FakeClock(), admin_url=admin_url,
+                        admin_token=token)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                             base_url="http://demo.test")
+
+
+async def test_edit_button_purges_only_the_page_tag_and_redirects_to_saved() -> None:
+    admin = RecordingAdmin()
+    async with serving(admin) as admin_url, await _demo_client(admin_url, "t0k") as client:
+        page = await client.get("/page/4")
+        edited = await client.post("/page/4/edit", data={})
+        saved = await client.get(edited.headers["location"])
+        after = await client.get("/page/4")
+    assert '<form method="post" action="/page/4/edit">' in page.text
+    assert "Revision 1." in page.text
+    assert edited.status_code == 303
+    assert edited.headers["location"] == "/page/4/saved?purge=ok"
+    assert edited.headers["cache-control"] == "no-store"
+    assert admin.calls == [("POST", "/api/purge", "Bearer t0k", {"tags": ["page-4"]})]
+    assert saved.status_code == 200 and saved.headers["cache-control"] == "no-store"
+    assert "now revision 2" in saved.text and "purged the tag page-4" in saved.text
+    assert 'href="/page/4"' in saved.text
+    assert "Revision 2." in after.text
+    assert after.headers["surrogate-key"] == "page-4 collection-4"
+
+
+@pytest.mark.parametrize("reachable", [True, False])
+async def test_edit_is_kept_and_reported_when_the_purge_fails(reachable: bool) -> None:
+    admin = RecordingAdmin(status=401)
+    async with serving(admin) as running:
+        admin_url = running if reachable else f"http://127.0.0.1:{free_port()}"
+        async with await _demo_client(admin_url) as client:
+            edited = await client.post("/page/9/edit")
+            saved = await client.get(edited.headers["location"])
+            after = await client.get("/page/9")
+    assert edited.headers["location"] == "/page/9/saved?purge=failed"
+    assert "purge page-9 failed" in saved.text
+    assert "Revision 2." in after.text
+    assert [call[2] for call in admin.calls] == ([None] if reachable else [])
+
+
+async def test_edit_without_an_admin_api_purges_nothing(client: httpx.AsyncClient) -> None:
+    edited = await client.post("/page/2/edit")
+    saved = await client.get(edited.headers["location"])
+    assert edited.headers["location"] == "/page/2/saved?purge=off"
+    assert "nothing was purged" in saved.text and "now revision 2" in saved.text
+
+
+async def test_page_actions_check_method_page_and_action(client: httpx.AsyncClient) -> None:
+    wrong_edit = await client.get("/page/4/edit")
+    assert (wrong_edit.status_code, wrong_edit.headers["allow"]) == (405, "POST")
+    wrong_saved = await client.post("/page/4/saved")
+    assert (wrong_saved.status_code, wrong_saved.headers["allow"]) == (405, "GET, HEAD")
+    assert (await client.post("/page/26/edit")).status_code == 404
+    assert (await client.post("/page/x/edit")).status_code == 404
+    assert (await client.get("/page/4/other")).status_code == 404
+    assert "Revision 1." in (await client.get("/page/4")).text
 
 
 @pytest.fixture
@@ -221,7 +300,7 @@ def live_origin() -> Iterator[str]:
     """The demo origin on a real uvicorn server on a loopback port."""
     import threading
 
-    port = _free_port()
+    port = free_port()
     config = uvicorn.Config(
         make_demo_app(pages=50, delay=0.0),
         host="127.0.0.1",
