@@ -58,12 +58,7 @@ async def run_service(settings: Settings, *, announce: Announce = print,
     settings.require_safe_admin()
     ensure_free(settings.listen, "listen")
     ensure_free(settings.admin_listen, "admin_listen")
-    stoker = await Stoker.open(settings, evict_loop=False)
-    try:
-        warm = await WarmService.open(stoker)
-    except BaseException:
-        await stoker.close()
-        raise
+    stoker, warm = await _open_with_warmer(settings)
     apps: list[tuple[ASGIApp, str]] = [
         (ProxyApp(stoker.pipeline), settings.listen),
         (build_admin_app(stoker, warm), settings.admin_listen),
@@ -79,15 +74,20 @@ async def run_service(settings: Settings, *, announce: Announce = print,
 async def run_worker(settings: Settings, *, announce: Announce = print,
                      stop: asyncio.Event | None = None) -> None:
     """Run warm workers and the ticker without serving (``stoker worker``)."""
-    stoker = await Stoker.open(settings, evict_loop=False)
-    try:
-        warm = await WarmService.open(stoker)
-    except BaseException:
-        await stoker.close()
-        raise
+    stoker, warm = await _open_with_warmer(settings)
     announce(f"stoker worker: {settings.warm_workers} warm workers for "
              f"{', '.join(settings.site_urls)} (data in {settings.data_dir})")
     await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(settings.server, [], stop))
+
+
+async def _open_with_warmer(settings: Settings) -> tuple[Stoker, WarmService]:
+    """A :class:`Stoker` (its L2 eviction left to the warmer's ticker) and its warmer."""
+    stoker = await Stoker.open(settings, evict_loop=False)
+    try:
+        return stoker, await WarmService.open(stoker)
+    except BaseException:
+        await stoker.close()
+        raise
 
 
 async def _run_with_warmer(stoker: Stoker, warm: WarmService, stop: asyncio.Event | None,

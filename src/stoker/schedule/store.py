@@ -116,3 +116,4 @@ class DeadlineStore(Protocol):
 
     async def aclose(self) -> None:
         """Release connections and threads."""
+

@@ -20,10 +20,9 @@ from typing import TypeVar
 import asyncpg
 
 from stoker.backends.postgres.connection import migrate
-from stoker.schedule import deadlines
+from stoker.schedule.row_changes import RowChanges
 from stoker.schedule.store import (
     COLUMNS,
-    ArmMode,
     Deadline,
     deadline_from_row,
     deadline_values,
@@ -42,7 +41,7 @@ _UPDATE = "UPDATE deadlines SET " + ", ".join(
 Row = TypeVar("Row", bound=Deadline | None)
 
 
-class PostgresDeadlineStore:
+class PostgresDeadlineStore(RowChanges):
     """``DeadlineStore`` on a PostgreSQL pool (see the module invariants)."""
 
     def __init__(self, pool: asyncpg.Pool, *, owns_pool: bool = False) -> None:
@@ -67,33 +66,9 @@ class PostgresDeadlineStore:
                 await conn.execute(_UPDATE, *deadline_values(new))
         return new
 
-    async def arm(self, name: str, mode: ArmMode, now: float, delay: float,
-                  max_wait: float | None = None) -> Deadline:
-        return await self._change(
-            name, lambda row: deadlines.armed(row, name, mode, now, delay, max_wait),
-            create=True)
-
-    async def claim(self, name: str, owner: str, now: float, lease: float, *,
-                    force: bool = False) -> Deadline | None:
-        return await self._change(
-            name, lambda row: deadlines.claimed(row, owner, now, lease, force=force))
-
-    async def complete(self, name: str, owner: str, now: float) -> bool:
-        done = await self._change(name, lambda row: deadlines.completed(row, owner, now))
-        return done is not None
-
-    async def fail(self, name: str, owner: str, now: float, retry_delay: float,
-                   error: str) -> bool:
-        failed = await self._change(
-            name, lambda row: deadlines.failed(row, owner, now, retry_delay, error))
-        return failed is not None
-
     async def list(self) -> list[Deadline]:
         rows = await self._pool.fetch(f"{_SELECT} ORDER BY name")
         return [deadline_from_row(row) for row in rows]
-
-    async def next_due(self) -> float | None:
-        return deadlines.next_wake(await self.list())
 
     async def aclose(self) -> None:
         if self._owns_pool:

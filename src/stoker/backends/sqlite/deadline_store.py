@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from stoker.backends.sqlite.connection import SqliteThread, immediate
-from stoker.schedule import deadlines
+from stoker.schedule.row_changes import RowChanges
 from stoker.schedule.store import (
     COLUMNS,
-    ArmMode,
     Deadline,
     deadline_from_row,
     deadline_values,
@@ -58,7 +57,7 @@ def _list(conn: sqlite3.Connection) -> list[Deadline]:
     return [deadline_from_row(row) for row in conn.execute(f"{_SELECT} ORDER BY name")]
 
 
-class SqliteDeadlineStore:
+class SqliteDeadlineStore(RowChanges):
     """``DeadlineStore`` on a SQLite file (see the module invariants)."""
 
     def __init__(self, db: SqliteThread) -> None:
@@ -71,34 +70,12 @@ class SqliteDeadlineStore:
         await db.start()
         return cls(db)
 
-    async def _change(self, name: str, change: Callable[[Deadline | None], Row]) -> Row:
+    async def _change(self, name: str, change: Callable[[Deadline | None], Row], *,
+                      create: bool = False) -> Row:
         return await self._db.run(lambda conn: _transact(conn, name, change))
-
-    async def arm(self, name: str, mode: ArmMode, now: float, delay: float,
-                  max_wait: float | None = None) -> Deadline:
-        return await self._change(
-            name, lambda row: deadlines.armed(row, name, mode, now, delay, max_wait))
-
-    async def claim(self, name: str, owner: str, now: float, lease: float, *,
-                    force: bool = False) -> Deadline | None:
-        return await self._change(
-            name, lambda row: deadlines.claimed(row, owner, now, lease, force=force))
-
-    async def complete(self, name: str, owner: str, now: float) -> bool:
-        done = await self._change(name, lambda row: deadlines.completed(row, owner, now))
-        return done is not None
-
-    async def fail(self, name: str, owner: str, now: float, retry_delay: float,
-                   error: str) -> bool:
-        failed = await self._change(
-            name, lambda row: deadlines.failed(row, owner, now, retry_delay, error))
-        return failed is not None
 
     async def list(self) -> list[Deadline]:
         return await self._db.run(_list)
-
-    async def next_due(self) -> float | None:
-        return deadlines.next_wake(await self.list())
 
     async def aclose(self) -> None:
         await self._db.close()
