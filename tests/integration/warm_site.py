@@ -3,7 +3,7 @@ index and gzip child sitemaps, and harnesses that run Stoker with its warmer.
 
 The origin builds absolute URLs from the request's Host (like a CMS), so its sitemaps
 name the site the warmer was told about.  Every request is counted per path; pages
-can be made stopgaps (answered with ``X-Stoker-Stopgap: 1`` a number of times) or
+can be held (``gate``), made stopgaps (answered with ``X-Stoker-Stopgap: 1`` a number of times) or
 missing (404).  Each page ``/page/N`` carries the cache tag ``page-N``.
 """
 
@@ -39,7 +39,7 @@ SITE_HOST = "www.example.test"
 TOKEN = "warm-test-token-0123456789"
 PER_SITEMAP = 500
 FOREVER = -1
-DEADLINE = 60.0  # generous: only a broken build waits this long
+DEADLINE = 10.0  # generous: only a broken build waits this long
 
 
 def page(n: int) -> str:
@@ -56,6 +56,17 @@ class SiteOrigin:
     missing: set[str] = field(default_factory=set)
     hits: Counter[str] = field(default_factory=Counter)
     headers: list[dict[str, str]] = field(default_factory=list)  # of page requests
+    order: list[str] = field(default_factory=list)  # page paths, as requested
+    gate: asyncio.Event = field(default_factory=asyncio.Event)  # clear it to hold pages
+
+    def __post_init__(self) -> None:
+        self.gate.set()
+
+    def forget(self) -> None:
+        """Start counting afresh."""
+        self.hits.clear()
+        self.headers.clear()
+        self.order.clear()
 
     def page_hits(self) -> Counter[str]:
         return Counter({path: n for path, n in self.hits.items() if path.startswith("/page/")})
@@ -71,6 +82,8 @@ class SiteOrigin:
         status, out, body = self._answer(path, base)
         if path.startswith("/page/"):
             self.headers.append(headers)
+            self.order.append(path)
+            await self.gate.wait()
             if self.delay:
                 await asyncio.sleep(self.delay)
         out.append(("content-length", str(len(body))))
