@@ -222,7 +222,8 @@ def stoker_env() -> dict[str, str]:
 async def stoker_command(*args: str, log: IO[bytes] | int) -> asyncio.subprocess.Process:
     """``python -m stoker ARGS`` as a child process."""
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "stoker", *args, env=stoker_env(), stdout=log, stderr=asyncio.subprocess.STDOUT)
+        sys.executable, "-m", "stoker", *args, env=stoker_env(), stdout=log,
+        stderr=asyncio.subprocess.STDOUT)
 
 
 async def start_serve(origin_url: str, data_dir: Path, log: IO[bytes], **settings: Any
