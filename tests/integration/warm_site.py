@@ -39,7 +39,7 @@ SITE_HOST = "www.example.test"
 TOKEN = "warm-test-token-0123456789"
 PER_SITEMAP = 500
 FOREVER = -1
-DEADLINE = 10.0  # generous: only a broken build waits this long
+DEADLINE = 60.0  # generous: only a broken build waits this long
 
 
 def page(n: int) -> str:
