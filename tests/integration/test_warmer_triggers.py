@@ -2,12 +2,13 @@
 clock the test drives (``FakeClock(auto_advance=False)``): purges are debounced into
 one targeted run of exactly the purged URLs, the ``rewarm`` deadline survives a
 restart, a purge of everything starts a full run (``deploy`` when soft), and a
-targeted re-warm merges into a full run that is going."""
+targeted re-warm merges into a full run that is going.  The restart case also runs
+on PostgreSQL (``database_url`` on a fresh schema)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from tests.integration.warm_site import (
     site_origin,
     warming,
 )
+from tests.job_backends import PG_URL, pg_schema
 
 from stoker.cache.invalidation import PurgeScope
 from stoker.clock import FakeClock, SystemClock
@@ -112,13 +114,13 @@ async def test_a_burst_of_tag_purges_rewarms_exactly_those_urls_once(
 
 @asynccontextmanager
 async def restarted_after_purges(site: SiteOrigin, data_dir: Path, purged: list[int],
-                                 ahead: float) -> AsyncIterator[tuple[Warming, FakeClock,
-                                                                      Deadline, int]]:
+                                 ahead: float, **settings: Any
+                                 ) -> AsyncIterator[tuple[Warming, FakeClock, Deadline, int]]:
     """Purge the tags of ``purged`` pages, close Stoker, start it again on the same
-    data dir with a clock ``ahead`` seconds later: ``(warm, clock, the rewarm deadline
-    as armed before the restart, the last run before)``."""
+    data dir (and ``settings``) with a clock ``ahead`` seconds later: ``(warm, clock,
+    the rewarm deadline as armed before the restart, the last run before)``."""
     clock = fake_clock()
-    async with warmed(site, data_dir, clock) as warm:
+    async with warmed(site, data_dir, clock, **settings) as warm:
         before = (await warm.service.stores.runs.recent())[0].id
         first = clock.now()
         await purge_tags(warm, clock, purged, 1.0)
@@ -127,14 +129,25 @@ async def restarted_after_purges(site: SiteOrigin, data_dir: Path, purged: list[
     assert armed.due_at == pytest.approx(first + len(purged) - 1 + DELAY)
     later = FakeClock(clock.now() + ahead, auto_advance=False)
     async with site_origin(site) as origin_url, \
-            warming(origin_url, data_dir, clock=later, **SETTINGS) as warm:
+            warming(origin_url, data_dir, clock=later, **SETTINGS, **settings) as warm:
         yield warm, later, armed, before
 
 
-async def test_a_rewarm_armed_before_a_restart_fires_after_it(tmp_path: Path) -> None:
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend_settings(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+    """No settings (SQLite in the data dir), or a ``database_url`` on a fresh schema."""
+    if request.param == "sqlite":
+        yield {}
+        return
+    with pg_schema(migrated=False) as schema:
+        yield {"database_url": f"{PG_URL}{'&' if '?' in PG_URL else '?'}search_path={schema}"}
+
+
+async def test_a_rewarm_armed_before_a_restart_fires_after_it(
+        tmp_path: Path, backend_settings: dict[str, Any]) -> None:
     site, purged = SiteOrigin(PAGES), [3, 4, 5]
-    async with restarted_after_purges(site, tmp_path / "data", purged, 0.0) as (
-            warm, clock, armed, before):
+    async with restarted_after_purges(site, tmp_path / "data", purged, 0.0,
+                                      **backend_settings) as (warm, clock, armed, before):
         assert await rewarm_deadline(warm) == armed
         assert await warm.service.stores.pending.count() == len(purged)
         assert armed.due_at is not None
