@@ -8,10 +8,10 @@ on PostgreSQL (``database_url`` on a fresh schema)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from tests.integration.warm_site import (
@@ -33,6 +33,8 @@ from stoker.warm.warmer import REWARM
 
 PAGES = 120
 DELAY, MAX_WAIT = 60.0, 300.0
+T = TypeVar("T")
+NUDGE = 1.0
 STEP_OVER = 0.5  # the fake clock sums its steps in floats: step a little past a deadline
 SETTINGS: dict[str, Any] = {"rewarm_delay": f"{DELAY:.0f}s",
                             "rewarm_max_wait": f"{MAX_WAIT:.0f}s"}
@@ -72,16 +74,26 @@ async def rewarm_deadline(warm: Warming) -> Deadline:
     return row
 
 
-async def next_run(warm: Warming, after: int) -> Run:
-    """The first run with an id above ``after``, once it ended."""
-    async def poll() -> int:
-        while True:
-            newer = [run.id for run in await warm.service.stores.runs.recent() if run.id > after]
-            if newer:
-                return min(newer)
+async def driven(clock: FakeClock, check: Callable[[], Awaitable[T | None]]) -> T:
+    """Poll ``check`` until it gives a value, nudging ``clock`` on by :data:`NUDGE` each
+    time: a loop that computed its sleep just before the test moved the clock starts
+    sleeping from the new time, and only a later move wakes it."""
+    async def poll() -> T:
+        while (value := await check()) is None:
+            clock.advance(NUDGE)
             await asyncio.sleep(0.02)
+        return value
 
-    return await warm.wait_run(await asyncio.wait_for(poll(), DEADLINE))
+    return await asyncio.wait_for(poll(), DEADLINE)
+
+
+async def next_run(warm: Warming, clock: FakeClock, after: int) -> Run:
+    """The first run with an id above ``after``, once it ended."""
+    async def newer() -> int | None:
+        return min((run.id for run in await warm.service.stores.runs.recent()
+                    if run.id > after), default=None)
+
+    return await warm.wait_run(await driven(clock, newer))
 
 
 @pytest.mark.parametrize(("max_wait", "due_after_first"), [
@@ -101,7 +113,7 @@ async def test_a_burst_of_tag_purges_rewarms_exactly_those_urls_once(
         pending = await warm.service.stores.pending.count()
         assert await warm.service.stores.runs.active() is None
         clock.advance(first + due_after_first - clock.now() + STEP_OVER)
-        run = await next_run(warm, before)
+        run = await next_run(warm, clock, before)
         runs_after = [r.id for r in await warm.service.stores.runs.recent()]
     assert pending == len(purged)
     assert deadline.first_armed_at == first
@@ -152,7 +164,7 @@ async def test_a_rewarm_armed_before_a_restart_fires_after_it(
         assert await warm.service.stores.pending.count() == len(purged)
         assert armed.due_at is not None
         clock.advance(armed.due_at - clock.now() + STEP_OVER)
-        run = await next_run(warm, before)
+        run = await next_run(warm, clock, before)
     assert (run.phase, run.reason, run.counts.warmed) == ("done", "purge", len(purged))
     assert site.page_hits() == {page(n): 1 for n in purged}
 
@@ -160,8 +172,8 @@ async def test_a_rewarm_armed_before_a_restart_fires_after_it(
 async def test_a_rewarm_due_while_stopped_fires_at_the_restart(tmp_path: Path) -> None:
     site, purged = SiteOrigin(PAGES), [3, 4, 5]
     async with restarted_after_purges(site, tmp_path / "data", purged, 600.0) as (
-            warm, _, _, before):
-        run = await next_run(warm, before)
+            warm, clock, _, before):
+        run = await next_run(warm, clock, before)
     assert (run.phase, run.reason, run.counts.warmed) == ("done", "purge", len(purged))
     assert site.page_hits() == {page(n): 1 for n in purged}
 
@@ -171,7 +183,7 @@ async def test_a_hard_purge_of_everything_starts_a_full_run(tmp_path: Path) -> N
     async with warmed(site, tmp_path / "data", clock) as warm:
         before = (await warm.service.stores.runs.recent())[0].id
         await warm.stoker.purger.purge(PurgeScope(everything=True))
-        run = await next_run(warm, before)
+        run = await next_run(warm, clock, before)
     assert (run.phase, run.reason, run.scope) == ("done", "purge", "site")
     assert run.counts.warmed == PAGES + 1
     assert site.page_hits() == {page(n): 1 for n in range(1, PAGES + 1)}
@@ -188,12 +200,12 @@ async def test_a_deploy_runs_in_full_and_a_purge_meanwhile_merges_into_it(
         await purge_tags(warm, clock, [7], 0.0)
         clock.advance(DELAY + STEP_OVER)
 
-        async def merged() -> None:
-            while await warm.service.stores.pending.count() or \
-                    (await rewarm_deadline(warm)).due_at is not None:
-                await asyncio.sleep(0.02)
+        async def merged() -> bool | None:
+            idle = not await warm.service.stores.pending.count() and \
+                (await rewarm_deadline(warm)).due_at is None
+            return True if idle else None
 
-        await asyncio.wait_for(merged(), DEADLINE)
+        await driven(clock, merged)
         still = await warm.service.stores.runs.active()
         site.gate.set()
         assert deploy is not None
