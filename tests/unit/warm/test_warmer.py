@@ -1,0 +1,162 @@
+"""The Warmer's decisions around its ports, on real SQLite stores and a fake clock, with
+a scripted :class:`~stoker.warm.visits.Visitor` and discovery (the injected faults):
+the worst variant decides a URL's result, an origin that does not answer is retried
+until the job's last attempt, runs that ended ignore their jobs, and the daily
+refresh is armed after each run (from its start when it failed) or put off while a
+full run goes."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from stoker.backends import WarmStores, open_warm_stores
+from stoker.clock import FakeClock
+from stoker.jobs.model import Job
+from stoker.schedule.store import ArmMode, Deadline
+from stoker.settings import settings_from
+from stoker.warm.discovery import Discovery, DiscoveryError
+from stoker.warm.run import RevisitPolicy
+from stoker.warm.visits import VisitResult
+from stoker.warm.warmer import QUEUE, REFRESH, OriginDown, WarmConfig, Warmer
+
+SITE = "http://www.example.test"
+DESKTOP = ((b"user-agent", b"desktop"),)
+MOBILE = ((b"user-agent", b"mobile"),)
+REFRESH_EVERY = 86_400.0
+STOPGAP_DELAY = 20.0
+
+
+@dataclass
+class ScriptedVisitor:
+    """Answers ``(url, user-agent)`` with the scripted outcome and status (default: warmed)."""
+
+    script: dict[tuple[str, bytes], tuple[str, int]] = field(default_factory=dict)
+    visited: list[tuple[str, bytes]] = field(default_factory=list)
+
+    async def visit(self, url: str, headers: Sequence[tuple[bytes, bytes]], *,
+                    allowance: int) -> VisitResult:
+        agent = dict(headers)[b"user-agent"]
+        self.visited.append((url, agent))
+        outcome, status = self.script.get((url, agent), ("warmed", 200))
+        return VisitResult(url, status, outcome, 0.01)
+
+
+@dataclass
+class Bench:
+    warmer: Warmer
+    stores: WarmStores
+    visitor: ScriptedVisitor
+    clock: FakeClock
+    discovered: list[str]
+    discovery_error: str | None = None
+
+    async def jobs(self) -> list[Job]:
+        return list(await self.stores.queue.lease(QUEUE, 100, "test", 60.0))
+
+    async def work(self) -> None:
+        """Handle due jobs, and those they queue, until none is left."""
+        while jobs := await self.jobs():
+            for job in jobs:
+                await self.warmer.handle(job)
+
+    async def refresh(self) -> Deadline:
+        [row] = [row for row in await self.stores.deadlines.list() if row.name == REFRESH]
+        return row
+
+
+@pytest.fixture
+async def bench(tmp_path: Path) -> AsyncIterator[Bench]:
+    clock = FakeClock()
+    settings = settings_from({"origin": "http://127.0.0.1:9", "data_dir": str(tmp_path)})
+    stores = await open_warm_stores(settings, clock, RevisitPolicy(delay=STOPGAP_DELAY))
+    visitor = ScriptedVisitor()
+    made: list[Bench] = []
+
+    async def collect(_: Mapping[str, int]) -> Discovery:
+        if made[0].discovery_error:
+            raise DiscoveryError(f"{SITE}/sitemap.xml", made[0].discovery_error)
+        return Discovery(list(made[0].discovered))
+
+    async def arm(name: str, mode: ArmMode, delay: float, max_wait: float | None) -> Deadline:
+        return await stores.deadlines.arm(name, mode, clock.now(), delay, max_wait)
+
+    warmer = Warmer(
+        config=WarmConfig(variants=(DESKTOP, MOBILE), refresh_interval=REFRESH_EVERY),
+        runs=stores.runs, queue=stores.queue, visitor=visitor, pending=stores.pending,
+        clock=clock, owner="test", collect=collect, popularity=stores.hits.popularity,
+        top=stores.hits.top, arm=arm)
+    made.append(Bench(warmer, stores, visitor, clock, [f"{SITE}/", f"{SITE}/a"]))
+    try:
+        yield made[0]
+    finally:
+        await stores.aclose()
+
+
+async def test_the_worst_variant_decides_and_a_stopgap_is_revisited_later(
+        bench: Bench) -> None:
+    bench.visitor.script[(f"{SITE}/a", b"mobile")] = ("stopgap", 200)
+    created = await bench.warmer.start("manual", [f"{SITE}/", f"{SITE}/a"])
+    await bench.work()
+    run = await bench.stores.runs.get(created.run.id)
+    assert run is not None and run.phase == "warm"
+    assert (run.counts.warmed, run.counts.stopgap_pending) == (1, 1)
+    assert await bench.jobs() == []  # the revisit waits for stopgap_delay
+    bench.clock.advance(STOPGAP_DELAY)
+    [revisit] = await bench.jobs()
+    assert (revisit.payload["url"], revisit.payload["visit"]) == (f"{SITE}/a", 1)
+    assert sorted(bench.visitor.visited) == sorted(
+        (url, agent) for url in (f"{SITE}/", f"{SITE}/a") for agent in (b"desktop", b"mobile"))
+
+
+async def test_an_origin_that_does_not_answer_is_retried_until_the_last_attempt(
+        bench: Bench) -> None:
+    bench.visitor.script[(f"{SITE}/a", b"desktop")] = ("failed", 502)
+    created = await bench.warmer.start("manual", [f"{SITE}/a"])
+    [job] = await bench.jobs()
+    assert job.attempts < job.max_attempts
+    with pytest.raises(OriginDown, match="/a"):
+        await bench.warmer.handle(job)
+    run = await bench.stores.runs.get(created.run.id)
+    assert run is not None and run.counts.settled == 0
+    await bench.warmer.handle(dataclasses.replace(job, attempts=job.max_attempts))
+    run = await bench.stores.runs.get(created.run.id)
+    assert run is not None and (run.phase, run.counts.failed) == ("done", 1)
+    assert (await bench.refresh()).due_at == bench.clock.now() + REFRESH_EVERY
+
+
+async def test_jobs_of_a_superseded_run_do_nothing(bench: Bench) -> None:
+    old = await bench.warmer.start("manual", [f"{SITE}/a"])
+    [stale] = await bench.jobs()
+    new = await bench.warmer.start("deploy", None)
+    assert new.cancelled is not None and new.cancelled.id == old.run.id
+    await bench.warmer.handle(stale)
+    assert bench.visitor.visited == []
+    await bench.work()
+    run = await bench.stores.runs.get(new.run.id)
+    assert run is not None and (run.phase, run.counts.warmed) == ("done", 2)
+
+
+async def test_a_failed_run_arms_the_refresh_from_its_start(bench: Bench) -> None:
+    bench.discovery_error = "more than 50000 URLs"
+    created = await bench.warmer.start("manual", None)
+    started = bench.clock.now()
+    bench.clock.advance(600)
+    [collect] = await bench.jobs()
+    await bench.warmer.handle(collect)
+    run = await bench.stores.runs.get(created.run.id)
+    assert run is not None and (run.phase, run.error) == (
+        "failed", f"{SITE}/sitemap.xml: more than 50000 URLs")
+    assert (await bench.refresh()).due_at == started + REFRESH_EVERY
+
+
+async def test_a_refresh_due_while_a_full_run_goes_is_put_off(bench: Bench) -> None:
+    going = await bench.warmer.start("manual", None)
+    await bench.warmer.on_refresh_due(Deadline(REFRESH))
+    assert await bench.stores.runs.active() == going.run
+    assert (await bench.refresh()).due_at == \
+        bench.clock.now() + bench.warmer.config.rewarm_max_wait
