@@ -39,7 +39,7 @@ from bench.procs import Stack, serving  # noqa: E402
 
 TIERS = {"l1": {}, "l2": {"l1_max_bytes": 0}}
 OWN_FRAME = re.compile(r"\(stoker/(?!cli|server\.py|__main__)")
-THREAD = re.compile(r'^Thread (\d+) \(\w+\)(?:: "([^"]*)")?', re.M)
+THREAD = re.compile(r'^Thread (\d+) \([^)]*\)(?:: "([^"]*)")?', re.M)
 
 
 def settle(stack: Stack) -> None:

@@ -19,6 +19,8 @@ the median of the per-round ratios.  Stoker is pinned to ``--stoker-core`` (1), 
 origin and this process to ``--client-core`` (0).
 
     PYTHONPATH=src .venv/bin/python bench/memory.py           # --entries 10000 --rounds 3
+    PYTHONPATH=src .venv/bin/python bench/memory.py --scenarios bounded --rounds 1 \
+        --stoker-env STOKER_L2_QUEUE_MAX_BYTES=1MiB          # Stoker's environment, repeatable
 
 Results also go to ``bench/results/memory.json``.
 """
@@ -81,7 +83,8 @@ def settled_status(stack: Stack) -> dict[str, Any]:
 def scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
     bound = 256 * MIB if name == "fits" else args.bound
     with serving({"l1_max_bytes": bound}, latency_ms=args.latency_ms,
-                 stoker_core=args.stoker_core, origin_core=args.client_core) as stack:  # fmt: skip
+                 stoker_core=args.stoker_core, origin_core=args.client_core,
+                 env=args.stoker_env) as stack:  # fmt: skip
         before = settled_status(stack)["store"]
         rss_before = status_kib(stack.pid, "VmRSS")
         reset_peak(stack.pid)
@@ -163,6 +166,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--latency-ms", type=float, default=1.0, help="origin's fixed latency")
     parser.add_argument("--stoker-core", type=int, default=1)
     parser.add_argument("--client-core", type=int, default=0, help="the origin and this process")
+    parser.add_argument(
+        "--stoker-env",
+        action="append",
+        default=[],
+        help="NAME=VALUE for Stoker's environment, e.g. MALLOC_ARENA_MAX=2 (repeatable)",
+    )
     parser.add_argument("--no-pin", action="store_true", help="do not pin to cores")
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "memory.json")
     args = parser.parse_args(argv)

@@ -117,8 +117,8 @@ def report_round(index: int, size: str, runs: dict[str, Run], args: argparse.Nam
           f"peak RSS +{growth:.1f} MiB", flush=True)  # fmt: skip
     for system, run in runs.items():
         m = run.measure
-        expected = SIZES[size][1]  # wrk prints bytes read rounded, headers included
-        off = abs(m.bytes_per_request - expected) > max(2048, expected / 100)
+        # wrk's bytes read include headers and the responses still in flight at the end
+        off = m.bytes_per_request < SIZES[size][1] * 0.99
         if not run.all_missed or m.errors or m.non_2xx or off:
             print(f"  warning: {system}: origin served {run.origin_hits} for {m.requests} "
                   f"requests, {m.errors} socket errors, {m.non_2xx} non-2xx, "

@@ -20,7 +20,7 @@ import signal
 import sys
 import tempfile
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,7 +78,9 @@ def origin_system(tmp: Path, latency_ms: float) -> System:
     return System("origin", argv, port, None, tmp / "origin.log")
 
 
-def stoker_system(tmp: Path, origin_port: int, settings: Mapping[str, Any]) -> tuple[System, int]:
+def stoker_system(
+    tmp: Path, origin_port: int, settings: Mapping[str, Any], env: Sequence[str]
+) -> tuple[System, int]:
     data = tmp / "stoker-data"
     data.mkdir()
     config = tmp / "stoker.toml"
@@ -88,7 +90,7 @@ def stoker_system(tmp: Path, origin_port: int, settings: Mapping[str, Any]) -> t
     config.write_text("\n".join(lines) + "\n")
     port, admin_port = free_port(), free_port()
     argv = [
-        sys.executable, "-m", "stoker", "serve", "--config", str(config),
+        "env", *env, sys.executable, "-m", "stoker", "serve", "--config", str(config),
         "--origin", f"http://127.0.0.1:{origin_port}", "--listen", f"127.0.0.1:{port}",
         "--admin-listen", f"127.0.0.1:{admin_port}", "--data-dir", str(data),
     ]  # fmt: skip
@@ -102,15 +104,17 @@ def serving(
     latency_ms: float,
     stoker_core: int | None,
     origin_core: int | None,
+    env: Sequence[str] = (),
 ) -> Iterator[Stack]:
-    """Start the origin, then Stoker in front of it (``settings`` into its stoker.toml)."""
+    """Start the origin, then Stoker in front of it (``settings`` into its stoker.toml,
+    ``env`` as ``NAME=VALUE`` strings into its environment)."""
     tmp = Path(tempfile.mkdtemp(prefix="stoker-bench-"))
     started: list[System] = []
     try:
         origin = origin_system(tmp, latency_ms)
         started.append(origin)
         start(origin, origin_core, START_TIMEOUT)
-        stoker, admin_port = stoker_system(tmp, origin.port, settings)
+        stoker, admin_port = stoker_system(tmp, origin.port, settings, env)
         started.append(stoker)
         start(stoker, stoker_core, START_TIMEOUT)
         yield Stack(origin, stoker, admin_port)
