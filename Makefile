@@ -30,6 +30,9 @@ bench: install
 	$(PY) bench/hit_path/run.py --rounds 5 --duration 8
 	$(PY) bench/queue.py
 	$(PY) bench/purge.py
+	$(PY) bench/hit_path/run.py --systems stoker,stoker-l2 --rounds 5 --duration 8 --output bench/results/hit_path_l2.json
+	$(PY) bench/miss_path.py --rounds 5 --duration 6
+	$(PY) bench/memory.py --rounds 3
 
 clean:
 	rm -rf $(VENV) .stoker .pytest_cache .mypy_cache .ruff_cache

@@ -7,6 +7,7 @@ proxy gets its own tiny origin, so "origin hits" proves it served from cache. Sy
 are interleaved within each round (the order rotates every round) because this machine
 is noisy; the summary is the median of each system and the median of the per-round
 ratios ``subject / other`` (subject: Stoker, or the raw ceiling when Stoker is not run).
+System ``stoker-l2`` is Stoker with ``l1_max_bytes = 0``: every fresh hit is an L2 hit.
 
     .venv/bin/python bench/hit_path/run.py --rounds 5 --duration 10
     .venv/bin/python bench/hit_path/run.py --systems nginx,varnish,raw --rounds 1 --duration 3
@@ -47,9 +48,10 @@ sys.path.insert(0, str(HERE))
 from page import CACHE_CONTROL, CONTENT_TYPE, PAGE  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
-ALL_SYSTEMS = ("stoker", "raw", "raw-uvicorn", "varnish", "nginx")
-PROXIES = {"stoker", "varnish", "nginx"}
+ALL_SYSTEMS = ("stoker", "raw", "raw-uvicorn", "varnish", "nginx", "stoker-l2")
+PROXIES = {"stoker", "varnish", "nginx", "stoker-l2"}
 GOALS = {"raw": 0.9, "varnish": 1.1}  # Stoker's req/s must be at least this times theirs.
+L2_GOAL = 0.5  # stoker-l2's req/s must be at least this times Stoker's (L1) req/s.
 
 
 # -- the origin ------------------------------------------------------------------------
@@ -178,18 +180,40 @@ def build_system(name: str, tmp: Path, args: argparse.Namespace) -> System:
             "--no-access-log", "--log-level", "warning", "--lifespan", "off",
             "bench.hit_path.raw_app:app",
         ]  # fmt: skip
-    elif name == "stoker":
+    elif name in ("stoker", "stoker-l2"):
         assert origin is not None
-        data = tmp / "stoker-data"
-        data.mkdir()
-        argv = [
-            args.stoker_bin, "serve", "--origin", f"http://127.0.0.1:{origin.port}",
-            "--listen", f"127.0.0.1:{port}", "--admin-listen", f"127.0.0.1:{free_port()}",
-            "--data-dir", str(data), *args.stoker_arg,
-        ]  # fmt: skip
+        argv = stoker_argv(name, tmp, port, origin.port, args)
     else:
         raise SystemExit(f"unknown system {name!r}; choose from {', '.join(ALL_SYSTEMS)}")
     return System(name, argv, port, origin, log)
+
+
+def stoker_argv(
+    name: str, tmp: Path, port: int, origin: int, args: argparse.Namespace
+) -> list[str]:
+    """`stoker serve` for ``stoker``, or for ``stoker-l2``: an L1 that holds nothing
+    (``l1_max_bytes = 0``), so every fresh hit is read from L2 (SQLite)."""
+    data = tmp / f"{name}-data"
+    data.mkdir()
+    config: list[str] = []
+    if name == "stoker-l2":
+        (tmp / "stoker-l2.toml").write_text("l1_max_bytes = 0\n")
+        config = ["--config", str(tmp / "stoker-l2.toml")]
+    return [
+        args.stoker_bin, "serve", *config, "--origin", f"http://127.0.0.1:{origin}",
+        "--listen", f"127.0.0.1:{port}", "--admin-listen", f"127.0.0.1:{free_port()}",
+        "--data-dir", str(data), *args.stoker_arg,
+    ]  # fmt: skip
+
+
+def l2_verdict(rounds: list[dict[str, Measure]]) -> dict[str, Any]:
+    """The L2-hit goal: ``stoker-l2`` serves at least L2_GOAL times Stoker's L1 rate."""
+    found = ratios(rounds, "stoker-l2", "stoker")
+    met = found["rps_ratio_median"] >= L2_GOAL
+    print(f"  stoker-l2/stoker     req/s {found['rps_ratio_median']:.3f}x   "
+          f"p99 {found['p99_ratio_median']:.3f}x   goal >= {L2_GOAL}x: "
+          f"{'met' if met else 'MISSED'}")  # fmt: skip
+    return found
 
 
 def has_module(name: str) -> bool:
@@ -493,6 +517,8 @@ def main(argv: list[str] | None = None) -> int:
             verdict = f"   goal >= {goal}x: {'met' if r['rps_ratio_median'] >= goal else 'MISSED'}"
         print(f"  {subject}/{other:<12} req/s {r['rps_ratio_median']:.3f}x   "
               f"p99 {r['p99_ratio_median']:.3f}x{verdict}")  # fmt: skip
+    if subject == "stoker" and "stoker-l2" in names:
+        comparisons["stoker-l2/stoker"] = l2_verdict(rounds)
 
     args.output.parent.mkdir(parents=True, exist_ok=True)
     report = {

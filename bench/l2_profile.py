@@ -1,0 +1,164 @@
+"""Where a fresh hit's time goes, L1 hit vs L2 hit: a py-spy sample of ``stoker serve``.
+
+For each tier a fresh Stoker (pinned to ``--stoker-core``) serves one cached 20 KB
+page (``bench/origin_app.py`` is the origin; ``l2`` runs with ``l1_max_bytes = 0``, so
+every hit is read from SQLite) to wrk (``--connections`` connections, pinned to
+``--client-core``) in two runs of ``--duration`` seconds; the origin's counter must not
+move during them.  Run 1, without the profiler: req/s, p99 and CPU µs per request of
+each thread (``/proc/PID/task/*/stat``, threads named through ``py-spy dump``).  Run 2:
+``py-spy record --gil --nonblocking`` samples the thread holding the GIL (functions
+without line numbers); printed are the functions with the largest share of samples,
+inclusive (on the stack) and self (on top).
+
+    PYTHONPATH=src .venv/bin/python bench/l2_profile.py      # --duration 8 --top 25
+
+Needs py-spy (``pip install py-spy``, in the dev extras) and permission to ptrace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# bench/queue.py would shadow the stdlib ``queue`` module: import bench/* as a package.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+sys.path.insert(0, str(HERE.parent))
+
+from bench.hit_path.run import VENV_BIN, Measure, run_wrk  # noqa: E402
+from bench.procs import Stack, serving  # noqa: E402
+
+TIERS = {"l1": {}, "l2": {"l1_max_bytes": 0}}
+OWN_FRAME = re.compile(r"\(stoker/(?!cli|server\.py|__main__)")
+THREAD = re.compile(r'^Thread (\d+) \([^)]*\)(?:: "([^"]*)")?', re.M)
+
+
+def settle(stack: Stack) -> None:
+    """Wait until the page the readiness probe cached has reached L2."""
+    for _ in range(300):
+        if stack.status()["pending_l2_writes"] == 0:
+            return
+        time.sleep(0.1)
+    raise RuntimeError("L2 writes still pending after 30 s")
+
+
+def thread_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) each thread of ``pid`` has used so far."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    found: dict[int, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread may end while we read
+            fields = (task / "stat").read_text().rpartition(")")[2].split()
+            found[int(task.name)] = (int(fields[11]) + int(fields[12])) / ticks
+    return found
+
+
+def thread_names(py_spy: str, pid: int) -> dict[int, str]:
+    """OS thread id → Python thread name, from ``py-spy dump`` (threads without Python
+    frames, e.g. granian's and uvloop's own, are absent)."""
+    dump = subprocess.run([py_spy, "dump", "--pid", str(pid)], capture_output=True, text=True,
+                          timeout=60, check=True).stdout  # fmt: skip
+    return {int(m.group(1)): m.group(2) or "(unnamed Python thread)" for m in THREAD.finditer(dump)}
+
+
+def cpu_per_hit(stack: Stack, args: argparse.Namespace) -> tuple[Measure, dict[str, float]]:
+    """wrk without the profiler; CPU µs per request per thread (grouped by name)."""
+    before = thread_cpu(stack.pid)
+    measure = run_wrk(stack.stoker.url, args.duration, args.connections, args.client_core)
+    after = thread_cpu(stack.pid)
+    names = thread_names(args.py_spy, stack.pid)
+    per_name: defaultdict[str, float] = defaultdict(float)
+    for tid, seconds in after.items():
+        name = re.sub(r"_\d+$", "", names.get(tid, "(no Python frames: granian, uvloop)"))
+        per_name[name] += (seconds - before.get(tid, 0.0)) * 1e6 / max(measure.requests, 1)
+    return measure, dict(per_name)
+
+
+def profile(stack: Stack, args: argparse.Namespace, out: Path) -> None:
+    """Run wrk against the cached page while py-spy samples the GIL holder into ``out``."""
+    spy = subprocess.Popen(
+        [args.py_spy, "record", "--pid", str(stack.pid), "--duration", f"{args.duration:g}",
+         "--rate", str(args.rate), "--format", "raw", "--nolineno", "--gil", "--nonblocking",
+         "--output", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        run_wrk(stack.stoker.url, args.duration, args.connections, args.client_core)
+    finally:
+        _, error = spy.communicate(timeout=args.duration + 60)
+    if spy.returncode != 0:
+        raise RuntimeError(f"py-spy failed ({spy.returncode}): {error}")
+
+
+def shares(collapsed: str) -> tuple[int, Counter[str], Counter[str]]:
+    """Total samples, and samples per function: inclusive (anywhere on the stack), self."""
+    total, inclusive, own = 0, Counter[str](), Counter[str]()
+    for line in collapsed.splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        total += int(count)
+        own[frames[-1]] += int(count)
+        for frame in set(frames):
+            inclusive[frame] += int(count)
+    return total, inclusive, own
+
+
+def report(tier: str, measure: Measure, cpu: dict[str, float], collapsed: str, top: int) -> None:
+    total, inclusive, own = shares(collapsed)
+    print(f"\n{tier}: {measure.rps:.0f} req/s, p99 {measure.p99_ms:.2f} ms (without the "
+          f"profiler); CPU per request {sum(cpu.values()):.1f} µs:")  # fmt: skip
+    for name, micros in sorted(cpu.items(), key=lambda item: -item[1]):
+        if micros >= 0.05:
+            print(f"    {micros:7.1f} µs  {name}")
+    print(f"  py-spy --gil: {total} samples of the thread holding the GIL")
+    inclusive = Counter({f: n for f, n in inclusive.items() if OWN_FRAME.search(f)})
+    for title, counts in (("inclusive (Stoker's own functions)", inclusive), ("self", own)):
+        print(f"  top {top} {title}:")
+        for frame, count in counts.most_common(top):
+            print(f"    {100 * count / total:5.1f}%  {frame}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--tiers", default="l1,l2", help="comma-separated, from l1, l2")
+    parser.add_argument("--duration", type=float, default=8.0)
+    parser.add_argument("--connections", type=int, default=50)
+    parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--stoker-core", type=int, default=1)
+    parser.add_argument("--client-core", type=int, default=0)
+    parser.add_argument("--py-spy", default=shutil.which("py-spy") or str(VENV_BIN / "py-spy"))
+    args = parser.parse_args(argv)
+    tiers = [t.strip() for t in args.tiers.split(",") if t.strip()]
+    if not tiers or set(tiers) - set(TIERS):
+        parser.error(f"--tiers takes names from {', '.join(TIERS)}")
+    for tool in ("wrk", "taskset", args.py_spy):
+        if shutil.which(tool) is None:
+            parser.error(f"{tool} is not installed")
+    for tier in tiers:
+        with serving(TIERS[tier], latency_ms=0, stoker_core=args.stoker_core,
+                     origin_core=args.client_core) as stack, \
+                tempfile.TemporaryDirectory() as tmp:  # fmt: skip
+            settle(stack)
+            hits = stack.origin_hits()
+            measure, cpu = cpu_per_hit(stack, args)
+            out = Path(tmp) / "stacks.txt"
+            profile(stack, args, out)
+            missed = stack.origin_hits() - hits
+            report(tier, measure, cpu, out.read_text(), args.top)
+        if missed:
+            print(f"  warning: the origin served {missed} pages during the runs; expected 0")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
