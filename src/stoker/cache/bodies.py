@@ -126,6 +126,9 @@ class BodyStore:
             os.close(fd)
 
 
+WRITE_BATCH = 256 * 1024
+"""Bytes a spilled :class:`BodySpool` gathers before one write to its file."""
+
 class BodySpool:
     """Accumulates one body: inline up to the threshold, then in a temp file.
 
@@ -134,13 +137,16 @@ class BodySpool:
     file has been removed and no final file exists.  After ``write`` raises
     (a disk error: ``OSError``), ``abort`` is the only further call.  ``abort``
     never raises ``OSError``: a temp file it cannot remove is left for
-    :meth:`BodyStore.sweep_temp`.
+    :meth:`BodyStore.sweep_temp`.  Once spilled, chunks are written to the file in
+    batches of :data:`WRITE_BATCH` bytes (one thread hand-off per batch, not per
+    chunk), so at most that much of a large body is held in memory.
     """
 
     def __init__(self, store: BodyStore, threshold: int) -> None:
         self._store = store
         self._threshold = threshold
         self._chunks: list[bytes] = []
+        self._pending = 0
         self._size = 0
         self._temp: Path | None = None
         self._file: BinaryIO | None = None
@@ -158,11 +164,12 @@ class BodySpool:
         if not chunk:
             return
         self._size += len(chunk)
-        if self._file is not None:
-            await asyncio.to_thread(self._file.write, chunk)
-            return
         self._chunks.append(chunk)
-        if self._size > self._threshold:
+        if self._file is not None:
+            self._pending += len(chunk)
+            if self._pending >= WRITE_BATCH:
+                await asyncio.to_thread(self._write_pending)
+        elif self._size > self._threshold:
             await asyncio.to_thread(self._spill)
 
     async def finish(self) -> tuple[bytes | None, str | None, int]:
@@ -192,11 +199,15 @@ class BodySpool:
     def _spill(self) -> None:
         self._temp = self._store.new_temp_path()
         self._file = self._temp.open("xb")
-        for chunk in self._chunks:
-            self._file.write(chunk)
-        self._chunks = []
+        self._write_pending()
+
+    def _write_pending(self) -> None:
+        assert self._file is not None
+        chunks, self._chunks, self._pending = self._chunks, [], 0
+        self._file.write(b"".join(chunks))
 
     def _commit(self, handle: BinaryIO, temp: Path) -> str:
+        self._write_pending()
         handle.flush()
         os.fsync(handle.fileno())
         handle.close()

@@ -30,7 +30,7 @@ from aiohttp.tracing import Trace
 from yarl import URL
 
 Headers = list[tuple[bytes, bytes]]
-CHUNK = 64 * 1024
+CHUNK = 128 * 1024
 
 
 class OriginError(Exception):
