@@ -12,7 +12,8 @@ longest lateness is the longest single stall of the loop, wall clock: on a loade
 machine it includes time the OS gave to other processes) and the loop thread's CPU
 time between two wake-ups (the longest is the longest run of work on the loop, which
 the OS cannot inflate; it includes the requests served in that iteration and any
-garbage collection).
+garbage collection).  Garbage-collector pauses are recorded too (``gc.callbacks``):
+the longest one shows how much of the longest run was the collector's.
 
 Scenarios:
 
@@ -40,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import socket
@@ -133,6 +135,20 @@ async def ticker(stalls: list[tuple[float, float, float]], stop: asyncio.Event) 
         stalls.append((time.time(), time.perf_counter() - t0 - TICK, time.thread_time() - cpu0))
 
 
+class GcPauses:
+    """Records ``(wall time, seconds)`` of every garbage collection while installed."""
+
+    def __init__(self) -> None:
+        self.pauses: list[tuple[float, float]] = []
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses.append((time.time(), time.perf_counter() - self._started))
+
+
 async def fill(stoker: Any, proxy_url: str, entries: int) -> None:
     import aiohttp
 
@@ -167,6 +183,8 @@ async def scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
                                                             f"127.0.0.1:{origin_port}")],
                                                origin_stop))
     stalls: list[tuple[float, float, float]] = []
+    pauses = GcPauses()
+    gc.callbacks.append(pauses)
     with tempfile.TemporaryDirectory() as tmp:
         settings = settings_from({"origin": f"http://127.0.0.1:{origin_port}",
                                   "data_dir": tmp, "admin_token": TOKEN})
@@ -209,14 +227,16 @@ async def scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
             await stoker.close()
             origin_stop.set()
             await origin_task
-    return summarise(name, samples, stalls, (load_start, purge_start, background_end),
-                     purge_seconds, background_seconds, fill_seconds, load_average, result)
+            gc.callbacks.remove(pauses)
+    return summarise(name, samples, stalls, pauses.pauses,
+                     (load_start, purge_start, background_end), purge_seconds,
+                     background_seconds, fill_seconds, load_average, result)
 
 
 def summarise(name: str, samples: list[list[float]], stalls: list[tuple[float, float, float]],
-              times: tuple[float, float, float], purge_seconds: float,
-              background_seconds: float, fill_seconds: float, load_average: float,
-              result: dict[str, Any]) -> dict[str, Any]:
+              pauses: list[tuple[float, float]], times: tuple[float, float, float],
+              purge_seconds: float, background_seconds: float, fill_seconds: float,
+              load_average: float, result: dict[str, Any]) -> dict[str, Any]:
     load_start, purge_start, background_end = times
 
     def window(keep: Any) -> dict[str, Any]:
@@ -229,8 +249,8 @@ def summarise(name: str, samples: list[list[float]], stalls: list[tuple[float, f
 
     before = window(lambda start, end: end < purge_start)
     during = window(lambda start, end: end >= purge_start and start <= background_end)
-    def longest(index: int, start: float, end: float) -> float:
-        return round(max((s[index] for s in stalls if start <= s[0] <= end), default=0.0)
+    def longest(rows: Any, index: int, start: float, end: float) -> float:
+        return round(max((row[index] for row in rows if start <= row[0] <= end), default=0.0)
                      * 1000, 2)
 
     return {
@@ -241,10 +261,12 @@ def summarise(name: str, samples: list[list[float]], stalls: list[tuple[float, f
         "before": before, "during": during,
         "after": window(lambda start, end: start > background_end),
         "p99_ratio": round(during["p99_ms"] / before["p99_ms"], 2),
-        "stall_max_ms": longest(1, purge_start, background_end),
-        "idle_stall_max_ms": longest(1, load_start, purge_start),
-        "step_cpu_max_ms": longest(2, purge_start, background_end),
-        "idle_step_cpu_max_ms": longest(2, load_start, purge_start),
+        "stall_max_ms": longest(stalls, 1, purge_start, background_end),
+        "idle_stall_max_ms": longest(stalls, 1, load_start, purge_start),
+        "step_cpu_max_ms": longest(stalls, 2, purge_start, background_end),
+        "idle_step_cpu_max_ms": longest(stalls, 2, load_start, purge_start),
+        "gc_max_ms": longest(pauses, 1, purge_start, background_end),
+        "idle_gc_max_ms": longest(pauses, 1, load_start, purge_start),
     }
 
 
@@ -256,15 +278,16 @@ def report(results: list[dict[str, Any]], scenarios: list[str]) -> str:
     """The markdown tables: every round, then the medians against the goals."""
     lines = ["| scenario | round | load avg | purge call | L2/reclaim after it | p99 before "
              "| p99 during (requests) | p99 ratio | longest stall during (idle) "
-             "| longest loop CPU run during (idle) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| longest loop CPU run during (idle) | longest GC pause during (idle) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         lines.append(
             f"| {r['scenario']} | {r['round']} | {r['load_average']} | {r['purge_ms']} ms "
             f"| {r['background_ms']} ms | {r['before']['p99_ms']} ms "
             f"| {r['during']['p99_ms']} ms ({r['during']['requests']}) | {r['p99_ratio']}x "
             f"| {r['stall_max_ms']} ms ({r['idle_stall_max_ms']} ms) "
-            f"| {r['step_cpu_max_ms']} ms ({r['idle_step_cpu_max_ms']} ms) |")
+            f"| {r['step_cpu_max_ms']} ms ({r['idle_step_cpu_max_ms']} ms) "
+            f"| {r['gc_max_ms']} ms ({r['idle_gc_max_ms']} ms) |")
     lines += ["", "| scenario | purge call (median) | p99 ratio (median) | longest stall "
               "(median) | longest loop CPU run (median) | goals |",
               "|---|---:|---:|---:|---:|---|"]

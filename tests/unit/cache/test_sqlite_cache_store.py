@@ -56,7 +56,18 @@ async def test_entries_survive_a_restart(
         await second.close()
     with sqlite3.connect(path) as conn:
         rows = conn.execute("SELECT name FROM schema_migrations WHERE component = 'cache'")
-        assert rows.fetchall() == [("0001_cache.sql",), ("0002_entry_flags.sql",)]
+        assert rows.fetchall() == [("0001_cache.sql",), ("0002_entry_flags.sql",),
+                                   ("0003_cache_live_index.sql",)]
+
+
+async def test_a_tag_lookup_reads_indexes_only(
+    tmp_path: Path, sqlite_store: SqliteCacheStore, clock: FakeClock
+) -> None:
+    with sqlite3.connect(tmp_path / "cache.sqlite3") as conn:
+        plan = conn.execute("EXPLAIN QUERY PLAN " + cache_store.SELECT_TAGGED,
+                            ("t", clock.now())).fetchall()
+    assert [row[3].split(" USING ")[1].split(" (")[0] for row in plan] == [
+        "COVERING INDEX sqlite_autoindex_cache_tags_1", "COVERING INDEX cache_entries_live"]
 
 
 async def test_use_before_start_is_a_clear_error(

@@ -457,3 +457,14 @@ async def test_large_purges_and_reclaims_change_l1_in_steps(
     await watch(reclaim)
     assert any(0 < count < len(entries) for count in seen)
     assert (await purge).entries == (await reclaim) == len(entries)
+
+
+async def test_count_does_not_wait_for_queued_writes(tiered: TieredStore, l2: FaultyStore) -> None:
+    await l2.inner.put(make_entry("https://example.com/l2"))
+    l2.gate_before["put"] = gate = asyncio.Event()
+    for i in range(2):
+        await tiered.put(make_entry(f"https://example.com/{i}"))
+    assert await tiered.count() == 2  # L1's two; L2's one (its puts are still queued)
+    gate.set()
+    await tiered.flush()
+    assert await tiered.count() == 3
