@@ -291,15 +291,15 @@ class TieredStore:
         self._queue_awaited(_Op("purge", partial(self._purge_l2, mark, l1_done, found),
                                 frozenset(), found, shadow=self._shadow_seq))
         try:
-            in_l1 = await self._purge_l1(mark)
+            in_l1, l1_keys = await self._purge_l1(mark)
         finally:
             l1_done.set()
         in_l2 = await found
         keys = list(dict.fromkeys(ref.primary_key for ref in in_l2))  # sorted, as in_l2 is
-        only_l1 = {ref.primary_key for ref in in_l1}.difference(keys)  # dropped puts
+        only_l1 = l1_keys.difference(keys)  # dropped puts
         if only_l1:
             keys = sorted(keys + list(only_l1))
-        return Purged(max(len(in_l1), len(in_l2)), keys)
+        return Purged(max(in_l1, len(in_l2)), keys)
 
     async def flush(self) -> None:
         """Wait until every operation queued so far has reached L2 (or was dropped)."""
@@ -340,8 +340,9 @@ class TieredStore:
 
     # -- purges ----------------------------------------------------------------
 
-    async def _purge_l1(self, mark: PurgeMark) -> list[EntryRef]:
-        """Apply ``mark`` to L1 in steps; return the live entries it covered."""
+    async def _purge_l1(self, mark: PurgeMark) -> tuple[int, set[str]]:
+        """Apply ``mark`` to L1 in steps; return how many live entries it covered, and
+        their primary keys."""
         found = [self._l1.tagged_nowait(sorted(mark.tags))]
         async for keys in _steps(sorted(mark.keys), L1_CHUNK):
             found.append([EntryRef(entry.primary_key, entry.variant)
@@ -351,10 +352,12 @@ class TieredStore:
             async for keys in _steps(self._l1.primary_keys_nowait(), L1_CHUNK):
                 found.extend(list(self._l1.refs_for_url_prefix_nowait(prefix, keys))
                              for prefix in prefixes)
-        covered: list[EntryRef] = []
+        covered, primary_keys = 0, set[str]()
         async for chunk in _steps(_union(found), L1_CHUNK):
-            covered += self._l1.purge_nowait(chunk, mark.now if mark.soft else None)
-        return covered
+            live = self._l1.purge_nowait(chunk, mark.now if mark.soft else None)
+            covered += len(live)
+            primary_keys.update(ref.primary_key for ref in live)
+        return covered, primary_keys
 
     async def _purge_l2(self, mark: PurgeMark, l1_done: asyncio.Event,
                         found: asyncio.Future[list[EntryRef]]) -> None:

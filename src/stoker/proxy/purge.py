@@ -155,6 +155,7 @@ class Purger:
                            keys=[self.pipeline.key_for_url(url) for url in scope.urls],
                            prefixes=scope.prefixes, tags=scope.tags)
         purged, keys = await self.store.purge(self.ledger.latest)
+        await asyncio.sleep(0)  # listing 10,000 URLs is a step of its own
         return PurgeResult(scope, purged, tuple(keys), _urls(keys), self.pipeline.version)
 
     async def _purge_everything(self, scope: PurgeScope) -> PurgeResult:
@@ -192,4 +193,4 @@ class Purger:
 
 
 def _urls(keys: Iterable[str]) -> tuple[str, ...]:
-    return tuple(sorted({url_of_key(key) for key in keys}))
+    return tuple(sorted(set(map(url_of_key, keys))))
