@@ -468,3 +468,22 @@ async def test_count_does_not_wait_for_queued_writes(tiered: TieredStore, l2: Fa
     gate.set()
     await tiered.flush()
     assert await tiered.count() == 3
+
+
+async def test_a_soft_purge_of_everything_reaches_every_entry_in_both_tiers(
+    tiered: TieredStore, l2: FaultyStore, clock: RecordingClock
+) -> None:
+    in_both = make_entry("https://example.com/both", now=clock.now())
+    l2_only = make_entry("https://other.example/l2", now=clock.now())
+    await tiered.put(in_both)
+    await l2.inner.put(l2_only)
+    await tiered.flush()
+    ledger = PurgeLedger(clock)
+    ledger.record(soft=True, now=clock.now(), everything=True)
+    assert await tiered.purge(ledger.latest) == (2, [in_both.primary_key, l2_only.primary_key])
+    await tiered.flush()
+    for entry in (in_both, l2_only):
+        [stored] = await l2.inner.get(entry.primary_key)
+        assert stored.freshness(clock.now()) is Freshness.STALE_SWR
+    [cached] = tiered.get_l1(in_both.primary_key) or []
+    assert cached.freshness(clock.now()) is Freshness.STALE_SWR
