@@ -10,10 +10,10 @@ SQLite L2, flushed); 100 untagged hot pages are filled through the proxy.  After
 on Stoker's event loop sleeps 1 ms at a time and records how late it wakes (the
 longest lateness is the longest single stall of the loop, wall clock: on a loaded
 machine it includes time the OS gave to other processes) and the loop thread's CPU
-time between two wake-ups (the longest is the longest run of work on the loop, which
-the OS cannot inflate; it includes the requests served in that iteration and any
-garbage collection).  Garbage-collector pauses are recorded too (``gc.callbacks``):
-the longest one shows how much of the longest run was the collector's.
+time between two wake-ups (which the OS cannot inflate: an upper bound of the longest
+step, since the ≥ 1 ms between ticks can span several steps and the requests served
+between them; it includes any garbage collection).  Garbage-collector pauses are
+recorded too (``gc.callbacks``): the longest shows how much of a stall was the collector.
 
 Scenarios:
 
