@@ -287,9 +287,9 @@ class TieredStore:
         found: asyncio.Future[list[EntryRef]] = asyncio.get_running_loop().create_future()
         l1_done = asyncio.Event()
         self._shadow_seq += 1
-        self._shadows[self._shadow_seq] = mark
         self._queue_awaited(_Op("purge", partial(self._purge_l2, mark, l1_done, found),
                                 frozenset(), found, shadow=self._shadow_seq))
+        self._shadows[self._shadow_seq] = mark  # before any await: reads are screened
         try:
             in_l1, l1_keys = await self._purge_l1(mark)
         finally:
