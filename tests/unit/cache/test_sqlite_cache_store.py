@@ -224,3 +224,19 @@ def test_prefix_upper_bound_brackets_exactly_the_prefixed_strings(prefix: str, t
     for candidate in (text, prefix + text):
         in_range = prefix <= candidate and (upper is None or candidate < upper)
         assert in_range == candidate.startswith(prefix)
+
+
+async def test_batched_deletes_and_softens_match_any_key_exactly(
+    sqlite_store: SqliteCacheStore, clock: FakeClock
+) -> None:
+    odd = ['q"uote\\back', "emoji-\U0001f600", "ctl-\x01\t", "é/ü?a=1&b=[2]"]
+    entries = [make_entry(f"https://example.com/{name}", variant=name, now=clock.now())
+               for name in odd]
+    for entry in entries:
+        await sqlite_store.put(entry)
+    refs = [EntryRef(entry.primary_key, entry.variant) for entry in entries]
+    decoy = EntryRef(entries[0].primary_key, "other")
+    assert await sqlite_store.soften([*refs[:2], decoy], clock.now()) == 2
+    assert await sqlite_store.delete([*refs[1:], decoy]) == 3
+    [left] = await sqlite_store.get(entries[0].primary_key)
+    assert left.fresh_until == clock.now() and left.variant == odd[0]
