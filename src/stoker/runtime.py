@@ -128,7 +128,7 @@ class Stoker:
                            trusted=TrustedProxies(settings.trusted_proxies)),
             Fetcher(fetch_config(settings), origin, store, bodies, clock, ledger),
             store, bodies, origin, clock, version=state.version, health=health)
-        purger = Purger(pipeline, store, l2, ledger, PurgeEvents(), clock, versions)
+        purger = Purger(pipeline, store, ledger, PurgeEvents(), clock, versions)
         pipeline.purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit)
         stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit)
         purger.resume_reclaim(state)

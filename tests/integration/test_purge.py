@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.conftest import serving
 from tests.integration.admin_harness import CACHEABLE, eventually, purging
 from tests.integration.conftest import Origin, running_proxy
@@ -50,6 +51,37 @@ async def test_purges_find_entries_only_in_l2(origin: Origin, tmp_path: Path) ->
         by_url = await admin.purge(urls=[f"{proxy.url}/l2"])
     assert by_tag.json()["purged"] == 3
     assert by_url.json()["purged"] == 3
+
+
+@pytest.mark.parametrize("soft", [False, True], ids=["hard", "soft"])
+async def test_a_purge_answers_before_l2_is_done_and_l2_never_serves_what_it_purged(
+        origin: Origin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, soft: bool) -> None:
+    origin.app.set("/bg", headers=[("cache-control", "max-age=600, stale-while-revalidate=60"),
+                                   ("cache-tag", "bg")], body=b"old")
+    async with purging(origin.url, tmp_path / "d", l1_max_bytes="1") as (proxy, admin):
+        await proxy.client.get("/bg")  # stored in L2 only: every read below is an L2 read
+        method = "soften" if soft else "delete"
+        change = getattr(proxy.stoker.l2, method)
+        held = asyncio.Event()
+
+        async def held_back(*args: Any) -> Any:  # an L2 that takes its time
+            await held.wait()
+            return await change(*args)
+
+        monkeypatch.setattr(proxy.stoker.l2, method, held_back)
+        purged = await admin.purge(tags=["bg"], soft=soft)
+        assert proxy.stoker.store.pending() == 1  # the L2 part is still running
+        during = await proxy.client.get("/bg")
+        await proxy.stoker.pipeline.drain()
+        held.set()
+        await proxy.stoker.store.flush()
+    assert purged.json()["purged"] == 1
+    if soft:
+        assert during.content == b"old"
+        assert "detail=stale-while-revalidate" in during.headers["cache-status"]
+    else:
+        assert "fwd=uri-miss" in during.headers["cache-status"]
+    assert origin.app.count("/bg") == 2  # the fill, then the refetch (or revalidation)
 
 
 async def test_url_prefix_and_path_purges(origin: Origin, tmp_path: Path) -> None:

@@ -94,6 +94,11 @@ class PurgeLedger:
         self._forget(at)
         return self._seq
 
+    @property
+    def latest(self) -> PurgeMark:
+        """The mark of the latest purge (call only after :meth:`record`)."""
+        return self._marks[-1]
+
     def check(self, since: int, entry: CacheEntry) -> Verdict | None:
         """The verdict for ``entry`` fetched by a request that started at ``since``."""
         if since == self._seq:

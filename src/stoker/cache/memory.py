@@ -17,12 +17,15 @@ Invariants:
 - The ``*_nowait`` methods are synchronous so the hot path (and
   :class:`~stoker.cache.tiered.TieredStore`) can use them without awaiting;
   the async :class:`~stoker.cache.store.CacheStore` methods delegate to them.
+  Work proportional to the entries a purge covers can be split into steps:
+  ``tagged_nowait`` and ``primary_keys_nowait`` are C-speed snapshots, and
+  ``purge_nowait`` / ``refs_for_url_prefix_nowait`` take a slice of them.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from stoker.cache.entry import CacheEntry
 from stoker.cache.store import EntryRef, sorted_refs
@@ -34,7 +37,8 @@ class _Slot:
 
     ``entries`` (returned as is by ``get_nowait``) and ``expires`` (the earliest
     ``keep_until``) are rebuilt on every change, never mutated, so a hit costs
-    no allocation and a list handed out stays a stable snapshot.
+    no allocation and a list handed out stays a stable snapshot (a slot emptied
+    by ``pop`` is dropped by its store, so it is not rebuilt).
     """
 
     __slots__ = ("entries", "expires", "sizes", "variants")
@@ -58,7 +62,8 @@ class _Slot:
 
     def pop(self, variant: str) -> tuple[CacheEntry, int]:
         entry, size = self.variants.pop(variant), self.sizes.pop(variant)
-        self._rebuild()
+        if self.variants:
+            self._rebuild()
         return entry, size
 
     def _rebuild(self) -> None:
@@ -139,17 +144,19 @@ class MemoryStore:
 
     def soften_nowait(self, refs: Iterable[EntryRef], now: float) -> int:
         """Make these entries stale at ``now`` keeping their stale windows; count changes."""
-        changed = 0
-        clock_now = self._clock.now()
-        for ref in refs:
-            slot = self._slots.get(ref.primary_key)
-            entry = slot.variants.get(ref.variant) if slot is not None else None
-            if slot is None or entry is None or entry.keep_until <= clock_now:
-                continue
-            if entry.fresh_until > now:
-                slot.set(entry.softened(now), slot.sizes[ref.variant])
-                changed += 1
-        return changed
+        return sum(_soften(slot, entry, now) for _, slot, entry in self._live(refs))
+
+    def purge_nowait(self, refs: Iterable[EntryRef], soften_at: float | None) -> list[EntryRef]:
+        """Delete these entries (or soften them at ``soften_at``, as :meth:`soften_nowait`);
+        return the refs of those that were live."""
+        covered = []
+        for ref, slot, entry in self._live(refs):
+            covered.append(ref)
+            if soften_at is None:
+                self._remove(ref.primary_key, ref.variant, ref)
+            else:
+                _soften(slot, entry, soften_at)
+        return covered
 
     def delete_except_version_nowait(self, version: str) -> int:
         """Delete entries whose primary key is not under ``f"{version}|"``."""
@@ -167,15 +174,31 @@ class MemoryStore:
             found.update(self._tags.get(tag, ()))
         return {ref for ref in found if self._is_live(ref)}
 
-    def refs_for_url_prefix_nowait(self, prefix: str) -> set[EntryRef]:
-        """Live entries whose ``url`` starts with ``prefix`` (a scan: purges are rare)."""
+    def refs_for_url_prefix_nowait(self, prefix: str,
+                                   primary_keys: Iterable[str] | None = None) -> set[EntryRef]:
+        """Live entries whose ``url`` starts with ``prefix``, among ``primary_keys`` (all
+        by default: a scan; pass slices of :meth:`primary_keys_nowait` to scan in steps)."""
         now = self._clock.now()
+        slots = (self._slots.values() if primary_keys is None
+                 else filter(None, map(self._slots.get, primary_keys)))
         return {
             EntryRef(entry.primary_key, entry.variant)
-            for slot in self._slots.values()
+            for slot in slots
             for entry in slot.variants.values()
             if entry.url.startswith(prefix) and now < entry.keep_until
         }
+
+    def tagged_nowait(self, tags: Sequence[str]) -> list[EntryRef]:
+        """Every entry the tag index holds for any of ``tags``, expired ones included: a
+        copy made at C speed, for purges that then work through it in steps."""
+        found: set[EntryRef] = set()
+        for tag in tags:
+            found.update(self._tags.get(tag, ()))
+        return list(found)
+
+    def primary_keys_nowait(self) -> list[str]:
+        """A snapshot of the stored primary keys (for scans done in steps)."""
+        return list(self._slots)
 
     def stats_nowait(self) -> dict[str, int]:
         """Stored entries and accounted bytes (expired entries not yet dropped included)."""
@@ -215,8 +238,19 @@ class MemoryStore:
 
     # -- internals -----------------------------------------------------------
 
-    def _remove(self, primary_key: str, variant: str) -> CacheEntry | None:
-        """Remove one entry and its accounting; return it (None when absent)."""
+    def _live(self, refs: Iterable[EntryRef]) -> Iterator[tuple[EntryRef, _Slot, CacheEntry]]:
+        """The live entries among ``refs``, each looked up when its turn comes."""
+        now = self._clock.now()
+        for ref in refs:
+            slot = self._slots.get(ref.primary_key)
+            entry = slot.variants.get(ref.variant) if slot is not None else None
+            if slot is not None and entry is not None and now < entry.keep_until:
+                yield ref, slot, entry
+
+    def _remove(self, primary_key: str, variant: str,
+                ref: EntryRef | None = None) -> CacheEntry | None:
+        """Remove one entry and its accounting; return it (None when absent).  ``ref``, when
+        the caller has one, spares building another for the tag index."""
         slot = self._slots.get(primary_key)
         if slot is None or variant not in slot.variants:
             return None
@@ -225,7 +259,7 @@ class MemoryStore:
         self._count -= 1
         if not slot.variants:
             del self._slots[primary_key]
-        self._index_tags(entry, add=False)
+        self._index_tags(entry, add=False, ref=ref)
         return entry
 
     def _drop_expired(self, primary_key: str, slot: _Slot, now: float) -> None:
@@ -239,10 +273,10 @@ class MemoryStore:
             key = next(iter(self._slots))
             self.delete_primary_nowait((key,))
 
-    def _index_tags(self, entry: CacheEntry, *, add: bool) -> None:
+    def _index_tags(self, entry: CacheEntry, *, add: bool, ref: EntryRef | None = None) -> None:
         if not entry.tags:
             return
-        ref = EntryRef(entry.primary_key, entry.variant)
+        ref = ref or EntryRef(entry.primary_key, entry.variant)
         for tag in entry.tags:
             if add:
                 self._tags.setdefault(tag, set()).add(ref)
@@ -257,6 +291,14 @@ class MemoryStore:
         slot = self._slots.get(ref.primary_key)
         entry = slot.variants.get(ref.variant) if slot is not None else None
         return entry is not None and self._clock.now() < entry.keep_until
+
+
+def _soften(slot: _Slot, entry: CacheEntry, now: float) -> bool:
+    """Store ``entry`` in ``slot`` made stale at ``now``; False when it already was."""
+    if entry.fresh_until <= now:
+        return False
+    slot.set(entry.softened(now), slot.sizes[entry.variant])
+    return True
 
 
 def _count_live(removed: Iterable[CacheEntry | None], now: float) -> int:

@@ -9,7 +9,10 @@ lifetime.
 Write: ``put`` writes L1 synchronously and queues the L2 write; the caller
 never waits for disk.  Invalidations (``delete``, ``delete_primary``,
 ``soften``, ``delete_except_version``) apply to L1 at once, then go through
-the same queue for L2 and are awaited.
+the same queue for L2 and are awaited.  A recorded purge (``purge``, given the
+ledger's :class:`~stoker.cache.ledger.PurgeMark`) changes L1 in steps and
+returns once L2's covered entries are looked up; its L2 changes go on in the
+background as one queued operation.
 
 Invariants:
 - ONE writer task applies L2 operations in FIFO order; an operation leaves
@@ -34,11 +37,24 @@ Invariants:
   operation stays queued and still reaches L2 in order.
 - Promotion never undoes a write: an L2 result is copied into L1 only if no
   L2 operation touching that primary key (or all keys) was queued when the
-  read began and no operation at all was queued while it ran.
+  read began and no operation at all was queued while it ran.  A purge's
+  operation touches no key in this sense: its mark screens reads instead.
+- Nothing purged is read back from L2: from ``purge`` until its L2 operation
+  has left the queue, every L2 read (``get``, ``get_l2``) drops the entries
+  the mark covers (hard) or returns them stale from the purge (soft), using
+  every mark active when the read began or ended.  A screened result is what
+  L2 holds once the operation is done, so promoting it is safe.
+- No O(entries) step on the event loop: ``purge`` and
+  ``delete_except_version`` work through L1 :data:`L1_CHUNK` entries (or
+  keys) per step, yielding between steps, and change L2 :data:`L2_CHUNK`
+  entries per call on L2's thread, so request-path reads run in between.  A
+  purge's L2 changes start once its L1 steps are done (its L2 lookup runs
+  alongside them).
 - L1 ⊆ L2 up to queued and dropped puts: every L1 entry was written through
   or promoted from L2, and removals reach both tiers in order.  Hence the
   count an invalidation returns, the distinct refs changed across both
-  tiers, is ``max(l1 count, l2 count)``.  Entries L2 lacks (dropped puts, its
+  tiers, is ``max(l1 count, l2 count)`` (for ``purge``: the live entries it
+  covered in L1, against those L2's lookup found).  Entries L2 lacks (dropped puts, its
   ``max_bytes`` eviction, another process) while L1 still holds them can make
   that count low by those entries.
 - After :meth:`TieredStore.close` puts reach L1 only (counted as dropped) and
@@ -51,11 +67,13 @@ import asyncio
 import logging
 import math
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, NamedTuple, TypeVar
 
 from stoker.cache.entry import CacheEntry
+from stoker.cache.ledger import PurgeMark
 from stoker.cache.memory import MemoryStore
 from stoker.cache.store import CacheStore, EntryRef, sorted_refs
 from stoker.clock import Clock
@@ -68,6 +86,10 @@ ALL_KEYS = None
 """``keys`` of an operation that may touch any primary key."""
 DEFAULT_QUEUE_BYTES = 64 * 1024 * 1024
 DEFAULT_WRITE_TIMEOUT = 10.0
+L1_CHUNK = 400
+"""L1 entries changed (or primary keys scanned) per event-loop step of a purge or reclaim."""
+L2_CHUNK = 100
+"""L2 entries changed per L2 call of a purge or reclaim (request-path reads run between)."""
 
 
 class L2WriteTimeout(Exception):
@@ -87,6 +109,16 @@ class _Op:
     deadline: float = math.inf
     """Monotonic time by which ``done`` must be settled."""
     dropped: bool = False
+    shadow: int | None = None
+    """The key in ``TieredStore._shadows`` of the purge this op applies to L2."""
+
+
+class Purged(NamedTuple):
+    """What :meth:`TieredStore.purge` found: distinct entries covered (the larger tier's
+    count) and their primary keys, sorted."""
+
+    entries: int
+    primary_keys: list[str]
 
 
 class TieredStore:
@@ -123,6 +155,8 @@ class TieredStore:
         self._epoch = 0
         self._dirty: dict[str, int] = {}
         self._dirty_all = 0
+        self._shadows: dict[int, PurgeMark] = {}
+        self._shadow_seq = 0
         self.dropped = 0
         """Puts dropped (queue full, or after close) since this store was made."""
 
@@ -143,7 +177,7 @@ class TieredStore:
         epoch = self._epoch
         clean = self._dirty_all == 0 and primary_key not in self._dirty
         try:
-            entries = await self._l2.get(primary_key)
+            entries = await self.get_l2(primary_key)
         except Exception:
             log.warning("L2 cache read failed; serving it as a miss", exc_info=True)
             return []
@@ -151,6 +185,14 @@ class TieredStore:
             for entry in entries:
                 self._l1.put_nowait(entry)
         return entries
+
+    async def get_l2(self, primary_key: str) -> list[CacheEntry]:
+        """L2's live variants of ``primary_key`` as readers must see them: purges whose L2
+        part is still running (when the read began or ended) applied."""
+        shadows = self._shadows.copy()
+        entries = await self._l2.get(primary_key)
+        shadows.update(self._shadows)
+        return _screen(entries, shadows.values()) if shadows else entries
 
     async def refs_for_tags(self, tags: Sequence[str]) -> list[EntryRef]:
         await self.flush()
@@ -171,6 +213,11 @@ class TieredStore:
         combined.update(l1_entries=l1["entries"], l1_bytes=l1["bytes"], pending=self.pending(),
                         pending_bytes=self.pending_bytes(), l2_dropped=self.dropped)
         return combined
+
+    async def count(self) -> int:
+        """Entries stored now, not waiting for queued writes: the larger of L1's count and
+        L2's (expired entries not yet dropped included)."""
+        return max(self._l1.stats_nowait()["entries"], (await self._l2.stats())["entries"])
 
     def pending(self) -> int:
         """L2 operations queued or in progress, flush barriers not counted (for status pages)."""
@@ -210,11 +257,49 @@ class TieredStore:
         return max(in_l1, await self._submit("soften", lambda: self._l2.soften(refs, now), keys))
 
     async def delete_except_version(self, version: str) -> int:
-        in_l1 = self._l1.delete_except_version_nowait(version)
-        in_l2 = await self._submit(
+        """Delete entries of other versions in steps (:data:`L1_CHUNK` keys per event-loop
+        step, :data:`L2_CHUNK` entries per queued L2 delete), then L2's stragglers."""
+        prefix = f"{version}|"
+        in_l1 = 0
+        async for keys in _steps(self._l1.primary_keys_nowait(), L1_CHUNK):
+            in_l1 += self._l1.delete_primary_nowait([key for key in keys
+                                                     if not key.startswith(prefix)])
+        found = await self._submit("refs_for_url_prefix",
+                                   lambda: self._l2.refs_for_url_prefix(""), frozenset())
+        in_l2 = 0
+        for refs in _chunks([ref for ref in found if not ref.primary_key.startswith(prefix)],
+                            L2_CHUNK):
+            in_l2 += await self._submit("delete", partial(self._l2.delete, refs),
+                                        frozenset(ref.primary_key for ref in refs))
+        in_l2 += await self._submit(
             "delete_except_version", lambda: self._l2.delete_except_version(version), ALL_KEYS
         )
         return max(in_l1, in_l2)
+
+    async def purge(self, mark: PurgeMark) -> Purged:
+        """Apply a recorded purge (not of everything hard: that is a version bump).
+
+        L1 changes in steps of :data:`L1_CHUNK` entries; returns once L1 is done and
+        L2's covered entries have been looked up.  L2 changes continue in the
+        background, one queued operation in :data:`L2_CHUNK` steps; until it is done,
+        :meth:`get_l2` applies ``mark`` to what it reads.
+        """
+        found: asyncio.Future[list[EntryRef]] = asyncio.get_running_loop().create_future()
+        l1_done = asyncio.Event()
+        self._shadow_seq += 1
+        self._queue_awaited(_Op("purge", partial(self._purge_l2, mark, l1_done, found),
+                                frozenset(), found, shadow=self._shadow_seq))
+        self._shadows[self._shadow_seq] = mark  # before any await: reads are screened
+        try:
+            in_l1, l1_keys = await self._purge_l1(mark)
+        finally:
+            l1_done.set()
+        in_l2 = await found
+        keys = list(dict.fromkeys(ref.primary_key for ref in in_l2))  # sorted, as in_l2 is
+        only_l1 = l1_keys.difference(keys)  # dropped puts
+        if only_l1:
+            keys = sorted(keys + list(only_l1))
+        return Purged(max(in_l1, len(in_l2)), keys)
 
     async def flush(self) -> None:
         """Wait until every operation queued so far has reached L2 (or was dropped)."""
@@ -242,12 +327,61 @@ class TieredStore:
     async def _submit(
         self, label: str, run: Callable[[], Awaitable[T]], keys: frozenset[str] | None
     ) -> T:
-        if self._closed:
-            raise RuntimeError(f"cache store used after close(): cannot {label}")
         done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        deadline = self._clock.monotonic() + self._write_timeout
-        self._enqueue(_Op(label, run, keys, done, deadline=deadline))
+        self._queue_awaited(_Op(label, run, keys, done))
         return await done
+
+    def _queue_awaited(self, op: _Op) -> None:
+        """Queue ``op``, whose ``done`` its caller awaits, with its ``write_timeout``."""
+        if self._closed:
+            raise RuntimeError(f"cache store used after close(): cannot {op.label}")
+        op.deadline = self._clock.monotonic() + self._write_timeout
+        self._enqueue(op)
+
+    # -- purges ----------------------------------------------------------------
+
+    async def _purge_l1(self, mark: PurgeMark) -> tuple[int, set[str]]:
+        """Apply ``mark`` to L1 in steps; return how many live entries it covered, and
+        their primary keys."""
+        found = [self._l1.tagged_nowait(sorted(mark.tags))]
+        async for keys in _steps(sorted(mark.keys), L1_CHUNK):
+            found.append([EntryRef(entry.primary_key, entry.variant)
+                          for key in keys for entry in self._l1.get_nowait(key) or ()])
+        if mark.prefixes or mark.everything:
+            prefixes = ("",) if mark.everything else mark.prefixes
+            async for keys in _steps(self._l1.primary_keys_nowait(), L1_CHUNK):
+                found.extend(list(self._l1.refs_for_url_prefix_nowait(prefix, keys))
+                             for prefix in prefixes)
+        covered, primary_keys = 0, set[str]()
+        async for chunk in _steps(_union(found), L1_CHUNK):
+            live = self._l1.purge_nowait(chunk, mark.now if mark.soft else None)
+            covered += len(live)
+            primary_keys.update(ref.primary_key for ref in live)
+        return covered, primary_keys
+
+    async def _purge_l2(self, mark: PurgeMark, l1_done: asyncio.Event,
+                        found: asyncio.Future[list[EntryRef]]) -> None:
+        """The queued L2 part of :meth:`purge`: look up (answering ``found``), then, once L1
+        is done (so the event loop's steps and the L2 thread do not contend for the GIL),
+        change :data:`L2_CHUNK` entries per call (a retry after a failure looks up again)."""
+        refs = await self._l2_refs(mark)
+        if not found.done():
+            found.set_result(refs)
+        await l1_done.wait()
+        for chunk in _chunks(refs, L2_CHUNK):
+            if mark.soft:
+                await self._l2.soften(chunk, mark.now)
+            else:
+                await self._l2.delete(chunk)
+
+    async def _l2_refs(self, mark: PurgeMark) -> list[EntryRef]:
+        found = [await self._l2.refs_for_tags(sorted(mark.tags))] if mark.tags else []
+        for prefix in ("",) if mark.everything else mark.prefixes:
+            found.append(await self._l2.refs_for_url_prefix(prefix))
+        for key in sorted(mark.keys):
+            found.append([EntryRef(entry.primary_key, entry.variant)
+                          for entry in await self._l2.get(key)])
+        return _union(found)
 
     def _enqueue(self, op: _Op) -> None:
         self._ops.append(op)
@@ -355,6 +489,8 @@ class TieredStore:
     def _finish(self, op: _Op, result: object) -> None:
         """Account for ``op`` leaving the queue head and hand its result to its waiter."""
         self._settle(op)
+        if op.shadow is not None:
+            del self._shadows[op.shadow]
         if op.run is _nothing:
             self._noops -= 1
         elif op.size:
@@ -415,3 +551,37 @@ class TieredStore:
 
 async def _nothing() -> None:
     """The no-op a flush queues as a barrier (and a dropped put becomes)."""
+
+
+def _chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
+    return [items[start:start + size] for start in range(0, len(items), size)]
+
+
+async def _steps(items: Sequence[T], size: int) -> AsyncIterator[Sequence[T]]:
+    """``items`` in chunks of ``size``, yielding to the event loop before each."""
+    for chunk in _chunks(items, size):
+        await asyncio.sleep(0)
+        yield chunk
+
+
+def _union(found: list[list[EntryRef]]) -> list[EntryRef]:
+    """The distinct refs of ``found``, sorted (a lone non-empty list as is: each tier's
+    lookups give distinct refs, and L2's sorted)."""
+    lists = [refs for refs in found if refs]
+    if len(lists) == 1:
+        return lists[0]
+    return sorted_refs({ref for refs in lists for ref in refs})
+
+
+def _screen(entries: list[CacheEntry], marks: Collection[PurgeMark]) -> list[CacheEntry]:
+    """``entries`` with ``marks`` applied: covered ones dropped (hard) or softened."""
+    screened = []
+    for entry in entries:
+        for mark in marks:
+            if mark.covers(entry):
+                if not mark.soft:
+                    break
+                entry = entry.softened(mark.now)
+        else:
+            screened.append(entry)
+    return screened

@@ -9,16 +9,21 @@ Invariants:
 - Every purge is recorded in the :class:`~stoker.cache.ledger.PurgeLedger`
   *before* entries are looked up and changed, so a fetch racing the purge
   either lands first (and is purged) or is refused/softened by the ledger.
-- A hard purge deletes from L1 and L2 before returning; a soft purge sets
-  ``fresh_until = now`` keeping every stale window.
+- A purge changes L1 (in steps) and looks L2 up before returning; L2's
+  deletes (hard) or ``fresh_until = now`` updates (soft, keeping every stale
+  window) finish in the background, and until they do every L2 read applies
+  the purge's ledger mark (:meth:`~stoker.cache.tiered.TieredStore.purge`):
+  nothing hard-purged is served, nothing soft-purged is served fresh.
 - A hard purge of everything persists the new version before switching the
   pipeline to it (a restart never revives purged keys); old-version entries
   are reclaimed by one background task at a time, never on the request path.
-- Large purges and reclaims change the store in chunks of :data:`CHUNK`
-  entries, so the event loop (L1 work is synchronous) and the L2 thread
-  (shared with request-path reads) are never held for the whole purge.
-- Subscribers hear of a purge after it took effect
-  (:class:`~stoker.cache.events.PurgeEvents`).
+- Large purges and reclaims change the store in steps (the tiered store's
+  ``L1_CHUNK`` / ``L2_CHUNK``), so the event loop (L1 work is synchronous)
+  and the L2 thread (shared with request-path reads) are never held for the
+  whole purge.
+- Subscribers hear of a purge after it took effect for every reader
+  (:class:`~stoker.cache.events.PurgeEvents`); L2's background part may still
+  be running.
 """
 
 from __future__ import annotations
@@ -33,7 +38,6 @@ from stoker.cache.entry import CacheEntry
 from stoker.cache.events import PurgeEvents
 from stoker.cache.invalidation import PurgeScope
 from stoker.cache.ledger import PurgeLedger
-from stoker.cache.store import CacheStore, EntryRef
 from stoker.cache.tiered import TieredStore
 from stoker.cache.version_file import VersionFile, VersionState, next_version
 from stoker.clock import Clock
@@ -41,7 +45,6 @@ from stoker.proxy.pipeline import Pipeline
 
 log = logging.getLogger("stoker.purge")
 URLS_SHOWN = 100
-CHUNK = 500
 
 
 class Auditor(Protocol):
@@ -79,7 +82,7 @@ class PurgeResult:
     """What one purge did."""
 
     scope: PurgeScope
-    purged: int  # entries deleted (hard) or made stale (soft)
+    purged: int  # live entries covered: deleted (hard) or made stale (soft)
     keys: tuple[str, ...]  # primary keys touched (empty for everything)
     urls: tuple[str, ...]
     version: str  # the cache version after the purge
@@ -99,14 +102,12 @@ def url_of_key(primary_key: str) -> str:
 class Purger:
     """Runs purges (see the module invariants)."""
 
-    def __init__(self, pipeline: Pipeline, store: TieredStore, l2: CacheStore,
-                 ledger: PurgeLedger, events: PurgeEvents, clock: Clock,
-                 versions: VersionFile) -> None:
+    def __init__(self, pipeline: Pipeline, store: TieredStore, ledger: PurgeLedger,
+                 events: PurgeEvents, clock: Clock, versions: VersionFile) -> None:
         self.pipeline = pipeline
         self.store = store
         self.ledger = ledger
         self.events = events
-        self._l2 = l2
         self._clock = clock
         self._versions = versions
         self._reclaim_lock = asyncio.Lock()
@@ -128,7 +129,7 @@ class Purger:
         key = self.pipeline.key_for_url(url)
         in_l1 = {entry.variant for entry in self.store.get_l1(key) or ()}
         await self.store.flush()
-        entries = {entry.variant: entry for entry in await self._l2.get(key)}
+        entries = {entry.variant: entry for entry in await self.store.get_l2(key)}
         for entry in self.store.get_l1(key) or ():
             entries.setdefault(entry.variant, entry)
         return key, [entries[variant] for variant in sorted(entries)], in_l1
@@ -150,61 +151,26 @@ class Purger:
     # -- internals -------------------------------------------------------------
 
     async def _purge_some(self, scope: PurgeScope) -> PurgeResult:
-        now = self._clock.now()
-        url_keys = [self.pipeline.key_for_url(url) for url in scope.urls]
-        self.ledger.record(soft=scope.soft, now=now, keys=url_keys, prefixes=scope.prefixes,
-                           tags=scope.tags)
-        refs = await self._refs_of_keys(url_keys)
-        for prefix in scope.prefixes:
-            refs.update(await self.store.refs_for_url_prefix(prefix))
-        if scope.tags:
-            refs.update(await self.store.refs_for_tags(scope.tags))
-        if scope.soft:
-            purged = await self._in_chunks(refs, now)
-        else:
-            keyed = set(url_keys)
-            purged = await self.store.delete_primary(keyed) if keyed else 0
-            purged += await self._in_chunks([ref for ref in refs if ref.primary_key not in keyed])
-        keys = tuple(sorted({ref.primary_key for ref in refs}))
-        return PurgeResult(scope, purged, keys, _urls(keys), self.pipeline.version)
-
-    async def _refs_of_keys(self, keys: Iterable[str]) -> set[EntryRef]:
-        """Every stored variant of ``keys`` in either tier."""
-        keys = list(keys)
-        if not keys:
-            return set()
-        await self.store.flush()
-        refs: set[EntryRef] = set()
-        for key in keys:
-            refs.update(EntryRef(entry.primary_key, entry.variant)
-                        for entry in [*(self.store.get_l1(key) or ()), *await self._l2.get(key)])
-        return refs
+        self.ledger.record(soft=scope.soft, now=self._clock.now(),
+                           keys=[self.pipeline.key_for_url(url) for url in scope.urls],
+                           prefixes=scope.prefixes, tags=scope.tags)
+        purged, keys = await self.store.purge(self.ledger.latest)
+        await asyncio.sleep(0)  # listing 10,000 URLs is a step of its own
+        return PurgeResult(scope, purged, tuple(keys), _urls(keys), self.pipeline.version)
 
     async def _purge_everything(self, scope: PurgeScope) -> PurgeResult:
         now = self._clock.now()
         if scope.soft:
             self.ledger.record(soft=True, now=now, everything=True)
-            purged = await self._in_chunks(await self.store.refs_for_url_prefix(""), now)
+            purged, _ = await self.store.purge(self.ledger.latest)
             return PurgeResult(scope, purged, (), (), self.pipeline.version)
-        purged = (await self.store.stats())["entries"]
+        purged = await self.store.count()  # not waiting for queued writes
         version = next_version(self.pipeline.version)
         await self._versions.save(VersionState(version, reclaimed=False))
         self.ledger.record(soft=False, now=now, everything=True)
         self.pipeline.version = version
         self._start_reclaim(version)
         return PurgeResult(scope, purged, (), (), version)
-
-    async def _in_chunks(self, refs: Iterable[EntryRef], soften_at: float | None = None) -> int:
-        """Delete (or soften at ``soften_at``) ``refs`` :data:`CHUNK` at a time; count them."""
-        ordered = sorted(refs, key=lambda ref: (ref.primary_key, ref.variant))
-        done = 0
-        for start in range(0, len(ordered), CHUNK):
-            chunk = ordered[start:start + CHUNK]
-            if soften_at is None:
-                done += await self.store.delete(chunk)
-            else:
-                done += await self.store.soften(chunk, soften_at)
-        return done
 
     def _start_reclaim(self, version: str) -> None:
         task = asyncio.create_task(self._reclaim(version), name=f"stoker-reclaim-{version}")
@@ -216,11 +182,7 @@ class Purger:
             if version != self.pipeline.version:
                 return  # a later bump's reclaim covers this one
             try:
-                prefix = f"{version}|"
-                old = [ref for ref in await self.store.refs_for_url_prefix("")
-                       if not ref.primary_key.startswith(prefix)]
-                removed = await self._in_chunks(old)
-                removed += await self.store.delete_except_version(version)  # stragglers
+                removed = await self.store.delete_except_version(version)
                 if version == self.pipeline.version:
                     await self._versions.save(VersionState(version, reclaimed=True))
             except Exception:
@@ -231,4 +193,4 @@ class Purger:
 
 
 def _urls(keys: Iterable[str]) -> tuple[str, ...]:
-    return tuple(sorted({url_of_key(key) for key in keys}))
+    return tuple(sorted(set(map(url_of_key, keys))))

@@ -105,3 +105,20 @@ def test_bytes_stay_within_bound_and_match_entries(ops: list[tuple[str, str, int
         assert stats["bytes"] <= bound
         assert stats["bytes"] == sum(entry.meta_size() for entry in held)
         assert stats["entries"] == len(held)
+
+
+def test_purge_nowait_changes_live_entries_only_and_names_them(clock: FakeClock) -> None:
+    store = MemoryStore(100 * ENTRY_SIZE, clock)
+    now = clock.now()
+    store.put_nowait(make_entry(url("short"), now=now, keep=10.0, tags=("t",)))
+    for name in ("a", "b"):
+        store.put_nowait(make_entry(url(name), now=now, tags=("t",)))
+    clock.advance(20.0)  # "short" expired
+    tagged = store.tagged_nowait(["t"])
+    assert len(tagged) == 3  # the snapshot holds what the index holds, expired included
+    soft = store.purge_nowait(tagged, clock.now())
+    assert sorted(ref.primary_key for ref in soft) == [key("a"), key("b")]
+    assert all(entry.fresh_until == clock.now() for entry in store.get_nowait(key("a")) or [])
+    assert store.purge_nowait(tagged, None) == soft
+    assert store.tagged_nowait(["t"]) == [EntryRef(key("short"), "")]
+    assert store.primary_keys_nowait() == [key("short")]

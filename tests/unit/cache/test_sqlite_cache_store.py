@@ -56,7 +56,18 @@ async def test_entries_survive_a_restart(
         await second.close()
     with sqlite3.connect(path) as conn:
         rows = conn.execute("SELECT name FROM schema_migrations WHERE component = 'cache'")
-        assert rows.fetchall() == [("0001_cache.sql",), ("0002_entry_flags.sql",)]
+        assert rows.fetchall() == [("0001_cache.sql",), ("0002_entry_flags.sql",),
+                                   ("0003_cache_live_index.sql",)]
+
+
+async def test_a_tag_lookup_reads_indexes_only(
+    tmp_path: Path, sqlite_store: SqliteCacheStore, clock: FakeClock
+) -> None:
+    with sqlite3.connect(tmp_path / "cache.sqlite3") as conn:
+        plan = conn.execute("EXPLAIN QUERY PLAN " + cache_store.SELECT_TAGGED,
+                            ("t", clock.now())).fetchall()
+    assert [row[3].split(" USING ")[1].split(" (")[0] for row in plan] == [
+        "COVERING INDEX sqlite_autoindex_cache_tags_1", "COVERING INDEX cache_entries_live"]
 
 
 async def test_use_before_start_is_a_clear_error(
@@ -213,3 +224,19 @@ def test_prefix_upper_bound_brackets_exactly_the_prefixed_strings(prefix: str, t
     for candidate in (text, prefix + text):
         in_range = prefix <= candidate and (upper is None or candidate < upper)
         assert in_range == candidate.startswith(prefix)
+
+
+async def test_batched_deletes_and_softens_match_any_key_exactly(
+    sqlite_store: SqliteCacheStore, clock: FakeClock
+) -> None:
+    odd = ['q"uote\\back', "emoji-\U0001f600", "ctl-\x01\t", "é/ü?a=1&b=[2]"]
+    entries = [make_entry(f"https://example.com/{name}", variant=name, now=clock.now())
+               for name in odd]
+    for entry in entries:
+        await sqlite_store.put(entry)
+    refs = [EntryRef(entry.primary_key, entry.variant) for entry in entries]
+    decoy = EntryRef(entries[0].primary_key, "other")
+    assert await sqlite_store.soften([*refs[:2], decoy], clock.now()) == 2
+    assert await sqlite_store.delete([*refs[1:], decoy]) == 3
+    [left] = await sqlite_store.get(entries[0].primary_key)
+    assert left.fresh_until == clock.now() and left.variant == odd[0]

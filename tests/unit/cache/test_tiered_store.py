@@ -1,5 +1,6 @@
 """TieredStore: promotion keeps remaining lifetime; L2 writes are queued, ordered, retried,
-bounded (oldest puts dropped) and awaited with a deadline."""
+bounded (oldest puts dropped) and awaited with a deadline; purges change L1 in steps and
+return before L2 is done, and no L2 read sees a purged entry meanwhile."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ import pytest
 
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.entry import CacheEntry, Freshness
+from stoker.cache.ledger import PurgeLedger, PurgeMark
 from stoker.cache.memory import MemoryStore
 from stoker.cache.store import CacheStore, EntryRef
 from stoker.cache.testing import make_entry
-from stoker.cache.tiered import L2WriteTimeout, TieredStore
+from stoker.cache.tiered import L1_CHUNK, L2WriteTimeout, TieredStore
 from stoker.clock import FakeClock
 
 
@@ -353,3 +355,135 @@ async def test_close_with_a_failing_l2_gives_up_logs_what_is_lost_and_closes_l2(
     assert store.dropped == 1
     with pytest.raises(RuntimeError, match="after close"):
         await store.flush()
+
+
+# -- purges ------------------------------------------------------------------------------
+
+
+def mark(clock: FakeClock, *, soft: bool = False, tags: Sequence[str] = ("t",)) -> PurgeMark:
+    """A purge of ``tags`` recorded in a ledger, as the purger records one."""
+    ledger = PurgeLedger(clock)
+    ledger.record(soft=soft, now=clock.now(), tags=tags)
+    return ledger.latest
+
+
+async def test_a_hard_purge_returns_before_l2_and_no_l2_read_sees_purged_entries(
+    tiered: TieredStore, l2: FaultyStore, clock: RecordingClock
+) -> None:
+    tagged = [make_entry(f"https://example.com/{i}", tags=("t",)) for i in range(2)]
+    untagged = make_entry("https://example.com/other")
+    for entry in [*tagged, untagged]:
+        await tiered.put(entry)
+    await tiered.flush()
+    l2.gate_before["delete"] = gate = asyncio.Event()
+    purged = await tiered.purge(mark(clock))
+    assert purged == (2, sorted(entry.primary_key for entry in tagged))
+    assert await l2.inner.get(tagged[0].primary_key) == [tagged[0]]  # L2 not done yet
+    assert await tiered.get(tagged[0].primary_key) == []  # an L1 miss reads L2: screened
+    assert await tiered.get(untagged.primary_key) == [untagged]
+    assert tiered.get_l1(tagged[0].primary_key) is None  # nothing purged was promoted
+    gate.set()
+    await tiered.flush()
+    assert [await l2.inner.get(entry.primary_key) for entry in tagged] == [[], []]
+
+
+async def test_a_soft_purge_is_stale_at_once_for_l2_readers(
+    tiered: TieredStore, l2: FaultyStore, clock: RecordingClock
+) -> None:
+    entry = make_entry(tags=("t",), now=clock.now())
+    await l2.inner.put(entry)  # only in L2
+    l2.gate_before["soften"] = gate = asyncio.Event()
+    assert (await tiered.purge(mark(clock, soft=True))).entries == 1
+    assert (await l2.inner.get(entry.primary_key))[0].freshness(clock.now()) is Freshness.FRESH
+    [read] = await tiered.get(entry.primary_key)
+    assert read.freshness(clock.now()) is Freshness.STALE_SWR
+    gate.set()
+    await tiered.flush()
+    [stored] = await l2.inner.get(entry.primary_key)
+    assert stored.freshness(clock.now()) is Freshness.STALE_SWR
+
+
+async def test_an_l2_read_begun_before_the_l2_purge_ended_never_returns_a_purged_entry(
+    tiered: TieredStore, l2: FaultyStore, clock: RecordingClock
+) -> None:
+    entry = make_entry(tags=("t",))
+    await l2.inner.put(entry)
+    l2.gate_before["delete"] = deleting = asyncio.Event()
+    await tiered.purge(mark(clock))
+    l2.gate_after["get"] = reading = asyncio.Event()
+    l2.arrived["get"] = arrived = asyncio.Event()
+    reader = asyncio.create_task(tiered.get(entry.primary_key))
+    await arrived.wait()  # the read found the entry L2 still held
+    deleting.set()
+    await tiered.flush()  # the L2 part is done (and no longer screens reads)
+    reading.set()
+    assert await reader == []
+
+
+async def test_a_put_queued_before_a_purge_is_purged_in_l2_too(
+    tiered: TieredStore, l2: FaultyStore, clock: RecordingClock
+) -> None:
+    entry = make_entry(tags=("t",))
+    l2.gate_before["put"] = gate = asyncio.Event()
+    await tiered.put(entry)
+    purge = asyncio.create_task(tiered.purge(mark(clock)))
+    await asyncio.sleep(0)
+    gate.set()
+    assert (await purge).entries == 1
+    await tiered.flush()
+    assert await l2.inner.get(entry.primary_key) == []
+
+
+async def test_large_purges_and_reclaims_change_l1_in_steps(
+    tiered: TieredStore, l1: MemoryStore, clock: RecordingClock
+) -> None:
+    entries = [make_entry(f"https://example.com/{i}", tags=("t",)) for i in range(3 * L1_CHUNK)]
+    for entry in entries:
+        await tiered.put(entry)
+    seen: list[int] = []
+
+    async def watch(work: asyncio.Task[Any]) -> None:
+        while not work.done():
+            seen.append(l1.stats_nowait()["entries"])
+            await asyncio.sleep(0)
+
+    purge = asyncio.create_task(tiered.purge(mark(clock)))
+    await watch(purge)
+    assert any(0 < count < len(entries) for count in seen)  # requests ran between steps
+    for entry in entries:
+        await tiered.put(entry)
+    seen.clear()
+    reclaim = asyncio.create_task(tiered.delete_except_version("v2"))
+    await watch(reclaim)
+    assert any(0 < count < len(entries) for count in seen)
+    assert (await purge).entries == (await reclaim) == len(entries)
+
+
+async def test_count_does_not_wait_for_queued_writes(tiered: TieredStore, l2: FaultyStore) -> None:
+    await l2.inner.put(make_entry("https://example.com/l2"))
+    l2.gate_before["put"] = gate = asyncio.Event()
+    for i in range(2):
+        await tiered.put(make_entry(f"https://example.com/{i}"))
+    assert await tiered.count() == 2  # L1's two; L2's one (its puts are still queued)
+    gate.set()
+    await tiered.flush()
+    assert await tiered.count() == 3
+
+
+async def test_a_soft_purge_of_everything_reaches_every_entry_in_both_tiers(
+    tiered: TieredStore, l2: FaultyStore, clock: RecordingClock
+) -> None:
+    in_both = make_entry("https://example.com/both", now=clock.now())
+    l2_only = make_entry("https://other.example/l2", now=clock.now())
+    await tiered.put(in_both)
+    await l2.inner.put(l2_only)
+    await tiered.flush()
+    ledger = PurgeLedger(clock)
+    ledger.record(soft=True, now=clock.now(), everything=True)
+    assert await tiered.purge(ledger.latest) == (2, [in_both.primary_key, l2_only.primary_key])
+    await tiered.flush()
+    for entry in (in_both, l2_only):
+        [stored] = await l2.inner.get(entry.primary_key)
+        assert stored.freshness(clock.now()) is Freshness.STALE_SWR
+    [cached] = tiered.get_l1(in_both.primary_key) or []
+    assert cached.freshness(clock.now()) is Freshness.STALE_SWR

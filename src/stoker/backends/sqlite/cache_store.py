@@ -245,14 +245,14 @@ class SqliteCacheStore:
                 self._bodies.remove_blocking(name)
 
     async def _select_refs(self, queries: list[tuple[str, tuple[Any, ...]]]) -> list[EntryRef]:
-        def select(conn: sqlite3.Connection) -> set[EntryRef]:
-            return {
+        def select(conn: sqlite3.Connection) -> list[EntryRef]:
+            return sorted_refs({
                 EntryRef(key, variant)
                 for sql, args in queries
                 for key, variant in conn.execute(sql, args)
-            }
+            })
 
-        return sorted_refs(await self._db.run(select))
+        return await self._db.run(select)  # sorted on the worker thread, not the event loop
 
 
 # -- helpers (pure or per-connection) ------------------------------------------
