@@ -91,8 +91,10 @@ class _Uvicorn:
                 yield
 
         host, port = split_address(address)
+        # proxy_headers off: the pipeline reads forwarding headers itself, from trusted peers
+        # only (trusted_proxies); uvicorn's own rewrite would hand it a forged client address.
         config = uvicorn.Config(app, host=host, port=port, lifespan="off", access_log=False,
-                                log_level="warning", backlog=2048)
+                                log_level="warning", backlog=2048, proxy_headers=False)
         self._server = Server(config)
 
     async def serve(self) -> None:

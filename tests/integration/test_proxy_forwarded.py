@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from tests.conftest import serving
 from tests.integration.conftest import Origin, running_proxy
 
@@ -115,14 +116,17 @@ async def test_own_answers_carry_via_and_cache_status(origin: Origin, tmp_path: 
     assert purge.status_code == 405 and bad_host.status_code == 400
 
 
+@pytest.mark.parametrize("kind", ["granian", "uvicorn"])
 async def test_purge_allow_sees_the_client_behind_a_trusted_proxy(origin: Origin,
-                                                                  tmp_path: Path) -> None:
+                                                                  tmp_path: Path,
+                                                                  kind: str) -> None:
     behind = {"x-forwarded-for": "203.0.113.7"}
-    async with running_proxy(origin.url, tmp_path / "a", purge_allow="203.0.113.7") as proxy:
+    async with running_proxy(origin.url, tmp_path / "a", purge_allow="203.0.113.7",
+                             kind=kind) as proxy:
         allowed = await proxy.client.request("PURGE", "/x", headers=behind)
         direct = await proxy.client.request("PURGE", "/x")
     async with running_proxy(origin.url, tmp_path / "b", purge_allow="203.0.113.7",
-                             trusted_proxies="") as proxy:
+                             trusted_proxies="", kind=kind) as proxy:
         untrusted = await proxy.client.request("PURGE", "/x", headers=behind)
     assert allowed.status_code == 200
     assert direct.status_code == 403
