@@ -28,11 +28,12 @@ lint: install
 
 bench: install
 	$(PY) bench/hit_path/run.py --rounds 5 --duration 8
-	$(PY) bench/queue.py
+	$(PY) bench/job_queue.py
 	$(PY) bench/purge.py
 	$(PY) bench/hit_path/run.py --systems stoker,stoker-l2 --rounds 5 --duration 8 --output bench/results/hit_path_l2.json
 	$(PY) bench/miss_path.py --rounds 5 --duration 6
 	$(PY) bench/memory.py --rounds 3
+	$(PY) bench/access_log.py --rounds 5
 
 clean:
 	rm -rf $(VENV) .stoker .pytest_cache .mypy_cache .ruff_cache

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-# bench/queue.py would shadow the stdlib ``queue`` module: import bench/* as a package.
+# import bench/* as the ``bench`` package, never as top-level modules.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))
 

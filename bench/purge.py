@@ -54,7 +54,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-# bench/queue.py would shadow the stdlib ``queue`` module: keep bench/ off the path.
+# keep bench/ off the path: its modules are imported as the ``bench`` package.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(REPO / "src"))
 

@@ -117,7 +117,7 @@ class Stoker:
             assert origin_url is not None
             origin = HttpOrigin(origin_url, timeout=settings.origin_timeout)
         health = OriginHealth(clock)
-        origin = LimitedOrigin(MonitoredOrigin(origin, health),
+        origin = LimitedOrigin(MonitoredOrigin(origin, health, clock),
                                OriginLimiter(settings.origin_max_concurrency))
         host = settings.listen.rpartition(":")[0]
         ledger = PurgeLedger(clock)

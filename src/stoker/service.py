@@ -27,6 +27,7 @@ import httpx
 from stoker.admin.app import build_admin_app
 from stoker.asgi import ASGIApp
 from stoker.clock import Clock
+from stoker.proxy.access_log import AccessLogApp, open_stream
 from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.runtime import Stoker
 from stoker.server import ensure_free, run_apps
@@ -60,7 +61,7 @@ async def run_service(settings: Settings, *, announce: Announce = print,
     ensure_free(settings.admin_listen, "admin_listen")
     stoker, warm = await _open_with_warmer(settings)
     apps: list[tuple[ASGIApp, str]] = [
-        (ProxyApp(stoker.pipeline), settings.listen),
+        (proxy_app(stoker), settings.listen),
         (build_admin_app(stoker, warm), settings.admin_listen),
         *extra,
     ]
@@ -78,6 +79,18 @@ async def run_worker(settings: Settings, *, announce: Announce = print,
     announce(f"stoker worker: {settings.warm_workers} warm workers for "
              f"{', '.join(settings.site_urls)} (data in {settings.data_dir})")
     await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(settings.server, [], stop))
+
+
+def proxy_app(stoker: Stoker) -> ASGIApp:
+    """The public listener's app: the proxy, behind the access log when one is configured."""
+    app: ASGIApp = ProxyApp(stoker.pipeline)
+    settings = stoker.settings
+    if settings.access_log is None:
+        return app
+    return AccessLogApp(app, open_stream(settings.access_log), stoker.clock,
+                        json_format=settings.access_log_format == "json",
+                        redact=settings.log_redact_query,
+                        trusted=stoker.pipeline.config.trusted)
 
 
 async def _open_with_warmer(settings: Settings) -> tuple[Stoker, WarmService]:

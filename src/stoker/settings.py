@@ -248,6 +248,12 @@ FIELDS: dict[str, Field] = {
                               "finished (0: no daily refresh)"),
     "keep_stale": Field(_seconds, "Keep entries past freshness this long and serve them when "
                         "the origin fails (not past must-revalidate/no-cache/s-maxage)"),
+    "access_log": Field(_optional(_text), "Access log: - (standard output) or a file path "
+                        "(default: off)"),
+    "access_log_format": Field(_choice("combined", "json"), "combined (with the cache "
+                               "status appended) or json"),
+    "log_redact_query": Field(_str_list, "Query parameters whose values the access log "
+                              "never writes"),
 }
 
 
@@ -297,6 +303,10 @@ class Settings:
     rewarm_max_wait: float = 300.0
     refresh_interval: float = 86_400.0
     keep_stale: float = 86_400.0
+    access_log: str | None = None
+    access_log_format: str = "combined"
+    log_redact_query: tuple[str, ...] = ("token", "key", "api_key", "password", "secret",
+                                         "signature", "sig", "code", "auth")
     rules: tuple[Rule, ...] = field(default=())
 
     @property

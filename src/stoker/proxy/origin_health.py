@@ -21,6 +21,7 @@ from typing import Final
 from stoker.clock import Clock
 from stoker.jobs import breaker
 from stoker.jobs.breaker import BreakerState
+from stoker.proxy.access_log import origin_wait
 from stoker.proxy.origin import Headers, OriginClient, OriginError, OriginResponse
 
 THRESHOLD: Final = 5
@@ -71,13 +72,15 @@ class OriginHealth:
 class MonitoredOrigin:
     """An :class:`OriginClient` that reports every request to an :class:`OriginHealth`."""
 
-    def __init__(self, origin: OriginClient, health: OriginHealth) -> None:
+    def __init__(self, origin: OriginClient, health: OriginHealth, clock: Clock) -> None:
         self._origin = origin
         self.health = health
+        self._clock = clock
 
     async def fetch(self, method: str, target: str, headers: Headers,
                     body: AsyncIterator[bytes] | None) -> OriginResponse:
         request_id = self.health.begin()
+        started = self._clock.monotonic()
         try:
             response = await self._origin.fetch(method, target, headers, body)
         except OriginError:
@@ -86,6 +89,8 @@ class MonitoredOrigin:
         except BaseException:
             self.health.abandon(request_id)
             raise
+        finally:
+            origin_wait(self._clock.monotonic() - started)
         self.health.report(request_id, ok=response.status not in FAILING_STATUSES)
         return response
 

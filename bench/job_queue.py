@@ -10,7 +10,7 @@ One measurement: enqueue N jobs in batches of B, then lease B and ack those B
 system starts each measurement from empty tables (truncated, untimed). Each
 system runs in a schema of its own, dropped at the end.
 
-    .venv/bin/python bench/queue.py [--jobs 10000] [--batches 10,100,500] [--rounds 3]
+    .venv/bin/python bench/job_queue.py [--jobs 10000] [--batches 10,100,500] [--rounds 3]
 """
 
 from __future__ import annotations
