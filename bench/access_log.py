@@ -70,8 +70,9 @@ async def main(rounds: int, requests: int) -> None:
         finally:
             await stoker.close()
     ratios = [b / a for a, b in zip(off, on, strict=True)]
-    print(f"median: off {statistics.median(off):.2f} µs, on {statistics.median(on):.2f} µs, "
-          f"on/off {statistics.median(ratios):.2f}x (+{statistics.median(on) - statistics.median(off):.2f} µs per hit)")
+    median_off, median_on = statistics.median(off), statistics.median(on)
+    print(f"median: off {median_off:.2f} µs, on {median_on:.2f} µs, "
+          f"on/off {statistics.median(ratios):.2f}x (+{median_on - median_off:.2f} µs per hit)")
 
 
 if __name__ == "__main__":
