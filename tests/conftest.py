@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from stoker.asgi import ASGIApp
-from stoker.server import run_apps
+from stoker.server import Tls, run_apps
 
 
 def free_port() -> int:
@@ -35,15 +35,18 @@ async def wait_listening(port: int, timeout: float = 10.0) -> None:
 
 
 @asynccontextmanager
-async def serving(app: ASGIApp, *, kind: str = "uvicorn",
-                  port: int | None = None) -> AsyncIterator[str]:
-    """Serve ``app`` on a real server of ``kind``; yield its base URL; stop on exit."""
+async def serving(app: ASGIApp, *, kind: str = "uvicorn", port: int | None = None,
+                  tls: Tls | None = None) -> AsyncIterator[str]:
+    """Serve ``app`` on a real server of ``kind`` (HTTPS with ``tls``); yield its base URL;
+    stop on exit."""
     port = port or free_port()
+    address = f"127.0.0.1:{port}"
     stop = asyncio.Event()
-    task = asyncio.create_task(run_apps(kind, [(app, f"127.0.0.1:{port}")], stop))
+    task = asyncio.create_task(run_apps(kind, [(app, address)], stop,
+                                        {address: tls} if tls else None))
     try:
         await wait_listening(port)
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     finally:
         stop.set()
         await asyncio.wait_for(task, 15)

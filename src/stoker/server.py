@@ -19,7 +19,9 @@ import errno
 import logging
 import signal
 import socket
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Coroutine, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from stoker.asgi import ASGIApp
@@ -65,14 +67,25 @@ def ensure_free(address: str, setting: str) -> None:
                                f"stop it or set {setting} to a free address") from None
 
 
+@dataclass(frozen=True)
+class Tls:
+    """A certificate chain and its private key (PEM files) for one listener."""
+
+    cert: Path
+    key: Path
+
+
 class _Granian:
-    def __init__(self, app: ASGIApp, address: str) -> None:
-        from granian.constants import Interfaces
+    def __init__(self, app: ASGIApp, address: str, tls: Tls | None) -> None:
+        from granian.constants import HTTPModes, Interfaces
         from granian.server.embed import Server
 
         host, port = split_address(address)
+        # HTTP/1.1 and HTTP/2 (h2c with prior knowledge; ALPN under TLS)
         self._server = Server(app, address=host, port=port, interface=Interfaces.ASGINL,
-                              log_enabled=False, backlog=2048)
+                              http=HTTPModes.auto, log_enabled=False, backlog=2048,
+                              ssl_cert=tls.cert if tls else None,
+                              ssl_key=tls.key if tls else None)
 
     async def serve(self) -> None:
         await self._server.serve()
@@ -82,7 +95,7 @@ class _Granian:
 
 
 class _Uvicorn:
-    def __init__(self, app: ASGIApp, address: str) -> None:
+    def __init__(self, app: ASGIApp, address: str, tls: Tls | None) -> None:
         import uvicorn
 
         class Server(uvicorn.Server):
@@ -94,7 +107,9 @@ class _Uvicorn:
         # proxy_headers off: the pipeline reads forwarding headers itself, from trusted peers
         # only (trusted_proxies); uvicorn's own rewrite would hand it a forged client address.
         config = uvicorn.Config(app, host=host, port=port, lifespan="off", access_log=False,
-                                log_level="warning", backlog=2048, proxy_headers=False)
+                                log_level="warning", backlog=2048, proxy_headers=False,
+                                ssl_certfile=str(tls.cert) if tls else None,
+                                ssl_keyfile=str(tls.key) if tls else None)
         self._server = Server(config)
 
     async def serve(self) -> None:
@@ -104,14 +119,16 @@ class _Uvicorn:
         self._server.should_exit = True
 
 
-def make_server(kind: str, app: ASGIApp, address: str) -> _Server:
+def make_server(kind: str, app: ASGIApp, address: str, tls: Tls | None = None) -> _Server:
     """A server of ``kind`` (``granian`` or ``uvicorn``) for ``app`` on ``address``."""
-    return _Granian(app, address) if kind == "granian" else _Uvicorn(app, address)
+    return _Granian(app, address, tls) if kind == "granian" else _Uvicorn(app, address, tls)
 
 
 async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
-                   stop: asyncio.Event | None = None) -> None:
-    """Serve every ``(app, address)`` until ``stop`` is set or a signal arrives."""
+                   stop: asyncio.Event | None = None,
+                   tls: Mapping[str, Tls] | None = None) -> None:
+    """Serve every ``(app, address)`` (with TLS where ``tls`` names the address) until
+    ``stop`` is set or a signal arrives."""
     for _, address in apps:
         ensure_free(address, "listen address")
     stop = stop or asyncio.Event()
@@ -119,7 +136,8 @@ async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, stop.set)
-    servers = [make_server(kind, app, address) for app, address in apps]
+    servers = [make_server(kind, app, address, (tls or {}).get(address))
+               for app, address in apps]
     tasks = [asyncio.create_task(server.serve()) for server in servers]
     waiter = asyncio.create_task(stop.wait())
     await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)

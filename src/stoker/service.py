@@ -30,7 +30,7 @@ from stoker.clock import Clock
 from stoker.proxy.access_log import AccessLogApp, open_stream
 from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.runtime import Stoker
-from stoker.server import ensure_free, run_apps
+from stoker.server import Tls, ensure_free, run_apps
 from stoker.settings import Settings, admin_url
 from stoker.warm.run import Run
 from stoker.warming import WarmService
@@ -57,6 +57,7 @@ async def run_service(settings: Settings, *, announce: Announce = print,
     """Serve the proxy and the admin API until stopped; ``alongside`` (given the
     warmer) runs beside the servers from their start until it returns or they stop."""
     settings.require_safe_admin()
+    settings.require_tls_pair()
     ensure_free(settings.listen, "listen")
     ensure_free(settings.admin_listen, "admin_listen")
     stoker, warm = await _open_with_warmer(settings)
@@ -65,11 +66,14 @@ async def run_service(settings: Settings, *, announce: Announce = print,
         (build_admin_app(stoker, warm), settings.admin_listen),
         *extra,
     ]
-    announce(f"stoker: proxying http://{settings.listen} → {settings.origin} "
+    scheme = "https" if settings.tls_cert else "http"
+    announce(f"stoker: proxying {scheme}://{settings.listen} → {settings.origin} "
              f"(admin on http://{settings.admin_listen}, data in {settings.data_dir}, "
              f"{settings.warm_workers} warm workers)")
+    tls = {settings.listen: Tls(settings.tls_cert, settings.tls_key)} if (
+        settings.tls_cert and settings.tls_key) else None
     await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(settings.server, apps,
-                                                                      stop), alongside)
+                                                                      stop, tls), alongside)
 
 
 async def run_worker(settings: Settings, *, announce: Announce = print,

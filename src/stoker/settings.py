@@ -254,6 +254,9 @@ FIELDS: dict[str, Field] = {
                                "status appended) or json"),
     "log_redact_query": Field(_str_list, "Query parameters whose values the access log "
                               "never writes"),
+    "tls_cert": Field(_optional(_path), "PEM certificate chain: the public listener speaks "
+                      "HTTPS (HTTP/2 by ALPN) with tls_key"),
+    "tls_key": Field(_optional(_path), "PEM private key of tls_cert"),
 }
 
 
@@ -307,6 +310,8 @@ class Settings:
     access_log_format: str = "combined"
     log_redact_query: tuple[str, ...] = ("token", "key", "api_key", "password", "secret",
                                          "signature", "sig", "code", "auth")
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
     rules: tuple[Rule, ...] = field(default=())
 
     @property
@@ -340,6 +345,15 @@ class Settings:
         if self.purge_hosts:
             return self.purge_hosts[0]
         return self.origin_host or self.listen
+
+    def require_tls_pair(self) -> None:
+        """Both ``tls_cert`` and ``tls_key``, or neither, and readable."""
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise SettingsError("tls_cert and tls_key go together: set both (PEM files) for "
+                                "HTTPS on the public listener, or neither")
+        for name, path in (("tls_cert", self.tls_cert), ("tls_key", self.tls_key)):
+            if path is not None and not path.is_file():
+                raise SettingsError(f"{name}: {path} is not a readable file")
 
     def require_safe_admin(self) -> None:
         """Refuse an admin API reachable beyond this machine without a token."""

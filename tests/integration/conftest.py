@@ -31,6 +31,7 @@ class Proxy:
     url: str
     stoker: Stoker
     client: httpx.AsyncClient
+    protocol: str = "http/1.1"
 
 
 @pytest.fixture
@@ -64,7 +65,15 @@ async def proxy_for(config: Settings, *, clock: Clock | None = None, kind: str =
         await stoker.close()
 
 
-@pytest.fixture
-async def proxy(origin: Origin, tmp_path: Path) -> AsyncIterator[Proxy]:
+@pytest.fixture(params=["http/1.1", "h2c"])
+async def proxy(origin: Origin, tmp_path: Path,
+                request: pytest.FixtureRequest) -> AsyncIterator[Proxy]:
+    """Stoker in front of ``origin``; its client speaks HTTP/1.1, or HTTP/2 with prior
+    knowledge (the same tests run over both)."""
     async with running_proxy(origin.url, tmp_path / "data") as running:
-        yield running
+        if request.param == "h2c":
+            async with httpx.AsyncClient(base_url=running.url, timeout=30, http1=False,
+                                         http2=True) as client:
+                yield Proxy(running.url, running.stoker, client, "h2c")
+        else:
+            yield running

@@ -34,7 +34,9 @@ async def test_200_concurrent_misses_make_one_origin_request(origin: Origin,
     assert {r.content for r in responses} == {b"h" * 5000}
     assert origin.app.count("/herd") == 1
     statuses = [r.headers["cache-status"] for r in responses]
-    assert sum("collapsed" in s for s in statuses) == N - 1
+    # every other request waited on that one fetch, or (HTTP/2's 100-stream limit queues
+    # the rest) came after it landed and was a hit
+    assert sum("collapsed" in s or "; hit" in s for s in statuses) == N - 1
 
 
 async def test_uncacheable_response_is_never_shared_by_collapsing(origin: Origin,

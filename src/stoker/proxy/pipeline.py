@@ -159,10 +159,11 @@ class Pipeline:
         try:
             request = parse_request(scope, self.config.default_host, self.config.trusted)
         except BadRequest as error:
-            headers, body = error_response(400, str(error), [
-                (b"cache-status", cache_status(hit=False, detail="bad-request",
-                                               name=self._name)),
-                (b"connection", b"close")])  # nothing more is read from this connection
+            extra = [(b"cache-status", cache_status(hit=False, detail="bad-request",
+                                                    name=self._name))]
+            if str(scope.get("http_version", "1.1")).startswith("1"):
+                extra.append((b"connection", b"close"))  # read nothing more (HTTP/1 only)
+            headers, body = error_response(400, str(error), extra)
             await self.sink(send, head_only=False).whole(400, headers, body)
             return
         sink = self.sink(send, head_only=request.method == "HEAD")
