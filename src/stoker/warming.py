@@ -11,7 +11,8 @@ Invariants:
   ``warm_workers`` > 0, a worker on the ``warm`` queue, until ``stop``.
 - Deadlines: ``rewarm`` (purge debounce), ``refresh`` (daily run),
   ``stats_flush`` (hit statistics, every :data:`STATS_EVERY`), ``job_reap``
-  (finished jobs older than :data:`KEEP_JOBS`), ``l2_reclaim`` (L2 eviction,
+  (finished jobs older than :data:`KEEP_JOBS`, hit counts of URLs not visited for
+  :data:`KEEP_HITS`), ``l2_reclaim`` (L2 eviction,
   every ``EVICT_EVERY``: the :class:`Stoker` is opened without its own loop);
   each re-arms itself.
 - :meth:`WarmService.close` flushes the hit statistics (nothing counted is
@@ -45,6 +46,7 @@ L2_RECLAIM: Final = "l2_reclaim"
 STATS_EVERY: Final = 60.0
 REAP_EVERY: Final = 3600.0
 KEEP_JOBS: Final = 7 * 86_400.0
+KEEP_HITS: Final = 30 * 86_400.0
 RETRY: Final = 30.0
 
 
@@ -129,9 +131,11 @@ class WarmService:
         await self.ticker.arm(STATS_FLUSH, "earliest", STATS_EVERY)
 
     async def _reap_due(self, _: Deadline) -> None:
-        reaped = await self.stores.queue.reap(self.stoker.clock.now() - KEEP_JOBS)
-        if reaped:
-            log.info("reaped %d finished jobs", reaped)
+        now = self.stoker.clock.now()
+        reaped = await self.stores.queue.reap(now - KEEP_JOBS)
+        pruned = await self.stores.hits.prune(now - KEEP_HITS)
+        if reaped or pruned:
+            log.info("reaped %d finished jobs and %d unvisited URLs' hit counts", reaped, pruned)
         await self.ticker.arm(JOB_REAP, "earliest", REAP_EVERY)
 
     async def _reclaim_due(self, _: Deadline) -> None:
