@@ -30,6 +30,7 @@ bench: install
 	$(PY) bench/hit_path/run.py --rounds 5 --duration 8
 	$(PY) bench/queue.py
 	$(PY) bench/purge.py
+	$(PY) bench/warm.py
 
 clean:
 	rm -rf $(VENV) .stoker .pytest_cache .mypy_cache .ruff_cache
