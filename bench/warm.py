@@ -218,6 +218,76 @@ async def visit(url: str, rate: float, connections: int, out: Path) -> None:
     out.write_text(json.dumps(samples))
 
 
+# -- probes inside stoker serve (subprocess, only with --probe / --fixed-limit) -------------
+
+
+@dataclass
+class Probe:
+    """Where a warm visit's time goes, gathered inside ``stoker serve``."""
+
+    visits: int = 0
+    visit_seconds: float = 0.0  # whole visits through the pipeline, as the throttle sees them
+    limit_sum: int = 0  # the throttle's limit after each visit (its mean: limit_sum / visits)
+    cuts: int = 0  # halvings the throttle decided (also counted when --fixed-limit undoes them)
+    origin_requests: int = 0
+    origin_ttfb: float = 0.0  # from asking for an origin slot to the response's headers
+    origin_held: float = 0.0  # from asking for an origin slot to closing the response
+
+    def summary(self) -> dict[str, float]:
+        visits, requests = max(1, self.visits), max(1, self.origin_requests)
+        return {"visit_ms": round(self.visit_seconds / visits * 1000, 2),
+                "origin_ttfb_ms": round(self.origin_ttfb / requests * 1000, 2),
+                "origin_held_ms": round(self.origin_held / requests * 1000, 2),
+                "mean_limit": round(self.limit_sum / visits, 2), "cuts": self.cuts}
+
+
+def probed_stoker(out: Path, fixed_limit: bool, argv: list[str]) -> None:
+    """Run the ``stoker`` command line with :class:`Probe` hooks on the throttle's input
+    and the origin client; the summary goes to ``out`` when the process exits.  With
+    ``fixed_limit`` the throttle's limit stays at ``warm_max_concurrency``."""
+    import atexit
+    import dataclasses
+    import runpy
+
+    import stoker.proxy.limited_origin as limited
+    import stoker.warm.warmer as warmer
+    from stoker.warm.throttle import on_result as decide
+
+    probe = Probe()
+    fetch = limited.LimitedOrigin.fetch
+
+    def on_result(state: Any, latency: float, *rest: Any) -> Any:
+        new = decide(state, latency, *rest)
+        probe.cuts += new.limit < state.limit
+        if fixed_limit:
+            new = dataclasses.replace(new, limit=new.max_concurrency)
+        probe.visits, probe.visit_seconds = probe.visits + 1, probe.visit_seconds + latency
+        probe.limit_sum += new.limit
+        return new
+
+    async def timed_fetch(self: Any, *args: Any) -> Any:
+        started = time.monotonic()
+        response = await fetch(self, *args)
+        ttfb, close = time.monotonic() - started, response.close
+
+        async def timed_close() -> None:
+            try:
+                await close()
+            finally:
+                probe.origin_requests += 1
+                probe.origin_ttfb += ttfb
+                probe.origin_held += time.monotonic() - started
+
+        response.close = timed_close
+        return response
+
+    warmer.on_result = on_result  # type: ignore[attr-defined]
+    limited.LimitedOrigin.fetch = timed_fetch  # type: ignore[method-assign, assignment]
+    atexit.register(lambda: out.write_text(json.dumps(probe.summary())))
+    sys.argv = ["stoker", *argv]
+    runpy.run_module("stoker", run_name="__main__")
+
+
 # -- the controller (this process) ------------------------------------------------------
 
 
@@ -246,6 +316,7 @@ class Round:
     visitor_requests: int
     visitor_misses: int
     load: str
+    probe: dict[str, float] | None
 
 
 @contextlib.contextmanager
@@ -322,8 +393,12 @@ async def one_round(number: int, args: argparse.Namespace) -> Round:
             [*me, "--origin-server", str(origin_port), proxy, str(args.urls),
              str(args.per_sitemap), str(args.capacity), str(args.render_ms / 1000)],
             CLIENT_CORE, LOGS / f"round-{number}-origin.log"))
+        probe = LOGS / f"round-{number}-probe.json"  # written when stoker exits
+        probe.unlink(missing_ok=True)
+        command = ([*me, "--probed-stoker", str(probe), str(int(args.fixed_limit))]
+                   if args.probe or args.fixed_limit else [sys.executable, "-m", "stoker"])
         stoker = stack.enter_context(process(
-            [sys.executable, "-m", "stoker", "serve", "--listen", f"127.0.0.1:{proxy_port}",
+            [*command, "serve", "--listen", f"127.0.0.1:{proxy_port}",
              "--admin-listen", f"127.0.0.1:{admin_port}"], SERVER_CORE,
             LOGS / f"round-{number}-stoker.log", env=stoker_env(args, origin, f"{tmp}/data")))
         await wait_listening(origin_port, "the origin")
@@ -352,7 +427,8 @@ async def one_round(number: int, args: argparse.Namespace) -> Round:
         visitors.stdin.close()
         await asyncio.to_thread(visitors.wait)
         samples = json.loads(out.read_text())
-    return summarise(number, run, stats, samples, loads, cpu)
+    probed = json.loads(probe.read_text()) if probe.exists() else None
+    return summarise(number, run, stats, samples, loads, cpu, probed)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -368,7 +444,8 @@ async def sample_load(loads: list[float]) -> None:
 
 
 def summarise(number: int, run: dict[str, Any], stats: dict[str, Any],
-              samples: list[list[float]], loads: list[float], cpu: float) -> Round:
+              samples: list[list[float]], loads: list[float], cpu: float,
+              probe: dict[str, float] | None) -> Round:
     if run["phase"] != "done":
         raise RuntimeError(f"warm run ended {run['phase']}: {run.get('error')} "
                            f"{run['counts']}")
@@ -398,7 +475,7 @@ def summarise(number: int, run: dict[str, Any], stats: dict[str, Any],
         idle_p50_ms=round(percentile(idle_ms, 0.5), 2),
         run_p50_ms=round(percentile(run_ms, 0.5), 2),
         visitor_requests=len(during), visitor_misses=sum(1 for s in during if not s[2]),
-        load=f"{min(loads, default=0):.1f}-{max(loads, default=0):.1f}")
+        load=f"{min(loads, default=0):.1f}-{max(loads, default=0):.1f}", probe=probe)
 
 
 def verdict(value: float, goal: float) -> str:
@@ -429,6 +506,10 @@ def report(rounds: list[Round]) -> str:
         f"page is also read by discovery); visitor misses during runs: "
         f"{sum(r.visitor_misses for r in rounds)}",
     ]
+    lines += [f"round {r.round} probe: warm visit {r.probe['visit_ms']} ms, of which the "
+              f"origin request {r.probe['origin_held_ms']} ms (headers after "
+              f"{r.probe['origin_ttfb_ms']} ms); throttle limit {r.probe['mean_limit']} on "
+              f"average, {r.probe['cuts']:.0f} halvings" for r in rounds if r.probe]
     return "\n".join(lines)
 
 
@@ -451,6 +532,9 @@ def cli() -> None:
         asyncio.run(serve_origin(int(port), site, int(urls), int(per_sitemap), int(capacity),
                                  float(render)))
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "--probed-stoker":
+        probed_stoker(Path(sys.argv[2]), sys.argv[3] == "1", sys.argv[4:])
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "--visitors":
         url, rate, connections, out = sys.argv[2:6]
         asyncio.run(visit(url, float(rate), int(connections), Path(out)))
@@ -467,6 +551,10 @@ def cli() -> None:
     parser.add_argument("--origin-max-concurrency", type=int, default=16)
     parser.add_argument("--rate", type=float, default=400.0, help="visitors' requests/s")
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--probe", action="store_true", help="measure inside stoker serve "
+                        "where a warm visit's time goes and how often the throttle halves")
+    parser.add_argument("--fixed-limit", action="store_true", help="(implies --probe) keep "
+                        "the warm throttle at warm_max_concurrency: what AIMD costs")
     parser.add_argument("--idle", type=float, default=8.0,
                         help="seconds of visitor load before the run (the first is dropped)")
     asyncio.run(main(parser.parse_args()))
