@@ -251,13 +251,15 @@ def probed_stoker(out: Path, fixed_limit: bool, argv: list[str]) -> None:
 
     import stoker.proxy.limited_origin as limited
     import stoker.warm.warmer as warmer
+    from stoker.warm.throttle import ThrottleState
     from stoker.warm.throttle import on_result as decide
 
     probe = Probe()
     fetch = limited.LimitedOrigin.fetch
 
-    def on_result(state: Any, latency: float, *rest: Any) -> Any:
-        new = decide(state, latency, *rest)
+    def on_result(state: ThrottleState, latency: float, status: int, retry_after: str | None,
+                  now: float) -> ThrottleState:
+        new = decide(state, latency, status, retry_after, now)
         probe.cuts += new.limit < state.limit
         if fixed_limit:
             new = dataclasses.replace(new, limit=new.max_concurrency)
