@@ -34,6 +34,7 @@ bench: install
 	$(PY) bench/miss_path.py --rounds 5 --duration 6
 	$(PY) bench/memory.py --rounds 3
 	$(PY) bench/access_log.py --rounds 5
+	$(PY) bench/warm.py
 
 clean:
 	rm -rf $(VENV) .stoker .pytest_cache .mypy_cache .ruff_cache
