@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,6 +31,17 @@ from stoker.proxy.request import request_client, request_path
 
 REDACTED: Final = "REDACTED"
 _origin_wait: ContextVar[list[float] | None] = ContextVar("stoker_origin_wait", default=None)
+
+
+@contextmanager
+def origin_waits() -> Iterator[list[float]]:
+    """Collect, in the block, the seconds each origin request waited for its answer."""
+    waits: list[float] = []
+    token = _origin_wait.set(waits)
+    try:
+        yield waits
+    finally:
+        _origin_wait.reset(token)
 
 
 def origin_wait(seconds: float) -> None:
@@ -138,8 +150,6 @@ class AccessLogApp:
             return
         started, at = self._clock.monotonic(), self._clock.now()
         seen = _Seen()
-        waits: list[float] = []
-        token = _origin_wait.set(waits)
 
         async def watch(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -149,11 +159,11 @@ class AccessLogApp:
                 seen.size += len(message.get("body", b""))
             await send(message)
 
-        try:
-            await self._app(scope, receive, watch)
-        finally:
-            _origin_wait.reset(token)
-            self._write(scope, at, self._clock.monotonic() - started, sum(waits), seen)
+        with origin_waits() as waits:
+            try:
+                await self._app(scope, receive, watch)
+            finally:
+                self._write(scope, at, self._clock.monotonic() - started, sum(waits), seen)
 
     def _write(self, scope: Message, at: float, duration: float, origin: float,
                seen: _Seen) -> None:

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from stoker.asgi import Message
 from stoker.clock import Clock
 from stoker.http.headers import get_header
+from stoker.proxy.access_log import origin_waits
 from stoker.proxy.limited_origin import warm_visits
 from stoker.proxy.origin import OriginClient
 from stoker.proxy.pipeline import Pipeline
@@ -57,9 +58,10 @@ class PipelineVisitor:
                 sent.append(message)
 
         started = self._clock.monotonic()
-        with warm_visits(allowance):
+        with warm_visits(allowance), origin_waits() as waits:
             await self._pipeline.handle(scope, receive, send)
-        latency = self._clock.monotonic() - started
+        # the throttle judges the origin: its own answer time, not Stoker's work around it
+        latency = sum(waits) if waits else self._clock.monotonic() - started
         if not sent:
             return VisitResult(url, 0, "failed", latency, detail="no response")
         status = int(sent[0]["status"])

@@ -33,6 +33,7 @@ class VisitResult:
     status: int
     outcome: str
     latency: float
+    """Seconds the origin took to answer (the whole visit when it was not asked)."""
     retry_after: str | None = None
     detail: str = ""
 
