@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -58,7 +58,7 @@ class WarmService:
     stores: WarmStores
     warmer: Warmer
     ticker: Ticker
-    _unsubscribe: object = None
+    _unsubscribe: Callable[[], None] | None = None
 
     @classmethod
     async def open(cls, stoker: Stoker) -> WarmService:
@@ -157,7 +157,7 @@ class WarmService:
 
     async def close(self) -> None:
         """Flush hit statistics, stop listening to purges, close the stores."""
-        if callable(self._unsubscribe):
+        if self._unsubscribe is not None:
             self._unsubscribe()
         try:
             await self.flush_stats()
