@@ -63,6 +63,7 @@ def fetch_config(settings: Settings) -> FetchConfig:
         max_variants=settings.max_variants,
         stopgap_header=settings.stopgap_header.lower().encode("latin-1"),
         keep_stale=settings.keep_stale,
+        compress=settings.compress,
     )
 
 

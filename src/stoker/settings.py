@@ -257,6 +257,8 @@ FIELDS: dict[str, Field] = {
     "tls_cert": Field(_optional(_path), "PEM certificate chain: the public listener speaks "
                       "HTTPS (HTTP/2 by ALPN) with tls_key"),
     "tls_key": Field(_optional(_path), "PEM private key of tls_cert"),
+    "compress": Field(_bool, "Store br and gzip forms of compressible responses (text, JSON, "
+                      "JS, SVG, XML over 1 KiB, inline bodies) and serve the best one accepted"),
 }
 
 
@@ -312,6 +314,7 @@ class Settings:
                                          "signature", "sig", "code", "auth")
     tls_cert: Path | None = None
     tls_key: Path | None = None
+    compress: bool = True
     rules: tuple[Rule, ...] = field(default=())
 
     @property

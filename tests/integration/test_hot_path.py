@@ -178,3 +178,20 @@ async def test_age_is_never_negative_when_the_clock_steps_back(origin: Origin,
     fast = await through_hot_path(stack, scope("/back"))
     assert fast is not None
     assert (b"age", b"0") in fast.headers
+
+
+@pytest.mark.parametrize(("accept", "coding"), [
+    (b"gzip, deflate, br", b"br"), (b"gzip", b"gzip"), (b"identity", None), (None, None)])
+async def test_fast_path_and_pipeline_agree_on_codings(origin: Origin, stack: Stack,
+                                                       accept: bytes | None,
+                                                       coding: bytes | None) -> None:
+    origin.app.set("/enc", headers=[*CACHEABLE, ("content-type", "text/html")],
+                   body=b"<p>compressible</p>" * 200)
+    headers = () if accept is None else ((b"accept-encoding", accept),)
+    await through_pipeline(stack, scope("/enc", headers=headers))
+    fast = await through_hot_path(stack, scope("/enc", headers=headers))
+    slow = await through_pipeline(stack, scope("/enc", headers=headers))
+    assert fast is not None
+    assert (fast.status, fast.headers, fast.body) == (slow.status, slow.headers, slow.body)
+    assert (b"vary", b"accept-encoding") in fast.headers
+    assert dict(fast.headers).get(b"content-encoding") == coding

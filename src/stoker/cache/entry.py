@@ -13,13 +13,20 @@ Invariants:
   large ones in a file under the data directory (``body_file`` is its name).
 - ``headers`` are the stored response headers: lower-case names, no
   hop-by-hop fields, no ``Age`` (computed when served).
+- ``encoded`` holds the compressed forms of an inline ``body`` made once at
+  store time (:mod:`stoker.http.encoding`), best first; bodies kept in files
+  have none.  :meth:`CacheEntry.served` is the form sent for one coding (its
+  headers and ETag per :func:`~stoker.http.encoding.served_headers`),
+  computed once per entry and coding.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from operator import attrgetter
+
+from stoker.http.encoding import IDENTITY, Encoded, coded_etag, served_headers
 
 Header = tuple[bytes, bytes]
 
@@ -61,6 +68,31 @@ class CacheEntry:
     not a rule or a default: only such entries may answer requests with personal cookies."""
     stale_ok: bool = False
     """The response may be served stale (no must-revalidate, proxy-revalidate, no-cache)."""
+    encoded: Encoded = ()
+    """Compressed forms of ``body``, e.g. ``(("br", ...), ("gzip", ...))``, best first."""
+    _forms: dict[str, CacheEntry] = field(default_factory=dict, init=False, repr=False,
+                                          compare=False)
+
+    @property
+    def codings(self) -> tuple[str, ...]:
+        """The codings ``encoded`` holds, best first."""
+        return tuple(name for name, _ in self.encoded)
+
+    def served(self, coding: str) -> CacheEntry:
+        """This entry as sent in ``coding`` (``identity`` or one of :attr:`codings`)."""
+        if not self.encoded:
+            return self
+        form = self._forms.get(coding)
+        if form is None:
+            body = dict(self.encoded)[coding] if coding != IDENTITY else self.body
+            form = CacheEntry(*_FIELDS(self))
+            form.body = body
+            form.body_size = len(body) if body is not None else self.body_size
+            form.headers = served_headers(self.headers, coding, form.body_size)
+            form.etag = coded_etag(self.etag, coding) if self.etag is not None else None
+            form.encoded = ()
+            self._forms[coding] = form
+        return form
 
     def age(self, now: float) -> float:
         """Current age per RFC 9111 §4.2.3: corrected initial age plus resident time."""
@@ -99,8 +131,9 @@ class CacheEntry:
         """Approximate bytes this entry holds in memory (for L1 accounting)."""
         head = sum(len(k) + len(v) for k, v in self.headers)
         inline = len(self.body) if self.body is not None else 0
+        inline += sum(len(data) for _, data in self.encoded)
         return 256 + len(self.primary_key) + len(self.url) + head + inline
 
 
-_FIELDS = attrgetter(*(field.name for field in fields(CacheEntry)))
+_FIELDS = attrgetter(*(each.name for each in fields(CacheEntry) if each.init))
 """Every field of an entry, in constructor order (for :meth:`CacheEntry.softened`)."""

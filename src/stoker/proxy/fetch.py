@@ -27,6 +27,11 @@ Invariants:
   origin request was sent and covering the entry means: not stored and not
   shared (hard purge), or stored and shared already stale (soft purge).  The
   ledger check and ``store.put`` run without an ``await`` between them.
+- With ``compress`` on, a stored inline body that
+  :func:`~stoker.http.encoding.compressible` allows is compressed once, in a
+  worker thread, after the client's response has ended; bodies stored in
+  files (above ``body_file_threshold``) stay identity-only.  A refresh keeps
+  the codings unless the new headers forbid them (``no-transform``).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from stoker.cache.tiered import TieredStore
 from stoker.clock import Clock
 from stoker.http.cache_status import cache_status
 from stoker.http.conditional import merge_not_modified, revalidation_headers
+from stoker.http.encoding import Encoded, compress, compressible
 from stoker.http.headers import get_header
 from stoker.http.keys import parse_vary, variant_of, variants_to_drop
 from stoker.http.policy import RuleTTL, StaleDefaults, StorageDecision, decide_storage
@@ -76,6 +82,7 @@ class FetchConfig:
     max_variants: int = 32
     stopgap_header: bytes = b"x-stoker-stopgap"
     keep_stale: float = 0.0
+    compress: bool = True
 
 
 @dataclass(slots=True)
@@ -239,8 +246,20 @@ class Fetcher:
         spooled = await copy.finish()
         if spooled is None:
             return copy.failure
+        encoded = await self._encode(response, spooled[0], spooled[2])
         return await self._save(
-            fetch, self._build(fetch, response, decision, response_time, *spooled), since)
+            fetch, self._build(fetch, response, decision, response_time, *spooled, encoded),
+            since)
+
+    async def _encode(self, response: OriginResponse, body: bytes | None, size: int) -> Encoded:
+        """The compressed forms to store beside an inline ``body`` (none when not allowed)."""
+        if body is None or not self._may_compress(response.status, response.headers, size):
+            return ()
+        return await asyncio.to_thread(compress, body)
+
+    def _may_compress(self, status: int, headers: Sequence[tuple[bytes, bytes]],
+                      size: int) -> bool:
+        return self.config.compress and compressible(status, headers, size)
 
     def _stored_response_headers(self, fetch: Fetch, response: OriginResponse,
                                  decision: StorageDecision) -> list[tuple[bytes, bytes]]:
@@ -283,7 +302,7 @@ class Fetcher:
 
     def _build(self, fetch: Fetch, response: OriginResponse, decision: StorageDecision,
                response_time: float, body: bytes | None, body_file: str | None,
-               size: int) -> CacheEntry:
+               size: int, encoded: Encoded) -> CacheEntry:
         vary = parse_vary(_text(get_header(response.headers, b"vary"))) or ()
         headers = stored_headers(response.headers, strip_set_cookie=decision.strip_set_cookie,
                                  hidden=self.config.hidden_headers, body_size=size)
@@ -313,6 +332,7 @@ class Fetcher:
             stored_at=self._clock.now(),
             origin_vouched=decision.origin_vouched,
             stale_ok=not decision.revalidate_only,
+            encoded=encoded,
         )
 
     async def _refresh(self, fetch: Fetch, stale: CacheEntry, response: OriginResponse,
@@ -341,6 +361,8 @@ class Fetcher:
             stored_at=self._clock.now(),
             origin_vouched=decision.origin_vouched,
             stale_ok=not decision.revalidate_only,
+            encoded=stale.encoded if self._may_compress(stale.status, merged, stale.body_size)
+            else (),
         )
         screened = self._screen(refreshed, since)
         if screened is None:

@@ -15,14 +15,15 @@ the fast path and the pipeline share one key function; a version bump never
 reads old keys.  The memo is bounded and cleared when full; URLs whose rule
 bypasses the cache map to ``None`` and always take the full pipeline.  The
 response (headers, ``Age``, ``Cache-Status``, ``Via``) is the one the
-pipeline would send for the same hit.
+pipeline would send for the same hit, in the same coding
+(:func:`~stoker.proxy.pipeline.served_form`).
 """
 
 from __future__ import annotations
 
 from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
-from stoker.proxy.pipeline import Pipeline
+from stoker.proxy.pipeline import Pipeline, served_form
 from stoker.proxy.request import BadRequest, parse_request, request_scheme
 from stoker.rules import match_rule
 
@@ -74,7 +75,8 @@ class HotPath:
             return False
         pipeline.stats["hit"] += 1
         pipeline.hits.hit(entry.url)
-        await _send_entry(send, entry, now, self._prefix, self._via)
+        await _send_entry(send, served_form(scope["headers"], entry), now, self._prefix,
+                          self._via)
         return True
 
     def _primary_key(self, scope: Message, scheme: str, host: bytes) -> str | None:

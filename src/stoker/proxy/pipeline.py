@@ -28,6 +28,9 @@ Invariants:
   rule's ``vary_ignore_cookies`` (:func:`~stoker.rules.vary_view`).
 - Every response carries ``Cache-Status`` and ``Via``; responses from cache
   carry ``Age``.
+- A response from an entry with codings is the form :func:`served_form`
+  picks (the best coding the client accepts; identity for a Range request),
+  with that form's headers and ETag, conditionals judged against that ETag.
 - While the origin is down (:class:`~stoker.proxy.origin_health.OriginHealth`),
   a request whose entry may answer on error (``error_until``) gets it at once
   (``detail=stale-if-error``) instead of waiting for the origin; one
@@ -61,6 +64,7 @@ from stoker.clock import Clock
 from stoker.http.cache_control import parse_cache_control
 from stoker.http.cache_status import cache_status
 from stoker.http.conditional import not_modified_headers, should_answer_not_modified
+from stoker.http.encoding import IDENTITY, choose_encoding
 from stoker.http.forwarded import TrustedProxies
 from stoker.http.headers import get_header, get_joined, without
 from stoker.http.keys import normalise_host, primary_key, select_variant, variant_of
@@ -406,6 +410,7 @@ class Pipeline:
         Order of RFC 9110 §13.2.2: a conditional GET/HEAD may get 304, then a
         GET's Range may get 206 or 416 (:func:`decide_range`), else the 200.
         """
+        entry = served_form(request.headers, entry)
         extra = ((b"age", str(int(entry.age(now))).encode()), (b"cache-status", status))
         if entry.status == 200 and _has_conditional(request.headers) and (
                 should_answer_not_modified(request.headers, etag=entry.etag,
@@ -520,6 +525,16 @@ class Pipeline:
         """Wait for background revalidations (used at shutdown and in tests)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def served_form(headers: Sequence[tuple[bytes, bytes]], entry: CacheEntry) -> CacheEntry:
+    """The form of ``entry`` to send for a request with ``headers`` (RFC 9110 §12.5.3);
+    ranges are served from identity only."""
+    if not entry.encoded:
+        return entry
+    if get_header(headers, b"range") is not None:
+        return entry.served(IDENTITY)
+    return entry.served(choose_encoding(get_joined(headers, b"accept-encoding"), entry.codings))
 
 
 def _range_for(request: RequestInfo, entry: CacheEntry, length: int) -> RangeDecision:

@@ -43,7 +43,8 @@ async def test_entries_survive_a_restart(
     tmp_path: Path, bodies: BodyStore, clock: FakeClock
 ) -> None:
     path = tmp_path / "cache.sqlite3"
-    entry = make_entry(tags=("post-1",), headers=((b"x", b"\x00\x01"),))
+    entry = make_entry(tags=("post-1",), headers=((b"x", b"\x00\x01"),),
+                       encoded=(("br", b"\x00br"), ("gzip", b"\x1f\x8b")))
     first = await SqliteCacheStore.open(path, bodies, clock)
     await first.put(entry)
     await first.close()
@@ -57,7 +58,7 @@ async def test_entries_survive_a_restart(
     with sqlite3.connect(path) as conn:
         rows = conn.execute("SELECT name FROM schema_migrations WHERE component = 'cache'")
         assert rows.fetchall() == [("0001_cache.sql",), ("0002_entry_flags.sql",),
-                                   ("0003_cache_live_index.sql",)]
+                                   ("0003_cache_live_index.sql",), ("0004_entry_encoded.sql",)]
 
 
 async def test_a_tag_lookup_reads_indexes_only(

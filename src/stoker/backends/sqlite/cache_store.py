@@ -26,7 +26,9 @@ Invariants:
   (or waits in the L2 queue) is kept.  The sweep reads the references and
   removes files on the worker thread, so no put interleaves.
 - ``headers`` are stored length-prefixed (:func:`encode_headers`), so any
-  bytes round-trip; ``vary`` and ``tags`` are JSON.
+  bytes round-trip; ``vary`` and ``tags`` are JSON; ``encoded`` (the
+  compressed forms, NULL when none) uses the same encoding with the coding
+  name as the field name, and counts in ``size_bytes``.
 """
 
 from __future__ import annotations
@@ -55,15 +57,15 @@ log = logging.getLogger("stoker.cache")
 SELECT_LIVE = """
 SELECT primary_key, variant, url, status, headers, body, body_file, body_size,
        response_time, initial_age, fresh_until, stale_until, error_until, keep_until,
-       vary, tags, etag, last_modified, stored_at, origin_vouched, stale_ok
+       vary, tags, etag, last_modified, stored_at, origin_vouched, stale_ok, encoded
 FROM cache_entries WHERE primary_key = ? AND keep_until > ? ORDER BY variant
 """
 INSERT_ENTRY = """
 INSERT INTO cache_entries (
     primary_key, variant, url, status, headers, body, body_file, body_size,
     response_time, initial_age, fresh_until, stale_until, error_until, keep_until,
-    vary, tags, etag, last_modified, stored_at, origin_vouched, stale_ok, size_bytes
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    vary, tags, etag, last_modified, stored_at, origin_vouched, stale_ok, size_bytes, encoded
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 INSERT_TAG = "INSERT OR IGNORE INTO cache_tags (tag, primary_key, variant) VALUES (?, ?, ?)"
 DELETE_REF = """
@@ -331,6 +333,8 @@ def _read_field(blob: bytes, offset: int) -> tuple[bytes, int]:
 def entry_to_row(entry: CacheEntry) -> tuple[Any, ...]:
     """Bound parameters of :data:`INSERT_ENTRY` for ``entry``."""
     headers = encode_headers(entry.headers)
+    encoded = encode_headers((name.encode("ascii"), data) for name, data in entry.encoded) if (
+        entry.encoded) else None
     return (
         entry.primary_key, entry.variant, entry.url, entry.status, headers,
         entry.body, entry.body_file, entry.body_size,
@@ -338,15 +342,16 @@ def entry_to_row(entry: CacheEntry) -> tuple[Any, ...]:
         entry.error_until, entry.keep_until,
         json.dumps(list(entry.vary)), json.dumps(list(entry.tags)),
         entry.etag, entry.last_modified, entry.stored_at,
-        int(entry.origin_vouched), int(entry.stale_ok), len(headers) + entry.body_size,
+        int(entry.origin_vouched), int(entry.stale_ok),
+        len(headers) + entry.body_size + len(encoded or b""), encoded,
     )  # fmt: skip
 
 
 def entry_from_row(row: Sequence[Any]) -> CacheEntry:
     """A :class:`CacheEntry` from a :data:`SELECT_LIVE` row."""
     (key, variant, url, status, headers, body, body_file, body_size, response_time,
-     initial_age, fresh_until, stale_until, error_until, keep_until,
-     vary, tags, etag, last_modified, stored_at, origin_vouched, stale_ok) = row  # fmt: skip
+     initial_age, fresh_until, stale_until, error_until, keep_until, vary, tags, etag,
+     last_modified, stored_at, origin_vouched, stale_ok, encoded) = row  # fmt: skip
     return CacheEntry(
         primary_key=key, variant=variant, url=url, status=status,
         headers=decode_headers(headers), body=body, body_file=body_file,
@@ -355,4 +360,6 @@ def entry_from_row(row: Sequence[Any]) -> CacheEntry:
         keep_until=keep_until, vary=tuple(json.loads(vary)), tags=tuple(json.loads(tags)),
         etag=etag, last_modified=last_modified, stored_at=stored_at,
         origin_vouched=bool(origin_vouched), stale_ok=bool(stale_ok),
+        encoded=tuple((name.decode("ascii"), data) for name, data in decode_headers(encoded))
+        if encoded is not None else (),
     )  # fmt: skip

@@ -1,0 +1,145 @@
+"""Content codings: what to compress at store time, and which coding to serve.
+
+Invariants:
+- Pure: no I/O, no clock.  :func:`compress` is CPU-bound; callers run it in
+  a worker thread, once per stored response, never per hit.
+- A response is compressed only when it is a 200 with a compressible type
+  (``text/*``, JSON, JavaScript, SVG, XML), more than :data:`MIN_SIZE` bytes,
+  no ``Content-Encoding`` of its own (never re-compressed) and no
+  ``Cache-Control: no-transform`` (RFC 9110 §7.7).
+- A coding is kept only when it is smaller than the identity body.
+- :func:`choose_encoding` follows RFC 9110 §12.5.3: q-values rank codings,
+  ``q=0`` refuses one, ``*`` stands for codings not named; ties go to the
+  smaller coding (br, then gzip, then identity).  Identity is the answer when
+  nothing offered is acceptable, and when the request has no
+  ``Accept-Encoding`` at all (as nginx does: such clients may not decode).
+- Every served form of an entry with codings carries ``Vary:
+  Accept-Encoding``; a coded form carries its own ``Content-Encoding``,
+  ``Content-Length`` and an ETag suffixed with the coding (``"abc"`` →
+  ``"abc-br"``; a weak ETag stays weak), so a validator names one form only.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Sequence
+from functools import lru_cache
+
+import brotli
+
+from stoker.http.cache_control import parse_cache_control
+from stoker.http.headers import HeaderInput, get_joined
+
+Header = tuple[bytes, bytes]
+Encoded = tuple[tuple[str, bytes], ...]
+
+IDENTITY = "identity"
+MIN_SIZE = 1024
+PREFERENCE = ("br", "gzip")
+"""Codings Stoker stores, best (smallest) first."""
+COMPRESSIBLE_TYPES = frozenset({
+    "application/json", "application/javascript", "application/x-javascript",
+    "application/ecmascript", "application/xml", "application/xhtml+xml",
+    "application/rss+xml", "application/atom+xml", "application/ld+json",
+    "application/manifest+json", "image/svg+xml",
+})
+ALIASES = {"x-gzip": "gzip"}  # RFC 9110 §8.4.1.3
+BROTLI_QUALITY = 9
+GZIP_LEVEL = 6
+
+
+def compressible(status: int, headers: HeaderInput, size: int) -> bool:
+    """Whether a response of ``status``, ``headers`` and ``size`` body bytes gets codings."""
+    if status != 200 or size <= MIN_SIZE or get_joined(headers, b"content-encoding"):
+        return False
+    if parse_cache_control(get_joined(headers, b"cache-control")).no_transform:
+        return False
+    media = (get_joined(headers, b"content-type") or "").split(";", 1)[0].strip().lower()
+    return media.startswith("text/") or media in COMPRESSIBLE_TYPES or (
+        media.endswith(("+json", "+xml")))
+
+
+def compress(body: bytes) -> Encoded:
+    """The br and gzip forms of ``body`` that are smaller than it, best first."""
+    forms = (("br", brotli.compress(body, quality=BROTLI_QUALITY)),
+             ("gzip", gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)))
+    return tuple((name, data) for name, data in forms if len(data) < len(body))
+
+
+@lru_cache(maxsize=4096)
+def choose_encoding(accept_encoding: str | None, available: tuple[str, ...]) -> str:
+    """The coding to serve (one of ``available`` or ``identity``) per RFC 9110 §12.5.3."""
+    if not accept_encoding or not available:
+        return IDENTITY
+    weights = _weights(accept_encoding)
+    star = weights.get("*")
+    best, best_rank = IDENTITY, (-1.0, -1)
+    identity_q = weights.get(IDENTITY, star)
+    if identity_q is not None and identity_q > 0:
+        best_rank = (identity_q, 0)
+    for position, name in enumerate(reversed(PREFERENCE), start=1):
+        q = weights.get(name, star)
+        if name in available and q is not None and q > 0 and (q, position) > best_rank:
+            best, best_rank = name, (q, position)
+    return best
+
+
+def _weights(accept_encoding: str) -> dict[str, float]:
+    """Coding → q-value; a malformed q-value counts as 0 and a coding named twice gets
+    its lower q (refusal is the safe side)."""
+    weights: dict[str, float] = {}
+    for item in accept_encoding.split(","):
+        name, _, params = item.partition(";")
+        name = name.strip().lower()
+        if not name:
+            continue
+        name = ALIASES.get(name, name)
+        weights[name] = min(_q(params), weights.get(name, 1.0))
+    return weights
+
+
+def _q(params: str) -> float:
+    for param in params.split(";"):
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "q":
+            try:
+                q = float(value.strip())
+            except ValueError:
+                return 0.0
+            return q if 0.0 <= q <= 1.0 else 0.0
+    return 1.0
+
+
+def coded_etag(etag: str, coding: str) -> str:
+    """``etag`` for the ``coding`` form: ``"abc"`` → ``"abc-br"``, ``W/"abc"`` → ``W/"abc-br"``."""
+    if coding == IDENTITY or not etag.endswith('"'):
+        return etag
+    return f'{etag[:-1]}-{coding}"'
+
+
+def served_headers(headers: Sequence[Header], coding: str, length: int) -> tuple[Header, ...]:
+    """The stored ``headers`` for the ``coding`` form (``length`` body bytes) of an entry
+    that has codings: Vary gains Accept-Encoding; a coded form gets its own
+    Content-Encoding, Content-Length and ETag."""
+    out: list[Header] = []
+    vary_seen = False
+    for name, value in headers:
+        if name == b"vary":
+            value, vary_seen = _with_accept_encoding(value), True
+        elif coding != IDENTITY and name == b"content-length":
+            continue
+        elif coding != IDENTITY and name == b"etag":
+            value = coded_etag(value.decode("latin-1"), coding).encode("latin-1")
+        out.append((name, value))
+    if not vary_seen:
+        out.append((b"vary", b"accept-encoding"))
+    if coding != IDENTITY:
+        out += ((b"content-encoding", coding.encode("ascii")), (b"content-length", b"%d" % length))
+    return tuple(out)
+
+
+def _with_accept_encoding(vary: bytes) -> bytes:
+    names = {part.strip().lower() for part in vary.split(b",")}
+    if b"accept-encoding" in names or b"*" in names:
+        return vary
+    return vary + b", accept-encoding"

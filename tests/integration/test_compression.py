@@ -1,0 +1,186 @@
+"""Compression at store time, through a real origin and real servers.
+
+An identity body of a compressible type is compressed once when stored;
+hits get the best coding the client accepts, with its own ETag and
+Content-Length and ``Vary: Accept-Encoding`` on every form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import brotli
+import httpx
+import pytest
+from tests.integration.conftest import Origin, Proxy, running_proxy
+
+from stoker.clock import FakeClock
+
+PAGE = b"<!doctype html><title>t</title>" + b"<p>Stoker compresses at store time.</p>\n" * 500
+HTML = [("cache-control", "public, max-age=600"), ("etag", '"v1"'),
+        ("content-type", "text/html; charset=utf-8")]
+
+
+async def _raw(proxy: Proxy, path: str, **headers: str) -> tuple[httpx.Response, bytes]:
+    """The response and its body bytes as sent (not decoded by the client)."""
+    async with proxy.client.stream("GET", path, headers=headers) as response:
+        body = b"".join([chunk async for chunk in response.aiter_raw()])
+    return response, body
+
+
+async def _stored(origin: Origin, proxy: Proxy, path: str, headers: list[tuple[str, str]],
+                  body: bytes = PAGE) -> None:
+    origin.app.set(path, headers=headers, body=body)
+    miss, sent = await _raw(proxy, path, **{"accept-encoding": "gzip, br"})
+    assert miss.status_code == 200 and sent == body
+    key = proxy.stoker.pipeline.key_for_url(f"{proxy.url}{path}")
+    while not await proxy.stoker.store.get(key):
+        await asyncio.sleep(0.005)  # bounded by the test timeout
+
+
+@pytest.fixture
+async def plain(origin: Origin, tmp_path: Path) -> AsyncIterator[Proxy]:
+    async with running_proxy(origin.url, tmp_path / "data") as proxy:
+        yield proxy
+
+
+async def test_identity_origin_body_is_served_br_and_gzip(origin: Origin, plain: Proxy) -> None:
+    await _stored(origin, plain, "/page", HTML)
+    br, br_body = await _raw(plain, "/page", **{"accept-encoding": "gzip, deflate, br"})
+    assert br.headers["content-encoding"] == "br"
+    assert brotli.decompress(br_body) == PAGE
+    assert br.headers["content-length"] == str(len(br_body)) and len(br_body) < len(PAGE) // 5
+    assert br.headers["etag"] == '"v1-br"'
+    assert br.headers["vary"] == "accept-encoding"
+    assert br.headers["cache-status"].startswith("stoker; hit")
+    gz, gz_body = await _raw(plain, "/page", **{"accept-encoding": "gzip"})
+    assert gz.headers["content-encoding"] == "gzip" and gz.headers["etag"] == '"v1-gzip"'
+    assert gzip.decompress(gz_body) == PAGE
+    assert origin.app.count("/page") == 1
+
+
+@pytest.mark.parametrize("accept", ["identity", "", "br;q=0, gzip;q=0", "deflate"])
+async def test_identity_when_the_client_accepts_no_stored_coding(
+        origin: Origin, plain: Proxy, accept: str) -> None:
+    await _stored(origin, plain, "/id", HTML)
+    response, body = await _raw(plain, "/id", **{"accept-encoding": accept})
+    assert "content-encoding" not in response.headers
+    assert body == PAGE and response.headers["content-length"] == str(len(PAGE))
+    assert response.headers["etag"] == '"v1"'
+    assert response.headers["vary"] == "accept-encoding"  # identity varies too
+
+
+async def test_q_zero_refuses_br(origin: Origin, plain: Proxy) -> None:
+    await _stored(origin, plain, "/q", HTML)
+    response, body = await _raw(plain, "/q", **{"accept-encoding": "br;q=0, gzip;q=0.5"})
+    assert response.headers["content-encoding"] == "gzip"
+    assert gzip.decompress(body) == PAGE
+
+
+async def test_existing_vary_is_merged(origin: Origin, plain: Proxy) -> None:
+    await _stored(origin, plain, "/v", [*HTML, ("vary", "Accept-Language")])
+    response, _ = await _raw(plain, "/v", **{"accept-encoding": "br"})
+    assert response.headers["vary"] == "Accept-Language, accept-encoding"
+
+
+@pytest.mark.parametrize("headers", [
+    [("cache-control", "public, max-age=600, no-transform"), ("content-type", "text/html")],
+    [("cache-control", "public, max-age=600"), ("content-type", "image/png")],
+])
+async def test_no_transform_and_other_types_are_untouched(
+        origin: Origin, plain: Proxy, headers: list[tuple[str, str]]) -> None:
+    await _stored(origin, plain, "/untouched", headers)
+    response, body = await _raw(plain, "/untouched", **{"accept-encoding": "gzip, br"})
+    assert response.headers["cache-status"].startswith("stoker; hit")
+    assert "content-encoding" not in response.headers and "vary" not in response.headers
+    assert body == PAGE
+
+
+async def test_small_bodies_are_not_compressed(origin: Origin, plain: Proxy) -> None:
+    await _stored(origin, plain, "/small", HTML, body=PAGE[:1024])
+    response, body = await _raw(plain, "/small", **{"accept-encoding": "br"})
+    assert "content-encoding" not in response.headers and body == PAGE[:1024]
+
+
+async def test_origin_gzipped_body_is_never_recompressed(origin: Origin, plain: Proxy) -> None:
+    zipped = gzip.compress(PAGE)
+    await _stored(origin, plain, "/gz", [*HTML, ("content-encoding", "gzip")], body=zipped)
+    response, body = await _raw(plain, "/gz", **{"accept-encoding": "br, gzip"})
+    assert response.headers["content-encoding"] == "gzip" and body == zipped
+    assert response.headers["etag"] == '"v1"'
+
+
+async def test_etag_and_304_are_per_encoding(origin: Origin, plain: Proxy) -> None:
+    await _stored(origin, plain, "/c", HTML)
+    br_match = {"accept-encoding": "br", "if-none-match": '"v1-br"'}
+    not_modified, _ = await _raw(plain, "/c", **br_match)
+    assert not_modified.status_code == 304
+    assert not_modified.headers["etag"] == '"v1-br"'
+    assert not_modified.headers["vary"] == "accept-encoding"
+    gzip_client, body = await _raw(plain, "/c", **{"accept-encoding": "gzip",
+                                                   "if-none-match": '"v1-br"'})
+    assert gzip_client.status_code == 200 and gzip.decompress(body) == PAGE
+    identity_client, body = await _raw(plain, "/c", **{"accept-encoding": "identity",
+                                                       "if-none-match": '"v1-br"'})
+    assert identity_client.status_code == 200 and body == PAGE
+    identity_match, _ = await _raw(plain, "/c", **{"accept-encoding": "identity",
+                                                   "if-none-match": '"v1"'})
+    assert identity_match.status_code == 304
+
+
+async def test_range_is_served_from_identity(origin: Origin, plain: Proxy) -> None:
+    await _stored(origin, plain, "/r", HTML)
+    response, body = await _raw(plain, "/r", **{"accept-encoding": "br", "range": "bytes=0-9"})
+    assert response.status_code == 206 and body == PAGE[:10]
+    assert "content-encoding" not in response.headers and response.headers["etag"] == '"v1"'
+
+
+async def test_bodies_in_files_stay_identity(origin: Origin, tmp_path: Path) -> None:
+    async with running_proxy(origin.url, tmp_path / "data",
+                             body_file_threshold="4096") as proxy:
+        await _stored(origin, proxy, "/big", HTML)
+        response, body = await _raw(proxy, "/big", **{"accept-encoding": "br"})
+        assert response.headers["cache-status"].startswith("stoker; hit")
+        assert "content-encoding" not in response.headers and body == PAGE
+
+
+async def test_compress_setting_off(origin: Origin, tmp_path: Path) -> None:
+    async with running_proxy(origin.url, tmp_path / "data", compress="false") as proxy:
+        await _stored(origin, proxy, "/off", HTML)
+        response, body = await _raw(proxy, "/off", **{"accept-encoding": "br"})
+        assert "content-encoding" not in response.headers and body == PAGE
+
+
+async def test_encodings_survive_a_restart(origin: Origin, tmp_path: Path,
+                                           free_tcp_port: int) -> None:
+    data = tmp_path / "data"
+    async with running_proxy(origin.url, data, port=free_tcp_port) as first:
+        await _stored(origin, first, "/l2", HTML)
+    async with running_proxy(origin.url, data, port=free_tcp_port) as second:
+        response, body = await _raw(second, "/l2", **{"accept-encoding": "br"})
+    assert response.headers["content-encoding"] == "br" and brotli.decompress(body) == PAGE
+    assert origin.app.count("/l2") == 1
+
+
+@pytest.mark.parametrize(("not_modified", "coded"), [
+    ([("cache-control", "public, max-age=600")], "br"),
+    ([("cache-control", "public, max-age=600, no-transform")], None),
+])
+async def test_revalidation_keeps_codings_unless_no_transform_arrives(
+        origin: Origin, tmp_path: Path, not_modified: list[tuple[str, str]],
+        coded: str | None) -> None:
+    clock = FakeClock(auto_advance=False)
+    async with running_proxy(origin.url, tmp_path / "data", clock=clock) as proxy:
+        await _stored(origin, proxy, "/reval", HTML)
+        origin.app.set("/reval", headers=[*not_modified, ("etag", '"v1"')], body=b"",
+                       not_modified_etag='"v1"')
+        clock.advance(700)  # stale: the next request revalidates and gets 304
+        await _raw(proxy, "/reval", **{"accept-encoding": "identity"})
+        response, body = await _raw(proxy, "/reval", **{"accept-encoding": "br"})
+    assert origin.app.count("/reval") == 2
+    assert response.headers["cache-status"].startswith("stoker; hit")
+    assert response.headers.get("content-encoding") == coded
+    assert (brotli.decompress(body) if coded else body) == PAGE
