@@ -63,3 +63,17 @@ async def test_smuggling_shapes_reach_the_origin_once_or_not_at_all(
     assert all(method == "POST" for method, _, _ in origin.app.requests)
     assert b" 4" in both + b" " or b" 200 " in both + b" "
     assert b" 431 " in huge + b" " or b" 400 " in huge + b" " or huge == b""
+
+
+async def test_absolute_form_target_names_the_host(origin: Origin, tmp_path: Path) -> None:
+    """RFC 9112 §3.2.2 (uvicorn hands the target over as sent; granian resolves it to the
+    Host header before Stoker sees it)."""
+    origin.app.set("/x", headers=CACHEABLE, body=b"x")
+    async with running_proxy(origin.url, tmp_path, kind="uvicorn") as proxy:
+        answer = await raw(proxy.url, b"GET http://a.example/x HTTP/1.1\r\n"
+                                      b"Host: b.example\r\n\r\n")
+        cached = await proxy.stoker.store.get(proxy.stoker.pipeline.key_for_url(
+            "http://a.example/x"))
+    _, _, headers = origin.app.requests[-1]
+    assert b" 200 " in answer + b" "
+    assert headers["host"] == "a.example" and len(cached) == 1

@@ -3,7 +3,8 @@
 Pure.  Invariants: a :class:`RequestInfo` is only built for a request whose
 target and Host are well-formed — exactly one Host, and an HTTP/1.1 request
 without one is refused (RFC 9112 §3.2; HTTP/1.0 and HTTP/2 requests without a
-Host use the default host), and never both ``Content-Length`` and
+Host use the default host; an absolute-form target's authority replaces the
+Host, RFC 9112 §3.2.2), and never both ``Content-Length`` and
 ``Transfer-Encoding`` (RFC 9112 §6.3); anything else raises :class:`BadRequest`,
 which the pipeline answers with 400 (a malformed request never crashes it).
 ``scheme`` and ``client`` are what the visitor used and is: taken from the
@@ -29,6 +30,7 @@ from stoker.http.keys import url_from_parts
 
 _HOST = re.compile(r"^(?:[A-Za-z0-9.\-_~]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$")
 _FORBIDDEN_PATH = re.compile(r"[\x00-\x20\x7f]")
+_ABSOLUTE_FORM = re.compile(r"^https?://([^/?#]*)(.*)$", re.IGNORECASE)
 
 
 class BadRequest(ValueError):
@@ -92,18 +94,28 @@ def request_client(scope: Mapping[str, Any], headers: list[tuple[bytes, bytes]],
     return forwarded_client(peer, chain, trusted)
 
 
-def request_path(scope: Mapping[str, Any]) -> str:
-    """The request's path as sent (``raw_path`` when the server gives it, else ``path``)."""
+def request_target(scope: Mapping[str, Any]) -> tuple[str | None, str]:
+    """The authority of an absolute-form target (``None`` otherwise) and the path, as sent
+    (``raw_path`` when the server gives it, else ``path``)."""
     raw_path = scope.get("raw_path")
-    path = raw_path.decode("latin-1") if raw_path else str(scope.get("path") or "")
-    return path.split("?", 1)[0]  # some servers leave the query in raw_path
+    target = raw_path.decode("latin-1") if raw_path else str(scope.get("path") or "")
+    authority = None
+    absolute = _ABSOLUTE_FORM.match(target)
+    if absolute:  # RFC 9112 §3.2.2: "GET http://host/path HTTP/1.1"
+        authority, target = absolute.group(1), absolute.group(2) or "/"
+    return authority, target.split("?", 1)[0]  # some servers leave the query in raw_path
+
+
+def request_path(scope: Mapping[str, Any]) -> str:
+    """The request's path as sent, without an absolute-form target's scheme and authority."""
+    return request_target(scope)[1]
 
 
 def parse_request(scope: Mapping[str, Any], default_host: str,
                   trusted: TrustedProxies = NO_PROXIES) -> RequestInfo:
     """Build a :class:`RequestInfo` from an ASGI HTTP scope or raise :class:`BadRequest`."""
     headers: list[tuple[bytes, bytes]] = list(scope.get("headers") or ())
-    path = request_path(scope)
+    authority, path = request_target(scope)
     if not path.startswith("/") or _FORBIDDEN_PATH.search(path):
         raise BadRequest("the request target must be an absolute path")
     if get_header(headers, b"transfer-encoding") is not None and get_header(
@@ -117,6 +129,8 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
         if str(scope.get("http_version", "1.1")) == "1.1":
             raise BadRequest("an HTTP/1.1 request needs a Host header")  # RFC 9112 §3.2
         host = default_host
+    if authority is not None:  # RFC 9112 §3.2.2: the target's authority, not Host
+        host = authority
     if not _HOST.match(host):
         raise BadRequest("the Host header is malformed")
     return RequestInfo(
