@@ -40,11 +40,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
 import json
 import os
-import socket
 import statistics
 import sys
 import tempfile
@@ -57,6 +55,9 @@ REPO = HERE.parent
 # keep bench/ off the path: its modules are imported as the ``bench`` package.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO))
+
+from bench.common import free_port, pin  # noqa: E402
 
 HOT = 100
 TOKEN = "bench-token"
@@ -66,16 +67,6 @@ TICK = 0.001
 GOALS = {"purge_ms": 100.0, "hit_p99_ratio": 2.0, "stall_ms": 10.0, "miss_p99_ratio": 3.0}
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def pin(core: int) -> None:
-    with contextlib.suppress(AttributeError, OSError):
-        if os.cpu_count() and os.cpu_count() > core:  # type: ignore[operator]
-            os.sched_setaffinity(0, {core})
 
 
 def percentile(values: list[float], q: float) -> float:

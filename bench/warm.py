@@ -38,7 +38,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -54,6 +53,9 @@ REPO = HERE.parent
 # bench/queue.py would shadow the stdlib ``queue`` module: keep bench/ off the path.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO))
+
+from bench.common import free_port, pin  # noqa: E402
 
 from stoker.asgi import Receive, Scope, Send  # noqa: E402
 
@@ -69,16 +71,6 @@ XML = [(b"content-type", b"application/xml")]
 JSON = [(b"content-type", b"application/json")]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def pin(core: int) -> None:
-    with contextlib.suppress(AttributeError, OSError):
-        if (os.cpu_count() or 1) > core:
-            os.sched_setaffinity(0, {core})
 
 
 def percentile(values: list[float], q: float) -> float:
