@@ -195,3 +195,24 @@ async def test_fast_path_and_pipeline_agree_on_codings(origin: Origin, stack: St
     assert (fast.status, fast.headers, fast.body) == (slow.status, slow.headers, slow.body)
     assert (b"vary", b"accept-encoding") in fast.headers
     assert dict(fast.headers).get(b"content-encoding") == coding
+
+
+async def test_an_l2_hit_is_served_by_the_fast_path_as_the_pipeline_would(
+        origin: Origin, tmp_path: Path) -> None:
+    clock = FakeClock(auto_advance=False)
+    settings = settings_from({"origin": origin.url, "data_dir": str(tmp_path),
+                              "l1_max_bytes": 0})  # L1 holds nothing: every hit is from L2
+    origin.app.set("/l2", headers=CACHEABLE, body=b"from disk")
+    stoker = await Stoker.open(settings, clock=clock)
+    try:
+        stack = Stack(stoker, HotPath(stoker.pipeline), clock)
+        await through_pipeline(stack, scope("/l2"))
+        await stoker.store.flush()
+        assert stoker.store.get_l1(stoker.pipeline.key_for_url("http://site.test/l2")) is None
+        fast = await through_hot_path(stack, scope("/l2"))
+        slow = await through_pipeline(stack, scope("/l2"))
+    finally:
+        await stoker.close()
+    assert fast is not None and fast.body == b"from disk"
+    assert (fast.status, fast.headers, fast.body) == (slow.status, slow.headers, slow.body)
+    assert origin.app.count("/l2") == 1

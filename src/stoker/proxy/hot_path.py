@@ -1,8 +1,9 @@
 """The fresh-hit fast path: answer the commonest request with the least work.
 
 A plain ``GET`` (no cookies, credentials, cache directives or conditionals)
-whose URL holds exactly one variant, fresh in L1, is answered here with two
-ASGI sends; everything else returns ``False`` and goes through the full
+whose URL holds exactly one variant, fresh in L1 (or in L2, read once and
+promoted), is answered here with two ASGI sends; everything else returns
+``False`` and goes through the full
 :class:`~stoker.proxy.pipeline.Pipeline`, which gives the same answer more
 slowly.  This module decides nothing the pipeline would decide differently:
 it only skips work whose outcome is known.
@@ -46,7 +47,7 @@ class HotPath:
         self._via = (b"via", pipeline.fetcher.config.via)
 
     async def try_serve(self, scope: Message, send: Send) -> bool:
-        """Answer ``scope`` if it is a fresh single-variant L1 hit; else ``False``."""
+        """Answer ``scope`` if it is a fresh single-variant hit (L1, else L2); else ``False``."""
         if scope["method"] != "GET":
             return False
         host = b""
@@ -67,7 +68,9 @@ class HotPath:
         if primary is None:
             return False
         entries = pipeline.store.get_l1(primary)
-        if entries is None or len(entries) != 1:
+        if entries is None:  # an L2 hit is served here too (read once, promoted to L1)
+            entries = await pipeline.store.get(primary)
+        if len(entries) != 1:
             return False
         entry = entries[0]
         now = pipeline.clock.now()
