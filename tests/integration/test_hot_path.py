@@ -216,3 +216,22 @@ async def test_an_l2_hit_is_served_by_the_fast_path_as_the_pipeline_would(
     assert fast is not None and fast.body == b"from disk"
     assert (fast.status, fast.headers, fast.body) == (slow.status, slow.headers, slow.body)
     assert origin.app.count("/l2") == 1
+
+
+async def test_a_miss_reads_l2_once(origin: Origin, stack: Stack) -> None:
+    from stoker.proxy.asgi_proxy import ProxyApp
+
+    origin.app.set("/once", headers=CACHEABLE, body=b"once")
+    reads: list[str] = []
+    l2 = stack.stoker.l2
+    real_get = l2.get
+
+    async def counting_get(primary_key: str) -> list[Any]:
+        reads.append(primary_key)
+        return await real_get(primary_key)
+
+    l2.get = counting_get  # type: ignore[method-assign]
+    sent = Capture()
+    await ProxyApp(stack.stoker.pipeline)(scope("/once"), no_body, sent)
+    assert sent.status == 200 and sent.body == b"once"
+    assert len(reads) == 1  # the fast path's read is handed to the pipeline

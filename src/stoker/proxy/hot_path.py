@@ -25,7 +25,7 @@ from __future__ import annotations
 from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
 from stoker.proxy.pipeline import Pipeline, served_form
-from stoker.proxy.request import BadRequest, parse_request, request_scheme
+from stoker.proxy.request import LOOKED_UP_SCOPE_KEY, BadRequest, parse_request, request_scheme
 from stoker.rules import match_rule
 
 MemoKey = tuple[str, str, bytes, bytes | str, bytes]
@@ -70,6 +70,7 @@ class HotPath:
         entries = pipeline.store.get_l1(primary)
         if entries is None:  # an L2 hit is served here too (read once, promoted to L1)
             entries = await pipeline.store.get(primary)
+            scope[LOOKED_UP_SCOPE_KEY] = (primary, entries)  # the pipeline reads no more
         if len(entries) != 1:
             return False
         entry = entries[0]

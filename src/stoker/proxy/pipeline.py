@@ -219,7 +219,9 @@ class Pipeline:
         primary = self.key_for(request, rule)
         entries = self.store.get_l1(primary)
         if entries is None:
-            entries = await self.store.get(primary)
+            looked_up = request.looked_up
+            entries = looked_up[1] if looked_up is not None and looked_up[0] == primary else (
+                await self.store.get(primary))
         lookup = Lookup(request, rule, primary, vary_view(request.headers, rule), entries,
                         personal_cookies(request.headers, rule))
         entry = select_variant(entries, lookup.varying) if entries else None

@@ -51,6 +51,8 @@ class RequestInfo:
     peer: str | None = None
     warm: bool = False
     """A warm visit (the scope carries :data:`WARM_SCOPE_KEY`), not a visitor's request."""
+    looked_up: tuple[str, Any] | None = None
+    """``(primary key, entries)`` the fast path already read from L2 for this request."""
 
     @property
     def target(self) -> str:
@@ -66,6 +68,8 @@ class RequestInfo:
 NO_PROXIES = TrustedProxies(())
 WARM_SCOPE_KEY = "stoker.warm"
 """Scope key marking an in-process warm visit (a server never sets it; clients cannot)."""
+LOOKED_UP_SCOPE_KEY = "stoker.looked_up"
+"""Scope key where the fast path leaves what it read from L2 (so it is read once)."""
 
 
 def peer_of(scope: Mapping[str, Any]) -> str | None:
@@ -143,4 +147,5 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
         client=request_client(scope, headers, trusted),
         peer=peer_of(scope),
         warm=bool(scope.get(WARM_SCOPE_KEY)),
+        looked_up=scope.get(LOOKED_UP_SCOPE_KEY),
     )
