@@ -109,3 +109,14 @@ async def test_malformed_request_gets_400_not_a_crash(origin: Origin, proxy: Pro
         assert bad.headers["cache-control"] == "no-store"
     ok = await proxy.client.get("/x")
     assert ok.status_code == 404  # the proxy still serves
+
+
+async def test_an_inline_miss_is_in_l1_before_its_response_ends(origin: Origin,
+                                                                 proxy: Proxy) -> None:
+    """So the same client's next request is a hit, however fast it comes."""
+    origin.app.set("/next", headers=CACHEABLE, body=b"n" * 3000)
+    await proxy.client.get("/next")
+    key = proxy.stoker.pipeline.key_for_url(f"{proxy.url}/next")
+    assert proxy.stoker.store.get_l1(key)  # no wait: stored before the last byte was sent
+    again = await proxy.client.get("/next")
+    assert "; hit" in again.headers["cache-status"]

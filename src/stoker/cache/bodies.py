@@ -157,6 +157,11 @@ class BodySpool:
         """Bytes written so far."""
         return self._size
 
+    @property
+    def inline(self) -> bool:
+        """Still held in memory (not spilled to a file): finishing it costs no I/O."""
+        return self._file is None
+
     async def write(self, chunk: bytes) -> None:
         """Append ``chunk``; spills to a temp file once the total exceeds the threshold."""
         if self._closed:

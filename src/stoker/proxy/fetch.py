@@ -228,13 +228,15 @@ class Fetcher:
                 fetch, response, decision))
         copy = _StoredCopy(self._bodies.spool(self.config.body_file_threshold),
                            fetch.request.url, self.config.max_object_bytes)
+        ended = False
         try:
             async for chunk in response.chunks:
                 await copy.write(chunk)
                 if sink is not None:
                     await sink.chunk(chunk)
-            if sink is not None:
-                await sink.end()  # the client never waits for the fsync
+            if sink is not None and not copy.inline:
+                ended = True
+                await sink.end()  # a body in a file: the client never waits for the fsync
         except OriginError as error:
             await copy.give_up(str(error))
             if sink is not None and not sink.gone:
@@ -243,13 +245,22 @@ class Fetcher:
         except BaseException:  # cancelled or failed otherwise: never leave a temp file behind
             await asyncio.shield(copy.abort())
             raise
-        spooled = await copy.finish()
-        if spooled is None:
-            return copy.failure
+        try:
+            spooled = await copy.finish()
+            if spooled is None:
+                return copy.failure
+            # identity first, before an inline body's response ends: the client's next
+            # request finds it in L1; compressed forms follow, off the response path
+            saved = await self._save(
+                fetch, self._build(fetch, response, decision, response_time, *spooled, ()),
+                since)
+        finally:
+            if sink is not None and not ended:
+                await sink.end()
         encoded = await self._encode(response, spooled[0], spooled[2])
-        return await self._save(
-            fetch, self._build(fetch, response, decision, response_time, *spooled, encoded),
-            since)
+        if encoded and isinstance(saved, CacheEntry):
+            return await self._save(fetch, replace(saved, encoded=encoded), since)
+        return saved
 
     async def _encode(self, response: OriginResponse, body: bytes | None, size: int) -> Encoded:
         """The compressed forms to store beside an inline ``body`` (none when not allowed)."""
@@ -408,6 +419,11 @@ class _StoredCopy:
             self.failure = "disk-error"
             log.warning("not storing %s: disk error while saving the body: %s", self._url, error)
             return None
+
+    @property
+    def inline(self) -> bool:
+        """Held in memory (given up, or not spilled to a file)."""
+        return bool(self.failure) or self._spool.inline
 
     async def give_up(self, reason: str, failure: str = "incomplete") -> None:
         if not self.failure:
