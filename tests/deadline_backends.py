@@ -1,4 +1,5 @@
-"""Test helpers for the deadline stores: open either backend in an isolated place.
+"""Test helpers for the deadline stores: open either backend in an isolated place, and
+the fixtures every deadline test module shares (import them into the module).
 
 ``target`` is the SQLite file for ``sqlite`` and a schema of its own (see
 ``tests.job_backends.pg_schema``) for ``postgres``; PostgreSQL is required.
@@ -6,9 +7,11 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-from tests.job_backends import PG_URL
+import pytest
+from tests.job_backends import PG_URL, pg_schema
 
 from stoker.backends.postgres.connection import create_pool
 from stoker.backends.postgres.deadline_store import PostgresDeadlineStore
@@ -27,3 +30,28 @@ async def open_store(backend: str, target: str, *, truncate: bool = False) -> De
     if truncate:
         await pool.execute("TRUNCATE deadlines")
     return store
+
+
+@pytest.fixture(scope="module")
+def pg_deadline_schema() -> Iterator[str]:
+    with pg_schema(migrated=False) as schema:
+        yield schema
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    if backend == "sqlite":
+        return str(tmp_path / "stoker.db")
+    return str(request.getfixturevalue("pg_deadline_schema"))
+
+
+@pytest.fixture
+async def store(backend: str, target: str) -> AsyncIterator[DeadlineStore]:
+    opened = await open_store(backend, target, truncate=True)
+    yield opened
+    await opened.aclose()

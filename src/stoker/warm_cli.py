@@ -28,6 +28,7 @@ from stoker.cli_common import (
     settings_or_exit,
     setup_logging,
 )
+from stoker.clock import SystemClock
 
 ENDED: Final = frozenset({"done", "failed", "cancelled"})
 POLL: Final = 0.5
@@ -71,17 +72,18 @@ def _follow(client: Any, run_id: int) -> dict[str, Any]:
                TimeRemainingColumn())
     with Progress(*columns, console=console) as progress:
         task = progress.add_task(f"run {run_id}", total=None, rate=0.0, failed=0)
-        started = time.monotonic()
+        clock = SystemClock()
+        started = clock.monotonic()
         while True:
             run: dict[str, Any] = client.warm_run(run_id)
             counts = run["counts"]
-            elapsed = max(time.monotonic() - started, 1e-6)
+            elapsed = max(clock.monotonic() - started, 1e-6)
             progress.update(task, total=counts["total"] or None, completed=counts["settled"],
                             description=f"run {run_id} {run['phase']}",
                             rate=counts["settled"] / elapsed, failed=counts["failed"])
             if run["phase"] in ENDED:
                 return run
-            time.sleep(POLL)
+            time.sleep(POLL)  # a synchronous CLI: blocking is what it should do here
 
 
 def _summary(run: dict[str, Any]) -> None:

@@ -6,42 +6,24 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from tests.deadline_backends import BACKENDS, open_store
-from tests.job_backends import pg_schema
+from tests import deadline_backends
+from tests.deadline_backends import open_store
 
 from stoker.schedule.store import Deadline, DeadlineStore
+
+# the fixtures every deadline test module shares
+backend, target, store = (deadline_backends.backend, deadline_backends.target,
+                          deadline_backends.store)
+pg_deadline_schema = deadline_backends.pg_deadline_schema
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 T = 1_700_000_000.0
 
 
-@pytest.fixture(scope="session")
-def pg_deadline_schema() -> Iterator[str]:
-    with pg_schema(migrated=False) as schema:
-        yield schema
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    if backend == "sqlite":
-        return str(tmp_path / "stoker.db")
-    return str(request.getfixturevalue("pg_deadline_schema"))
-
-
-@pytest.fixture
-async def store(backend: str, target: str) -> AsyncIterator[DeadlineStore]:
-    opened = await open_store(backend, target, truncate=True)
-    yield opened
-    await opened.aclose()
 
 
 @pytest.fixture

@@ -8,17 +8,21 @@ the store and gone back to sleep, instead of waiting for some time to pass.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import pytest
-from tests.deadline_backends import BACKENDS, open_store
-from tests.job_backends import pg_schema
+from tests import deadline_backends
+from tests.deadline_backends import open_store
 
 from stoker.clock import FakeClock
 from stoker.schedule.store import Deadline, DeadlineStore
 from stoker.schedule.ticker import STOPPED_ERROR, Ticker
+
+# the fixtures every deadline test module shares
+backend, target, store = (deadline_backends.backend, deadline_backends.target,
+                          deadline_backends.store)
+pg_deadline_schema = deadline_backends.pg_deadline_schema
 
 T = 1_700_000_000.0
 HANG_GUARD = 20.0  # only stops a hung test; no claim about speed
@@ -66,29 +70,6 @@ class Runs:
         return await asyncio.wait_for(self.finished.get(), HANG_GUARD)
 
 
-@pytest.fixture(scope="module")
-def pg_ticker_schema() -> Iterator[str]:
-    with pg_schema(migrated=False) as schema:
-        yield schema
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    if backend == "sqlite":
-        return str(tmp_path / "stoker.db")
-    return str(request.getfixturevalue("pg_ticker_schema"))
-
-
-@pytest.fixture
-async def store(backend: str, target: str) -> AsyncIterator[DeadlineStore]:
-    opened = await open_store(backend, target, truncate=True)
-    yield opened
-    await opened.aclose()
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ write does is decided by the pure functions of :mod:`stoker.schedule.deadlines`.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -15,18 +16,21 @@ from stoker.schedule.store import ArmMode, Deadline
 R = TypeVar("R", bound="Deadline | None")
 
 
-class RowChanges:
+class RowChanges(ABC):
     """The writes of a :class:`DeadlineStore` as changes of one locked row: a backend
     supplies :meth:`_change` (lock ``name``'s row — inserting it first with ``create`` —,
     apply ``change`` to it, write the result unless ``None``) and gets the rest; the
     decisions are :mod:`stoker.schedule.deadlines`'s."""
 
+    @abstractmethod
     async def _change(self, name: str, change: Callable[[Deadline | None], R], *,
                       create: bool = False) -> R:
-        raise NotImplementedError
+        """Lock ``name``'s row (insert it first with ``create``), apply ``change``, write
+        the result unless ``None``; return it."""
 
+    @abstractmethod
     async def list(self) -> Sequence[Deadline]:
-        raise NotImplementedError
+        """Every row, by name."""
 
     async def next_due(self) -> float | None:
         return deadlines.next_wake(await self.list())
