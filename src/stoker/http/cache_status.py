@@ -79,3 +79,9 @@ def cache_status(
     if detail is not None:
         parts.append(f"detail={sf_bare_item(detail)}")
     return "; ".join(parts).encode("ascii")
+
+
+def status_params(member: str) -> set[str]:
+    """The parameters of one Cache-Status member as written (``hit``, ``fwd=stale``, …),
+    for reading back what :func:`cache_status` wrote."""
+    return {part.strip() for part in member.split(";")[1:]}

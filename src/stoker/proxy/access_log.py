@@ -26,6 +26,7 @@ from typing import IO, Final
 
 from stoker.asgi import ASGIApp, Message, Receive, Send
 from stoker.clock import Clock
+from stoker.http.cache_status import status_params
 from stoker.http.forwarded import TrustedProxies
 from stoker.proxy.request import request_client, request_path
 
@@ -92,7 +93,7 @@ def redact_query(query: str, names: Sequence[str]) -> str:
 
 def cache_outcome(cache_status: str) -> str:
     """``hit``, ``stale``, ``collapsed``, ``bypass`` or ``miss`` from a Cache-Status member."""
-    params = {part.strip() for part in cache_status.split(";")[1:]}
+    params = status_params(cache_status)
     if "hit" in params:
         return "stale" if any(p.startswith("detail=stale") for p in params) else "hit"
     if "collapsed" in params:

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from stoker.http.cache_status import status_params
+
 STOPGAP_STATUSES = frozenset({202, 503})
 OUTCOMES = ("warmed", "not_modified", "fresh", "passed", "stopgap", "failed")
 
@@ -47,11 +49,6 @@ class Visitor(Protocol):
         at most ``allowance`` warm visits may be at the origin at once."""
 
 
-def _members(cache_status: str) -> set[str]:
-    """The parameters of this cache's Cache-Status member, without values (``fwd=x`` kept)."""
-    return {part.strip() for part in cache_status.split(";")[1:]}
-
-
 def classify(status: int, headers: Sequence[tuple[bytes, bytes]], *,
              stopgap_header: bytes) -> str:
     """The outcome of a visit from its status and response headers (see module)."""
@@ -62,7 +59,7 @@ def classify(status: int, headers: Sequence[tuple[bytes, bytes]], *,
         return "failed"
     cache_status = next((value.decode("latin-1") for name, value in headers
                          if name == b"cache-status"), "")
-    members = _members(cache_status)
+    members = status_params(cache_status)
     if "hit" in members:
         return "fresh"
     if "stored" in members or "collapsed" in members:  # collapsed: another fetch stored it

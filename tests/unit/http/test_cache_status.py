@@ -56,3 +56,11 @@ def test_all_fwd_values_rfc9211_2_2(fwd: str) -> None:
 def test_invalid_fwd_asserts() -> None:
     with pytest.raises(AssertionError):
         cache_status(hit=False, fwd="nope")
+
+
+def test_status_params_read_back_what_cache_status_wrote() -> None:
+    from stoker.http.cache_status import cache_status, status_params
+
+    written = cache_status(hit=False, fwd="stale", fwd_status=304, stored=True, ttl=60).decode()
+    assert status_params(written) == {"fwd=stale", "fwd-status=304", "stored", "ttl=60"}
+    assert status_params("") == set()
