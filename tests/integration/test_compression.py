@@ -38,7 +38,7 @@ async def _stored(origin: Origin, proxy: Proxy, path: str, headers: list[tuple[s
     miss, sent = await _raw(proxy, path, **{"accept-encoding": "gzip, br"})
     assert miss.status_code == 200 and sent == body
     key = proxy.stoker.pipeline.key_for_url(f"{proxy.url}{path}")
-    # identity is stored before the response ends; the coded forms follow
+    # stored, coded forms included, before the response ends (poll in case of a file body)
     coded = proxy.stoker.settings.compress and len(body) <= (
         proxy.stoker.settings.body_file_threshold) and compressible(
         200, [(k.encode(), v.encode()) for k, v in headers], len(body))

@@ -126,7 +126,6 @@ class Fetcher:
         self._store = store
         self._bodies = bodies
         self._clock = clock
-        self._encoding: set[asyncio.Task[None]] = set()
 
     def status_header(self, fwd: str, fwd_status: int, *, stored: bool = False,
                       collapsed: bool = False, ttl: float | None = None,
@@ -250,36 +249,18 @@ class Fetcher:
             spooled = await copy.finish()
             if spooled is None:
                 return copy.failure
-            # identity first, before an inline body's response ends: the client's next
-            # request finds it in L1; compressed forms follow, off the response path
-            saved = await self._save(
-                fetch, self._build(fetch, response, decision, response_time, *spooled, ()),
+            body, _, size = spooled
+            encoded: Encoded = ()
+            if body is not None and self._may_compress(response.status, response.headers, size):
+                encoded = await asyncio.to_thread(compress, body)
+            # stored, compressed forms included, before an inline body's response ends:
+            # the client's next request is a hit in L1, in the coding it asks for
+            return await self._save(
+                fetch, self._build(fetch, response, decision, response_time, *spooled, encoded),
                 since)
         finally:
             if sink is not None and not ended:
                 await sink.end()
-        if isinstance(saved, CacheEntry) and saved.body is not None and self._may_compress(
-                response.status, response.headers, saved.body_size):
-            task = asyncio.create_task(self._add_codings(fetch, saved, since))
-            self._encoding.add(task)
-            task.add_done_callback(self._encoding.discard)
-        return saved
-
-    async def _add_codings(self, fetch: Fetch, saved: CacheEntry, since: int) -> None:
-        """Store ``saved`` again with its compressed forms, in the background: the fetch
-        (and the collapsed flight it leads) ends without waiting for the compression."""
-        assert saved.body is not None
-        try:
-            encoded = await asyncio.to_thread(compress, saved.body)
-            if encoded:
-                await self._save(fetch, replace(saved, encoded=encoded), since)
-        except Exception:
-            log.exception("compressing %s failed; it is served as identity", saved.url)
-
-    async def drain(self) -> None:
-        """Wait for compressions still running (shutdown and tests)."""
-        while self._encoding:
-            await asyncio.gather(*list(self._encoding), return_exceptions=True)
 
     def _may_compress(self, status: int, headers: Sequence[tuple[bytes, bytes]],
                       size: int) -> bool:

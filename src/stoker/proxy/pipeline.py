@@ -524,10 +524,9 @@ class Pipeline:
         return len(self._tasks)
 
     async def drain(self) -> None:
-        """Wait for background revalidations and compressions (shutdown and tests)."""
+        """Wait for background revalidations (used at shutdown and in tests)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
-        await self.fetcher.drain()
 
 
 def served_form(headers: Sequence[tuple[bytes, bytes]], entry: CacheEntry) -> CacheEntry:
