@@ -229,14 +229,16 @@ class Fetcher:
         copy = _StoredCopy(self._bodies.spool(self.config.body_file_threshold),
                            fetch.request.url, self.config.max_object_bytes)
         ended = False
-        try:
+        held = b""  # the last chunk goes out with the end, so the client cannot ask again
+        try:        # before an inline body is stored
             async for chunk in response.chunks:
                 await copy.write(chunk)
-                if sink is not None:
-                    await sink.chunk(chunk)
+                if sink is not None and held:
+                    await sink.chunk(held)
+                held = chunk
             if sink is not None and not copy.inline:
                 ended = True
-                await sink.end()  # a body in a file: the client never waits for the fsync
+                await sink.end(held)  # a body in a file: the client never waits for the fsync
         except OriginError as error:
             await copy.give_up(str(error))
             if sink is not None and not sink.gone:
@@ -260,7 +262,7 @@ class Fetcher:
                 since)
         finally:
             if sink is not None and not ended:
-                await sink.end()
+                await sink.end(held)
 
     def _may_compress(self, status: int, headers: Sequence[tuple[bytes, bytes]],
                       size: int) -> bool:
