@@ -328,7 +328,13 @@ def cli() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scenarios", default="tag,soft,all")
-    asyncio.run(main(parser.parse_args()))
+    args = parser.parse_args()
+    # as `stoker serve`: uvloop, and the heap frozen once imports are done (run_async)
+    import stoker.admin.app
+    import stoker.proxy.asgi_proxy
+    import stoker.runtime  # noqa: F401
+    from stoker.server import run_async
+    run_async(main(args))
 
 
 if __name__ == "__main__":
