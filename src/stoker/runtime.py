@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from stoker.backends.sqlite.audit_store import SqliteAuditStore
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
+from stoker.cache.budget import share_memory
 from stoker.cache.events import PurgeEvents
 from stoker.cache.ledger import PurgeLedger
 from stoker.cache.memory import MemoryStore
@@ -111,7 +112,8 @@ class Stoker:
         except BaseException:
             await l2.close()
             raise
-        store = TieredStore(MemoryStore(settings.l1_max_bytes, clock), l2, clock,
+        memory = share_memory(settings.l1_max_bytes)
+        store = TieredStore(MemoryStore(memory.l1_bytes, clock), l2, clock,
                             max_queue_bytes=settings.l2_queue_max_bytes,
                             write_timeout=settings.l2_write_timeout)
         if origin is None:
@@ -126,7 +128,7 @@ class Stoker:
             PipelineConfig(rules=settings.rules, collapse_timeout=settings.collapse_timeout,
                            honor_client_no_cache=settings.honor_client_no_cache,
                            default_host=host,
-                           trusted=TrustedProxies(settings.trusted_proxies)),
+                           trusted=TrustedProxies(settings.trusted_proxies), memory=memory),
             Fetcher(fetch_config(settings), origin, store, bodies, clock, ledger),
             store, bodies, origin, clock, version=state.version, health=health)
         purger = Purger(pipeline, store, ledger, PurgeEvents(), clock, versions)

@@ -184,7 +184,7 @@ FIELDS: dict[str, Field] = {
         _optional(_text), "postgresql://… for queue/runs/deadlines (default: SQLite in data_dir)"
     ),
     "server": Field(_choice("granian", "uvicorn"), "HTTP server that runs the proxy"),
-    "l1_max_bytes": Field(_bytes, "Memory (L1) cache bound, e.g. 256MiB"),
+    "l1_max_bytes": Field(_bytes, "Memory for cached pages and per-URL tables, e.g. 256MiB"),
     "l2_max_bytes": Field(_bytes, "Persistent (L2) cache bound, e.g. 4GiB"),
     "body_file_threshold": Field(_bytes, "Bodies larger than this are stored in files"),
     "max_object_bytes": Field(_bytes, "Responses larger than this are passed through, not stored"),

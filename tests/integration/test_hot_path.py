@@ -235,3 +235,25 @@ async def test_a_miss_reads_l2_once(origin: Origin, stack: Stack) -> None:
     await ProxyApp(stack.stoker.pipeline)(scope("/once"), no_body, sent)
     assert sent.status == 200 and sent.body == b"once"
     assert len(reads) == 1  # the fast path's read is handed to the pipeline
+
+
+async def test_the_memo_keeps_its_share_of_memory_oldest_key_out_first(
+        origin: Origin, tmp_path: Path) -> None:
+    settings = settings_from({"origin": origin.url, "data_dir": str(tmp_path / "small"),
+                              "l1_max_bytes": "1MiB"})
+    stoker = await Stoker.open(settings, clock=FakeClock(auto_advance=False))
+    try:
+        limit = stoker.pipeline.config.memory.memo_keys
+        hot = HotPath(stoker.pipeline)
+        paths = [f"/m/{i}" for i in range(limit + 20)]
+        for path in paths:
+            origin.app.set(path, headers=CACHEABLE, body=path.encode())
+            await stoker.pipeline.handle(scope(path), no_body, Capture())
+            sent = Capture()
+            assert await hot.try_serve(scope(path), sent) and sent.body == path.encode()
+            assert hot.memoised <= limit
+        assert hot.memoised == limit
+        again = Capture()  # its key left the memo first; it is computed again, the same
+        assert await hot.try_serve(scope(paths[0]), again) and again.body == b"/m/0"
+    finally:
+        await stoker.close()

@@ -13,7 +13,8 @@ scheme as the pipeline resolves it (trusted proxies' ``X-Forwarded-Proto``
 included), the path as the scope gives it (``raw_path``, else ``path``) — to
 the primary key :meth:`Pipeline.key_for` computes for the parsed request, so
 the fast path and the pipeline share one key function; a version bump never
-reads old keys.  The memo is bounded and cleared when full; URLs whose rule
+reads old keys.  The memo holds at most ``config.memory.memo_keys`` keys (its
+share of ``l1_max_bytes``); when full, the oldest key leaves first; URLs whose rule
 bypasses the cache map to ``None`` and always take the full pipeline.  The
 response (headers, ``Age``, ``Cache-Status``, ``Via``) is the one the
 pipeline would send for the same hit, in the same coding
@@ -21,6 +22,8 @@ pipeline would send for the same hit, in the same coding
 """
 
 from __future__ import annotations
+
+from collections import OrderedDict
 
 from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
@@ -34,7 +37,6 @@ MemoKey = tuple[str, str, bytes, bytes | str, bytes]
 SLOW_HEADERS = frozenset({b"authorization", b"cookie", b"cache-control", b"pragma",
                           b"if-none-match", b"if-modified-since", b"range", b"if-range"})
 FORWARDING_HEADERS = frozenset({b"x-forwarded-proto", b"forwarded"})
-MEMO_LIMIT = 65_536
 
 
 class HotPath:
@@ -42,9 +44,15 @@ class HotPath:
 
     def __init__(self, pipeline: Pipeline) -> None:
         self._pipeline = pipeline
-        self._memo: dict[MemoKey, str | None] = {}
+        self._memo: OrderedDict[MemoKey, str | None] = OrderedDict()
+        self._memo_keys = pipeline.config.memory.memo_keys
         self._prefix = f"{pipeline.fetcher.config.cache_name}; hit; ttl=".encode()
         self._via = (b"via", pipeline.fetcher.config.via)
+
+    @property
+    def memoised(self) -> int:
+        """Keys the memo holds now (at most ``config.memory.memo_keys``)."""
+        return len(self._memo)
 
     async def try_serve(self, scope: Message, send: Send) -> bool:
         """Answer ``scope`` if it is a fresh single-variant hit (L1, else L2); else ``False``."""
@@ -97,8 +105,8 @@ class HotPath:
             return None
         rule = match_rule(pipeline.config.rules, request.host, request.path)
         primary = None if rule is not None and rule.bypass else pipeline.key_for(request, rule)
-        if len(self._memo) >= MEMO_LIMIT:
-            self._memo.clear()
+        if len(self._memo) >= self._memo_keys:
+            self._memo.popitem(last=False)
         self._memo[memo_key] = primary
         return primary
 

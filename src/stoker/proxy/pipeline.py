@@ -56,6 +56,7 @@ from urllib.parse import urljoin, urlsplit
 
 from stoker.asgi import Message, Receive, Send
 from stoker.cache.bodies import BodyStore
+from stoker.cache.budget import MemoryBudget, share_memory
 from stoker.cache.collapse import Collapser, Flight
 from stoker.cache.entry import CacheEntry, Freshness
 from stoker.cache.hits import HitCounter
@@ -84,6 +85,7 @@ from stoker.rules import (
     strip_cookies,
     vary_view,
 )
+from stoker.settings import Settings
 
 log = logging.getLogger("stoker.proxy")
 PurgeMethodHandler = Callable[[RequestInfo, ClientSink], Awaitable[None]]
@@ -97,13 +99,16 @@ OTHER_COOKIES = "(other)"
 
 @dataclass(frozen=True, slots=True)
 class PipelineConfig:
-    """Request-routing settings."""
+    """The pipeline's settings."""
 
     rules: tuple[Rule, ...]
     collapse_timeout: float
     honor_client_no_cache: bool
     default_host: str
     trusted: TrustedProxies = field(default_factory=TrustedProxies)
+    memory: MemoryBudget = field(
+        default_factory=lambda: share_memory(Settings.l1_max_bytes))
+    """Sizes of the per-URL tables: the fast path's key memo, the hit counter."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,10 +150,10 @@ class Pipeline:
         self.version = version
         self.collapser = Collapser()
         self.stats: Counter[str] = Counter()
-        self.hits = HitCounter()
+        self.hits = HitCounter(config.memory.counted_urls)
+        """Per-URL visitor hits and misses (warm visits left out), flushed by the owner."""
         self.health = health or OriginHealth(clock)
         """The origin's breaker (the origin client given reports to it)."""
-        """Per-URL visitor hits and misses (warm visits left out), flushed by the owner."""
         self.cookie_bypasses: Counter[str] = Counter()
         self._tasks: set[asyncio.Task[None]] = set()
         self._name = fetcher.config.cache_name

@@ -54,10 +54,10 @@ def test_an_entry_larger_than_the_bound_is_not_stored(clock: FakeClock) -> None:
 
 
 def test_eviction_updates_the_tag_index(clock: FakeClock) -> None:
-    store = MemoryStore(ENTRY_SIZE, clock)
-    first = make_entry(url("a"), tags=("t",))
+    first, second = make_entry(url("a"), tags=("t",)), make_entry(url("b"), tags=("u",))
+    store = MemoryStore(second.meta_size(), clock)
     store.put_nowait(first)
-    store.put_nowait(make_entry(url("b"), tags=("u",)))
+    store.put_nowait(second)
     assert store.refs_for_tags_nowait(["t"]) == set()
     assert store.refs_for_tags_nowait(["u"]) == {EntryRef(key("b"), "")}
 
