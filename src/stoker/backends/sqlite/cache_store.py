@@ -10,12 +10,14 @@ Invariants:
   store, so writes never interleave; a coroutine cancelled while awaiting
   does not interrupt a transaction already handed to the thread.
 - With ``inline_reads`` (the default) :meth:`SqliteCacheStore.get` runs its
-  one primary-key SELECT on the caller's thread (the event loop), on a
-  read-only connection of its own (:func:`connect_reader`): no thread
-  hand-off per hit, the commonest L2 operation.  In WAL mode that read sees
-  exactly what was committed when it began (never a row a committed delete
-  removed, never half a transaction) and waits for no lock (busy fails at
-  once, and a failing read is a miss to :class:`~stoker.cache.tiered.TieredStore`).
+  one primary-key SELECT on the caller's thread (the event loop; the one that
+  called ``start``, which opened the connection), on a read-only connection
+  of its own (:func:`connect_reader`): no thread hand-off per hit, the
+  commonest L2 operation.  It may run while the worker thread is inside a
+  write transaction: in WAL mode it sees exactly what was committed when it
+  began (never a row a committed delete removed, never half a transaction)
+  and waits for no lock (busy fails at once, and a failing read is a miss to
+  :class:`~stoker.cache.tiered.TieredStore`).
   The price: while it reads, the event loop does nothing else.  An indexed
   read of a row whose pages are in the OS page cache costs ~10 µs; a body
   kept in a body file is never read here (only the row naming it), but an
