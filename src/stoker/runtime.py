@@ -106,7 +106,8 @@ class Stoker:
         bodies = BodyStore(settings.data_dir / "bodies")
         await bodies.sweep_temp()
         l2 = await SqliteCacheStore.open(settings.data_dir / "cache.db", bodies, clock,
-                                         max_bytes=settings.l2_max_bytes)
+                                         max_bytes=settings.l2_max_bytes,
+                                         inline_reads=settings.l2_inline_reads)
         try:
             audit = await SqliteAuditStore.open(settings.sqlite_path, clock)
         except BaseException:

@@ -219,6 +219,10 @@ FIELDS: dict[str, Field] = {
     "l2_write_timeout": Field(
         _seconds, "How long a purge or flush waits for a failing L2 before reporting an error"
     ),
+    "l2_inline_reads": Field(
+        _bool, "Read L2 hits on the event loop (fast); false on a slow or network disk, "
+        "whose reads would stall every request"
+    ),
     "preset": Field(_optional(_choice(*PRESET_NAMES)), "Platform preset expanded into the "
                     "rules (stoker settings --preset NAME prints it)"),
     "stopgap_header": Field(
@@ -294,6 +298,7 @@ class Settings:
     shutdown_timeout: float = 10.0
     l2_queue_max_bytes: int = 64 * 1024 * 1024
     l2_write_timeout: float = 10.0
+    l2_inline_reads: bool = True
     preset: str | None = None
     stopgap_header: str = "X-Stoker-Stopgap"
     stopgap_delay: float = 20.0

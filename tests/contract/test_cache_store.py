@@ -20,7 +20,8 @@ from stoker.cache.testing import make_entry
 from stoker.cache.tiered import TieredStore
 from stoker.clock import FakeClock
 
-STORES = ["memory", "sqlite", "tiered"]
+STORES = ["memory", "sqlite", "sqlite-thread", "tiered"]
+"""``sqlite-thread``: SQLite with ``inline_reads`` off (reads on its worker thread too)."""
 L1_BYTES = 10_000_000
 
 
@@ -28,9 +29,10 @@ async def open_store(kind: str, directory: Path, clock: FakeClock) -> CacheStore
     if kind == "memory":
         return MemoryStore(L1_BYTES, clock)
     sqlite = await SqliteCacheStore.open(
-        directory / "cache.sqlite3", BodyStore(directory / "bodies"), clock
+        directory / "cache.sqlite3", BodyStore(directory / "bodies"), clock,
+        inline_reads=kind != "sqlite-thread",
     )
-    if kind == "sqlite":
+    if kind.startswith("sqlite"):
         return sqlite
     return TieredStore(MemoryStore(L1_BYTES, clock), sqlite, clock)
 

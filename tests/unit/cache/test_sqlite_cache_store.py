@@ -19,6 +19,7 @@ from stoker.backends.sqlite.cache_store import (
     decode_headers,
     encode_headers,
 )
+from stoker.backends.sqlite.connection import connect_reader
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry
 from stoker.cache.store import EntryRef
@@ -241,3 +242,68 @@ async def test_batched_deletes_and_softens_match_any_key_exactly(
     assert await sqlite_store.delete([*refs[1:], decoy]) == 3
     [left] = await sqlite_store.get(entries[0].primary_key)
     assert left.fresh_until == clock.now() and left.variant == odd[0]
+
+
+# -- inline reads (on the caller's thread, a read-only connection of their own) ----------
+
+
+async def test_an_inline_read_sees_exactly_what_was_committed(
+    tmp_path: Path, sqlite_store: SqliteCacheStore, bodies: BodyStore, clock: FakeClock
+) -> None:
+    entry = make_entry()
+    await sqlite_store.put(entry)
+    assert await sqlite_store.get(entry.primary_key) == [entry]
+    newer = replace(entry, status=203)
+    await sqlite_store.put(newer)
+    assert await sqlite_store.get(entry.primary_key) == [newer]
+    await sqlite_store.soften([EntryRef(entry.primary_key, "")], clock.now())
+    [softened] = await sqlite_store.get(entry.primary_key)
+    assert softened.fresh_until == clock.now()
+    other = await SqliteCacheStore.open(tmp_path / "cache.sqlite3", bodies, clock)
+    try:  # another process's writes are seen as soon as they commit
+        await other.delete_primary([entry.primary_key])
+        assert await sqlite_store.get(entry.primary_key) == []
+        await other.put(entry)
+        assert await sqlite_store.get(entry.primary_key) == [entry]
+    finally:
+        await other.close()
+    await sqlite_store.delete([EntryRef(entry.primary_key, "")])
+    assert await sqlite_store.get(entry.primary_key) == []
+
+
+async def test_an_inline_read_never_sees_an_uncommitted_write_nor_waits_for_it(
+    tmp_path: Path, sqlite_store: SqliteCacheStore
+) -> None:
+    entry = make_entry()
+    await sqlite_store.put(entry)
+    with sqlite3.connect(tmp_path / "cache.sqlite3", isolation_level=None, timeout=0) as writer:
+        writer.execute("BEGIN IMMEDIATE")  # holds the write lock until the end
+        writer.execute("DELETE FROM cache_entries")
+        assert await sqlite_store.get(entry.primary_key) == [entry]
+        writer.execute("COMMIT")
+    assert await sqlite_store.get(entry.primary_key) == []
+
+
+def test_the_inline_reader_cannot_write(tmp_path: Path, sqlite_store: SqliteCacheStore) -> None:
+    reader = connect_reader(tmp_path / "cache.sqlite3")
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            reader.execute("DELETE FROM cache_entries")
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize("inline_reads", [True, False])
+async def test_reads_return_what_was_written_and_fail_clearly_after_close(
+    tmp_path: Path, bodies: BodyStore, clock: FakeClock, inline_reads: bool
+) -> None:
+    store = await SqliteCacheStore.open(tmp_path / "c.sqlite3", bodies, clock,
+                                        inline_reads=inline_reads)
+    entry = make_entry()
+    try:
+        await store.put(entry)
+        assert await store.get(entry.primary_key) == [entry]
+    finally:
+        await store.close()
+    with pytest.raises(RuntimeError, match="after close"):
+        await store.get(entry.primary_key)

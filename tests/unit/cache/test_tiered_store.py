@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -224,6 +226,35 @@ async def test_a_failing_l2_read_is_a_logged_miss(
         assert await tiered.get(entry.primary_key) == []
     assert "read failed" in caplog.text
     assert await tiered.get(entry.primary_key) == [entry]
+
+
+async def test_a_corrupt_l2_row_is_a_logged_miss(
+    tiered: TieredStore, l2: FaultyStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    entry = make_entry()
+    await l2.inner.put(entry)
+    with sqlite3.connect(tmp_path / "cache.sqlite3") as conn:
+        conn.execute("UPDATE cache_entries SET headers = x'00000009'")
+    with caplog.at_level(logging.WARNING, logger="stoker.cache"):
+        assert await tiered.get(entry.primary_key) == []
+    assert "corrupt headers blob" in caplog.text
+
+
+async def test_an_l2_read_while_a_write_is_queued_is_not_promoted(
+    tiered: TieredStore, l1: MemoryStore, l2: FaultyStore
+) -> None:
+    old = make_entry()
+    new = make_entry(status=203)
+    await l2.inner.put(old)  # only in L2
+    l2.gate_before["put"] = gate = asyncio.Event()
+    await tiered.put(new)
+    l1.delete_nowait([ref(new)])  # as L1's LRU evicts it before L2 has the write
+    assert await tiered.get(old.primary_key) == [old]  # what L2 holds until the put lands
+    assert tiered.get_l1(old.primary_key) is None  # ... but the put is not undone in L1
+    gate.set()
+    await tiered.flush()
+    assert await tiered.get(old.primary_key) == [new]
+    assert tiered.get_l1(old.primary_key) == [new]
 
 
 # -- the bounded queue and deadlines -------------------------------------------

@@ -7,7 +7,10 @@ Each store owns a migrations package directory of files named
 
 Invariants: a connection from :func:`connect` is in WAL mode with a busy
 timeout, so readers never block the writer and a second process waits
-rather than failing; every write transaction of a store is :func:`immediate`;
+rather than failing; a connection from :func:`connect_reader` cannot write
+and never waits for a lock (busy is an error at once), so a caller on the
+event loop is never held up by another connection; every write transaction
+of a store is :func:`immediate`;
 a migration is recorded in the same transaction that
 applies it, so a crash never leaves one half-applied and recorded.
 """
@@ -47,6 +50,18 @@ def connect(path: Path | str, *, check_same_thread: bool = False) -> sqlite3.Con
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def connect_reader(path: Path | str) -> sqlite3.Connection:
+    """Open ``path`` (already in WAL mode) read-only, autocommit, without a busy timeout.
+
+    Each statement reads the state committed when it starts and ends its read
+    transaction once fully fetched.  The connection belongs to the thread that
+    opened it (``check_same_thread``).
+    """
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=0)
+    conn.execute("PRAGMA query_only = ON")
     return conn
 
 
