@@ -86,7 +86,7 @@ ALL_KEYS = None
 """``keys`` of an operation that may touch any primary key."""
 DEFAULT_QUEUE_BYTES = 64 * 1024 * 1024
 DEFAULT_WRITE_TIMEOUT = 10.0
-L1_CHUNK = 400
+L1_CHUNK = 200
 """L1 entries changed (or primary keys scanned) per event-loop step of a purge or reclaim."""
 L2_CHUNK = 100
 """L2 entries changed per L2 call of a purge or reclaim (request-path reads run between)."""
