@@ -104,6 +104,8 @@ def shares(collapsed: str) -> tuple[int, Counter[str], Counter[str]]:
     total, inclusive, own = 0, Counter[str](), Counter[str]()
     for line in collapsed.splitlines():
         stack, _, count = line.rpartition(" ")
+        if not count.isdigit():  # a frame name holding a newline (rare): skip its pieces
+            continue
         frames = stack.split(";")
         total += int(count)
         own[frames[-1]] += int(count)

@@ -3,7 +3,7 @@
 Invariants: :meth:`Stoker.open` either returns a ready instance or raises
 (with nothing left open).  :meth:`Stoker.close` first flushes the queued L2
 writes (what clients were already answered with), then drains background
-revalidations and reclaims, flushes what they wrote, and closes the cache
+revalidations, compressions and reclaims, flushes what they wrote, and closes the cache
 store, the audit log and the origin.  The flushes and drains share ONE
 budget of ``shutdown_timeout`` seconds on the injected clock; a step still
 running when it is spent is cancelled and logged with what it abandoned, so
@@ -164,8 +164,10 @@ class Stoker:
                 await self._maintenance
         budget = ShutdownBudget(self.clock, self.settings.shutdown_timeout)
         await budget.run("flushing queued L2 writes", self.store.flush(), self._unwritten)
-        await budget.run("draining background revalidations", self.pipeline.drain(),
-                         lambda: f"{self.pipeline.pending()} background revalidations")
+        await budget.run("draining background revalidations and compressions",
+                         self.pipeline.drain(),
+                         lambda: f"{self.pipeline.pending()} background revalidations and "
+                                 "compressions")
         await budget.run("draining reclaims", self.purger.drain(),
                          lambda: f"{self.purger.pending()} reclaims (resumed at the next start)")
         await budget.run("flushing the L2 writes of drained work", self.store.flush(),

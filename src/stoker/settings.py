@@ -262,7 +262,8 @@ FIELDS: dict[str, Field] = {
                       "HTTPS (HTTP/2 by ALPN) with tls_key"),
     "tls_key": Field(_optional(_path), "PEM private key of tls_cert"),
     "compress": Field(_bool, "Store br and gzip forms of compressible responses (text, JSON, "
-                      "JS, SVG, XML over 1 KiB, inline bodies) and serve the best one accepted"),
+                      "JS, SVG, XML over 1 KiB, inline bodies), made once when first accepted, "
+                      "and serve the best one accepted"),
 }
 
 

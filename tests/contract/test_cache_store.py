@@ -260,3 +260,43 @@ async def test_stats_count_entries_and_bytes(store: CacheStore) -> None:
     after = await store.stats()
     assert after["entries"] == 1
     assert 0 < after["bytes"] < full["bytes"] - 5000 + 1
+
+
+FORMS = (("br", b"\x00br"), ("gzip", b"\x1f\x8b"))
+
+
+async def test_add_codings_gives_the_stored_version_its_forms(store: CacheStore) -> None:
+    due = make_entry(codings_due=True)
+    await store.put(due)
+    await store.add_codings(due, FORMS)
+    [stored] = await store.get(due.primary_key)
+    assert (stored.encoded, stored.codings_due) == (FORMS, False)
+    assert stored == due.with_codings(FORMS)
+
+
+async def test_add_codings_never_touches_a_newer_version(store: CacheStore) -> None:
+    due = make_entry(codings_due=True)
+    newer = replace(due, body=b"<p>newer</p>", stored_at=due.stored_at + 1)
+    same_time = replace(due, body=b"<p>other</p>")
+    await store.put(newer)
+    await store.add_codings(due, FORMS)
+    await store.put(same_time)
+    await store.add_codings(due, FORMS)
+    assert await store.get(due.primary_key) == [same_time]
+
+
+async def test_add_codings_never_brings_back_a_deleted_entry(store: CacheStore) -> None:
+    due = make_entry(codings_due=True)
+    await store.put(due)
+    await store.delete([ref(due)])
+    await store.add_codings(due, FORMS)
+    assert await store.get(due.primary_key) == []
+
+
+async def test_add_codings_keeps_a_soft_purge(store: CacheStore, clock: FakeClock) -> None:
+    due = make_entry(codings_due=True, now=clock.now())
+    await store.put(due)
+    await store.soften([ref(due)], clock.now())
+    await store.add_codings(due, FORMS)
+    [stored] = await store.get(due.primary_key)
+    assert stored.encoded == FORMS and stored.fresh_until == clock.now()

@@ -1,14 +1,16 @@
-"""Compression at store time, through a real origin and real servers.
+"""Compression on demand, through a real origin and real servers.
 
-An identity body of a compressible type is compressed once when stored;
-hits get the best coding the client accepts, with its own ETag and
-Content-Length and ``Vary: Accept-Encoding`` on every form.
+An identity body of a compressible type is stored identity-only and
+compressed once, when a client first accepts a coding (right after a miss
+whose client accepts one); hits get the best coding the client accepts, with
+its own ETag and Content-Length and ``Vary: Accept-Encoding`` on every form.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gzip
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,8 +19,10 @@ import httpx
 import pytest
 from tests.integration.conftest import Origin, Proxy, running_proxy
 
+from stoker.cache.invalidation import PurgeScope
 from stoker.clock import FakeClock
-from stoker.http.encoding import compressible
+from stoker.http.encoding import Encoded, compress, compressible
+from stoker.proxy import codings
 
 PAGE = b"<!doctype html><title>t</title>" + b"<p>Stoker compresses at store time.</p>\n" * 500
 HTML = [("cache-control", "public, max-age=600"), ("etag", '"v1"'),
@@ -38,7 +42,7 @@ async def _stored(origin: Origin, proxy: Proxy, path: str, headers: list[tuple[s
     miss, sent = await _raw(proxy, path, **{"accept-encoding": "gzip, br"})
     assert miss.status_code == 200 and sent == body
     key = proxy.stoker.pipeline.key_for_url(f"{proxy.url}{path}")
-    # stored, coded forms included, before the response ends (poll in case of a file body)
+    # the miss's client accepts a coding: the forms follow the response (poll for them)
     coded = proxy.stoker.settings.compress and len(body) <= (
         proxy.stoker.settings.body_file_threshold) and compressible(
         200, [(k.encode(), v.encode()) for k, v in headers], len(body))
@@ -190,3 +194,80 @@ async def test_revalidation_keeps_codings_unless_no_transform_arrives(
     assert response.headers["cache-status"].startswith("stoker; hit")
     assert response.headers.get("content-encoding") == coded
     assert (brotli.decompress(body) if coded else body) == PAGE
+
+
+async def _entry(proxy: Proxy, path: str) -> list[tuple[bool, tuple[str, ...]]]:
+    """(codings due, codings made) of what L1 and, after a flush, L2 hold for ``path``."""
+    key = proxy.stoker.pipeline.key_for_url(f"{proxy.url}{path}")
+    await proxy.stoker.store.flush()
+    return [(entry.codings_due, entry.codings)
+            for entry in [*(proxy.stoker.store.get_l1(key) or []),
+                          *await proxy.stoker.store.get_l2(key)]]
+
+
+async def test_an_identity_miss_compresses_nothing_and_the_next_br_request_is_a_br_hit(
+        origin: Origin, plain: Proxy) -> None:
+    origin.app.set("/lazy", headers=HTML, body=PAGE)
+    miss, body = await _raw(plain, "/lazy", **{"accept-encoding": "identity"})
+    assert body == PAGE and "content-encoding" not in miss.headers
+    await plain.stoker.pipeline.drain()
+    assert await _entry(plain, "/lazy") == [(True, ()), (True, ())]  # L1, L2: not made
+    br, br_body = await _raw(plain, "/lazy", **{"accept-encoding": "br"})
+    assert br.headers["content-encoding"] == "br" and brotli.decompress(br_body) == PAGE
+    assert br.headers["cache-status"].startswith("stoker; hit")
+    gz, gz_body = await _raw(plain, "/lazy", **{"accept-encoding": "gzip"})
+    assert gz.headers["content-encoding"] == "gzip" and gzip.decompress(gz_body) == PAGE
+    assert await _entry(plain, "/lazy") == [(False, ("br", "gzip")), (False, ("br", "gzip"))]
+    assert origin.app.count("/lazy") == 1
+
+
+async def test_an_identity_hit_of_an_entry_not_compressed_yet_varies(
+        origin: Origin, plain: Proxy) -> None:
+    origin.app.set("/idv", headers=HTML, body=PAGE)
+    await _raw(plain, "/idv", **{"accept-encoding": "identity"})
+    hit, body = await _raw(plain, "/idv", **{"accept-encoding": "identity"})
+    assert hit.headers["cache-status"].startswith("stoker; hit") and body == PAGE
+    assert hit.headers["vary"] == "accept-encoding" and hit.headers["etag"] == '"v1"'
+
+
+async def test_concurrent_requests_compress_an_entry_once(
+        origin: Origin, plain: Proxy, monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[int] = []
+
+    def counting(body: bytes) -> Encoded:
+        made.append(len(body))
+        return compress(body)
+
+    monkeypatch.setattr(codings, "compress", counting)
+    origin.app.set("/once", headers=HTML, body=PAGE)
+    await _raw(plain, "/once", **{"accept-encoding": "identity"})
+    answers = await asyncio.gather(*[_raw(plain, "/once", **{"accept-encoding": accept})
+                                     for accept in ["br", "gzip", "br, gzip"] * 4])
+    assert [r.headers["content-encoding"] for r, _ in answers] == ["br", "gzip", "br"] * 4
+    assert made == [len(PAGE)]
+    assert origin.app.count("/once") == 1
+
+
+async def test_a_purge_while_compressing_is_not_undone(
+        origin: Origin, plain: Proxy, monkeypatch: pytest.MonkeyPatch) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def held(body: bytes) -> Encoded:  # fault: a compression that takes until released
+        started.set()
+        release.wait(30)
+        return compress(body)
+
+    monkeypatch.setattr(codings, "compress", held)
+    origin.app.set("/purged", headers=HTML, body=PAGE)
+    await _raw(plain, "/purged", **{"accept-encoding": "identity"})
+    waiting = asyncio.ensure_future(_raw(plain, "/purged", **{"accept-encoding": "br"}))
+    await asyncio.to_thread(started.wait, 30)
+    await plain.stoker.purger.purge(PurgeScope(urls=(f"{plain.url}/purged",)))
+    release.set()
+    response, body = await waiting  # asked before the purge: answered as a miss in flight is
+    assert response.headers["content-encoding"] == "br" and brotli.decompress(body) == PAGE
+    await plain.stoker.pipeline.drain()
+    assert await _entry(plain, "/purged") == []
+    after, _ = await _raw(plain, "/purged", **{"accept-encoding": "br"})
+    assert after.headers["cache-status"].startswith("stoker; fwd=uri-miss")
+    assert origin.app.count("/purged") == 2

@@ -189,12 +189,28 @@ async def test_fast_path_and_pipeline_agree_on_codings(origin: Origin, stack: St
                    body=b"<p>compressible</p>" * 200)
     headers = () if accept is None else ((b"accept-encoding", accept),)
     await through_pipeline(stack, scope("/enc", headers=headers))
+    await stack.stoker.pipeline.drain()  # a miss accepting a coding: its forms follow
     fast = await through_hot_path(stack, scope("/enc", headers=headers))
     slow = await through_pipeline(stack, scope("/enc", headers=headers))
     assert fast is not None
     assert (fast.status, fast.headers, fast.body) == (slow.status, slow.headers, slow.body)
     assert (b"vary", b"accept-encoding") in fast.headers
     assert dict(fast.headers).get(b"content-encoding") == coding
+
+
+async def test_a_coding_not_made_yet_is_left_to_the_pipeline(origin: Origin,
+                                                              stack: Stack) -> None:
+    origin.app.set("/due", headers=[*CACHEABLE, ("content-type", "text/html")],
+                   body=b"<p>compressible</p>" * 200)
+    await through_pipeline(stack, scope("/due"))  # an identity miss: nothing compressed
+    br = scope("/due", headers=((b"accept-encoding", b"br"),))
+    assert await through_hot_path(stack, br) is None
+    slow = await through_pipeline(stack, br)
+    fast = await through_hot_path(stack, br)
+    assert fast is not None
+    assert (fast.status, fast.headers, fast.body) == (slow.status, slow.headers, slow.body)
+    assert dict(fast.headers)[b"content-encoding"] == b"br"
+    assert origin.app.count("/due") == 1
 
 
 async def test_an_l2_hit_is_served_by_the_fast_path_as_the_pipeline_would(

@@ -132,7 +132,8 @@ async def test_a_slow_revalidation_is_abandoned_at_shutdown_timeout_and_the_writ
         pages = [await c.get(f"/page/{i}") for i in range(3)]
     with caplog.at_level(logging.WARNING):
         await running.close()
-    assert "while draining background revalidations; abandoned 1 background" in caplog.text
+    assert ("while draining background revalidations and compressions; abandoned 1 background"
+            in caplog.text)
     assert "flushing" not in caplog.text
     async with running_proxy(origin.url, tmp_path / "data", port=port) as restarted:
         again = [await restarted.client.get(f"/page/{i}") for i in range(3)]

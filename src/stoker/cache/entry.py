@@ -13,11 +13,14 @@ Invariants:
   large ones in a file under the data directory (``body_file`` is its name).
 - ``headers`` are the stored response headers: lower-case names, no
   hop-by-hop fields, no ``Age`` (computed when served).
-- ``encoded`` holds the compressed forms of an inline ``body`` made once at
-  store time (:mod:`stoker.http.encoding`), best first; bodies kept in files
-  have none.  :meth:`CacheEntry.served` is the form sent for one coding (its
-  headers and ETag per :func:`~stoker.http.encoding.served_headers`),
-  computed once per entry and coding.
+- ``encoded`` holds the compressed forms of an inline ``body``
+  (:mod:`stoker.http.encoding`), best first, made once, when a client first
+  accepts a coding; until then ``codings_due`` says they may be made.  Bodies
+  kept in files have none and are never due.  An entry whose forms are made
+  or due is served by negotiation: :meth:`CacheEntry.served` is the form sent
+  for one coding (its headers, ``Vary: Accept-Encoding`` included, and ETag
+  per :func:`~stoker.http.encoding.served_headers`), computed once per entry
+  and coding.
 """
 
 from __future__ import annotations
@@ -83,6 +86,8 @@ class CacheEntry:
     """The response may be served stale (no must-revalidate, proxy-revalidate, no-cache)."""
     encoded: Encoded = ()
     """Compressed forms of ``body``, e.g. ``(("br", ...), ("gzip", ...))``, best first."""
+    codings_due: bool = False
+    """``body`` is compressible (and compression on) but ``encoded`` is not made yet."""
     _forms: dict[str, CacheEntry] = field(default_factory=dict, init=False, repr=False,
                                           compare=False)
 
@@ -93,7 +98,7 @@ class CacheEntry:
 
     def served(self, coding: str) -> CacheEntry:
         """This entry as sent in ``coding`` (``identity`` or one of :attr:`codings`)."""
-        if not self.encoded:
+        if not self.encoded and not self.codings_due:
             return self
         form = self._forms.get(coding)
         if form is None:
@@ -103,9 +108,22 @@ class CacheEntry:
             form.body_size = len(body) if body is not None else self.body_size
             form.headers = served_headers(self.headers, coding, form.body_size)
             form.etag = coded_etag(self.etag, coding) if self.etag is not None else None
-            form.encoded = ()
+            form.encoded, form.codings_due = (), False
             self._forms[coding] = form
         return form
+
+    def with_codings(self, encoded: Encoded) -> CacheEntry:
+        """A copy holding the compressed forms ``encoded`` (none due any more)."""
+        copy = CacheEntry(*_FIELDS(self))
+        copy.encoded, copy.codings_due = encoded, False
+        return copy
+
+    def same_version(self, other: CacheEntry) -> bool:
+        """``other`` is this stored response (same ref, store time and body), maybe
+        softened or given its codings since."""
+        return (self.primary_key == other.primary_key and self.variant == other.variant
+                and self.stored_at == other.stored_at
+                and (self.body is other.body or self.body == other.body))
 
     def age(self, now: float) -> float:
         """Current age per RFC 9111 §4.2.3: corrected initial age plus resident time."""
@@ -159,4 +177,4 @@ class CacheEntry:
 
 
 _FIELDS = attrgetter(*(each.name for each in fields(CacheEntry) if each.init))
-"""Every field of an entry, in constructor order (for :meth:`CacheEntry.softened`)."""
+"""Every field of an entry, in constructor order (for copies made without ``replace``)."""

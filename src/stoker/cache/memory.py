@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from stoker.cache.entry import CacheEntry
 from stoker.cache.store import EntryRef, sorted_refs
 from stoker.clock import Clock
+from stoker.http.encoding import Encoded
 
 
 class _Slot:
@@ -116,6 +117,17 @@ class MemoryStore:
         self._count += 1
         self._index_tags(entry, add=True)
         self._shrink()
+
+    def add_codings_nowait(self, entry: CacheEntry, encoded: Encoded) -> bool:
+        """As :meth:`~stoker.cache.store.CacheStore.add_codings` (a put: the key becomes
+        most recently used); whether the entry got them."""
+        slot = self._slots.get(entry.primary_key)
+        current = slot.variants.get(entry.variant) if slot is not None else None
+        if current is None or not current.codings_due or not current.same_version(entry) or (
+                self._clock.now() >= current.keep_until):
+            return False
+        self.put_nowait(current.with_codings(encoded))
+        return True
 
     def touch_nowait(self, primary_key: str, variant: str) -> None:
         """Mark one variant of a multi-variant key most recently used."""
@@ -211,6 +223,9 @@ class MemoryStore:
 
     async def put(self, entry: CacheEntry) -> None:
         self.put_nowait(entry)
+
+    async def add_codings(self, entry: CacheEntry, encoded: Encoded) -> None:
+        self.add_codings_nowait(entry, encoded)
 
     async def delete(self, refs: Iterable[EntryRef]) -> int:
         return self.delete_nowait(refs)

@@ -8,6 +8,8 @@ Invariants every implementation keeps:
   store's injected clock); it may delete such entries lazily.
 - Tag matching is exact: tag ``post-1`` never selects an entry tagged only
   ``post-10``.
+- ``add_codings`` changes only the version it names: never an entry stored
+  since, nor one deleted (it is not brought back).
 - Deleting an entry that owns a ``body_file`` removes that file only in the
   tier that owns bodies (the persistent one); the memory tier never deletes files.
 """
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from stoker.cache.entry import CacheEntry
+from stoker.http.encoding import Encoded
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,10 @@ class CacheStore(Protocol):
 
     async def soften(self, refs: Iterable[EntryRef], now: float) -> int:
         """Soft purge: set ``fresh_until = min(fresh_until, now)``; return how many changed."""
+
+    async def add_codings(self, entry: CacheEntry, encoded: Encoded) -> None:
+        """Give the stored entry ``encoded`` (and no codings due) if it is still ``entry``'s
+        version (:meth:`CacheEntry.same_version`) with codings due; else change nothing."""
 
     async def delete_except_version(self, version: str) -> int:
         """Delete entries whose primary key does not start with ``f"{version}|"``."""

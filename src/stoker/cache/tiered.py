@@ -6,8 +6,8 @@ goes to the origin rather than failing the request).  Entries carry
 absolute timestamps, so a promoted copy keeps exactly its *remaining*
 lifetime.
 
-Write: ``put`` writes L1 synchronously and queues the L2 write; the caller
-never waits for disk.  Invalidations (``delete``, ``delete_primary``,
+Write: ``put`` (and ``add_codings``) writes L1 synchronously and queues the
+L2 write; the caller never waits for disk.  Invalidations (``delete``, ``delete_primary``,
 ``soften``, ``delete_except_version``) apply to L1 at once, then go through
 the same queue for L2 and are awaited.  A recorded purge (``purge``, given the
 ledger's :class:`~stoker.cache.ledger.PurgeMark`) changes L1 in steps and
@@ -19,7 +19,8 @@ Invariants:
   the queue only once it has succeeded or (a put only) been dropped, so a
   later operation never overtakes an earlier one (a queued ``put`` can never
   resurrect an entry in L2 after a later ``delete``).
-- The queue is bounded: the puts it holds total at most ``max_queue_bytes``
+- The queue is bounded: the puts it holds (``add_codings`` counts as a put
+  here) total at most ``max_queue_bytes``
   (``CacheEntry.meta_size``, the bytes the queue keeps in memory).  When a
   put would exceed that, the OLDEST queued puts are dropped (L1 keeps them,
   L2 forgets them; counted in ``dropped`` and logged once per burst).
@@ -77,6 +78,7 @@ from stoker.cache.ledger import PurgeMark
 from stoker.cache.memory import MemoryStore
 from stoker.cache.store import CacheStore, EntryRef, sorted_refs
 from stoker.clock import Clock
+from stoker.http.encoding import Encoded
 
 T = TypeVar("T")
 
@@ -237,6 +239,18 @@ class TieredStore:
             return
         self._enqueue(_Op("put", lambda: self._l2.put(entry), frozenset((entry.primary_key,)),
                           size=entry.meta_size()))
+
+    async def add_codings(self, entry: CacheEntry, encoded: Encoded) -> None:
+        """Give ``entry``'s stored version its compressed forms (as
+        :meth:`~stoker.cache.store.CacheStore.add_codings`): L1 now, L2 queued (not
+        awaited; dropped like a put when the queue is full: L2 then keeps them due)."""
+        self._l1.add_codings_nowait(entry, encoded)
+        if self._closed:
+            self.dropped += 1
+            return
+        size = 256 + sum(len(data) for _, data in encoded)
+        self._enqueue(_Op("add_codings", lambda: self._l2.add_codings(entry, encoded),
+                          frozenset((entry.primary_key,)), size=size))
 
     async def delete(self, refs: Iterable[EntryRef]) -> int:
         refs = list(refs)

@@ -27,11 +27,12 @@ Invariants:
   origin request was sent and covering the entry means: not stored and not
   shared (hard purge), or stored and shared already stale (soft purge).  The
   ledger check and ``store.put`` run without an ``await`` between them.
-- With ``compress`` on, a stored inline body that
-  :func:`~stoker.http.encoding.compressible` allows is compressed once, in a
-  worker thread, after the client's response has ended; bodies stored in
-  files (above ``body_file_threshold``) stay identity-only.  A refresh keeps
-  the codings unless the new headers forbid them (``no-transform``).
+- Nothing is compressed here: with ``compress`` on, a stored inline body that
+  :func:`~stoker.http.encoding.compressible` allows is stored identity-only
+  with ``codings_due`` set, and its forms are made when a client first
+  accepts a coding (:mod:`stoker.proxy.codings`); bodies stored in files
+  (above ``body_file_threshold``) stay identity-only.  A refresh keeps the
+  codings (made or due) unless the new headers forbid them (``no-transform``).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from stoker.cache.tiered import TieredStore
 from stoker.clock import Clock
 from stoker.http.cache_status import cache_status
 from stoker.http.conditional import merge_not_modified, revalidation_headers
-from stoker.http.encoding import Encoded, compress, compressible
+from stoker.http.encoding import compressible
 from stoker.http.headers import get_header
 from stoker.http.keys import parse_vary, variant_of, variants_to_drop
 from stoker.http.policy import RuleTTL, StaleDefaults, StorageDecision, decide_storage
@@ -251,15 +252,10 @@ class Fetcher:
             spooled = await copy.finish()
             if spooled is None:
                 return copy.failure
-            body, _, size = spooled
-            encoded: Encoded = ()
-            if body is not None and self._may_compress(response.status, response.headers, size):
-                encoded = await asyncio.to_thread(compress, body)
-            # stored, compressed forms included, before an inline body's response ends:
-            # the client's next request is a hit in L1, in the coding it asks for
+            # stored before an inline body's response ends: the client's next request is
+            # a hit in L1
             return await self._save(
-                fetch, self._build(fetch, response, decision, response_time, *spooled, encoded),
-                since)
+                fetch, self._build(fetch, response, decision, response_time, *spooled), since)
         finally:
             if sink is not None and not ended:
                 await sink.end(held)
@@ -309,7 +305,7 @@ class Fetcher:
 
     def _build(self, fetch: Fetch, response: OriginResponse, decision: StorageDecision,
                response_time: float, body: bytes | None, body_file: str | None,
-               size: int, encoded: Encoded) -> CacheEntry:
+               size: int) -> CacheEntry:
         vary = parse_vary(_text(get_header(response.headers, b"vary"))) or ()
         headers = stored_headers(response.headers, strip_set_cookie=decision.strip_set_cookie,
                                  hidden=self.config.hidden_headers, body_size=size)
@@ -339,7 +335,8 @@ class Fetcher:
             stored_at=self._clock.now(),
             origin_vouched=decision.origin_vouched,
             stale_ok=not decision.revalidate_only,
-            encoded=encoded,
+            codings_due=body is not None and self._may_compress(response.status,
+                                                                response.headers, size),
         )
 
     async def _refresh(self, fetch: Fetch, stale: CacheEntry, response: OriginResponse,
@@ -354,6 +351,7 @@ class Fetcher:
             await self._store.delete_primary([stale.primary_key])
             return Outcome("stale", stale, 304, decision.reason)
         fresh_until = response_time + decision.fresh_for - decision.initial_age
+        coded = self._may_compress(stale.status, merged, stale.body_size)  # no-transform?
         refreshed = replace(
             stale,
             headers=tuple(stored_headers(merged, strip_set_cookie=True,
@@ -368,8 +366,8 @@ class Fetcher:
             stored_at=self._clock.now(),
             origin_vouched=decision.origin_vouched,
             stale_ok=not decision.revalidate_only,
-            encoded=stale.encoded if self._may_compress(stale.status, merged, stale.body_size)
-            else (),
+            encoded=stale.encoded if coded else (),
+            codings_due=coded and stale.codings_due,
         )
         screened = self._screen(refreshed, since)
         if screened is None:

@@ -18,7 +18,9 @@ share of ``l1_max_bytes``); when full, the oldest key leaves first; URLs whose r
 bypasses the cache map to ``None`` and always take the full pipeline.  The
 response (headers, ``Age``, ``Cache-Status``, ``Via``) is the one the
 pipeline would send for the same hit, in the same coding
-(:func:`~stoker.proxy.pipeline.served_form`).
+(:func:`~stoker.proxy.pipeline.served_form`); a hit that would get a coding
+not made yet (:func:`~stoker.proxy.codings.wants_coding`) is left to the
+pipeline, which makes it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections import OrderedDict
 
 from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
+from stoker.proxy.codings import wants_coding
 from stoker.proxy.pipeline import Pipeline, served_form
 from stoker.proxy.request import LOOKED_UP_SCOPE_KEY, BadRequest, parse_request, request_scheme
 from stoker.rules import match_rule
@@ -83,7 +86,8 @@ class HotPath:
             return False
         entry = entries[0]
         now = pipeline.clock.now()
-        if entry.vary or now >= entry.fresh_until or entry.body is None:
+        if entry.vary or now >= entry.fresh_until or entry.body is None or (
+                wants_coding(scope["headers"], entry)):  # the pipeline makes the coding
             return False
         pipeline.stats["hit"] += 1
         pipeline.hits.hit(entry.url)

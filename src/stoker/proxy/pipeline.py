@@ -28,9 +28,14 @@ Invariants:
   rule's ``vary_ignore_cookies`` (:func:`~stoker.rules.vary_view`).
 - Every response carries ``Cache-Status`` and ``Via``; responses from cache
   carry ``Age``.
-- A response from an entry with codings is the form :func:`served_form`
-  picks (the best coding the client accepts; identity for a Range request),
-  with that form's headers and ETag, conditionals judged against that ETag.
+- A response from an entry with codings (made or due) is the form
+  :func:`served_form` picks (the best coding the client accepts; identity for
+  a Range request), with that form's headers and ETag, conditionals judged
+  against that ETag.  A request that would get a coding the entry has not
+  made yet (:func:`~stoker.proxy.codings.wants_coding`) waits for it
+  (:class:`~stoker.proxy.codings.Codings`: made once per stored response); a
+  miss whose client accepts a coding starts making it once its response has
+  ended.
 - While the origin is down (:class:`~stoker.proxy.origin_health.OriginHealth`),
   a request whose entry may answer on error (``error_until``) gets it at once
   (``detail=stale-if-error``) instead of waiting for the origin; one
@@ -71,6 +76,7 @@ from stoker.http.headers import get_header, get_joined, without
 from stoker.http.keys import normalise_host, primary_key, select_variant, variant_of
 from stoker.http.policy import shareable_with_authorization
 from stoker.http.ranges import FULL, RangeDecision, decide_range
+from stoker.proxy.codings import Codings, wants_coding
 from stoker.proxy.fetch import SERVE_KINDS, Fetch, Fetcher, Outcome
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
@@ -149,6 +155,8 @@ class Pipeline:
         self.clock = clock
         self.version = version
         self.collapser = Collapser()
+        self.codings = Codings(store)
+        """Compressed forms of stored entries, made when first wanted."""
         self.stats: Counter[str] = Counter()
         self.hits = HitCounter(config.memory.counted_urls)
         """Per-URL visitor hits and misses (warm visits left out), flushed by the owner."""
@@ -359,6 +367,9 @@ class Pipeline:
             self._count_cookie_bypass(lookup.personal)
         if sink is None:
             return outcome
+        if outcome.kind == "stored" and outcome.entry is not None and wants_coding(
+                request.headers, outcome.entry):
+            self.codings.prefetch(outcome.entry)  # the response has ended: off its path
         if outcome.kind in SERVE_KINDS and outcome.entry is not None:
             now = self.clock.now()
             stale = outcome.kind == "stale"
@@ -417,6 +428,8 @@ class Pipeline:
         Order of RFC 9110 §13.2.2: a conditional GET/HEAD may get 304, then a
         GET's Range may get 206 or 416 (:func:`decide_range`), else the 200.
         """
+        if wants_coding(request.headers, entry):
+            entry = await self.codings.coded(entry)
         entry = served_form(request.headers, entry)
         extra = ((b"age", str(int(entry.age(now))).encode()), (b"cache-status", status))
         if entry.status == 200 and _has_conditional(request.headers) and (
@@ -525,19 +538,21 @@ class Pipeline:
         await sink.whole(status, headers, body)
 
     def pending(self) -> int:
-        """Background revalidations running now (cancelling :meth:`drain` cancels them)."""
-        return len(self._tasks)
+        """Background revalidations and compressions running now (cancelling
+        :meth:`drain` cancels them)."""
+        return len(self._tasks) + self.codings.pending()
 
     async def drain(self) -> None:
-        """Wait for background revalidations (used at shutdown and in tests)."""
+        """Wait for background revalidations and compressions (shutdown and tests)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self.codings.drain()
 
 
 def served_form(headers: Sequence[tuple[bytes, bytes]], entry: CacheEntry) -> CacheEntry:
     """The form of ``entry`` to send for a request with ``headers`` (RFC 9110 §12.5.3);
-    ranges are served from identity only."""
-    if not entry.encoded:
+    ranges are served from identity only, and so is an entry whose codings are due."""
+    if not entry.encoded and not entry.codings_due:
         return entry
     if get_header(headers, b"range") is not None:
         return entry.served(IDENTITY)

@@ -59,7 +59,23 @@ async def test_entries_survive_a_restart(
     with sqlite3.connect(path) as conn:
         rows = conn.execute("SELECT name FROM schema_migrations WHERE component = 'cache'")
         assert rows.fetchall() == [("0001_cache.sql",), ("0002_entry_flags.sql",),
-                                   ("0003_cache_live_index.sql",), ("0004_entry_encoded.sql",)]
+                                   ("0003_cache_live_index.sql",), ("0004_entry_encoded.sql",),
+                                   ("0005_entry_codings_due.sql",)]
+
+
+async def test_codings_due_survives_a_restart(
+    tmp_path: Path, bodies: BodyStore, clock: FakeClock
+) -> None:
+    path = tmp_path / "cache.sqlite3"
+    entry = make_entry(codings_due=True)
+    first = await SqliteCacheStore.open(path, bodies, clock)
+    await first.put(entry)
+    await first.close()
+    second = await SqliteCacheStore.open(path, bodies, clock)
+    try:
+        assert await second.get(entry.primary_key) == [entry]
+    finally:
+        await second.close()
 
 
 async def test_a_tag_lookup_reads_indexes_only(

@@ -45,7 +45,8 @@ Invariants:
 - ``headers`` are stored length-prefixed (:func:`encode_headers`), so any
   bytes round-trip; ``vary`` and ``tags`` are JSON; ``encoded`` (the
   compressed forms, NULL when none) uses the same encoding with the coding
-  name as the field name, and counts in ``size_bytes``.
+  name as the field name, and counts in ``size_bytes``; ``codings_due`` is
+  0 or 1.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry, Header
 from stoker.cache.store import EntryRef, sorted_refs
 from stoker.clock import Clock
+from stoker.http.encoding import Encoded
 
 MIGRATIONS_PACKAGE = "stoker.backends.sqlite.migrations"
 COMPONENT = "cache"
@@ -74,15 +76,22 @@ log = logging.getLogger("stoker.cache")
 SELECT_LIVE = """
 SELECT primary_key, variant, url, status, headers, body, body_file, body_size,
        response_time, initial_age, fresh_until, stale_until, error_until, keep_until,
-       vary, tags, etag, last_modified, stored_at, origin_vouched, stale_ok, encoded
+       vary, tags, etag, last_modified, stored_at, origin_vouched, stale_ok, encoded,
+       codings_due
 FROM cache_entries WHERE primary_key = ? AND keep_until > ? ORDER BY variant
 """
 INSERT_ENTRY = """
 INSERT INTO cache_entries (
     primary_key, variant, url, status, headers, body, body_file, body_size,
     response_time, initial_age, fresh_until, stale_until, error_until, keep_until,
-    vary, tags, etag, last_modified, stored_at, origin_vouched, stale_ok, size_bytes, encoded
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    vary, tags, etag, last_modified, stored_at, origin_vouched, stale_ok, size_bytes, encoded,
+    codings_due
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+ADD_CODINGS = """
+UPDATE cache_entries SET encoded = ?, codings_due = 0, size_bytes = size_bytes + ?
+WHERE primary_key = ? AND variant = ? AND stored_at = ? AND body = ? AND codings_due = 1
+  AND keep_until > ?
 """
 INSERT_TAG = "INSERT OR IGNORE INTO cache_tags (tag, primary_key, variant) VALUES (?, ?, ?)"
 DELETE_REF = """
@@ -181,6 +190,12 @@ class SqliteCacheStore:
 
     async def put(self, entry: CacheEntry) -> None:
         await self._db.run(lambda conn: self._put(conn, entry))
+
+    async def add_codings(self, entry: CacheEntry, encoded: Encoded) -> None:
+        blob = _encode_codings(encoded)
+        params = (blob, len(blob or b""), entry.primary_key, entry.variant, entry.stored_at,
+                  entry.body, self._clock.now())
+        await self._db.run(lambda conn: _update_count(conn, ADD_CODINGS, [params]))
 
     async def delete(self, refs: Iterable[EntryRef]) -> int:
         params = [(ref.primary_key, ref.variant) for ref in refs]
@@ -365,8 +380,7 @@ def decode_headers(blob: bytes) -> tuple[Header, ...]:
 def entry_to_row(entry: CacheEntry) -> tuple[Any, ...]:
     """Bound parameters of :data:`INSERT_ENTRY` for ``entry``."""
     headers = encode_headers(entry.headers)
-    encoded = encode_headers((name.encode("ascii"), data) for name, data in entry.encoded) if (
-        entry.encoded) else None
+    encoded = _encode_codings(entry.encoded)
     return (
         entry.primary_key, entry.variant, entry.url, entry.status, headers,
         entry.body, entry.body_file, entry.body_size,
@@ -375,15 +389,21 @@ def entry_to_row(entry: CacheEntry) -> tuple[Any, ...]:
         json.dumps(list(entry.vary)), json.dumps(list(entry.tags)),
         entry.etag, entry.last_modified, entry.stored_at,
         int(entry.origin_vouched), int(entry.stale_ok),
-        len(headers) + entry.body_size + len(encoded or b""), encoded,
+        len(headers) + entry.body_size + len(encoded or b""), encoded, int(entry.codings_due),
     )  # fmt: skip
+
+
+def _encode_codings(encoded: Encoded) -> bytes | None:
+    """The ``encoded`` column: the forms as headers are encoded, NULL when none."""
+    return encode_headers((name.encode("ascii"), data) for name, data in encoded) if (
+        encoded) else None
 
 
 def entry_from_row(row: Sequence[Any]) -> CacheEntry:
     """A :class:`CacheEntry` from a :data:`SELECT_LIVE` row."""
     (key, variant, url, status, headers, body, body_file, body_size, response_time,
      initial_age, fresh_until, stale_until, error_until, keep_until, vary, tags, etag,
-     last_modified, stored_at, origin_vouched, stale_ok, encoded) = row  # fmt: skip
+     last_modified, stored_at, origin_vouched, stale_ok, encoded, codings_due) = row  # fmt: skip
     return CacheEntry(
         primary_key=key, variant=variant, url=url, status=status,
         headers=decode_headers(headers), body=body, body_file=body_file,
@@ -393,7 +413,7 @@ def entry_from_row(row: Sequence[Any]) -> CacheEntry:
         etag=etag, last_modified=last_modified, stored_at=stored_at,
         origin_vouched=bool(origin_vouched), stale_ok=bool(stale_ok),
         encoded=tuple((name.decode("ascii"), data) for name, data in decode_headers(encoded))
-        if encoded is not None else (),
+        if encoded is not None else (), codings_due=bool(codings_due),
     )  # fmt: skip
 
 
