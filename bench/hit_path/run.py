@@ -8,6 +8,8 @@ are interleaved within each round (the order rotates every round) because this m
 is noisy; the summary is the median of each system and the median of the per-round
 ratios ``subject / other`` (subject: Stoker, or the raw ceiling when Stoker is not run).
 System ``stoker-l2`` is Stoker with ``l1_max_bytes = 0``: every fresh hit is an L2 hit.
+System ``stoker-front`` is Stoker with ``server = "stoker"``: its own HTTP/1.1 front, which
+answers fresh hits inside the protocol (``stoker`` runs the default server, granian).
 
     .venv/bin/python bench/hit_path/run.py --rounds 5 --duration 10
     .venv/bin/python bench/hit_path/run.py --systems nginx,varnish,raw --rounds 1 --duration 3
@@ -48,9 +50,10 @@ sys.path.insert(0, str(HERE))
 from page import CACHE_CONTROL, CONTENT_TYPE, PAGE  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
-ALL_SYSTEMS = ("stoker", "raw", "raw-uvicorn", "varnish", "nginx", "stoker-l2")
-PROXIES = {"stoker", "varnish", "nginx", "stoker-l2"}
-GOALS = {"raw": 0.9, "varnish": 1.1}  # Stoker's req/s must be at least this times theirs.
+ALL_SYSTEMS = ("stoker", "raw", "raw-uvicorn", "varnish", "nginx", "stoker-l2", "stoker-front")
+PROXIES = {"stoker", "varnish", "nginx", "stoker-l2", "stoker-front"}
+STOKERS = ("stoker", "stoker-front")
+GOALS = {"raw": 1.1, "varnish": 1.2}  # Stoker's req/s must be at least this times theirs.
 L2_GOAL = 0.5  # stoker-l2's req/s must be at least this times Stoker's (L1) req/s.
 
 
@@ -180,7 +183,7 @@ def build_system(name: str, tmp: Path, args: argparse.Namespace) -> System:
             "--no-access-log", "--log-level", "warning", "--lifespan", "off",
             "bench.hit_path.raw_app:app",
         ]  # fmt: skip
-    elif name in ("stoker", "stoker-l2"):
+    elif name in ("stoker", "stoker-l2", "stoker-front"):
         assert origin is not None
         argv = stoker_argv(name, tmp, port, origin.port, args)
     else:
@@ -191,14 +194,16 @@ def build_system(name: str, tmp: Path, args: argparse.Namespace) -> System:
 def stoker_argv(
     name: str, tmp: Path, port: int, origin: int, args: argparse.Namespace
 ) -> list[str]:
-    """`stoker serve` for ``stoker``, or for ``stoker-l2``: an L1 that holds nothing
-    (``l1_max_bytes = 0``), so every fresh hit is read from L2 (SQLite)."""
+    """`stoker serve` for ``stoker``; for ``stoker-l2`` with an L1 that holds nothing
+    (``l1_max_bytes = 0``), so every fresh hit is read from L2 (SQLite); for
+    ``stoker-front`` on Stoker's own HTTP/1.1 front (``server = "stoker"``)."""
     data = tmp / f"{name}-data"
     data.mkdir()
     config: list[str] = []
-    if name == "stoker-l2":
-        (tmp / "stoker-l2.toml").write_text("l1_max_bytes = 0\n")
-        config = ["--config", str(tmp / "stoker-l2.toml")]
+    special = {"stoker-l2": "l1_max_bytes = 0\n", "stoker-front": 'server = "stoker"\n'}
+    if name in special:
+        (tmp / f"{name}.toml").write_text(special[name])
+        config = ["--config", str(tmp / f"{name}.toml")]
     return [
         args.stoker_bin, "serve", *config, "--origin", f"http://127.0.0.1:{origin}",
         "--listen", f"127.0.0.1:{port}", "--admin-listen", f"127.0.0.1:{free_port()}",
@@ -502,21 +507,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {n:<12} {rps:>9.0f} req/s   p99 {p99:6.2f} ms   "
               f"origin hits {info[n]['origin_hits']}")  # fmt: skip
     comparisons: dict[str, Any] = {}
-    others = [n for n in names if n != subject]
-    if others:
-        print(
-            f"median of per-round ratios ({subject} / other; req/s higher is better, "
-            "p99 lower is better):"
-        )
-    for other in others:
-        r = ratios(rounds, subject, other)
-        comparisons[f"{subject}/{other}"] = r
-        goal = GOALS.get(other) if subject == "stoker" else None
-        verdict = ""
-        if goal is not None:
-            verdict = f"   goal >= {goal}x: {'met' if r['rps_ratio_median'] >= goal else 'MISSED'}"
-        print(f"  {subject}/{other:<12} req/s {r['rps_ratio_median']:.3f}x   "
-              f"p99 {r['p99_ratio_median']:.3f}x{verdict}")  # fmt: skip
+    subjects = [subject, *(["stoker-front"] if subject == "stoker" and "stoker-front" in names
+                           else [])]
+    for this in subjects:
+        others = [n for n in names if n not in subjects and n != "stoker-l2"]
+        if others:
+            print(f"median of per-round ratios ({this} / other; req/s higher is better, "
+                  "p99 lower is better):")
+        for other in others:
+            r = ratios(rounds, this, other)
+            comparisons[f"{this}/{other}"] = r
+            goal = GOALS.get(other) if this in STOKERS else None
+            verdict = ""
+            if goal is not None:
+                met = "met" if r["rps_ratio_median"] >= goal else "MISSED"
+                verdict = f"   goal >= {goal}x: {met}"
+            print(f"  {this}/{other:<12} req/s {r['rps_ratio_median']:.3f}x   "
+                  f"p99 {r['p99_ratio_median']:.3f}x{verdict}")  # fmt: skip
+    if "stoker-front" in subjects:
+        comparisons["stoker-front/stoker"] = ratios(rounds, "stoker-front", "stoker")
     if subject == "stoker" and "stoker-l2" in names:
         comparisons["stoker-l2/stoker"] = l2_verdict(rounds)
 

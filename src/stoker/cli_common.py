@@ -28,7 +28,9 @@ AdminListenOpt = Annotated[str | None, typer.Option(
 DataDirOpt = Annotated[Path | None, typer.Option(
     help="Where the cache database and large bodies live [./.stoker]")]
 TokenOpt = Annotated[str | None, typer.Option(help="Bearer token for the admin API")]
-ServerOpt = Annotated[str | None, typer.Option(help="HTTP server: granian or uvicorn [granian]")]
+ServerOpt = Annotated[str | None, typer.Option(
+    help="HTTP server: granian, uvicorn, or stoker (its own HTTP/1.1 front: fastest hits, "
+         "no HTTP/2) [granian]")]
 AdminUrlOpt = Annotated[str | None, typer.Option(
     "--admin-url", envvar="STOKER_ADMIN_URL",
     help="Admin API of the running Stoker [http://<admin_listen>]")]

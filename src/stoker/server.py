@@ -96,7 +96,8 @@ class _Granian:
 
 
 class _Uvicorn:
-    def __init__(self, app: ASGIApp, address: str, tls: Tls | None) -> None:
+    def __init__(self, app: ASGIApp, address: str, tls: Tls | None, *,
+                 hit_front: bool = False) -> None:
         import uvicorn
 
         class Server(uvicorn.Server):
@@ -107,8 +108,12 @@ class _Uvicorn:
         host, port = split_address(address)
         # proxy_headers off: the pipeline reads forwarding headers itself, from trusted peers
         # only (trusted_proxies); uvicorn's own rewrite would hand it a forged client address.
+        # The front adds no Server or Date of its own (as granian): a cache sends the
+        # stored Date, never a second one, and its hits are written without the server.
         config = uvicorn.Config(app, host=host, port=port, lifespan="off", access_log=False,
                                 log_level="warning", backlog=2048, proxy_headers=False,
+                                server_header=not hit_front, date_header=not hit_front,
+                                http=_http_protocol(app, hit_front),
                                 ssl_certfile=str(tls.cert) if tls else None,
                                 ssl_keyfile=str(tls.key) if tls else None)
         self._server = Server(config)
@@ -120,9 +125,22 @@ class _Uvicorn:
         self._server.should_exit = True
 
 
+def _http_protocol(app: ASGIApp, hit_front: bool) -> Any:
+    """uvicorn's httptools protocol keeping absolute-form targets; with ``hit_front``
+    (``server = "stoker"``) answering the proxy app's fresh hits itself (not behind an
+    access log)."""
+    from stoker.http1_front import TargetProtocol, hit_protocol
+    from stoker.proxy.asgi_proxy import ProxyApp
+
+    return hit_protocol(app.hot) if hit_front and isinstance(app, ProxyApp) else TargetProtocol
+
+
 def make_server(kind: str, app: ASGIApp, address: str, tls: Tls | None = None) -> _Server:
-    """A server of ``kind`` (``granian`` or ``uvicorn``) for ``app`` on ``address``."""
-    return _Granian(app, address, tls) if kind == "granian" else _Uvicorn(app, address, tls)
+    """A server of ``kind`` (``granian``, ``uvicorn`` or ``stoker``: uvicorn with
+    Stoker's HTTP/1.1 front) for ``app`` on ``address``."""
+    if kind == "granian":
+        return _Granian(app, address, tls)
+    return _Uvicorn(app, address, tls, hit_front=kind == "stoker")
 
 
 async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],

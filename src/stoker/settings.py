@@ -183,7 +183,8 @@ FIELDS: dict[str, Field] = {
     "database_url": Field(
         _optional(_text), "postgresql://… for queue/runs/deadlines (default: SQLite in data_dir)"
     ),
-    "server": Field(_choice("granian", "uvicorn"), "HTTP server that runs the proxy"),
+    "server": Field(_choice("granian", "uvicorn", "stoker"),
+                    "HTTP server that runs the proxy (stoker: HTTP/1.1 only, fastest hits)"),
     "l1_max_bytes": Field(_bytes, "Memory for cached pages and per-URL tables, e.g. 256MiB"),
     "l2_max_bytes": Field(_bytes, "Persistent (L2) cache bound, e.g. 4GiB"),
     "body_file_threshold": Field(_bytes, "Bodies larger than this are stored in files"),

@@ -25,7 +25,7 @@ async def raw(url: str, request: bytes) -> bytes:
     return line.strip()
 
 
-@pytest.mark.parametrize("kind", ["granian", "uvicorn"])
+@pytest.mark.parametrize("kind", ["granian", "uvicorn", "stoker"])
 async def test_host_must_be_there_once(origin: Origin, tmp_path: Path, kind: str) -> None:
     origin.app.set("/h", headers=CACHEABLE, body=b"page")
     async with running_proxy(origin.url, tmp_path, kind=kind) as proxy:
@@ -49,7 +49,7 @@ async def test_no_header_is_added_on_the_way_to_the_origin(origin: Origin,
     assert method == "POST" and "content-type" not in headers
 
 
-@pytest.mark.parametrize("kind", ["granian", "uvicorn"])
+@pytest.mark.parametrize("kind", ["granian", "uvicorn", "stoker"])
 async def test_smuggling_shapes_reach_the_origin_once_or_not_at_all(
         origin: Origin, tmp_path: Path, kind: str) -> None:
     origin.app.set("/s", body=b"ok")
@@ -65,11 +65,14 @@ async def test_smuggling_shapes_reach_the_origin_once_or_not_at_all(
     assert b" 431 " in huge + b" " or b" 400 " in huge + b" " or huge == b""
 
 
-async def test_absolute_form_target_names_the_host(origin: Origin, tmp_path: Path) -> None:
-    """RFC 9112 §3.2.2 (uvicorn hands the target over as sent; granian resolves it to the
-    Host header before Stoker sees it)."""
+@pytest.mark.parametrize("kind", ["uvicorn", "stoker"])
+async def test_absolute_form_target_names_the_host(origin: Origin, tmp_path: Path,
+                                                   kind: str) -> None:
+    """RFC 9112 §3.2.2 (Stoker's uvicorn protocol keeps the target as sent; granian resolves
+    it to the Host header before Stoker sees it)."""
     origin.app.set("/x", headers=CACHEABLE, body=b"x")
-    async with running_proxy(origin.url, tmp_path, kind="uvicorn") as proxy:
+    async with running_proxy(origin.url, tmp_path, kind=kind) as proxy:
+        await proxy.client.get("/x", headers={"host": "b.example"})  # b's page, cached
         answer = await raw(proxy.url, b"GET http://a.example/x HTTP/1.1\r\n"
                                       b"Host: b.example\r\n\r\n")
         cached = await proxy.stoker.store.get(proxy.stoker.pipeline.key_for_url(
@@ -77,3 +80,20 @@ async def test_absolute_form_target_names_the_host(origin: Origin, tmp_path: Pat
     _, _, headers = origin.app.requests[-1]
     assert b" 200 " in answer + b" "
     assert headers["host"] == "a.example" and len(cached) == 1
+
+
+@pytest.mark.parametrize("kind", ["granian", "uvicorn", "stoker"])
+async def test_oversized_headers_never_reach_the_origin_nor_a_cached_page(
+        origin: Origin, tmp_path: Path, kind: str) -> None:
+    origin.app.set("/big", headers=CACHEABLE, body=b"page")
+    async with running_proxy(origin.url, tmp_path, kind=kind) as proxy:
+        await proxy.client.get("/big")  # cached: the fast path must refuse it too
+        cookie = b"Cookie: a=" + b"x" * 70_000 + b"\r\n"
+        for path in (b"/big", b"/other"):
+            answer = await raw(proxy.url, b"GET " + path + b" HTTP/1.1\r\nHost: a\r\n"
+                                          b"X-Pad: " + b"y" * 70_000 + b"\r\n\r\n")
+            assert b" 431 " in answer + b" " or b" 400 " in answer + b" " or answer == b""
+            answer = await raw(proxy.url, b"GET " + path + b" HTTP/1.1\r\nHost: a\r\n"
+                                          + cookie + b"\r\n")
+            assert b" 431 " in answer + b" " or b" 400 " in answer + b" " or answer == b""
+    assert origin.app.count("/big") == 1 and origin.app.count("/other") == 0

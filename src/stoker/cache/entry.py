@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 
 from stoker.http.encoding import IDENTITY, Encoded, coded_etag, served_headers
+from stoker.http.wire import http1_head
 
 Header = tuple[bytes, bytes]
 
@@ -45,6 +46,9 @@ FORM_COST = 580
 entry with compressed forms, besides its headers."""
 FORM_HEADER_COST = 74
 """Bytes one header costs in such a copy."""
+WIRE_COST = 80
+"""Bytes a form's :meth:`CacheEntry.wire_head` costs besides its headers' text and their
+separators (the bytes object, the status line)."""
 
 
 class Freshness(enum.Enum):
@@ -90,6 +94,7 @@ class CacheEntry:
     """``body`` is compressible (and compression on) but ``encoded`` is not made yet."""
     _forms: dict[str, CacheEntry] = field(default_factory=dict, init=False, repr=False,
                                           compare=False)
+    _wire: bytes = field(default=b"", init=False, repr=False, compare=False)
 
     @property
     def codings(self) -> tuple[str, ...]:
@@ -124,6 +129,17 @@ class CacheEntry:
         return (self.primary_key == other.primary_key and self.variant == other.variant
                 and self.stored_at == other.stored_at
                 and (self.body is other.body or self.body == other.body))
+
+    def wire_head(self) -> bytes | None:
+        """Status line and headers as an HTTP/1.1 server writes them (made once per entry;
+        ``None`` when a header is not writable, see :func:`~stoker.http.wire.http1_head`)."""
+        head = self._wire
+        if not head:
+            made = http1_head(self.status, self.headers)
+            if made is None:
+                return None
+            head = self._wire = made
+        return head
 
     def age(self, now: float) -> float:
         """Current age per RFC 9111 §4.2.3: corrected initial age plus resident time."""
@@ -165,15 +181,19 @@ class CacheEntry:
         ``tracemalloc`` on entries stored in a :class:`~stoker.cache.memory.MemoryStore`
         (its slot, indexes and tag sets included): within a few percent of the real
         cost, and above it when tags are shared.  A compressed form also costs the
-        served copies :meth:`served` keeps, one per coding.
+        served copies :meth:`served` keeps, one per coding; each form may keep its
+        :meth:`wire_head`.
         """
-        head = sum(len(k) + len(v) for k, v in self.headers) + HEADER_COST * len(self.headers)
+        text = sum(len(k) + len(v) for k, v in self.headers)
+        head = text + HEADER_COST * len(self.headers)
         inline = len(self.body) if self.body is not None else 0
         inline += sum(len(data) for _, data in self.encoded)
         forms = (len(self.encoded) + 1) * (FORM_COST + FORM_HEADER_COST * len(self.headers)) if (
             self.encoded) else 0
         tags = sum(TAG_COST + len(tag) for tag in self.tags)
-        return ENTRY_COST + len(self.primary_key) + len(self.url) + head + inline + forms + tags
+        wire = (len(self.encoded) + 1) * (WIRE_COST + text + 4 * len(self.headers))
+        return (ENTRY_COST + len(self.primary_key) + len(self.url) + head + inline + forms
+                + tags + wire)
 
 
 _FIELDS = attrgetter(*(each.name for each in fields(CacheEntry) if each.init))

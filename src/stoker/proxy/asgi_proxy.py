@@ -17,12 +17,13 @@ class ProxyApp:
 
     def __init__(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline
-        self._hot = HotPath(pipeline)
+        self.hot = HotPath(pipeline)
+        """The fresh-hit fast path (an HTTP/1.1 front may answer its hits itself)."""
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
-            if not await self._hot.try_serve(scope, send):
+            if not await self.hot.try_serve(scope, send):
                 await self.pipeline.handle(scope, receive, send)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1003})

@@ -31,7 +31,14 @@ from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
 from stoker.proxy.codings import wants_coding
 from stoker.proxy.pipeline import Pipeline, served_form
-from stoker.proxy.request import LOOKED_UP_SCOPE_KEY, BadRequest, parse_request, request_scheme
+from stoker.proxy.request import (
+    LOOKED_UP_SCOPE_KEY,
+    MAX_HEADER_BYTES,
+    TARGET_SCOPE_KEY,
+    BadRequest,
+    parse_request,
+    request_scheme,
+)
 from stoker.rules import match_rule
 
 MemoKey = tuple[str, str, bytes, bytes | str, bytes]
@@ -51,6 +58,7 @@ class HotPath:
         self._memo_keys = pipeline.config.memory.memo_keys
         self._prefix = f"{pipeline.fetcher.config.cache_name}; hit; ttl=".encode()
         self._via = (b"via", pipeline.fetcher.config.via)
+        self._wire_via = b"via: %s\r\n" % pipeline.fetcher.config.via
 
     @property
     def memoised(self) -> int:
@@ -59,41 +67,89 @@ class HotPath:
 
     async def try_serve(self, scope: Message, send: Send) -> bool:
         """Answer ``scope`` if it is a fresh single-variant hit (L1, else L2); else ``False``."""
-        if scope["method"] != "GET":
-            return False
-        host = b""
-        forwarded = False
-        for name, value in scope["headers"]:
-            if name in SLOW_HEADERS:
-                return False
-            if name == b"host":
-                if host:
-                    return False  # a second Host: the pipeline refuses it
-                host = value
-            elif name in FORWARDING_HEADERS:
-                forwarded = True
-        pipeline = self._pipeline
-        scheme = request_scheme(scope, scope["headers"], pipeline.config.trusted) if (
-            forwarded) else scope.get("scheme") or "http"
-        primary = self._primary_key(scope, scheme, host)
+        primary = self._key(scope)
         if primary is None:
             return False
+        pipeline = self._pipeline
         entries = pipeline.store.get_l1(primary)
         if entries is None:  # an L2 hit is served here too (read once, promoted to L1)
             entries = await pipeline.store.get(primary)
             scope[LOOKED_UP_SCOPE_KEY] = (primary, entries)  # the pipeline reads no more
-        if len(entries) != 1:
-            return False
-        entry = entries[0]
         now = pipeline.clock.now()
-        if entry.vary or now >= entry.fresh_until or entry.body is None or (
-                wants_coding(scope["headers"], entry)):  # the pipeline makes the coding
+        entry = self._fresh(scope, entries, now)
+        if entry is None:
             return False
-        pipeline.stats["hit"] += 1
-        pipeline.hits.hit(entry.url)
+        self._count(entry)
         await _send_entry(send, served_form(scope["headers"], entry), now, self._prefix,
                           self._via)
         return True
+
+    def wire_answer(self, scope: Message, *, close: bool) -> list[bytes] | None:
+        """The whole HTTP/1.1 response to ``scope`` if it is a fresh single-variant L1 hit
+        (else ``None``: L2 hits and everything else take :meth:`try_serve` or the
+        pipeline), byte for byte what an HTTP/1.1 ASGI server writes for
+        :meth:`try_serve`'s messages, ``Connection: close`` included when ``close``.
+        Synchronous, for a server's protocol callbacks."""
+        primary = self._key(scope)
+        if primary is None:
+            return None
+        pipeline = self._pipeline
+        entries = pipeline.store.get_l1(primary)
+        if entries is None:
+            return None
+        now = pipeline.clock.now()
+        entry = self._fresh(scope, entries, now)
+        if entry is None:
+            return None
+        form = served_form(scope["headers"], entry)
+        head = form.wire_head()
+        if head is None:  # a header no HTTP/1.1 server would write: the ASGI path refuses it
+            return None
+        self._count(entry)
+        tail = b"age: %d\r\ncache-status: %s%d\r\n%s%s\r\n" % (
+            form.age(now), self._prefix, form.fresh_until - now, self._wire_via,
+            b"connection: close\r\n" if close else b"")
+        assert form.body is not None  # _fresh passes inline bodies only
+        return [head, tail, form.body]
+
+    def _key(self, scope: Message) -> str | None:
+        """The primary key of a plain ``GET`` the fast path may answer, else ``None``."""
+        if scope["method"] != "GET" or TARGET_SCOPE_KEY in scope:  # absolute-form: pipeline
+            return None
+        host = b""
+        forwarded = False
+        size = 0
+        for name, value in scope["headers"]:
+            size += len(name) + len(value)
+            if name in SLOW_HEADERS:
+                return None
+            if name == b"host":
+                if host:
+                    return None  # a second Host: the pipeline refuses it
+                host = value
+            elif name in FORWARDING_HEADERS:
+                forwarded = True
+        if size > MAX_HEADER_BYTES:
+            return None  # the pipeline refuses it
+        scheme = request_scheme(scope, scope["headers"], self._pipeline.config.trusted) if (
+            forwarded) else scope.get("scheme") or "http"
+        return self._primary_key(scope, scheme, host)
+
+    @staticmethod
+    def _fresh(scope: Message, entries: list[CacheEntry], now: float) -> CacheEntry | None:
+        """The entry if ``entries`` is one fresh, inline, Vary-less entry whose coding for
+        this request exists, else ``None``."""
+        if len(entries) != 1:
+            return None
+        entry = entries[0]
+        if entry.vary or now >= entry.fresh_until or entry.body is None or (
+                wants_coding(scope["headers"], entry)):  # the pipeline makes the coding
+            return None
+        return entry
+
+    def _count(self, entry: CacheEntry) -> None:
+        self._pipeline.stats["hit"] += 1
+        self._pipeline.hits.hit(entry.url)
 
     def _primary_key(self, scope: Message, scheme: str, host: bytes) -> str | None:
         pipeline = self._pipeline

@@ -180,8 +180,8 @@ class Pipeline:
                                                     name=self._name))]
             if str(scope.get("http_version", "1.1")).startswith("1"):
                 extra.append((b"connection", b"close"))  # read nothing more (HTTP/1 only)
-            headers, body = error_response(400, str(error), extra)
-            await self.sink(send, head_only=False).whole(400, headers, body)
+            headers, body = error_response(error.status, str(error), extra)
+            await self.sink(send, head_only=False).whole(error.status, headers, body)
             return
         sink = self.sink(send, head_only=request.method == "HEAD")
         rule = match_rule(self.config.rules, request.host, request.path)

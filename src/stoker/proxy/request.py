@@ -33,8 +33,21 @@ _FORBIDDEN_PATH = re.compile(r"[\x00-\x20\x7f]")
 _ABSOLUTE_FORM = re.compile(r"^https?://([^/?#]*)(.*)$", re.IGNORECASE)
 
 
+MAX_HEADER_BYTES = 64 * 1024
+"""Largest header section proxied (names and values): servers differ (granian passes
+200 KB on), so the pipeline holds the line itself (nginx: 32 KB, Varnish: 32 KB)."""
+
+
 class BadRequest(ValueError):
     """The request cannot be proxied; the message is safe to show to the client."""
+
+    status = 400
+
+
+class HeadersTooLarge(BadRequest):
+    """The header section is over :data:`MAX_HEADER_BYTES` (RFC 6585 §5)."""
+
+    status = 431
 
 
 @dataclass(slots=True)
@@ -70,6 +83,9 @@ WARM_SCOPE_KEY = "stoker.warm"
 """Scope key marking an in-process warm visit (a server never sets it; clients cannot)."""
 LOOKED_UP_SCOPE_KEY = "stoker.looked_up"
 """Scope key where the fast path leaves what it read from L2 (so it is read once)."""
+TARGET_SCOPE_KEY = "stoker.target"
+"""Scope key of the request target as sent, set by servers that do not keep it in
+``raw_path`` (uvicorn's httptools protocol drops an absolute-form target's authority)."""
 
 
 def peer_of(scope: Mapping[str, Any]) -> str | None:
@@ -100,8 +116,8 @@ def request_client(scope: Mapping[str, Any], headers: list[tuple[bytes, bytes]],
 
 def request_target(scope: Mapping[str, Any]) -> tuple[str | None, str]:
     """The authority of an absolute-form target (``None`` otherwise) and the path, as sent
-    (``raw_path`` when the server gives it, else ``path``)."""
-    raw_path = scope.get("raw_path")
+    (:data:`TARGET_SCOPE_KEY` or ``raw_path`` when the server gives them, else ``path``)."""
+    raw_path = scope.get(TARGET_SCOPE_KEY) or scope.get("raw_path")
     target = raw_path.decode("latin-1") if raw_path else str(scope.get("path") or "")
     authority = None
     absolute = _ABSOLUTE_FORM.match(target)
@@ -119,6 +135,8 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
                   trusted: TrustedProxies = NO_PROXIES) -> RequestInfo:
     """Build a :class:`RequestInfo` from an ASGI HTTP scope or raise :class:`BadRequest`."""
     headers: list[tuple[bytes, bytes]] = list(scope.get("headers") or ())
+    if sum(len(name) + len(value) for name, value in headers) > MAX_HEADER_BYTES:
+        raise HeadersTooLarge(f"the request's headers exceed {MAX_HEADER_BYTES} bytes")
     authority, path = request_target(scope)
     if not path.startswith("/") or _FORBIDDEN_PATH.search(path):
         raise BadRequest("the request target must be an absolute path")

@@ -51,7 +51,7 @@ def test_accounted_bytes_match_what_the_entries_really_take(
             store.put_nowait(entry)
             accounted += entry.meta_size()
             for coding in (*entry.codings, "identity"):
-                entry.served(coding)  # the copies a served entry keeps
+                entry.served(coding).wire_head()  # the copies a served entry keeps
         del entries
         gc.collect()
         real = tracemalloc.get_traced_memory()[0] - before

@@ -1,0 +1,37 @@
+"""HTTP/1.1 response heads as bytes on the wire (RFC 9112 §4, §5).  Pure.
+
+Invariant: :func:`http1_head` writes exactly what uvicorn's HTTP/1.1 protocol
+writes for the same ``http.response.start`` message with no default headers
+(status line with the standard reason phrase, each header as ``name: value``
+with the name lower-cased, in order), without the blank line that ends the
+head; and it refuses (``None``) any name or value such a server refuses, and
+empty names, so nothing can be smuggled into the head.
+"""
+
+from __future__ import annotations
+
+import http
+import re
+from collections.abc import Sequence
+
+_BAD_NAME = re.compile(b'[\x00-\x1f\x7f()<>@,;:\\[\\]={} \t\\\\"]')
+_BAD_VALUE = re.compile(b"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def status_line(status: int) -> bytes:
+    """``HTTP/1.1 200 OK\\r\\n`` (an unknown status gets an empty reason phrase)."""
+    try:
+        phrase = http.HTTPStatus(status).phrase.encode()
+    except ValueError:
+        phrase = b""
+    return b"HTTP/1.1 %d %s\r\n" % (status, phrase)
+
+
+def http1_head(status: int, headers: Sequence[tuple[bytes, bytes]]) -> bytes | None:
+    """The status line and ``headers`` as written, or ``None`` when one is not writable."""
+    parts = [status_line(status)]
+    for name, value in headers:
+        if not name or _BAD_NAME.search(name) or _BAD_VALUE.search(value):
+            return None
+        parts += (name.lower(), b": ", value, b"\r\n")
+    return b"".join(parts)

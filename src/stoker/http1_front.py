@@ -1,0 +1,84 @@
+"""Stoker's own HTTP/1.1 front (``server = "stoker"``): uvicorn's httptools protocol,
+with fresh L1 hits answered inside the protocol, without an ASGI request cycle.
+
+A fresh hit through an ASGI server costs a task, a scope, two message dicts and
+the server's serialisation; here it costs one header scan, one memoised key, one
+dict lookup and one ``writelines`` of bytes kept per entry
+(:meth:`~stoker.proxy.hot_path.HotPath.wire_answer`).  Everything else (L2
+hits, misses, other methods, refusals) runs the same ASGI app through uvicorn.
+
+Invariants:
+- A request is answered here only where uvicorn would start its ASGI cycle:
+  once the previous response on the connection is complete, so responses keep
+  the requests' order, pipelining included (queued requests are answered in a
+  loop, never by recursion).
+- Only while the transport is not paused for writing: a client that does not
+  read its responses is left to the ASGI path, which waits for it, so what
+  this front buffers per connection stays bounded.
+- The bytes are those uvicorn writes for the fast path's ASGI messages with no
+  default headers (this front runs uvicorn with ``server_header`` and
+  ``date_header`` off, as granian adds neither: a cache sends the stored
+  ``Date``, never a second one);
+  the connection is closed afterwards exactly when uvicorn would (HTTP/1.0, or
+  ``Connection: close``).
+- What uvicorn does after a response (count it, resume reading, start the next
+  queued request or arm the keep-alive timer) is done the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+
+from stoker.proxy.hot_path import HotPath
+from stoker.proxy.request import TARGET_SCOPE_KEY
+
+
+class TargetProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, keeping an absolute-form target (RFC 9112 §3.2.2),
+    whose authority it drops from ``raw_path``, for the pipeline."""
+
+    def on_headers_complete(self) -> None:
+        if not self.url.startswith(b"/"):
+            scope: Any = self.scope
+            scope[TARGET_SCOPE_KEY] = self.url
+        super().on_headers_complete()
+
+
+def hit_protocol(hot: HotPath) -> type[HttpToolsProtocol]:
+    """An httptools protocol class that answers ``hot``'s fresh L1 hits itself."""
+
+    class HitProtocol(TargetProtocol):
+        def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+            while True:
+                scope: Any = cycle.scope
+                wire = None if self.flow.write_paused else hot.wire_answer(
+                    scope, close=not cycle.keep_alive)
+                if wire is None:
+                    super()._start_asgi_task(cycle, app)
+                    return
+                self.transport.writelines(wire)
+                cycle.response_started = cycle.response_complete = True
+                if not cycle.keep_alive:
+                    self.transport.close()
+                queued = self._after_response()
+                if queued is None:
+                    return
+                cycle, app = queued
+
+        def _after_response(self) -> tuple[RequestResponseCycle, Any] | None:
+            """uvicorn's ``on_response_complete``, returning the next queued request
+            instead of starting it."""
+            self.server_state.total_requests += 1
+            if self.transport.is_closing():
+                return None
+            self._unset_keepalive_if_required()
+            self.flow.resume_reading()
+            if self.pipeline:
+                return self.pipeline.pop()
+            self.timeout_keep_alive_task = self.loop.call_later(
+                self.timeout_keep_alive, self.timeout_keep_alive_handler)
+            return None
+
+    return HitProtocol
