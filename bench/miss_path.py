@@ -187,6 +187,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--stoker-core", type=int, default=1)
     parser.add_argument("--client-core", type=int, default=0, help="wrk and the origin")
     parser.add_argument("--no-pin", action="store_true", help="do not use taskset")
+    parser.add_argument("--server", default="granian", help="Stoker's `server` setting")
     parser.add_argument(
         "--output", type=Path, default=REPO / "bench" / "results" / "miss_path.json"
     )
@@ -212,8 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     rounds: list[dict[str, dict[str, Run]]] = []
     loads: list[float] = []
     try:
-        with serving({}, latency_ms=args.latency_ms, stoker_core=args.stoker_core,
-                     origin_core=args.client_core) as stack:  # fmt: skip
+        with serving({"server": args.server}, latency_ms=args.latency_ms,
+                     stoker_core=args.stoker_core, origin_core=args.client_core) as stack:
             for index in range(args.rounds):
                 rounds.append(one_round(stack, index, args))
                 loads.append(os.getloadavg()[0])

@@ -1,5 +1,7 @@
 """Stoker's own HTTP/1.1 front (``server = "stoker"``): uvicorn's httptools protocol,
 with fresh L1 hits answered inside the protocol, without an ASGI request cycle.
+(:class:`Http1Protocol`, the same protocol without the hits, serves ``server =
+"uvicorn"`` and every other app.)
 
 A fresh hit through an ASGI server costs a task, a scope, two message dicts and
 the server's serialisation; here it costs one header scan, one memoised key, one
@@ -32,14 +34,48 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from stoker.proxy.hot_path import HotPath
-from stoker.proxy.request import TARGET_SCOPE_KEY
+from stoker.proxy.request import MAX_HEADER_BYTES, TARGET_SCOPE_KEY
+
+HEAD_LIMIT = MAX_HEADER_BYTES + 16 * 1024
+"""Bytes a request's head may take before it is complete (its headers may reach
+:data:`~stoker.proxy.request.MAX_HEADER_BYTES`; the rest is room for the request line)."""
+TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+             b"content-type: text/plain; charset=utf-8\r\ncontent-length: 25\r\n"
+             b"connection: close\r\n\r\nrequest head is too large")
 
 
-class TargetProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, keeping an absolute-form target (RFC 9112 §3.2.2),
-    whose authority it drops from ``raw_path``, for the pipeline."""
+class Http1Protocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol as Stoker runs it (``server = "uvicorn"``):
+
+    - an absolute-form target (RFC 9112 §3.2.2), whose authority uvicorn drops from
+      ``raw_path``, is kept for the pipeline (:data:`TARGET_SCOPE_KEY`);
+    - a head still incomplete after :data:`HEAD_LIMIT` bytes (not counting the read it
+      began in) gets ``431`` and the connection is closed (httptools itself buffers a
+      head of any size), so a connection holds at most that plus one read of a head.
+    """
+
+    _head_bytes = 0
+    """Bytes received in the reads after the one the current request's head began in
+    (-1 within that read), while the head is incomplete."""
+    _in_head = False
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._in_head and not self.transport.is_closing():
+            if self._head_bytes < 0:  # it began in this read, after whatever came before
+                self._head_bytes = 0
+            else:
+                self._head_bytes += len(data)
+            if self._head_bytes > HEAD_LIMIT:
+                self.transport.write(TOO_LARGE)
+                self.transport.close()
+
+    def on_message_begin(self) -> None:
+        self._in_head, self._head_bytes = True, -1
+        super().on_message_begin()
 
     def on_headers_complete(self) -> None:
+        self._in_head = False
         if not self.url.startswith(b"/"):
             scope: Any = self.scope
             scope[TARGET_SCOPE_KEY] = self.url
@@ -49,7 +85,7 @@ class TargetProtocol(HttpToolsProtocol):
 def hit_protocol(hot: HotPath) -> type[HttpToolsProtocol]:
     """An httptools protocol class that answers ``hot``'s fresh L1 hits itself."""
 
-    class HitProtocol(TargetProtocol):
+    class HitProtocol(Http1Protocol):
         def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
             while True:
                 scope: Any = cycle.scope

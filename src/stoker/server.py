@@ -129,10 +129,10 @@ def _http_protocol(app: ASGIApp, hit_front: bool) -> Any:
     """uvicorn's httptools protocol keeping absolute-form targets; with ``hit_front``
     (``server = "stoker"``) answering the proxy app's fresh hits itself (not behind an
     access log)."""
-    from stoker.http1_front import TargetProtocol, hit_protocol
+    from stoker.http1_front import Http1Protocol, hit_protocol
     from stoker.proxy.asgi_proxy import ProxyApp
 
-    return hit_protocol(app.hot) if hit_front and isinstance(app, ProxyApp) else TargetProtocol
+    return hit_protocol(app.hot) if hit_front and isinstance(app, ProxyApp) else Http1Protocol
 
 
 def make_server(kind: str, app: ASGIApp, address: str, tls: Tls | None = None) -> _Server:

@@ -4,6 +4,7 @@ as something else, and Stoker adds no header the client did not send."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,26 @@ async def test_oversized_headers_never_reach_the_origin_nor_a_cached_page(
                                           + cookie + b"\r\n")
             assert b" 431 " in answer + b" " or b" 400 " in answer + b" " or answer == b""
     assert origin.app.count("/big") == 1 and origin.app.count("/other") == 0
+
+
+@pytest.mark.parametrize("kind", ["uvicorn", "stoker"])
+async def test_a_head_that_never_ends_is_cut_off(origin: Origin, tmp_path: Path,
+                                                  kind: str) -> None:
+    """httptools buffers a head of any size: Stoker's protocol stops at HEAD_LIMIT."""
+    async with running_proxy(origin.url, tmp_path, kind=kind) as proxy:
+        reader, writer = await asyncio.open_connection("127.0.0.1",
+                                                       int(proxy.url.rsplit(":", 1)[1]))
+        try:
+            writer.write(b"GET / HTTP/1.1\r\nHost: a\r\nX-Endless: ")
+            with contextlib.suppress(ConnectionError):
+                for _ in range(200):  # 200 x 1 KiB, never a line end
+                    writer.write(b"y" * 1024)
+                    await writer.drain()
+            try:  # without the limit nothing is answered and this times out
+                answer = await asyncio.wait_for(reader.read(), 10)
+            except ConnectionResetError:  # closed with our bytes unread: the 431 may be lost
+                answer = b""
+        finally:
+            writer.close()
+    assert answer.startswith(b"HTTP/1.1 431 ") or answer == b""
+    assert origin.app.requests == []
