@@ -113,9 +113,9 @@ class Stoker:
         except BaseException:
             await l2.close()
             raise
-        memory = share_memory(settings.l1_max_bytes)
+        memory = share_memory(settings.l1_max_bytes, settings.l2_queue_max_bytes)
         store = TieredStore(MemoryStore(memory.l1_bytes, clock), l2, clock,
-                            max_queue_bytes=settings.l2_queue_max_bytes,
+                            max_queue_bytes=memory.queue_bytes,
                             write_timeout=settings.l2_write_timeout)
         if origin is None:
             assert origin_url is not None

@@ -215,7 +215,8 @@ FIELDS: dict[str, Field] = {
         _seconds, "On SIGTERM: time to flush L2 writes and drain background work, then give up"
     ),
     "l2_queue_max_bytes": Field(
-        _bytes, "Bound of cache writes queued for L2; beyond it the oldest queued are dropped"
+        _optional(_bytes), "Bound of cache writes queued for L2 (default: 1/16 of "
+        "l1_max_bytes, 1-64 MiB, taken from it); beyond it the oldest queued are dropped"
     ),
     "l2_write_timeout": Field(
         _seconds, "How long a purge or flush waits for a failing L2 before reporting an error"
@@ -298,7 +299,7 @@ class Settings:
     trusted_proxies: tuple[str, ...] = ("127.0.0.0/8", "::1")
     max_variants: int = 32
     shutdown_timeout: float = 10.0
-    l2_queue_max_bytes: int = 64 * 1024 * 1024
+    l2_queue_max_bytes: int | None = None
     l2_write_timeout: float = 10.0
     l2_inline_reads: bool = True
     preset: str | None = None
