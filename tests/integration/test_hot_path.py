@@ -256,7 +256,7 @@ async def test_a_miss_reads_l2_once(origin: Origin, stack: Stack) -> None:
 async def test_the_memo_keeps_its_share_of_memory_oldest_key_out_first(
         origin: Origin, tmp_path: Path) -> None:
     settings = settings_from({"origin": origin.url, "data_dir": str(tmp_path / "small"),
-                              "l1_max_bytes": "1MiB"})
+                              "l1_max_bytes": "4MiB"})
     stoker = await Stoker.open(settings, clock=FakeClock(auto_advance=False))
     try:
         limit = stoker.pipeline.config.memory.memo_keys
