@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -74,25 +75,38 @@ def cpu_per_hit(stack: Stack, args: argparse.Namespace) -> tuple[Measure, dict[s
     """wrk without the profiler; CPU µs per request per thread (grouped by name)."""
     before = thread_cpu(stack.pid)
     measure = run_wrk(stack.stoker.url, args.duration, args.connections, args.client_core)
-    after = thread_cpu(stack.pid)
-    names = thread_names(args.py_spy, stack.pid)
+    return measure, cpu_since(stack.pid, before, measure.requests, args.py_spy)
+
+
+def cpu_since(pid: int, before: dict[int, float], requests: int,
+              py_spy: str) -> dict[str, float]:
+    """CPU µs per request each thread of ``pid`` used since ``before`` (grouped by name)."""
+    after = thread_cpu(pid)
+    names = thread_names(py_spy, pid)
     per_name: defaultdict[str, float] = defaultdict(float)
     for tid, seconds in after.items():
         name = re.sub(r"_\d+$", "", names.get(tid, "(no Python frames: granian, uvloop)"))
-        per_name[name] += (seconds - before.get(tid, 0.0)) * 1e6 / max(measure.requests, 1)
-    return measure, dict(per_name)
+        per_name[name] += (seconds - before.get(tid, 0.0)) * 1e6 / max(requests, 1)
+    return dict(per_name)
 
 
 def profile(stack: Stack, args: argparse.Namespace, out: Path) -> None:
     """Run wrk against the cached page while py-spy samples the GIL holder into ``out``."""
+    sampled(stack.pid, args, out, lambda: run_wrk(stack.stoker.url, args.duration,
+                                                  args.connections, args.client_core))
+
+
+def sampled(pid: int, args: argparse.Namespace, out: Path, load: Callable[[], object]) -> None:
+    """Run ``load`` while py-spy samples ``pid``'s GIL holder into ``out`` (``args``:
+    py_spy, duration, rate)."""
     spy = subprocess.Popen(
-        [args.py_spy, "record", "--pid", str(stack.pid), "--duration", f"{args.duration:g}",
+        [args.py_spy, "record", "--pid", str(pid), "--duration", f"{args.duration:g}",
          "--rate", str(args.rate), "--format", "raw", "--nolineno", "--gil", "--nonblocking",
          "--output", str(out)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        run_wrk(stack.stoker.url, args.duration, args.connections, args.client_core)
+        load()
     finally:
         _, error = spy.communicate(timeout=args.duration + 60)
     if spy.returncode != 0:

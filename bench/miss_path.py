@@ -51,7 +51,7 @@ WRK_SCRIPT = """local n = 0
 local prefix = "{prefix}"
 request = function()
   n = n + 1
-  return wrk.format("GET", prefix .. n)
+  return wrk.format("GET", prefix .. n, {headers})
 end
 """
 
@@ -70,9 +70,12 @@ class Run:
         return self.origin_hits >= self.measure.requests
 
 
-def wrk(port: int, prefix: str, args: argparse.Namespace) -> Measure:
+def wrk(port: int, prefix: str, args: argparse.Namespace, accept_encoding: str = "") -> Measure:
+    """wrk on ``port``, a distinct URL under ``prefix`` per request (``args``: connections,
+    duration, client_core), with ``Accept-Encoding`` when given."""
+    headers = f'{{["Accept-Encoding"] = "{accept_encoding}"}}' if accept_encoding else "{}"
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
-        script.write(WRK_SCRIPT.format(prefix=prefix))
+        script.write(WRK_SCRIPT.format(prefix=prefix, headers=headers))
     try:
         argv = ["wrk", "-t1", f"-c{args.connections}", f"-d{args.duration:g}s", "--latency",
                 "-s", script.name, f"http://127.0.0.1:{port}/"]  # fmt: skip

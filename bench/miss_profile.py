@@ -16,14 +16,10 @@ sends that header with every request (default: none, as wrk).
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import uuid
-from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -31,36 +27,15 @@ HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))
 
-from bench.hit_path.run import VENV_BIN, Measure, parse_wrk, pinned  # noqa: E402
-from bench.l2_profile import report, settle, thread_cpu, thread_names  # noqa: E402
+from bench.hit_path.run import VENV_BIN, Measure  # noqa: E402
+from bench.l2_profile import cpu_since, report, sampled, settle, thread_cpu  # noqa: E402
+from bench.miss_path import wrk  # noqa: E402
 from bench.procs import Stack, serving  # noqa: E402
-
-WRK_SCRIPT = """local n = 0
-local prefix = "{prefix}"
-request = function()
-  n = n + 1
-  return wrk.format("GET", prefix .. n, {headers})
-end
-"""
 
 
 def run_wrk(stack: Stack, args: argparse.Namespace) -> Measure:
     """wrk against Stoker, a distinct URL per request (a prefix unique to this run)."""
-    headers = "{}" if not args.accept_encoding else (
-        f'{{["Accept-Encoding"] = "{args.accept_encoding}"}}')
-    script = WRK_SCRIPT.format(prefix=f"/cold/{uuid.uuid4().hex}/", headers=headers)
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as file:
-        file.write(script)
-    try:
-        argv = ["wrk", "-t1", f"-c{args.connections}", f"-d{args.duration:g}s", "--latency",
-                "-s", file.name, stack.stoker.url]  # fmt: skip
-        done = subprocess.run(pinned(args.client_core, argv), capture_output=True, text=True,
-                              timeout=args.duration + 60)  # fmt: skip
-    finally:
-        os.unlink(file.name)
-    if done.returncode != 0:
-        raise RuntimeError(f"wrk failed ({done.returncode}): {done.stderr or done.stdout}")
-    return parse_wrk(done.stdout)
+    return wrk(stack.stoker.port, f"/cold/{uuid.uuid4().hex}/", args, args.accept_encoding)
 
 
 def cpu_per_miss(stack: Stack, args: argparse.Namespace) -> tuple[Measure, dict[str, float]]:
@@ -70,32 +45,15 @@ def cpu_per_miss(stack: Stack, args: argparse.Namespace) -> tuple[Measure, dict[
     hits = stack.origin_hits()
     measure = run_wrk(stack, args)
     settle(stack)
-    after = thread_cpu(stack.pid)
     missed = stack.origin_hits() - hits
     if missed < measure.requests:
         print(f"  warning: the origin served {missed} pages for {measure.requests} requests")
-    names = thread_names(args.py_spy, stack.pid)
-    per_name: defaultdict[str, float] = defaultdict(float)
-    for tid, seconds in after.items():
-        name = re.sub(r"_\d+$", "", names.get(tid, "(no Python frames: granian, uvloop)"))
-        per_name[name] += (seconds - before.get(tid, 0.0)) * 1e6 / max(measure.requests, 1)
-    return measure, dict(per_name)
+    return measure, cpu_since(stack.pid, before, measure.requests, args.py_spy)
 
 
 def profile(stack: Stack, args: argparse.Namespace, out: Path) -> None:
     """Run wrk while py-spy samples the GIL holder into ``out``."""
-    spy = subprocess.Popen(
-        [args.py_spy, "record", "--pid", str(stack.pid), "--duration", f"{args.duration:g}",
-         "--rate", str(args.rate), "--format", "raw", "--nolineno", "--gil", "--nonblocking",
-         "--output", str(out)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        run_wrk(stack, args)
-    finally:
-        _, error = spy.communicate(timeout=args.duration + 60)
-    if spy.returncode != 0:
-        raise RuntimeError(f"py-spy failed ({spy.returncode}): {error}")
+    sampled(stack.pid, args, out, lambda: run_wrk(stack, args))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,12 +40,15 @@ def body_files(bodies: BodyStore) -> set[str]:
     return {path.name for path in bodies.directory.iterdir()}
 
 
+@pytest.mark.parametrize("entry", [
+    make_entry(tags=("post-1",), headers=((b"x", b"\x00\x01"),),
+               encoded=(("br", b"\x00br"), ("gzip", b"\x1f\x8b"))),
+    make_entry(tags=("post-1",), codings_due=True),
+], ids=["encoded", "codings-due"])
 async def test_entries_survive_a_restart(
-    tmp_path: Path, bodies: BodyStore, clock: FakeClock
+    tmp_path: Path, bodies: BodyStore, clock: FakeClock, entry: CacheEntry
 ) -> None:
     path = tmp_path / "cache.sqlite3"
-    entry = make_entry(tags=("post-1",), headers=((b"x", b"\x00\x01"),),
-                       encoded=(("br", b"\x00br"), ("gzip", b"\x1f\x8b")))
     first = await SqliteCacheStore.open(path, bodies, clock)
     await first.put(entry)
     await first.close()
@@ -61,21 +64,6 @@ async def test_entries_survive_a_restart(
         assert rows.fetchall() == [("0001_cache.sql",), ("0002_entry_flags.sql",),
                                    ("0003_cache_live_index.sql",), ("0004_entry_encoded.sql",),
                                    ("0005_entry_codings_due.sql",)]
-
-
-async def test_codings_due_survives_a_restart(
-    tmp_path: Path, bodies: BodyStore, clock: FakeClock
-) -> None:
-    path = tmp_path / "cache.sqlite3"
-    entry = make_entry(codings_due=True)
-    first = await SqliteCacheStore.open(path, bodies, clock)
-    await first.put(entry)
-    await first.close()
-    second = await SqliteCacheStore.open(path, bodies, clock)
-    try:
-        assert await second.get(entry.primary_key) == [entry]
-    finally:
-        await second.close()
 
 
 async def test_a_tag_lookup_reads_indexes_only(
