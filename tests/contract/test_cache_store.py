@@ -123,6 +123,17 @@ async def test_put_replaces_in_place(store: CacheStore) -> None:
     assert (await store.stats())["entries"] == 1
 
 
+async def test_put_many_puts_each_in_order(store: CacheStore) -> None:
+    old = make_entry(tags=("old",))
+    new = replace(old, status=404, body=b"gone", body_size=4, tags=("new",))
+    other = make_entry("https://example.com/other", variant="v")
+    await store.put_many([old, other, new])
+    assert await store.get(old.primary_key) == [new]  # the later one wins
+    assert await store.get(other.primary_key) == [other]
+    assert await store.refs_for_tags(["old"]) == []
+    assert (await store.stats())["entries"] == 2
+
+
 async def test_keep_until_hides_an_entry_everywhere(store: CacheStore, clock: FakeClock) -> None:
     entry = make_entry(keep=600.0, tags=("t",))
     await store.put(entry)

@@ -224,6 +224,10 @@ class MemoryStore:
     async def put(self, entry: CacheEntry) -> None:
         self.put_nowait(entry)
 
+    async def put_many(self, entries: Sequence[CacheEntry]) -> None:
+        for entry in entries:
+            self.put_nowait(entry)
+
     async def add_codings(self, entry: CacheEntry, encoded: Encoded) -> None:
         self.add_codings_nowait(entry, encoded)
 

@@ -49,6 +49,10 @@ class CacheStore(Protocol):
     async def put(self, entry: CacheEntry) -> None:
         """Insert or replace the entry ``(entry.primary_key, entry.variant)``."""
 
+    async def put_many(self, entries: Sequence[CacheEntry]) -> None:
+        """:meth:`put` each of ``entries``, in order; all or none where the tier has
+        transactions (SQLite: one)."""
+
     async def delete(self, refs: Iterable[EntryRef]) -> int:
         """Delete these entries; return how many existed."""
 

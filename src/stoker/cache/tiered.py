@@ -18,7 +18,10 @@ Invariants:
 - ONE writer task applies L2 operations in FIFO order; an operation leaves
   the queue only once it has succeeded or (a put only) been dropped, so a
   later operation never overtakes an earlier one (a queued ``put`` can never
-  resurrect an entry in L2 after a later ``delete``).
+  resurrect an entry in L2 after a later ``delete``).  Consecutive puts at the
+  head of the queue are written by one L2 call (``put_many``, one SQLite
+  transaction, up to :data:`PUT_BATCH`), so a burst of misses costs L2 one
+  commit and one thread hand-off per batch, not per entry.
 - The queue is bounded: the puts it holds (``add_codings`` counts as a put
   here) total at most ``max_queue_bytes``
   (``CacheEntry.meta_size``, the bytes the queue keeps in memory).  When a
@@ -92,6 +95,8 @@ L1_CHUNK = 200
 """L1 entries changed (or primary keys scanned) per event-loop step of a purge or reclaim."""
 L2_CHUNK = 100
 """L2 entries changed per L2 call of a purge or reclaim (request-path reads run between)."""
+PUT_BATCH = 64
+"""Most queued puts written in one L2 call (one SQLite transaction)."""
 
 
 class L2WriteTimeout(Exception):
@@ -113,6 +118,8 @@ class _Op:
     dropped: bool = False
     shadow: int | None = None
     """The key in ``TieredStore._shadows`` of the purge this op applies to L2."""
+    entry: CacheEntry | None = None
+    """The entry a put writes (while it is not dropped): consecutive puts are batched."""
 
 
 class Purged(NamedTuple):
@@ -238,7 +245,12 @@ class TieredStore:
             self.dropped += 1
             return
         self._enqueue(_Op("put", lambda: self._l2.put(entry), frozenset((entry.primary_key,)),
-                          size=entry.meta_size()))
+                          size=entry.meta_size(), entry=entry))
+
+    async def put_many(self, entries: Sequence[CacheEntry]) -> None:
+        """:meth:`put` each (the writer batches consecutive puts anyway)."""
+        for entry in entries:
+            await self.put(entry)
 
     async def add_codings(self, entry: CacheEntry, encoded: Encoded) -> None:
         """Give ``entry``'s stored version its compressed forms (as
@@ -434,7 +446,7 @@ class TieredStore:
         while self._queued_bytes > self._max_queue_bytes and self._puts:
             op = self._puts.popleft()
             op.dropped = True
-            op.run = _nothing  # let go of the entry
+            op.run, op.entry = _nothing, None  # let go of the entry
             self._queued_bytes -= op.size
             self._noops += 1
             self.dropped += 1
@@ -453,24 +465,50 @@ class TieredStore:
                 wake.clear()
                 await wake.wait()
                 continue
+            batch = self._put_batch()
+            if len(batch) > 1:
+                if not _all_dropped(batch):
+                    await self._apply("put", partial(self._put_many, batch),
+                                      partial(_all_dropped, batch))
+                for op in batch:
+                    self._ops.popleft()
+                    self._finish(op, None)
+                continue
             op = self._ops[0]
-            result = None if op.dropped else await self._apply(op)
+            result = None if op.dropped else await self._apply(
+                op.label, op.run, partial(_all_dropped, [op]))
             self._ops.popleft()
             self._finish(op, result)
 
-    async def _apply(self, op: _Op) -> object:
-        """Run ``op`` until it succeeds (or, a put, is dropped), backing off between failures."""
+    async def _put_many(self, batch: list[_Op]) -> None:
+        """Write the entries of ``batch``'s puts not dropped (by the time of this attempt)."""
+        await self._l2.put_many([op.entry for op in batch if op.entry is not None])
+
+    def _put_batch(self) -> list[_Op]:
+        """The puts at the head of the queue (up to :data:`PUT_BATCH`, dropped ones
+        included: they are finished in order, not written)."""
+        batch: list[_Op] = []
+        for op in self._ops:
+            if op.label != "put" or len(batch) == PUT_BATCH:
+                break
+            batch.append(op)
+        return batch
+
+    async def _apply(self, label: str, run: Callable[[], Awaitable[object]],
+                     dropped: Callable[[], bool]) -> object:
+        """Run ``run`` until it succeeds (or, puts, they are ``dropped``), backing off between
+        failures; ``run`` is called anew on each attempt."""
         delay = self._retry_delay
         failures = 0
         while True:
             try:
-                result = await op.run()
+                result = await run()
             except Exception as error:
                 failures += 1
                 self._last_error = error
                 log.warning(
                     "L2 cache %s failed (attempt %d); retrying in %.2fs",
-                    op.label, failures, delay, exc_info=True,
+                    label, failures, delay, exc_info=True,
                 )  # fmt: skip
             else:
                 self._last_error = None
@@ -478,7 +516,7 @@ class TieredStore:
             self._expire()
             await self._clock.sleep(self._backoff(delay))
             self._expire()
-            if op.dropped:
+            if dropped():
                 return None
             delay = min(delay * 2, self._max_retry_delay)
 
@@ -576,6 +614,10 @@ async def _steps(items: Sequence[T], size: int) -> AsyncIterator[Sequence[T]]:
     for chunk in _chunks(items, size):
         await asyncio.sleep(0)
         yield chunk
+
+
+def _all_dropped(ops: list[_Op]) -> bool:
+    return all(op.dropped for op in ops)
 
 
 def _union(found: list[list[EntryRef]]) -> list[EntryRef]:

@@ -46,14 +46,14 @@ class FaultyStore:
         self.arrived: dict[str, asyncio.Event] = {}
         self.calls: list[str] = []
 
-    async def _call(self, name: str, *args: Any) -> Any:
+    async def _call(self, name: str, *args: Any, method: str | None = None) -> Any:
         self.calls.append(name)
         if name in self.gate_before:
             await self.gate_before[name].wait()
         if self.failures.get(name, 0) > 0:
             self.failures[name] -= 1
             raise OSError(f"injected {name} failure")
-        result = await getattr(self.inner, name)(*args)
+        result = await getattr(self.inner, method or name)(*args)
         if name in self.gate_after:
             self.arrived.setdefault(name, asyncio.Event()).set()
             await self.gate_after[name].wait()
@@ -64,6 +64,10 @@ class FaultyStore:
 
     async def put(self, entry: CacheEntry) -> None:
         await self._call("put", entry)
+
+    async def put_many(self, entries: Sequence[CacheEntry]) -> None:
+        """Batched puts count as puts: failures and gates keyed ``put`` apply to them."""
+        await self._call("put", entries, method="put_many")
 
     async def delete(self, refs: Iterable[EntryRef]) -> int:
         return await self._call("delete", refs)  # type: ignore[no-any-return]
@@ -367,6 +371,29 @@ async def test_a_hung_l2_times_out_waiters_when_more_work_is_queued(
     gate.set()
     await store.flush()
     assert await in_l2(l2, [first, second]) == [first, second]
+
+
+async def test_queued_puts_reach_l2_in_batches_in_queue_order(
+    tiered: TieredStore, l2: FaultyStore
+) -> None:
+    entries = pages(150)
+    l2.gate_before["put"] = gate = asyncio.Event()
+    await tiered.put(entries[0])  # the writer holds this one at the gate
+    while "put" not in l2.calls:
+        await asyncio.sleep(0)
+    for entry in entries[1:100]:
+        await tiered.put(entry)
+    deleted = asyncio.create_task(tiered.delete([EntryRef(entries[50].primary_key, "")]))
+    await asyncio.sleep(0)  # the delete is queued behind the first 100 puts
+    for entry in entries[100:]:
+        await tiered.put(entry)
+    gate.set()
+    assert await deleted == 1
+    await tiered.flush()
+    # 1 held, then 64 + 35 before the delete (a batch never crosses it), then 50 after
+    assert [call for call in l2.calls if call in ("put", "delete")] == [
+        "put", "put", "put", "delete", "put"]
+    assert await in_l2(l2, entries) == entries[:50] + entries[51:]
 
 
 async def test_close_with_a_failing_l2_gives_up_logs_what_is_lost_and_closes_l2(

@@ -189,7 +189,10 @@ class SqliteCacheStore:
         return [entry_from_row(row) for row in rows]
 
     async def put(self, entry: CacheEntry) -> None:
-        await self._db.run(lambda conn: self._put(conn, entry))
+        await self._db.run(lambda conn: self._put(conn, [entry]))
+
+    async def put_many(self, entries: Sequence[CacheEntry]) -> None:
+        await self._db.run(lambda conn: self._put(conn, entries))
 
     async def add_codings(self, entry: CacheEntry, encoded: Encoded) -> None:
         blob = _encode_codings(encoded)
@@ -252,14 +255,18 @@ class SqliteCacheStore:
 
     # -- worker-thread side ----------------------------------------------------
 
-    def _put(self, conn: sqlite3.Connection, entry: CacheEntry) -> None:
-        row = entry_to_row(entry)
-        tags = [(tag, entry.primary_key, entry.variant) for tag in entry.tags]
+    def _put(self, conn: sqlite3.Connection, entries: Sequence[CacheEntry]) -> None:
+        """Replace ``entries`` in one transaction; then remove the body files the replaced
+        rows named and the new ones do not."""
+        replaced: list[str] = []
         with immediate(conn):
-            old = conn.execute(DELETE_REF, (entry.primary_key, entry.variant)).fetchall()
-            conn.execute(INSERT_ENTRY, row)
-            conn.executemany(INSERT_TAG, tags)
-        self._remove_files(name for _, name in old if name != entry.body_file)
+            for entry in entries:
+                old = conn.execute(DELETE_REF, (entry.primary_key, entry.variant)).fetchall()
+                conn.execute(INSERT_ENTRY, entry_to_row(entry))
+                conn.executemany(INSERT_TAG, [(tag, entry.primary_key, entry.variant)
+                                              for tag in entry.tags])
+                replaced += (name for _, name in old if name and name != entry.body_file)
+        self._remove_files(replaced)
 
     async def _delete(self, sql: str, params: list[tuple[Any, ...]]) -> int:
         """Run a deleting statement per parameter tuple; count the live rows it removed."""
