@@ -108,11 +108,12 @@ class _Uvicorn:
         host, port = split_address(address)
         # proxy_headers off: the pipeline reads forwarding headers itself, from trusted peers
         # only (trusted_proxies); uvicorn's own rewrite would hand it a forged client address.
-        # The front adds no Server or Date of its own (as granian): a cache sends the
-        # stored Date, never a second one, and its hits are written without the server.
+        # No Server or Date of uvicorn's own on the proxy (as granian): a cache sends the
+        # stored Date, never a second one, and the front writes its hits without uvicorn.
+        proxy = _is_proxy(app)
         config = uvicorn.Config(app, host=host, port=port, lifespan="off", access_log=False,
                                 log_level="warning", backlog=2048, proxy_headers=False,
-                                server_header=not hit_front, date_header=not hit_front,
+                                server_header=not proxy, date_header=not proxy,
                                 http=_http_protocol(app, hit_front),
                                 ssl_certfile=str(tls.cert) if tls else None,
                                 ssl_keyfile=str(tls.key) if tls else None)
@@ -133,6 +134,14 @@ def _http_protocol(app: ASGIApp, hit_front: bool) -> Any:
     from stoker.proxy.asgi_proxy import ProxyApp
 
     return hit_protocol(app.hot) if hit_front and isinstance(app, ProxyApp) else Http1Protocol
+
+
+def _is_proxy(app: ASGIApp) -> bool:
+    """Whether ``app`` is the proxy (bare, or behind its access log)."""
+    from stoker.proxy.access_log import AccessLogApp
+    from stoker.proxy.asgi_proxy import ProxyApp
+
+    return isinstance(app, ProxyApp | AccessLogApp)
 
 
 def make_server(kind: str, app: ASGIApp, address: str, tls: Tls | None = None) -> _Server:

@@ -8,6 +8,7 @@ the requests' order when they are pipelined, and connections close when uvicorn 
 from __future__ import annotations
 
 import asyncio
+import io
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,8 +17,9 @@ import pytest
 from tests.conftest import serving
 from tests.integration.conftest import Origin
 
-from stoker.asgi import Message, Receive, Send
+from stoker.asgi import Message, Send
 from stoker.clock import FakeClock
+from stoker.proxy.access_log import AccessLogApp
 from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.runtime import Stoker
 from stoker.settings import settings_from
@@ -44,16 +46,14 @@ class Front:
 
 @pytest.fixture
 async def front(origin: Origin, tmp_path: Path) -> AsyncIterator[Front]:
-    """One Stoker behind two listeners: the front, and the same uvicorn settings without
-    the front's hits (an app that is not the bare ProxyApp)."""
+    """One Stoker behind two listeners: the front, and the same server without the front's
+    hits (the proxy behind its access log, which the front leaves to ASGI)."""
     stoker = await Stoker.open(settings_from({"origin": origin.url,
                                               "data_dir": str(tmp_path)}),
                                clock=FakeClock(auto_advance=False))
     app = ProxyApp(stoker.pipeline)
-
-    async def through_asgi(scope: Message, receive: Receive, send: Send) -> None:
-        await app(scope, receive, send)
-
+    through_asgi = AccessLogApp(app, io.StringIO(), stoker.clock, json_format=False,
+                                redact=(), trusted=stoker.pipeline.config.trusted)
     try:
         async with serving(app, kind="stoker") as front_url, \
                 serving(through_asgi, kind="stoker") as plain_url:

@@ -121,3 +121,15 @@ async def test_a_head_that_never_ends_is_cut_off(origin: Origin, tmp_path: Path,
             writer.close()
     assert answer.startswith(b"HTTP/1.1 431 ") or answer == b""
     assert origin.app.requests == []
+
+
+@pytest.mark.parametrize("kind", ["granian", "uvicorn", "stoker"])
+async def test_one_date_the_origins_on_a_miss_and_a_hit(origin: Origin, tmp_path: Path,
+                                                       kind: str) -> None:
+    """Date is a singleton field (RFC 9110 §6.6.1): the server adds none of its own."""
+    origin.app.set("/d", headers=CACHEABLE, body=b"d")
+    async with running_proxy(origin.url, tmp_path, kind=kind) as proxy:
+        answers = [await proxy.client.get("/d") for _ in range(2)]
+    assert "hit" in answers[1].headers["cache-status"]
+    for answer in answers:
+        assert len(answer.headers.get_list("date")) == 1
