@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from stoker.asgi import ASGIApp
@@ -50,3 +50,21 @@ async def serving(app: ASGIApp, *, kind: str = "uvicorn", port: int | None = Non
     finally:
         stop.set()
         await asyncio.wait_for(task, 15)
+
+
+HANG_GUARD = 20.0
+"""Seconds a stopped loop may take to end before the test fails (only stops a hung test;
+no claim about speed)."""
+
+
+@asynccontextmanager
+async def running(run: Callable[[asyncio.Event], Awaitable[None]]) -> AsyncIterator[asyncio.Event]:
+    """Run ``run(stop)`` (a worker's or a ticker's loop) as a task inside the block; leaving
+    it sets ``stop`` and waits for the task to end."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(run(stop))
+    try:
+        yield stop
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, HANG_GUARD)

@@ -8,11 +8,11 @@ import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from tests.conftest import running
 from tests.job_backends import BACKENDS, open_queue, pg_schema
 
 from stoker.clock import FakeClock
@@ -411,18 +411,6 @@ def state_count(queue: JobQueue, state: str, expected: int) -> Callable[[], Awai
     return check
 
 
-@asynccontextmanager
-async def working(worker: Worker) -> AsyncIterator[asyncio.Event]:
-    """Run ``worker`` inside the block; leaving it stops the worker and waits for its shutdown."""
-    stop = asyncio.Event()
-    running = asyncio.create_task(worker.run(stop))
-    try:
-        yield stop
-    finally:
-        stop.set()
-        await running
-
-
 def make_worker(queue: JobQueue, clock: FakeClock, handler: Handler, **config: Any) -> Worker:
     return Worker(queue, handler, clock, WorkerConfig("q", poll_interval=0.05, **config))
 
@@ -435,7 +423,7 @@ async def test_worker_runs_every_job_once(queue: JobQueue, clock: FakeClock) -> 
 
     await queue.enqueue([NewJob("q", {"n": n}) for n in range(20)])
     worker = make_worker(queue, clock, handler)
-    async with working(worker):
+    async with running(worker.run):
         await eventually(state_count(queue, "done", 20), "20 jobs done")
     assert sorted(seen) == list(range(20)) and worker.stats.done == 20
 
@@ -448,7 +436,7 @@ async def test_worker_timeout_is_a_failed_attempt(queue: JobQueue, clock: FakeCl
         return [job.attempts for job in await queue.list("pending")] == [1]
 
     await queue.enqueue([NewJob("q")])
-    async with working(make_worker(queue, clock, handler, job_timeout=0.1)):
+    async with running(make_worker(queue, clock, handler, job_timeout=0.1).run):
         await eventually(retried, "the timed-out job back in pending")
     [job] = await queue.list("pending")
     assert job.attempts == 1 and job.last_error == "timed out after 0.1s"
@@ -470,7 +458,7 @@ async def test_worker_breaker_stops_leasing_after_consecutive_failures(
     async def opened_and_settled() -> bool:
         return worker.breaker.phase == "open" and await state_count(queue, "pending", 6)()
 
-    async with working(worker):
+    async with running(worker.run):
         # The fake clock stands still, so the open breaker never reaches its cooldown.
         await eventually(opened_and_settled, "breaker open, failed and unstarted jobs pending")
     assert calls == 2 and worker.stats.failed == 2 and worker.breaker.phase == "open"
@@ -494,7 +482,7 @@ async def test_worker_probes_again_when_the_probe_loses_its_lease(
                          breaker=BreakerState(threshold=1, cooldown=0))
     thief = await open_queue(backend, target, clock)
     try:
-        async with working(worker):
+        async with running(worker.run):
             await asyncio.wait_for(probing.wait(), 30)
             assert worker.breaker.phase == "half_open"
             [probe] = await queue.list("running")
@@ -556,7 +544,7 @@ async def test_worker_heartbeat_racing_an_ack_loses_nothing(
 
     await queue.enqueue([NewJob("q")])
     worker = make_worker(cast(JobQueue, watched), clock, handler, heartbeat_interval=0.01)
-    async with working(worker):
+    async with running(worker.run):
         await eventually(state_count(queue, "done", 1), "the job acked")
         watched.gate.set()  # the heartbeat now finds the job done, not held
         await eventually(heartbeat_finished, "the racing heartbeat back")
@@ -594,7 +582,7 @@ async def test_worker_cancels_a_job_whose_lease_is_lost_once(
     await queue.enqueue([NewJob("q", {"victim": True}), NewJob("q", {"victim": False})])
     worker = make_worker(cast(JobQueue, watched), clock, handler, concurrency=2,
                          heartbeat_interval=0.01, shutdown_grace=0)
-    async with working(worker):
+    async with running(worker.run):
         await eventually(both_started, "both jobs running")
         [victim] = [job for job in await queue.list("running") if job.payload["victim"]]
         watched.lose.add(victim.id)
@@ -621,7 +609,7 @@ async def test_worker_shutdown_releases_jobs_it_did_not_start(
 
     await queue.enqueue([NewJob("q", {"n": n}) for n in range(3)])
     worker = make_worker(queue, clock, handler, concurrency=1)
-    async with working(worker) as stop:
+    async with running(worker.run) as stop:
         await eventually(state_count(queue, "running", 2), "one job running, one buffered")
         await started.wait()
         stop.set()

@@ -8,11 +8,10 @@ the store and gone back to sleep, instead of waiting for some time to pass.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import pytest
 from tests import deadline_backends
+from tests.conftest import HANG_GUARD, running
 from tests.deadline_backends import open_store
 
 from stoker.clock import FakeClock
@@ -25,7 +24,6 @@ backend, target, store = (deadline_backends.backend, deadline_backends.target,
 pg_deadline_schema = deadline_backends.pg_deadline_schema
 
 T = 1_700_000_000.0
-HANG_GUARD = 20.0  # only stops a hung test; no claim about speed
 
 
 class WatchedClock(FakeClock):
@@ -77,18 +75,6 @@ def clock() -> WatchedClock:
     return WatchedClock()
 
 
-@asynccontextmanager
-async def running(ticker: Ticker) -> AsyncIterator[asyncio.Task[None]]:
-    """Run ``ticker`` inside the block; leaving it stops the ticker and waits for it."""
-    stop = asyncio.Event()
-    task = asyncio.create_task(ticker.run(stop))
-    try:
-        yield task
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, HANG_GUARD)
-
-
 async def row_of(store: DeadlineStore, name: str) -> Deadline:
     return next(row for row in await store.list() if row.name == name)
 
@@ -99,7 +85,7 @@ async def test_a_deadline_runs_when_due_and_not_before(
     ticker = Ticker(store, clock, "node-a", max_sleep=3_600)
     ticker.register("rewarm", runs, retry_delay=60)
     await store.arm("rewarm", "debounced", T, 60, 300)
-    async with running(ticker):
+    async with running(ticker.run):
         await clock.naps_reach(1)
         clock.advance(30)  # not due: the ticker sleeps on
         clock.advance(30)
@@ -113,7 +99,7 @@ async def test_a_deadline_armed_before_a_restart_fires_after_it(
     before = Runs(clock)
     ticker = Ticker(store, clock, "before-restart")
     ticker.register("rewarm", before, retry_delay=60)
-    async with running(ticker):
+    async with running(ticker.run):
         await ticker.arm("rewarm", "debounced", 60, 300)
         await clock.naps_reach(1)
     await store.aclose()  # the process goes away before the deadline
@@ -123,7 +109,7 @@ async def test_a_deadline_armed_before_a_restart_fires_after_it(
         after = Runs(clock)
         restarted = Ticker(reopened, clock, "after-restart")
         restarted.register("rewarm", after, retry_delay=60)
-        async with running(restarted):
+        async with running(restarted.run):
             clock.advance(60)
             assert await after.next() == T + 60
         assert before.started == []
@@ -137,7 +123,7 @@ async def test_a_failure_is_recorded_and_retried_after_the_delay(
     ticker = Ticker(store, clock, "node-a")
     ticker.register("stats_flush", runs, retry_delay=120)
     await store.arm("stats_flush", "earliest", T, 0)
-    async with running(ticker):
+    async with running(ticker.run):
         await clock.naps_reach(2)  # ran, failed, asleep until the retry
         failed = next(r for r in await ticker.status() if r.name == "stats_flush")
         assert (failed.due_at, failed.attempts, failed.owner) == (T + 120, 1, None)
@@ -154,7 +140,7 @@ async def test_an_arm_pokes_the_sleeping_ticker(
     runs = Runs(clock)
     ticker = Ticker(store, clock, "node-a", max_sleep=3_600)
     ticker.register("stats_flush", runs, retry_delay=60)
-    async with running(ticker):
+    async with running(ticker.run):
         await clock.naps_reach(1)  # nothing armed: asleep for max_sleep
         await ticker.arm("stats_flush", "earliest", 0)
         assert await runs.next() == T  # the clock never moved
@@ -170,7 +156,7 @@ async def test_exactly_one_of_two_tickers_runs_a_due_deadline(
         ticker.register("job_reap", runs, retry_delay=60)
     await store.arm("job_reap", "earliest", T, 10)
     try:
-        async with running(tickers[0]), running(tickers[1]):
+        async with running(tickers[0].run), running(tickers[1].run):
             await clock.naps_reach(2)
             clock.advance(10)
             await clock.naps_reach(4)  # both woke, looked, and sleep again
@@ -188,7 +174,7 @@ async def test_stop_cancels_a_run_and_leaves_it_due_for_the_next_ticker(
     ticker = Ticker(store, clock, "node-a")
     ticker.register("rewarm", stuck, retry_delay=600)
     await store.arm("rewarm", "earliest", T, 0)
-    async with running(ticker):
+    async with running(ticker.run):
         await clock.naps_reach(1)  # the run is in flight
         assert stuck.started == [T]
     left = await row_of(store, "rewarm")
@@ -197,7 +183,7 @@ async def test_stop_cancels_a_run_and_leaves_it_due_for_the_next_ticker(
     runs = Runs(clock)
     successor = Ticker(store, clock, "node-b")
     successor.register("rewarm", runs, retry_delay=600)
-    async with running(successor):
+    async with running(successor.run):
         assert await runs.next() == T
 
 
@@ -239,7 +225,7 @@ async def test_a_store_error_is_logged_and_the_loop_goes_on(
     ticker = Ticker(FailingList(store, 1), clock, "node-a", max_sleep=5)  # type: ignore[arg-type]
     ticker.register("job_reap", runs, retry_delay=60)
     await store.arm("job_reap", "earliest", T, 0)
-    async with running(ticker):
+    async with running(ticker.run):
         await clock.naps_reach(1)  # the first look failed: asleep for max_sleep
         assert "reading or claiming deadlines failed" in caplog.text
         clock.advance(5)
@@ -251,7 +237,7 @@ async def test_purposes_without_a_handler_here_are_left_alone(
     ticker = Ticker(store, clock, "node-a", max_sleep=3_600)
     ticker.register("rewarm", Runs(clock), retry_delay=60)
     await store.arm("l2_reclaim", "earliest", T - 100, 0)  # overdue, for another process
-    async with running(ticker):
+    async with running(ticker.run):
         await clock.naps_reach(1)  # looked, and sleeps rather than spinning on it
     assert caplog.records == []
     assert await row_of(store, "l2_reclaim") == Deadline(
