@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from tests.job_backends import PG_URL, pg_schema
+from tests.job_backends import PG_URL, pg_schema, place
 
 from stoker.backends.postgres.connection import create_pool
 from stoker.backends.postgres.deadline_store import PostgresDeadlineStore
@@ -45,9 +45,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    if backend == "sqlite":
-        return str(tmp_path / "stoker.db")
-    return str(request.getfixturevalue("pg_deadline_schema"))
+    return place(backend, tmp_path, request, "pg_deadline_schema")
 
 
 @pytest.fixture

@@ -83,3 +83,12 @@ async def open_queue(backend: str, target: str, clock: Clock, *, truncate: bool 
     if backend == "sqlite":
         return await SqliteJobQueue.open(Path(target), clock, **options)
     return await open_postgres(target, clock, truncate=truncate, **options)
+
+
+def place(backend: str, tmp_path: Path, request: pytest.FixtureRequest, schema_fixture: str,
+          filename: str = "stoker.db") -> str:
+    """Where a store of ``backend`` lives in a test: a SQLite file under ``tmp_path``, or the
+    PostgreSQL schema the fixture named ``schema_fixture`` made."""
+    if backend == "sqlite":
+        return str(tmp_path / filename)
+    return str(request.getfixturevalue(schema_fixture))

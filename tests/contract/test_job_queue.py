@@ -13,7 +13,7 @@ from typing import Any, cast
 
 import pytest
 from tests.conftest import running
-from tests.job_backends import BACKENDS, open_queue, pg_schema
+from tests.job_backends import BACKENDS, open_queue, pg_schema, place
 
 from stoker.clock import FakeClock
 from stoker.jobs.breaker import BreakerState
@@ -38,9 +38,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    if backend == "sqlite":
-        return str(tmp_path / "jobs.db")
-    return str(request.getfixturevalue("pg_test_schema"))
+    return place(backend, tmp_path, request, "pg_test_schema", "jobs.db")
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from tests.job_backends import BACKENDS, PG_URL, pg_schema
+from tests.job_backends import BACKENDS, PG_URL, pg_schema, place
 
 from stoker.backends.postgres.connection import create_pool
 from stoker.backends.postgres.run_store import PostgresRunStore
@@ -27,9 +27,7 @@ def pg_runs_schema() -> Iterator[str]:
 @pytest.fixture(params=BACKENDS)
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     """``(backend, place)``: the SQLite file, or the PostgreSQL schema."""
-    if request.param == "sqlite":
-        return "sqlite", str(tmp_path / "stoker.db")
-    return "postgres", str(request.getfixturevalue("pg_runs_schema"))
+    return request.param, place(request.param, tmp_path, request, "pg_runs_schema")
 
 
 async def open_store(target: tuple[str, str], *, truncate: bool = False) -> RunStore:
