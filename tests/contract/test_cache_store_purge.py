@@ -103,3 +103,25 @@ async def test_prefix_and_everything(store: CacheStore) -> None:
     assert await store.delete_except_version("v2") == 4
     assert await store.get(newer.primary_key) == [newer]
     assert await store.refs_for_tags(["posts"]) == []
+
+
+async def test_refs_round_trip_any_text_and_overlapping_tags_once(store: CacheStore,
+                                                                   clock: FakeClock) -> None:
+    """Keys and variants carrying JSON's and SQL's special characters are found, softened
+    and deleted exactly; an entry carrying several of the tags asked for is listed once."""
+    odd = [
+        make_entry('https://example.com/q?a="b"&c=\\d', variant='x="1\\2", y="é 😀"',
+                   vary=("x", "y"), tags=("a", "b")),
+        make_entry("https://example.com/%E2%9C%93'; DROP TABLE cache_entries; --",
+                   tags=("b", "c")),
+        make_entry("https://example.com/plain", tags=("c",)),
+    ]
+    for entry in odd:
+        await store.put(entry)
+    refs = await store.refs_for_tags(["a", "b", "c", "absent"])
+    assert refs == sorted(ref(entry) for entry in odd)
+    assert await store.soften(refs[:2], clock.now()) == 2
+    assert await store.delete(refs[:2]) == 2
+    assert await store.refs_for_tags(["a", "b", "c"]) == [refs[2]]
+    assert await store.delete_primary([refs[2].primary_key, "v1|absent"]) == 1
+    assert await store.refs_for_url_prefix("") == []

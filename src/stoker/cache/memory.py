@@ -68,8 +68,11 @@ class _Slot:
         return entry, size
 
     def _rebuild(self) -> None:
-        self.entries = list(self.variants.values())
-        self.expires = min((entry.keep_until for entry in self.entries), default=0.0)
+        entries = self.entries = list(self.variants.values())
+        if len(entries) == 1:  # most keys: spares min() its generator
+            self.expires = entries[0].keep_until
+        else:
+            self.expires = min((entry.keep_until for entry in entries), default=0.0)
 
 
 class MemoryStore:

@@ -16,7 +16,9 @@ Invariants every implementation keeps:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from operator import itemgetter
 from typing import NamedTuple, Protocol
 
 from stoker.cache.entry import CacheEntry
@@ -35,9 +37,22 @@ class EntryRef(NamedTuple):
     variant: str
 
 
+PRIMARY_KEY: Callable[[EntryRef], str] = itemgetter(0)
+"""``ref.primary_key`` as a C function, for ``map`` over thousands of refs."""
+
+
 def sorted_refs(refs: Iterable[EntryRef]) -> list[EntryRef]:
     """Refs in a stable order (primary key, then variant), as every tier returns them."""
     return sorted(refs)
+
+
+_MAKE_REF: Callable[[Sequence[str]], EntryRef] = partial(tuple.__new__, EntryRef)
+
+
+def refs_from(pairs: Iterable[Sequence[str]]) -> list[EntryRef]:
+    """``(primary_key, variant)`` pairs (tuples or lists) as refs, sorted; every step runs
+    in C (``tuple.__new__`` is what ``EntryRef._make`` calls, less its Python frame)."""
+    return sorted(map(_MAKE_REF, pairs))
 
 
 class CacheStore(Protocol):

@@ -79,7 +79,7 @@ from typing import Any, NamedTuple, TypeVar
 from stoker.cache.entry import CacheEntry
 from stoker.cache.ledger import PurgeMark
 from stoker.cache.memory import MemoryStore
-from stoker.cache.store import CacheStore, EntryRef, sorted_refs
+from stoker.cache.store import PRIMARY_KEY, CacheStore, EntryRef, sorted_refs
 from stoker.clock import Clock
 from stoker.http.encoding import Encoded
 
@@ -321,7 +321,7 @@ class TieredStore:
         finally:
             l1_done.set()
         in_l2 = await found
-        keys = list(dict.fromkeys(ref.primary_key for ref in in_l2))  # sorted, as in_l2 is
+        keys = list(dict.fromkeys(map(PRIMARY_KEY, in_l2)))  # sorted, as in_l2 is
         only_l1 = l1_keys.difference(keys)  # dropped puts
         if only_l1:
             keys = sorted(keys + list(only_l1))
@@ -382,7 +382,7 @@ class TieredStore:
         async for chunk in _steps(_union(found), L1_CHUNK):
             live = self._l1.purge_nowait(chunk, mark.now if mark.soft else None)
             covered += len(live)
-            primary_keys.update(ref.primary_key for ref in live)
+            primary_keys.update(map(PRIMARY_KEY, live))
         return covered, primary_keys
 
     async def _purge_l2(self, mark: PurgeMark, l1_done: asyncio.Event,

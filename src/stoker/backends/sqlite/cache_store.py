@@ -26,7 +26,11 @@ Invariants:
   larger than the RAM caching it) stalls every request for that disk's
   latency.  On such disks set ``inline_reads`` false: ``get`` then runs on
   the worker thread like everything else, ~40 µs of CPU more per hit.
-- SQL is module constants with bound parameters only.
+- SQL is module constants with bound parameters only.  A batch (the refs to delete
+  or soften, the tags to look up) is ONE parameter, a JSON array read with
+  ``json_each``, and a lookup answers in ONE row (:data:`AS_JSON`): the worker
+  thread crosses the GIL once per statement, not once per row, so it never
+  queues behind a busy event loop thousands of times in one purge.
 - An entry row and its ``cache_tags`` rows change in one transaction (tags
   are removed by ``ON DELETE CASCADE``), so the tag index is always exact.
 - A body file is removed only after the transaction that stopped referencing
@@ -62,7 +66,7 @@ from typing import Any
 from stoker.backends.sqlite.connection import SqliteThread, connect_reader, immediate
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry, Header
-from stoker.cache.store import EntryRef, sorted_refs
+from stoker.cache.store import EntryRef, refs_from
 from stoker.clock import Clock
 from stoker.http.encoding import Encoded
 
@@ -94,33 +98,49 @@ WHERE primary_key = ? AND variant = ? AND stored_at = ? AND body = ? AND codings
   AND keep_until > ?
 """
 INSERT_TAG = "INSERT OR IGNORE INTO cache_tags (tag, primary_key, variant) VALUES (?, ?, ?)"
+REFS = "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)"
+"""The ``(primary_key, variant)`` pairs of one JSON array parameter (:func:`_refs_json`)."""
 DELETE_REF = """
 DELETE FROM cache_entries WHERE primary_key = ? AND variant = ?
 RETURNING keep_until, body_file
 """
-DELETE_PRIMARY = "DELETE FROM cache_entries WHERE primary_key = ? RETURNING keep_until, body_file"
+DELETE_REFS = f"""
+DELETE FROM cache_entries WHERE (primary_key, variant) IN ({REFS})
+RETURNING keep_until, body_file
+"""
+DELETE_PRIMARY = """
+DELETE FROM cache_entries WHERE primary_key IN (SELECT value FROM json_each(?))
+RETURNING keep_until, body_file
+"""
 DELETE_OTHER_VERSIONS = """
 DELETE FROM cache_entries WHERE substr(primary_key, 1, ?) <> ?
 RETURNING keep_until, body_file
 """
 DELETE_EXPIRED = "DELETE FROM cache_entries WHERE keep_until <= ? RETURNING keep_until, body_file"
-SOFTEN_REF = """
+SOFTEN_REFS = f"""
 UPDATE cache_entries
 SET fresh_until = :now,
     stale_until = CASE WHEN stale_ok THEN stale_until ELSE MIN(stale_until, :now) END,
     error_until = CASE WHEN stale_ok THEN error_until ELSE MIN(error_until, :now) END
-WHERE primary_key = :key AND variant = :variant AND fresh_until > :now
+WHERE (primary_key, variant) IN ({REFS.replace("?", ":refs")}) AND fresh_until > :now
   AND keep_until > :clock_now
 """
-SELECT_TAGGED = """
-SELECT t.primary_key, t.variant FROM cache_tags AS t
+AS_JSON = "SELECT json_group_array(primary_key), json_group_array(variant) FROM ({})"
+"""Wraps a ``SELECT DISTINCT primary_key, variant`` so its rows come back as ONE row: the
+keys and the variants as two aligned JSON arrays of strings (decoded, they are two lists
+of untracked strings: no container per row for the garbage collector to count)."""
+SELECT_TAGGED = AS_JSON.format("""
+SELECT DISTINCT t.primary_key, t.variant FROM cache_tags AS t
 JOIN cache_entries AS e ON e.primary_key = t.primary_key AND e.variant = t.variant
-WHERE t.tag = ? AND e.keep_until > ?
-"""
-SELECT_URL_RANGE = """
-SELECT primary_key, variant FROM cache_entries WHERE url >= ? AND url < ? AND keep_until > ?
-"""
-SELECT_URL_FROM = "SELECT primary_key, variant FROM cache_entries WHERE url >= ? AND keep_until > ?"
+WHERE t.tag IN (SELECT value FROM json_each(?)) AND e.keep_until > ?
+""")
+SELECT_URL_RANGE = AS_JSON.format("""
+SELECT DISTINCT primary_key, variant FROM cache_entries
+WHERE url >= ? AND url < ? AND keep_until > ?
+""")
+SELECT_URL_FROM = AS_JSON.format("""
+SELECT DISTINCT primary_key, variant FROM cache_entries WHERE url >= ? AND keep_until > ?
+""")
 SELECT_BODY_FILES = "SELECT body_file FROM cache_entries WHERE body_file IS NOT NULL"
 SELECT_STATS = "SELECT COUNT(*), COALESCE(SUM(size_bytes), 0) FROM cache_entries"
 SELECT_OLDEST = """
@@ -201,32 +221,29 @@ class SqliteCacheStore:
         await self._db.run(lambda conn: _update_count(conn, ADD_CODINGS, [params]))
 
     async def delete(self, refs: Iterable[EntryRef]) -> int:
-        params = [(ref.primary_key, ref.variant) for ref in refs]
-        return await self._delete(DELETE_REF, params)
+        return await self._delete(DELETE_REFS, [(_refs_json(refs),)])
 
     async def delete_primary(self, primary_keys: Iterable[str]) -> int:
-        return await self._delete(DELETE_PRIMARY, [(key,) for key in primary_keys])
+        return await self._delete(DELETE_PRIMARY, [(json.dumps(list(primary_keys)),)])
 
     async def delete_except_version(self, version: str) -> int:
         prefix = f"{version}|"
         return await self._delete(DELETE_OTHER_VERSIONS, [(len(prefix), prefix)])
 
     async def soften(self, refs: Iterable[EntryRef], now: float) -> int:
-        clock_now = self._clock.now()
-        params = [{"now": now, "key": ref.primary_key, "variant": ref.variant,
-                   "clock_now": clock_now} for ref in refs]
-        return await self._db.run(lambda conn: _update_count(conn, SOFTEN_REF, params))
+        params = {"now": now, "refs": _refs_json(refs), "clock_now": self._clock.now()}
+        return await self._db.run(lambda conn: _update_count(conn, SOFTEN_REFS, [params]))
 
     async def refs_for_tags(self, tags: Sequence[str]) -> list[EntryRef]:
         now = self._clock.now()
-        return await self._select_refs([(SELECT_TAGGED, (tag, now)) for tag in tags])
+        return await self._select_refs(SELECT_TAGGED, (json.dumps(list(tags)), now))
 
     async def refs_for_url_prefix(self, prefix: str) -> list[EntryRef]:
         now = self._clock.now()
         upper = _prefix_upper_bound(prefix)
         if upper is None:
-            return await self._select_refs([(SELECT_URL_FROM, (prefix, now))])
-        return await self._select_refs([(SELECT_URL_RANGE, (prefix, upper, now))])
+            return await self._select_refs(SELECT_URL_FROM, (prefix, now))
+        return await self._select_refs(SELECT_URL_RANGE, (prefix, upper, now))
 
     async def stats(self) -> dict[str, int]:
         """Stored entries (expired ones not yet evicted included) and header+body bytes."""
@@ -287,7 +304,8 @@ class SqliteCacheStore:
     def _evict(self, conn: sqlite3.Connection, now: float) -> Deleted:
         deleted = self._delete_rows(conn, DELETE_EXPIRED, [(now,)])
         if self._max_bytes is not None:
-            deleted += self._delete_rows(conn, DELETE_REF, _oldest_over(conn, self._max_bytes))
+            oldest = _oldest_over(conn, self._max_bytes)
+            deleted += self._delete_rows(conn, DELETE_REFS, [(_refs_json(oldest),)])
         return deleted
 
     def _sweep_orphans(self, conn: sqlite3.Connection, older_than: float) -> int:
@@ -299,18 +317,27 @@ class SqliteCacheStore:
             if name is not None:
                 self._bodies.remove_blocking(name)
 
-    async def _select_refs(self, queries: list[tuple[str, tuple[Any, ...]]]) -> list[EntryRef]:
+    async def _select_refs(self, sql: str, args: tuple[Any, ...]) -> list[EntryRef]:
+        """The refs ``sql`` (an :data:`AS_JSON` query) answers, sorted.
+
+        One row, so one ``sqlite3_step``: the worker thread releases the GIL for the
+        whole query and takes it back once, then decodes and sorts at C speed.  Row by
+        row, it would take the GIL back after every row, each time waiting for a busy
+        event loop to let go of it.
+        """
         def select(conn: sqlite3.Connection) -> list[EntryRef]:
-            return sorted_refs({
-                EntryRef(key, variant)
-                for sql, args in queries
-                for key, variant in conn.execute(sql, args)
-            })
+            keys, variants = conn.execute(sql, args).fetchone()
+            return refs_from(zip(json.loads(keys), json.loads(variants), strict=True))
 
         return await self._db.run(select)  # sorted on the worker thread, not the event loop
 
 
 # -- helpers (pure or per-connection) ------------------------------------------
+
+
+def _refs_json(refs: Iterable[tuple[str, str]]) -> str:
+    """``refs`` as the JSON array of ``[primary_key, variant]`` pairs :data:`REFS` reads."""
+    return json.dumps(list(refs))
 
 
 def _update_count(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> int:

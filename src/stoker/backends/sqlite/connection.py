@@ -50,7 +50,21 @@ def connect(path: Path | str, *, check_same_thread: bool = False) -> sqlite3.Con
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
+    require_json(conn)
     return conn
+
+
+def require_json(conn: sqlite3.Connection) -> None:
+    """Raise a :class:`RuntimeError` saying what to do when ``conn``'s SQLite lacks the
+    JSON functions (built in since 3.38, an option before) the stores batch with."""
+    try:
+        conn.execute("SELECT value FROM json_each('[]')")
+    except sqlite3.OperationalError as error:
+        conn.close()
+        raise RuntimeError(
+            f"Stoker needs SQLite's JSON functions, missing from SQLite "
+            f"{sqlite3.sqlite_version} ({error}). Use a Python built against SQLite 3.38 or "
+            "later, or one compiled with JSON1.") from error
 
 
 def connect_reader(path: Path | str) -> sqlite3.Connection:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,7 +12,10 @@ from stoker.backends.sqlite.connection import SqliteThread, immediate
 MIGRATIONS_PACKAGE = "stoker.backends.sqlite.pending_migrations"
 COMPONENT = "pending"
 
-INSERT = "INSERT OR IGNORE INTO warm_pending (url, added_at) VALUES (?, ?)"
+INSERT = """
+INSERT OR IGNORE INTO warm_pending (url, added_at) SELECT value, ? FROM json_each(?)
+"""
+"""One statement for any number of URLs (a JSON array): one GIL hand-off, not one per URL."""
 TAKE = """
 DELETE FROM warm_pending WHERE url IN (
     SELECT url FROM warm_pending ORDER BY added_at, url LIMIT ?
@@ -36,7 +40,7 @@ class SqlitePendingUrls:
     async def add(self, urls: Sequence[str], now: float) -> int:
         def work(conn: sqlite3.Connection) -> int:
             with immediate(conn):
-                return sum(conn.execute(INSERT, (url, now)).rowcount for url in urls)
+                return conn.execute(INSERT, (now, json.dumps(list(urls)))).rowcount
 
         return await self._db.run(work)
 
