@@ -49,8 +49,9 @@ Invariants:
   every mark active when the read began or ended.  A screened result is what
   L2 holds once the operation is done, so promoting it is safe.
 - No O(entries) step on the event loop: ``purge`` and
-  ``delete_except_version`` work through L1 :data:`L1_CHUNK` entries (or
-  keys) per step, yielding between steps, and change L2 :data:`L2_CHUNK`
+  ``delete_except_version`` work through L1 in steps of ``step_budget``
+  seconds (:class:`~stoker.cache.steps.Steps`, :data:`L1_CHUNK` entries or
+  keys at a time), yielding between steps, and change L2 :data:`L2_CHUNK`
   entries per call on L2's thread, so request-path reads run in between.  A
   purge's L2 changes start once its L1 steps are done (its L2 lookup runs
   alongside them).
@@ -71,7 +72,7 @@ import asyncio
 import logging
 import math
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
@@ -79,6 +80,7 @@ from typing import Any, NamedTuple, TypeVar
 from stoker.cache.entry import CacheEntry
 from stoker.cache.ledger import PurgeMark
 from stoker.cache.memory import MemoryStore
+from stoker.cache.steps import STEP_BUDGET, Steps
 from stoker.cache.store import PRIMARY_KEY, CacheStore, EntryRef, sorted_refs
 from stoker.clock import Clock
 from stoker.http.encoding import Encoded
@@ -91,8 +93,9 @@ ALL_KEYS = None
 """``keys`` of an operation that may touch any primary key."""
 DEFAULT_QUEUE_BYTES = 64 * 1024 * 1024
 DEFAULT_WRITE_TIMEOUT = 10.0
-L1_CHUNK = 200
-"""L1 entries changed (or primary keys scanned) per event-loop step of a purge or reclaim."""
+L1_CHUNK = 50
+"""L1 entries changed (or primary keys scanned) between two looks at the clock in a purge
+or reclaim; a step takes as many chunks as fit its time budget (:mod:`stoker.cache.steps`)."""
 L2_CHUNK = 100
 """L2 entries changed per L2 call of a purge or reclaim (request-path reads run between)."""
 PUT_BATCH = 64
@@ -143,6 +146,7 @@ class TieredStore:
         max_retry_delay: float = 30.0,
         max_queue_bytes: int = DEFAULT_QUEUE_BYTES,
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+        step_budget: float = STEP_BUDGET,
     ) -> None:
         self._l1 = l1
         self._l2 = l2
@@ -151,6 +155,7 @@ class TieredStore:
         self._max_retry_delay = max_retry_delay
         self._max_queue_bytes = max_queue_bytes
         self._write_timeout = write_timeout
+        self._steps = Steps(step_budget)
         self._ops: deque[_Op] = deque()
         self._puts: deque[_Op] = deque()  # queued puts not yet applied or dropped, in order
         self._awaited: deque[_Op] = deque()  # queued awaited ops not yet settled, in order
@@ -283,11 +288,12 @@ class TieredStore:
         return max(in_l1, await self._submit("soften", lambda: self._l2.soften(refs, now), keys))
 
     async def delete_except_version(self, version: str) -> int:
-        """Delete entries of other versions in steps (:data:`L1_CHUNK` keys per event-loop
-        step, :data:`L2_CHUNK` entries per queued L2 delete), then L2's stragglers."""
+        """Delete entries of other versions in steps (L1 keys in event-loop steps of
+        ``step_budget``, :data:`L2_CHUNK` entries per queued L2 delete), then L2's
+        stragglers."""
         prefix = f"{version}|"
         in_l1 = 0
-        async for keys in _steps(self._l1.primary_keys_nowait(), L1_CHUNK):
+        async for keys in self._steps.chunks(self._l1.primary_keys_nowait(), L1_CHUNK):
             in_l1 += self._l1.delete_primary_nowait([key for key in keys
                                                      if not key.startswith(prefix)])
         found = await self._submit("refs_for_url_prefix",
@@ -305,7 +311,7 @@ class TieredStore:
     async def purge(self, mark: PurgeMark) -> Purged:
         """Apply a recorded purge (not of everything hard: that is a version bump).
 
-        L1 changes in steps of :data:`L1_CHUNK` entries; returns once L1 is done and
+        L1 changes in event-loop steps of ``step_budget``; returns once L1 is done and
         L2's covered entries have been looked up.  L2 changes continue in the
         background, one queued operation in :data:`L2_CHUNK` steps; until it is done,
         :meth:`get_l2` applies ``mark`` to what it reads.
@@ -370,16 +376,16 @@ class TieredStore:
         """Apply ``mark`` to L1 in steps; return how many live entries it covered, and
         their primary keys."""
         found = [self._l1.tagged_nowait(sorted(mark.tags))]
-        async for keys in _steps(sorted(mark.keys), L1_CHUNK):
+        async for keys in self._steps.chunks(sorted(mark.keys), L1_CHUNK):
             found.append([EntryRef(entry.primary_key, entry.variant)
                           for key in keys for entry in self._l1.get_nowait(key) or ()])
         if mark.prefixes or mark.everything:
             prefixes = ("",) if mark.everything else mark.prefixes
-            async for keys in _steps(self._l1.primary_keys_nowait(), L1_CHUNK):
+            async for keys in self._steps.chunks(self._l1.primary_keys_nowait(), L1_CHUNK):
                 found.extend(list(self._l1.refs_for_url_prefix_nowait(prefix, keys))
                              for prefix in prefixes)
         covered, primary_keys = 0, set[str]()
-        async for chunk in _steps(_union(found), L1_CHUNK):
+        async for chunk in self._steps.chunks(_union(found), L1_CHUNK):
             live = self._l1.purge_nowait(chunk, mark.now if mark.soft else None)
             covered += len(live)
             primary_keys.update(map(PRIMARY_KEY, live))
@@ -607,13 +613,6 @@ async def _nothing() -> None:
 
 def _chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
     return [items[start:start + size] for start in range(0, len(items), size)]
-
-
-async def _steps(items: Sequence[T], size: int) -> AsyncIterator[Sequence[T]]:
-    """``items`` in chunks of ``size``, yielding to the event loop before each."""
-    for chunk in _chunks(items, size):
-        await asyncio.sleep(0)
-        yield chunk
 
 
 def _all_dropped(ops: list[_Op]) -> bool:

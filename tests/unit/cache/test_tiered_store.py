@@ -493,8 +493,9 @@ async def test_a_put_queued_before_a_purge_is_purged_in_l2_too(
 
 
 async def test_large_purges_and_reclaims_change_l1_in_steps(
-    tiered: TieredStore, l1: MemoryStore, clock: RecordingClock
+    l1: MemoryStore, l2: FaultyStore, clock: RecordingClock
 ) -> None:
+    tiered = TieredStore(l1, l2, clock, step_budget=0)  # a step per chunk, however fast
     entries = [make_entry(f"https://example.com/{i}", tags=("t",)) for i in range(3 * L1_CHUNK)]
     for entry in entries:
         await tiered.put(entry)
@@ -515,6 +516,7 @@ async def test_large_purges_and_reclaims_change_l1_in_steps(
     await watch(reclaim)
     assert any(0 < count < len(entries) for count in seen)
     assert (await purge).entries == (await reclaim) == len(entries)
+    await tiered.close()
 
 
 async def test_count_does_not_wait_for_queued_writes(tiered: TieredStore, l2: FaultyStore) -> None:

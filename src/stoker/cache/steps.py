@@ -1,0 +1,46 @@
+"""Work proportional to the cache's size, split into event-loop steps by time.
+
+A purge or a reclaim walks thousands of entries on the event loop.  Walking them in
+one go stalls every request for that long; yielding after every few entries lets
+requests through, but each yield also waits for one round of them, so the walk takes
+as many rounds as it has chunks.  :class:`Steps` yields once a step has used its
+time ``budget``: a request waits at most one step, and the walk takes as few rounds
+as its CPU time allows.
+
+Invariants: a step runs whole chunks and no more of them than fit the budget, plus
+the one that crossed it (so a step lasts at most ``budget`` plus one chunk's work,
+garbage collection aside); every item is handed out exactly once, in order; the
+first chunk comes without a yield (a caller that starts a walk has just been
+scheduled); a ``budget`` of 0 yields before every chunk but the first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+
+STEP_BUDGET = 0.002
+"""Seconds of event-loop time one step of a purge or reclaim may use."""
+
+
+class Steps:
+    """Hands out chunks of a sequence, yielding to the event loop between steps."""
+
+    def __init__(self, budget: float = STEP_BUDGET,
+                 timer: Callable[[], float] = time.perf_counter) -> None:
+        self.budget = budget
+        self._timer = timer  # real time: the budget is about the loop, not the cache's clock
+
+    async def chunks(self, items: Sequence[T], size: int) -> AsyncIterator[Sequence[T]]:
+        """``items`` in chunks of ``size``; the time a caller spends on the chunks it
+        was handed counts toward the step that handed them out."""
+        started = self._timer()
+        for start in range(0, len(items), size):
+            if start and self._timer() - started >= self.budget:
+                await asyncio.sleep(0)
+                started = self._timer()
+            yield items[start:start + size]

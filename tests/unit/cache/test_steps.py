@@ -1,0 +1,83 @@
+"""Steps: chunks handed out in order, a yield exactly when a step has used its budget."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stoker.cache.steps import Steps
+
+
+class Timer:
+    """A fake timer; the walk advances it by each chunk's cost."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def walk(steps: Steps, timer: Timer, items: list[int], size: int,
+               costs: list[float]) -> tuple[list[int], list[int]]:
+    """Walk ``items``; return what was handed out and the step number of each chunk."""
+    yields = 0
+    stop = asyncio.Event()
+
+    async def count_yields() -> None:
+        nonlocal yields
+        while not stop.is_set():
+            yields += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.get_running_loop().create_task(count_yields())
+    await asyncio.sleep(0)
+    handed: list[int] = []
+    step_of: list[int] = []
+    base = yields
+    async for index, chunk in aenumerate(steps.chunks(items, size)):
+        step_of.append(yields - base)
+        handed.extend(chunk)
+        timer.now += costs[index % len(costs)]
+    stop.set()
+    await counter
+    return handed, step_of
+
+
+async def aenumerate(chunks: AsyncIterator[Sequence[int]]
+                     ) -> AsyncIterator[tuple[int, Sequence[int]]]:
+    index = 0
+    async for chunk in chunks:
+        yield index, chunk
+        index += 1
+
+
+TICKS = st.integers(0, 6).map(lambda n: n / 2048)  # binary fractions: sums stay exact
+
+
+@given(st.lists(st.integers(), max_size=60), st.integers(1, 7),
+       st.lists(TICKS, min_size=1, max_size=5), st.sampled_from([0.0, 4 / 2048]))
+def test_every_item_once_in_order_and_a_yield_exactly_when_the_budget_is_used(
+        items: list[int], size: int, costs: list[float], budget: float) -> None:
+    timer = Timer()
+    handed, step_of = asyncio.run(walk(Steps(budget, timer), timer, items, size, costs))
+    assert handed == items
+    # replay: chunk k starts a new step iff the time since the last yield reached the budget
+    spent, step, expected = 0.0, 0, []
+    for index in range(len(step_of)):
+        if index and spent >= budget:
+            step, spent = step + 1, 0.0
+        expected.append(step)
+        spent += costs[index % len(costs)]
+    assert [s - step_of[0] for s in step_of] == expected
+
+
+def test_a_fast_walk_is_one_step_and_a_zero_budget_yields_between_chunks() -> None:
+    timer = Timer()
+    _, fast = asyncio.run(walk(Steps(1.0, timer), timer, list(range(100)), 10, [0.001]))
+    assert len(set(fast)) == 1
+    _, each = asyncio.run(walk(Steps(0.0, timer), timer, list(range(100)), 10, [0.0]))
+    assert len(set(each)) == 10
