@@ -1,23 +1,110 @@
-"""A serving process freezes its start-up heap before it serves (``run_async``)."""
+"""The garbage-collector policy (stoker.heap): what is due after a full collection, and
+that a serving process applies it (``run_async``)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stoker.clock import FakeClock
+from stoker.heap import DEEP_EVERY, FREEZE_EVERY, HeapKeeper, Step, next_step
+
+SECONDS = st.floats(0, 1e6, allow_nan=False)
+
+
+@given(SECONDS, SECONDS, SECONDS)
+def test_a_deep_collection_comes_first_then_a_freeze_else_nothing(
+        now: float, since_freeze: float, since_deep: float) -> None:
+    step = next_step(now, now - since_freeze, now - since_deep)
+    if since_deep >= DEEP_EVERY:
+        assert step is Step.UNFREEZE
+    elif since_freeze >= FREEZE_EVERY:
+        assert step is Step.FREEZE
+    else:
+        assert step is Step.NOTHING
+
+
+class Calls:
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    def freeze(self) -> None:
+        self.log.append("freeze")
+
+    def unfreeze(self) -> None:
+        self.log.append("unfreeze")
+
+
+def keeper(clock: FakeClock, calls: Calls) -> HeapKeeper:
+    return HeapKeeper(freeze_every=60, deep_every=3600, clock=clock,
+                      freeze=calls.freeze, unfreeze=calls.unfreeze)
+
+
+def test_the_keeper_acts_after_full_collections_only_and_at_most_as_often_as_due() -> None:
+    clock, calls = FakeClock(), Calls()
+    keep = keeper(clock, calls)
+    for generation in (0, 1):
+        clock.advance(100)
+        keep("stop", {"generation": generation, "collected": 0, "uncollectable": 0})
+    keep("start", {"generation": 2})
+    assert calls.log == []
+    keep("stop", {"generation": 2})
+    assert calls.log == ["freeze"]
+    clock.advance(30)
+    keep("stop", {"generation": 2})  # within freeze_every of the last freeze
+    assert calls.log == ["freeze"]
+    clock.advance(3600 - clock.monotonic())
+    keep("stop", {"generation": 2})  # an hour since the keeper started: hand it all back
+    keep("stop", {"generation": 2})  # the deep collection just ran: set it aside again
+    assert calls.log == ["freeze", "unfreeze", "freeze"]
+    assert (keep.freezes, keep.deep) == (2, 1)
+
+
 PROBE = """
 import gc
+from stoker.clock import FakeClock
+from stoker.heap import HeapKeeper
 from stoker.server import run_async
 seen = []
 async def main():
     seen.append(gc.get_freeze_count())
+    seen.append(sum(isinstance(callback, HeapKeeper) for callback in gc.callbacks))
 run_async(main())
-print(seen[0])
+print(*seen)
 """
 
 
-def test_run_async_freezes_the_heap_loaded_before_it() -> None:
+def test_run_async_freezes_the_heap_loaded_before_it_and_installs_the_keeper() -> None:
     # In a child process: freezing is process-wide, and must not touch the test run's heap.
     out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
                          check=True)
-    assert int(out.stdout) > 1000  # the modules, classes and functions imported so far
+    frozen, keepers = map(int, out.stdout.split())
+    assert frozen > 1000  # the modules, classes and functions imported so far
+    assert keepers == 1
+
+
+FREEZES = """
+import gc
+from stoker.clock import FakeClock
+from stoker.heap import HeapKeeper
+keep = HeapKeeper(freeze_every=0)
+keep.install()
+keep.install()
+kept = [object() for _ in range(10)]
+gc.collect()
+print(gc.get_freeze_count() > 0, keep.freezes, gc.callbacks.count(keep))
+keep.deep_every = 0
+gc.collect()
+print(gc.get_freeze_count(), keep.deep)
+keep.uninstall()
+print(keep in gc.callbacks)
+"""
+
+
+def test_a_real_full_collection_freezes_what_survived_and_a_deep_one_hands_it_back() -> None:
+    out = subprocess.run([sys.executable, "-c", FREEZES], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split("\n")[:3] == ["True 1 1", "0 1", "False"]

@@ -17,7 +17,6 @@ scheduled); a ``budget`` of 0 yields before every chunk but the first.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TypeVar
 
@@ -30,10 +29,9 @@ STEP_BUDGET = 0.002
 class Steps:
     """Hands out chunks of a sequence, yielding to the event loop between steps."""
 
-    def __init__(self, budget: float = STEP_BUDGET,
-                 timer: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(self, timer: Callable[[], float], budget: float = STEP_BUDGET) -> None:
         self.budget = budget
-        self._timer = timer  # real time: the budget is about the loop, not the cache's clock
+        self._timer = timer  # seconds, monotonic: the injected clock's ``monotonic``
 
     async def chunks(self, items: Sequence[T], size: int) -> AsyncIterator[Sequence[T]]:
         """``items`` in chunks of ``size``; the time a caller spends on the chunks it

@@ -155,7 +155,7 @@ class TieredStore:
         self._max_retry_delay = max_retry_delay
         self._max_queue_bytes = max_queue_bytes
         self._write_timeout = write_timeout
-        self._steps = Steps(step_budget)
+        self._steps = Steps(clock.monotonic, step_budget)
         self._ops: deque[_Op] = deque()
         self._puts: deque[_Op] = deque()  # queued puts not yet applied or dropped, in order
         self._awaited: deque[_Op] = deque()  # queued awaited ops not yet settled, in order

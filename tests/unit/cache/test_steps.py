@@ -63,7 +63,7 @@ TICKS = st.integers(0, 6).map(lambda n: n / 2048)  # binary fractions: sums stay
 def test_every_item_once_in_order_and_a_yield_exactly_when_the_budget_is_used(
         items: list[int], size: int, costs: list[float], budget: float) -> None:
     timer = Timer()
-    handed, step_of = asyncio.run(walk(Steps(budget, timer), timer, items, size, costs))
+    handed, step_of = asyncio.run(walk(Steps(timer, budget), timer, items, size, costs))
     assert handed == items
     # replay: chunk k starts a new step iff the time since the last yield reached the budget
     spent, step, expected = 0.0, 0, []
@@ -77,7 +77,7 @@ def test_every_item_once_in_order_and_a_yield_exactly_when_the_budget_is_used(
 
 def test_a_fast_walk_is_one_step_and_a_zero_budget_yields_between_chunks() -> None:
     timer = Timer()
-    _, fast = asyncio.run(walk(Steps(1.0, timer), timer, list(range(100)), 10, [0.001]))
+    _, fast = asyncio.run(walk(Steps(timer, 1.0), timer, list(range(100)), 10, [0.001]))
     assert len(set(fast)) == 1
-    _, each = asyncio.run(walk(Steps(0.0, timer), timer, list(range(100)), 10, [0.0]))
+    _, each = asyncio.run(walk(Steps(timer, 0.0), timer, list(range(100)), 10, [0.0]))
     assert len(set(each)) == 10

@@ -1,0 +1,111 @@
+"""The serving process's garbage-collector policy: full collections that cost what changed
+since the last one, not what is cached.
+
+CPython's full collection traverses every object its collector tracks, and a cache keeps
+tens of thousands alive (per L1 entry: the entry, its slot, the slot's dict and list, a
+tag set, a ref).  They never die in a reference cycle: an evicted or purged entry is freed
+by its reference count.  So a full collection with a large L1 is a long pause that finds
+almost nothing (measured: ~27 ms for 10,000 entries, growing with them, and 5 objects of
+cyclic garbage found in 4 full collections over 4,500 misses).
+
+Policy, applied by :class:`HeapKeeper` after full collections (see :func:`next_step`):
+
+- at start-up, :func:`freeze_heap` sets aside the imported modules, classes and functions;
+- after a full collection, at most every ``freeze_every`` seconds, everything that survived
+  it is set aside too (``gc.freeze``), so later full collections traverse only what was
+  made since;
+- every ``deep_every`` seconds everything set aside is handed back (``gc.unfreeze``), so
+  the next full collection traverses the whole heap once.
+
+Invariants: a set-aside object is still freed as soon as its reference count drops to
+zero; only an object that dies in a reference cycle after being set aside (one a request
+in flight held at that instant, say) waits to be collected, and never longer than
+``deep_every`` plus the time until the next full collection.
+"""
+
+from __future__ import annotations
+
+import enum
+import gc
+from collections.abc import Callable
+from typing import Any
+
+from stoker.clock import Clock, SystemClock
+
+FREEZE_EVERY = 10.0
+"""Seconds between two freezes at least (each may set aside what was in flight)."""
+DEEP_EVERY = 3600.0
+"""Seconds between two full collections of the whole heap at most (once per hour)."""
+
+
+class Step(enum.Enum):
+    """What to do after a full collection."""
+
+    NOTHING = "nothing"
+    FREEZE = "freeze"
+    UNFREEZE = "unfreeze"
+
+
+def next_step(now: float, last_freeze: float, last_deep: float, *,
+              freeze_every: float = FREEZE_EVERY, deep_every: float = DEEP_EVERY) -> Step:
+    """The step due after a full collection at ``now`` (seconds, any monotonic origin):
+    a deep collection is due first, then a freeze."""
+    if now - last_deep >= deep_every:
+        return Step.UNFREEZE
+    if now - last_freeze >= freeze_every:
+        return Step.FREEZE
+    return Step.NOTHING
+
+
+def freeze_heap() -> None:
+    """Collect garbage once, then move every object alive now out of the collector's view.
+
+    Called once per serving process, after its imports and before it serves: the
+    modules, classes and functions loaded by then (about 50,000 tracked objects) live
+    as long as the process, yet a full collection would traverse them every time
+    (``gc.freeze``).  Objects made later are collected as usual.
+    """
+    gc.collect()
+    gc.freeze()
+
+
+class HeapKeeper:
+    """Applies :func:`next_step` after every full collection (a ``gc.callbacks`` entry)."""
+
+    def __init__(self, *, freeze_every: float = FREEZE_EVERY, deep_every: float = DEEP_EVERY,
+                 clock: Clock | None = None,
+                 freeze: Callable[[], None] = gc.freeze,
+                 unfreeze: Callable[[], None] = gc.unfreeze) -> None:
+        self.freeze_every = freeze_every
+        self.deep_every = deep_every
+        self._clock = clock or SystemClock()
+        self._freeze = freeze
+        self._unfreeze = unfreeze
+        self._last_freeze = self._last_deep = self._clock.monotonic()
+        self.freezes = 0
+        self.deep = 0
+
+    def install(self) -> None:
+        """Start applying the policy in this process (idempotent)."""
+        if self not in gc.callbacks:
+            gc.callbacks.append(self)
+
+    def uninstall(self) -> None:
+        """Stop applying it (what is set aside stays so)."""
+        if self in gc.callbacks:
+            gc.callbacks.remove(self)
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase != "stop" or info.get("generation") != 2:
+            return
+        now = self._clock.monotonic()
+        step = next_step(now, self._last_freeze, self._last_deep,
+                         freeze_every=self.freeze_every, deep_every=self.deep_every)
+        if step is Step.UNFREEZE:
+            self._unfreeze()
+            self._last_deep = now
+            self.deep += 1
+        elif step is Step.FREEZE:
+            self._freeze()
+            self._last_freeze = now
+            self.freezes += 1
