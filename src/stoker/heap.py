@@ -109,3 +109,14 @@ class HeapKeeper:
             self._freeze()
             self._last_freeze = now
             self.freezes += 1
+
+
+def heap_status() -> dict[str, Any]:
+    """The collector's state, for ``/api/status``: objects set aside now, collections run
+    per generation, and the installed keeper's freezes and deep collections (``None``
+    where no keeper is installed)."""
+    keeper = next((each for each in gc.callbacks if isinstance(each, HeapKeeper)), None)
+    return {"frozen_objects": gc.get_freeze_count(),
+            "collections": [generation["collections"] for generation in gc.get_stats()],
+            "freezes": keeper.freezes if keeper else None,
+            "deep_collections": keeper.deep if keeper else None}

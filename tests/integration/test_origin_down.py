@@ -125,3 +125,4 @@ async def test_breaker_answers_from_stale_without_waiting_and_reports_down(
         up = (await admin.client.get("/api/status")).json()
     assert probe.content == b"kept %d" % (THRESHOLD + 1)  # answered stale, probed behind
     assert up["origin_down_since"] is None
+    assert set(up["gc"]) == {"frozen_objects", "collections", "freezes", "deep_collections"}

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.clock import FakeClock
-from stoker.heap import DEEP_EVERY, FREEZE_EVERY, HeapKeeper, Step, next_step
+from stoker.heap import DEEP_EVERY, FREEZE_EVERY, HeapKeeper, Step, heap_status, next_step
 
 SECONDS = st.floats(0, 1e6, allow_nan=False)
 
@@ -108,3 +108,18 @@ def test_a_real_full_collection_freezes_what_survived_and_a_deep_one_hands_it_ba
     out = subprocess.run([sys.executable, "-c", FREEZES], capture_output=True, text=True,
                          check=True)
     assert out.stdout.split("\n")[:3] == ["True 1 1", "0 1", "False"]
+
+
+def test_the_status_shows_the_installed_keeper_and_none_without_one() -> None:
+    assert heap_status()["freezes"] is None  # the test run installs none
+    clock, calls = FakeClock(), Calls()
+    keep = keeper(clock, calls)
+    keep.install()
+    try:
+        clock.advance(60)
+        keep("stop", {"generation": 2})
+        status = heap_status()
+    finally:
+        keep.uninstall()
+    assert (status["freezes"], status["deep_collections"]) == (1, 0)
+    assert len(status["collections"]) == 3 and status["frozen_objects"] >= 0

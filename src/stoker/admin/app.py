@@ -21,6 +21,7 @@ from stoker.admin.audit import RefusalAudit
 from stoker.admin.guard import AdminGuard
 from stoker.admin.warm_api import run_json, warm_routes
 from stoker.asgi import ASGIApp
+from stoker.heap import heap_status
 from stoker.runtime import Stoker
 from stoker.warming import WarmService
 
@@ -65,6 +66,7 @@ def build_admin_app(stoker: Stoker, warm: WarmService | None = None) -> ASGIApp:
             "in_flight": len(stoker.pipeline.collapser),
             "cookie_bypasses": cookie_bypass_report(stoker.pipeline.cookie_bypasses,
                                                     stoker.pipeline.stats),
+            "gc": heap_status(),
         }
         if warm is not None:
             body["warm"] = await warm_status(warm)
