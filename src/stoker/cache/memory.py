@@ -28,9 +28,15 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 
 from stoker.cache.entry import CacheEntry
-from stoker.cache.store import EntryRef, sorted_refs
+from stoker.cache.store import EntryRef, as_refs, sorted_refs
 from stoker.clock import Clock
 from stoker.http.encoding import Encoded
+
+Pair = tuple[str, str]
+"""``(primary_key, variant)`` as the tag index holds it: a plain tuple, which the garbage
+collector stops tracking once it has seen it (an :class:`EntryRef`, a tuple subclass, it
+tracks for life), so 10,000 tagged entries cost every full collection 10,000 objects
+less."""
 
 
 class _Slot:
@@ -82,7 +88,7 @@ class MemoryStore:
         self._max_bytes = max_bytes
         self._clock = clock
         self._slots: OrderedDict[str, _Slot] = OrderedDict()
-        self._tags: dict[str, set[EntryRef]] = {}
+        self._tags: dict[str, set[Pair]] = {}
         self._bytes = 0
         self._count = 0
 
@@ -184,10 +190,7 @@ class MemoryStore:
 
     def refs_for_tags_nowait(self, tags: Sequence[str]) -> set[EntryRef]:
         """Live entries carrying any of ``tags`` (exact match)."""
-        found: set[EntryRef] = set()
-        for tag in tags:
-            found.update(self._tags.get(tag, ()))
-        return {ref for ref in found if self._is_live(ref)}
+        return {ref for ref in as_refs(self._tagged(tags)) if self._is_live(ref)}
 
     def refs_for_url_prefix_nowait(self, prefix: str,
                                    primary_keys: Iterable[str] | None = None) -> set[EntryRef]:
@@ -206,10 +209,7 @@ class MemoryStore:
     def tagged_nowait(self, tags: Sequence[str]) -> list[EntryRef]:
         """Every entry the tag index holds for any of ``tags``, expired ones included: a
         copy made at C speed, for purges that then work through it in steps."""
-        found: set[EntryRef] = set()
-        for tag in tags:
-            found.update(self._tags.get(tag, ()))
-        return list(found)
+        return as_refs(self._tagged(tags))
 
     def primary_keys_nowait(self) -> list[str]:
         """A snapshot of the stored primary keys (for scans done in steps)."""
@@ -295,10 +295,16 @@ class MemoryStore:
             key = next(iter(self._slots))
             self.delete_primary_nowait((key,))
 
-    def _index_tags(self, entry: CacheEntry, *, add: bool, ref: EntryRef | None = None) -> None:
+    def _tagged(self, tags: Sequence[str]) -> set[Pair]:
+        found: set[Pair] = set()
+        for tag in tags:
+            found.update(self._tags.get(tag, ()))
+        return found
+
+    def _index_tags(self, entry: CacheEntry, *, add: bool, ref: Pair | None = None) -> None:
         if not entry.tags:
             return
-        ref = ref or EntryRef(entry.primary_key, entry.variant)
+        ref = ref or (entry.primary_key, entry.variant)
         for tag in entry.tags:
             if add:
                 self._tags.setdefault(tag, set()).add(ref)

@@ -49,9 +49,14 @@ def sorted_refs(refs: Iterable[EntryRef]) -> list[EntryRef]:
 _MAKE_REF: Callable[[Sequence[str]], EntryRef] = partial(tuple.__new__, EntryRef)
 
 
+def as_refs(pairs: Iterable[Sequence[str]]) -> list[EntryRef]:
+    """``(primary_key, variant)`` pairs (tuples or lists) as refs, in their order; every
+    step runs in C (``tuple.__new__`` is what ``EntryRef._make`` calls, less its frame)."""
+    return list(map(_MAKE_REF, pairs))
+
+
 def refs_from(pairs: Iterable[Sequence[str]]) -> list[EntryRef]:
-    """``(primary_key, variant)`` pairs (tuples or lists) as refs, sorted; every step runs
-    in C (``tuple.__new__`` is what ``EntryRef._make`` calls, less its Python frame)."""
+    """:func:`as_refs`, sorted."""
     return sorted(map(_MAKE_REF, pairs))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -122,3 +124,19 @@ def test_purge_nowait_changes_live_entries_only_and_names_them(clock: FakeClock)
     assert store.purge_nowait(tagged, None) == soft
     assert store.tagged_nowait(["t"]) == [EntryRef(key("short"), "")]
     assert store.primary_keys_nowait() == [key("short")]
+
+
+def test_the_tag_index_adds_no_object_the_collector_keeps_tracking() -> None:
+    """The tag index holds plain tuples (untracked once collected), not EntryRefs."""
+    store = MemoryStore(10_000_000, FakeClock())
+    entries = [make_entry(f"https://example.com/{i}", tags=("all", f"page-{i}"))
+               for i in range(50)]
+    gc.collect()
+    before = len(gc.get_objects())
+    for entry in entries:
+        store.put_nowait(entry)
+    gc.collect()
+    added = len(gc.get_objects()) - before
+    assert added == 50 * 4 + 1  # per key: its slot, the slot's dict and list, a tag set; "all"
+    assert store.tagged_nowait(["page-3"]) == [EntryRef(entries[3].primary_key, "")]
+    assert store.refs_for_tags_nowait(["all"]) == {EntryRef(e.primary_key, "") for e in entries}
