@@ -12,8 +12,7 @@ second, and a ``gc.callbacks`` hook times every full (generation 2) collection.
 - ``keeper``: :class:`stoker.heap.HeapKeeper` installed, with its production intervals.
 
 Modes alternate within each round.  L2 is left out: the objects a full collection
-traverses are L1's (per entry: the entry, its slot, the slot's dict and list, a tag set,
-a ref).
+traverses are L1's (per entry: the entry, its slot, the slot's dict and list, a tag set).
 
     PYTHONPATH=src .venv/bin/python bench/gc_pause.py      # --entries 100000 --per-second 2000
 
