@@ -5,7 +5,7 @@ CPython's full collection traverses every object its collector tracks, and a cac
 tens of thousands alive (per L1 entry: the entry, its slot, the slot's dict and list, a
 tag set).  They never die in a reference cycle: an evicted or purged entry is freed
 by its reference count.  So a full collection with a large L1 is a long pause that finds
-almost nothing (measured: 16–27 ms for 10,000 entries, growing with them, and 5 objects of
+almost nothing (measured: 16 to 27 ms for 10,000 entries, growing with them, and 5 objects of
 cyclic garbage found in 4 full collections over 4,500 misses).
 
 Policy, applied by :class:`HeapKeeper` after full collections (see :func:`next_step`):
