@@ -57,7 +57,7 @@ def as_refs(pairs: Iterable[Sequence[str]]) -> list[EntryRef]:
 
 def refs_from(pairs: Iterable[Sequence[str]]) -> list[EntryRef]:
     """:func:`as_refs`, sorted."""
-    return sorted(map(_MAKE_REF, pairs))
+    return sorted_refs(as_refs(pairs))
 
 
 class CacheStore(Protocol):

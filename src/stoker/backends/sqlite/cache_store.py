@@ -63,7 +63,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from stoker.backends.sqlite.connection import SqliteThread, connect_reader, immediate
+from stoker.backends.sqlite.connection import (
+    SqliteThread,
+    connect_reader,
+    immediate,
+    json_array,
+)
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry, Header
 from stoker.cache.store import EntryRef, refs_from
@@ -98,14 +103,15 @@ WHERE primary_key = ? AND variant = ? AND stored_at = ? AND body = ? AND codings
   AND keep_until > ?
 """
 INSERT_TAG = "INSERT OR IGNORE INTO cache_tags (tag, primary_key, variant) VALUES (?, ?, ?)"
-REFS = "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)"
-"""The ``(primary_key, variant)`` pairs of one JSON array parameter (:func:`_refs_json`)."""
+REFS = "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each({})"
+"""The ``(primary_key, variant)`` pairs of one JSON array parameter (:func:`json_array` of
+refs), formatted with that parameter's placeholder."""
 DELETE_REF = """
 DELETE FROM cache_entries WHERE primary_key = ? AND variant = ?
 RETURNING keep_until, body_file
 """
 DELETE_REFS = f"""
-DELETE FROM cache_entries WHERE (primary_key, variant) IN ({REFS})
+DELETE FROM cache_entries WHERE (primary_key, variant) IN ({REFS.format("?")})
 RETURNING keep_until, body_file
 """
 DELETE_PRIMARY = """
@@ -122,7 +128,7 @@ UPDATE cache_entries
 SET fresh_until = :now,
     stale_until = CASE WHEN stale_ok THEN stale_until ELSE MIN(stale_until, :now) END,
     error_until = CASE WHEN stale_ok THEN error_until ELSE MIN(error_until, :now) END
-WHERE (primary_key, variant) IN ({REFS.replace("?", ":refs")}) AND fresh_until > :now
+WHERE (primary_key, variant) IN ({REFS.format(":refs")}) AND fresh_until > :now
   AND keep_until > :clock_now
 """
 AS_JSON = "SELECT json_group_array(primary_key), json_group_array(variant) FROM ({})"
@@ -221,22 +227,22 @@ class SqliteCacheStore:
         await self._db.run(lambda conn: _update_count(conn, ADD_CODINGS, [params]))
 
     async def delete(self, refs: Iterable[EntryRef]) -> int:
-        return await self._delete(DELETE_REFS, [(_refs_json(refs),)])
+        return await self._delete(DELETE_REFS, [(json_array(refs),)])
 
     async def delete_primary(self, primary_keys: Iterable[str]) -> int:
-        return await self._delete(DELETE_PRIMARY, [(json.dumps(list(primary_keys)),)])
+        return await self._delete(DELETE_PRIMARY, [(json_array(primary_keys),)])
 
     async def delete_except_version(self, version: str) -> int:
         prefix = f"{version}|"
         return await self._delete(DELETE_OTHER_VERSIONS, [(len(prefix), prefix)])
 
     async def soften(self, refs: Iterable[EntryRef], now: float) -> int:
-        params = {"now": now, "refs": _refs_json(refs), "clock_now": self._clock.now()}
+        params = {"now": now, "refs": json_array(refs), "clock_now": self._clock.now()}
         return await self._db.run(lambda conn: _update_count(conn, SOFTEN_REFS, [params]))
 
     async def refs_for_tags(self, tags: Sequence[str]) -> list[EntryRef]:
         now = self._clock.now()
-        return await self._select_refs(SELECT_TAGGED, (json.dumps(list(tags)), now))
+        return await self._select_refs(SELECT_TAGGED, (json_array(tags), now))
 
     async def refs_for_url_prefix(self, prefix: str) -> list[EntryRef]:
         now = self._clock.now()
@@ -305,7 +311,7 @@ class SqliteCacheStore:
         deleted = self._delete_rows(conn, DELETE_EXPIRED, [(now,)])
         if self._max_bytes is not None:
             oldest = _oldest_over(conn, self._max_bytes)
-            deleted += self._delete_rows(conn, DELETE_REFS, [(_refs_json(oldest),)])
+            deleted += self._delete_rows(conn, DELETE_REFS, [(json_array(oldest),)])
         return deleted
 
     def _sweep_orphans(self, conn: sqlite3.Connection, older_than: float) -> int:
@@ -333,11 +339,6 @@ class SqliteCacheStore:
 
 
 # -- helpers (pure or per-connection) ------------------------------------------
-
-
-def _refs_json(refs: Iterable[tuple[str, str]]) -> str:
-    """``refs`` as the JSON array of ``[primary_key, variant]`` pairs :data:`REFS` reads."""
-    return json.dumps(list(refs))
 
 
 def _update_count(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> int:

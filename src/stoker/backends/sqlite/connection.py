@@ -18,12 +18,13 @@ applies it, so a crash never leaves one half-applied and recorded.
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from stoker.backends.migrations import Migration, migration_files
 
@@ -52,6 +53,12 @@ def connect(path: Path | str, *, check_same_thread: bool = False) -> sqlite3.Con
     conn.execute("PRAGMA foreign_keys = ON")
     require_json(conn)
     return conn
+
+
+def json_array(items: Iterable[Any]) -> str:
+    """``items`` as one JSON array: the parameter a statement reads with ``json_each(?)``,
+    so a batch of any size is one statement (one GIL hand-off on the store's thread)."""
+    return json.dumps(list(items))
 
 
 def require_json(conn: sqlite3.Connection) -> None:

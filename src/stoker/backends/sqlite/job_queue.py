@@ -15,7 +15,6 @@ Invariants (beyond those of ``stoker.jobs.queue``):
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import sqlite3
 import weakref
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from stoker.backends.sqlite import job_sql as sql
-from stoker.backends.sqlite.connection import SqliteThread, immediate
+from stoker.backends.sqlite.connection import SqliteThread, immediate, json_array
 from stoker.clock import Clock
 from stoker.jobs.model import (
     EXPIRED_ERROR,
@@ -93,7 +92,7 @@ def _lease(conn: sqlite3.Connection, params: dict[str, object]) -> list[Job]:
 def _requeue_params(scope: RequeueScope, now: float) -> dict[str, object]:
     params: dict[str, object] = {"now": now}
     if scope.kind == "id":
-        params["ids"] = json.dumps(list(scope.job_ids))
+        params["ids"] = json_array(scope.job_ids)
     elif scope.kind == "key":
         params["key"] = scope.key
     elif scope.kind == "payload" and scope.field_name is not None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from stoker.backends.sqlite.connection import SqliteThread, immediate
+from stoker.backends.sqlite.connection import SqliteThread, immediate, json_array
 
 MIGRATIONS_PACKAGE = "stoker.backends.sqlite.pending_migrations"
 COMPONENT = "pending"
@@ -40,7 +39,7 @@ class SqlitePendingUrls:
     async def add(self, urls: Sequence[str], now: float) -> int:
         def work(conn: sqlite3.Connection) -> int:
             with immediate(conn):
-                return conn.execute(INSERT, (now, json.dumps(list(urls)))).rowcount
+                return conn.execute(INSERT, (now, json_array(urls))).rowcount
 
         return await self._db.run(work)
 

@@ -14,13 +14,12 @@ Invariants (beyond those of :mod:`stoker.warm.run_store`):
 from __future__ import annotations
 
 import dataclasses
-import json
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Final, Literal
 
-from stoker.backends.sqlite.connection import SqliteThread, immediate
+from stoker.backends.sqlite.connection import SqliteThread, immediate, json_array
 from stoker.warm import run as machine
 from stoker.warm.run import (
     DEFAULT_POLICY,
@@ -81,7 +80,7 @@ def _one(conn: sqlite3.Connection, statement: str, *params: object) -> Run | Non
 
 
 def _states(conn: sqlite3.Connection, run_id: int, urls: Iterable[str]) -> dict[str, UrlState]:
-    rows = conn.execute(_STATES, (run_id, json.dumps(list(urls)))).fetchall()
+    rows = conn.execute(_STATES, (run_id, json_array(urls))).fetchall()
     return dict(map(url_state_from_row, rows))
 
 
