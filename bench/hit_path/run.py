@@ -8,8 +8,9 @@ are interleaved within each round (the order rotates every round) because this m
 is noisy; the summary is the median of each system and the median of the per-round
 ratios ``subject / other`` (subject: Stoker, or the raw ceiling when Stoker is not run).
 System ``stoker-l2`` is Stoker with ``l1_max_bytes = 0``: every fresh hit is an L2 hit.
-System ``stoker-front`` is Stoker with ``server = "stoker"``: its own HTTP/1.1 front, which
-answers fresh hits inside the protocol (``stoker`` runs the default server, granian).
+``stoker`` runs the default server, Stoker's own HTTP/1.1 front (``server = "stoker"``),
+which answers fresh hits inside the protocol; system ``stoker-granian`` is Stoker with
+``server = "granian"``, every hit through granian's ASGI interface.
 
     .venv/bin/python bench/hit_path/run.py --rounds 5 --duration 10
     .venv/bin/python bench/hit_path/run.py --systems nginx,varnish,raw --rounds 1 --duration 3
@@ -50,9 +51,9 @@ sys.path.insert(0, str(HERE))
 from page import CACHE_CONTROL, CONTENT_TYPE, PAGE  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
-ALL_SYSTEMS = ("stoker", "raw", "raw-uvicorn", "varnish", "nginx", "stoker-l2", "stoker-front")
-PROXIES = {"stoker", "varnish", "nginx", "stoker-l2", "stoker-front"}
-STOKERS = ("stoker", "stoker-front")
+ALL_SYSTEMS = ("stoker", "raw", "raw-uvicorn", "varnish", "nginx", "stoker-l2", "stoker-granian")
+PROXIES = {"stoker", "varnish", "nginx", "stoker-l2", "stoker-granian"}
+STOKERS = ("stoker", "stoker-granian")
 GOALS = {"raw": 1.1, "varnish": 1.2}  # Stoker's req/s must be at least this times theirs.
 L2_GOAL = 0.5  # stoker-l2's req/s must be at least this times Stoker's (L1) req/s.
 
@@ -183,7 +184,7 @@ def build_system(name: str, tmp: Path, args: argparse.Namespace) -> System:
             "--no-access-log", "--log-level", "warning", "--lifespan", "off",
             "bench.hit_path.raw_app:app",
         ]  # fmt: skip
-    elif name in ("stoker", "stoker-l2", "stoker-front"):
+    elif name in ("stoker", "stoker-l2", "stoker-granian"):
         assert origin is not None
         argv = stoker_argv(name, tmp, port, origin.port, args)
     else:
@@ -196,11 +197,11 @@ def stoker_argv(
 ) -> list[str]:
     """`stoker serve` for ``stoker``; for ``stoker-l2`` with an L1 that holds nothing
     (``l1_max_bytes = 0``), so every fresh hit is read from L2 (SQLite); for
-    ``stoker-front`` on Stoker's own HTTP/1.1 front (``server = "stoker"``)."""
+    ``stoker-granian`` on granian (``server = "granian"``)."""
     data = tmp / f"{name}-data"
     data.mkdir()
     config: list[str] = []
-    special = {"stoker-l2": "l1_max_bytes = 0\n", "stoker-front": 'server = "stoker"\n'}
+    special = {"stoker-l2": "l1_max_bytes = 0\n", "stoker-granian": 'server = "granian"\n'}
     if name in special:
         (tmp / f"{name}.toml").write_text(special[name])
         config = ["--config", str(tmp / f"{name}.toml")]
@@ -507,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {n:<12} {rps:>9.0f} req/s   p99 {p99:6.2f} ms   "
               f"origin hits {info[n]['origin_hits']}")  # fmt: skip
     comparisons: dict[str, Any] = {}
-    subjects = [subject, *(["stoker-front"] if subject == "stoker" and "stoker-front" in names
+    subjects = [subject, *(["stoker-granian"] if subject == "stoker" and "stoker-granian" in names
                            else [])]
     for this in subjects:
         others = [n for n in names if n not in subjects and n != "stoker-l2"]
@@ -524,8 +525,8 @@ def main(argv: list[str] | None = None) -> int:
                 verdict = f"   goal >= {goal}x: {met}"
             print(f"  {this}/{other:<12} req/s {r['rps_ratio_median']:.3f}x   "
                   f"p99 {r['p99_ratio_median']:.3f}x{verdict}")  # fmt: skip
-    if "stoker-front" in subjects:
-        comparisons["stoker-front/stoker"] = ratios(rounds, "stoker-front", "stoker")
+    if "stoker-granian" in subjects:
+        comparisons["stoker/stoker-granian"] = ratios(rounds, "stoker", "stoker-granian")
     if subject == "stoker" and "stoker-l2" in names:
         comparisons["stoker-l2/stoker"] = l2_verdict(rounds)
 

@@ -29,8 +29,8 @@ DataDirOpt = Annotated[Path | None, typer.Option(
     help="Where the cache database and large bodies live [./.stoker]")]
 TokenOpt = Annotated[str | None, typer.Option(help="Bearer token for the admin API")]
 ServerOpt = Annotated[str | None, typer.Option(
-    help="HTTP server: granian, uvicorn, or stoker (its own HTTP/1.1 front: fastest hits, "
-         "no HTTP/2) [granian]")]
+    help="HTTP server: stoker (its own HTTP/1.1 front: fastest hits; HTTP/2 relayed to "
+         "granian, TLS served by granian), granian, or uvicorn [stoker]")]
 AdminUrlOpt = Annotated[str | None, typer.Option(
     "--admin-url", envvar="STOKER_ADMIN_URL",
     help="Admin API of the running Stoker [http://<admin_listen>]")]

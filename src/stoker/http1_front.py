@@ -1,7 +1,8 @@
-"""Stoker's own HTTP/1.1 front (``server = "stoker"``): uvicorn's httptools protocol,
-with fresh L1 hits answered inside the protocol, without an ASGI request cycle.
-(:class:`Http1Protocol`, the same protocol without the hits, serves ``server =
-"uvicorn"`` and every other app.)
+"""Stoker's own HTTP/1.1 front (``server = "stoker"``, the default): uvicorn's httptools
+protocol, with fresh L1 hits answered inside the protocol, without an ASGI request cycle,
+and HTTP/2 connections relayed to granian (:mod:`stoker.http2_relay`).
+(:class:`Http1Protocol`, the same protocol without the hits and the relay, serves
+``server = "uvicorn"``.)
 
 A fresh hit through an ASGI server costs a task, a scope, two message dicts and
 the server's serialisation; here it costs one header scan, one memoised key, one
@@ -29,10 +30,12 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
+from stoker.http2_relay import Relay, RelayTarget, starts_http2
 from stoker.proxy.hot_path import HotPath
 from stoker.proxy.request import MAX_HEADER_BYTES, TARGET_SCOPE_KEY
 
@@ -42,6 +45,9 @@ HEAD_LIMIT = MAX_HEADER_BYTES + 16 * 1024
 TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
              b"content-type: text/plain; charset=utf-8\r\ncontent-length: 25\r\n"
              b"connection: close\r\n\r\nrequest head is too large")
+HEAD_TIMEOUT = 30.0
+"""Seconds a connection may take to send a request's head, from when it opens or the
+request's first byte (then uvicorn's keep-alive timeout bounds the wait between requests)."""
 
 
 class Http1Protocol(HttpToolsProtocol):
@@ -51,13 +57,24 @@ class Http1Protocol(HttpToolsProtocol):
       ``raw_path``, is kept for the pipeline (:data:`TARGET_SCOPE_KEY`);
     - a head still incomplete after :data:`HEAD_LIMIT` bytes (not counting the read it
       began in) gets ``431`` and the connection is closed (httptools itself buffers a
-      head of any size), so a connection holds at most that plus one read of a head.
+      head of any size), so a connection holds at most that plus one read of a head;
+    - a connection that sends no complete head within :data:`HEAD_TIMEOUT` seconds of
+      opening, or of its request's first byte, is closed (uvicorn has no such bound).
     """
 
     _head_bytes = 0
     """Bytes received in the reads after the one the current request's head began in
     (-1 within that read), while the head is incomplete."""
     _in_head = False
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self._arm_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_head_timer()
+        super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -72,20 +89,87 @@ class Http1Protocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         self._in_head, self._head_bytes = True, -1
+        self._arm_head_timer()
         super().on_message_begin()
 
     def on_headers_complete(self) -> None:
         self._in_head = False
+        self._disarm_head_timer()
         if not self.url.startswith(b"/"):
             scope: Any = self.scope
             scope[TARGET_SCOPE_KEY] = self.url
         super().on_headers_complete()
 
+    def _arm_head_timer(self) -> None:
+        self._disarm_head_timer()
+        self._head_timer = self.loop.call_later(HEAD_TIMEOUT, self.transport.close)
 
-def hit_protocol(hot: HotPath) -> type[HttpToolsProtocol]:
-    """An httptools protocol class that answers ``hot``'s fresh L1 hits itself."""
+    def _disarm_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
 
-    class HitProtocol(Http1Protocol):
+
+class FrontProtocol(Http1Protocol):
+    """:class:`Http1Protocol` relaying a connection that opens with the HTTP/2 preface to
+    :attr:`relay_target` (set by :func:`front_protocol`); its first bytes are held only
+    while they may still be the preface."""
+
+    relay_target: ClassVar[RelayTarget]
+    _opening: bytes | None = b""
+    """The connection's first bytes while undecided; ``None`` once decided."""
+    _relay: Relay | None = None
+
+    def data_received(self, data: bytes) -> None:
+        if self._relay is not None:
+            self._relay.from_client(data)
+            return
+        if self._opening is not None:
+            data = self._opening + data
+            http2 = starts_http2(data)
+            if http2 is None:
+                self._opening = data
+                return
+            self._opening = None
+            if http2:
+                self._disarm_head_timer()
+                self._relay = Relay(self.transport, self.relay_target, data)
+                return
+        super().data_received(data)
+
+    def pause_writing(self) -> None:
+        if self._relay is not None:
+            self._relay.pause_upstream()
+        else:
+            super().pause_writing()
+
+    def resume_writing(self) -> None:
+        if self._relay is not None:
+            self._relay.resume_upstream()
+        else:
+            super().resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._relay is not None:
+            self._relay.close()
+        super().connection_lost(exc)
+
+
+def front_protocol(relay: RelayTarget, hot: HotPath | None) -> type[HttpToolsProtocol]:
+    """The protocol class of ``server = "stoker"``: HTTP/2 relayed to ``relay``; with
+    ``hot`` (the proxy app), ``hot``'s fresh L1 hits answered in the protocol."""
+    if hot is None:
+        return type("RelayingProtocol", (FrontProtocol,), {"relay_target": relay})
+    return hit_protocol(hot, relay)
+
+
+def hit_protocol(hot: HotPath, relay: RelayTarget) -> type[HttpToolsProtocol]:
+    """:class:`FrontProtocol` relaying to ``relay`` and answering ``hot``'s fresh L1 hits
+    itself."""
+
+    class HitProtocol(FrontProtocol):
+        relay_target = relay
+
         def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
             while True:
                 scope: Any = cycle.scope

@@ -1,4 +1,5 @@
-"""Serving ASGI apps on real HTTP servers (granian embedded, or uvicorn) in one process.
+"""Serving ASGI apps on real HTTP servers (Stoker's HTTP/1.1 front, granian embedded, or
+uvicorn) in one process.
 
 The proxy and the admin listener run in the same event loop so a purge on the
 admin side reaches the proxy's memory tier directly.
@@ -77,14 +78,16 @@ class Tls:
 
 
 class _Granian:
-    def __init__(self, app: ASGIApp, address: str, tls: Tls | None) -> None:
+    def __init__(self, app: ASGIApp, address: str, tls: Tls | None, *,
+                 http2_only: bool = False) -> None:
         from granian.constants import HTTPModes, Interfaces
         from granian.server.embed import Server
 
         host, port = split_address(address)
         # HTTP/1.1 and HTTP/2 (h2c with prior knowledge; ALPN under TLS)
         self._server = Server(app, address=host, port=port, interface=Interfaces.ASGINL,
-                              http=HTTPModes.auto, log_enabled=False, backlog=2048,
+                              http=HTTPModes.http2 if http2_only else HTTPModes.auto,
+                              log_enabled=False, backlog=2048,
                               ssl_cert=tls.cert if tls else None,
                               ssl_key=tls.key if tls else None)
 
@@ -97,8 +100,10 @@ class _Granian:
 
 class _Uvicorn:
     def __init__(self, app: ASGIApp, address: str, tls: Tls | None, *,
-                 hit_front: bool = False) -> None:
+                 protocol: type[asyncio.Protocol] | None = None) -> None:
         import uvicorn
+
+        from stoker.http1_front import Http1Protocol
 
         class Server(uvicorn.Server):
             @contextlib.contextmanager
@@ -114,7 +119,7 @@ class _Uvicorn:
         config = uvicorn.Config(app, host=host, port=port, lifespan="off", access_log=False,
                                 log_level="warning", backlog=2048, proxy_headers=False,
                                 server_header=not proxy, date_header=not proxy,
-                                http=_http_protocol(app, hit_front),
+                                http=protocol or Http1Protocol,
                                 ssl_certfile=str(tls.cert) if tls else None,
                                 ssl_keyfile=str(tls.key) if tls else None)
         self._server = Server(config)
@@ -126,14 +131,61 @@ class _Uvicorn:
         self._server.should_exit = True
 
 
-def _http_protocol(app: ASGIApp, hit_front: bool) -> Any:
-    """uvicorn's httptools protocol keeping absolute-form targets; with ``hit_front``
-    (``server = "stoker"``) answering the proxy app's fresh hits itself (not behind an
-    access log)."""
-    from stoker.http1_front import Http1Protocol, hit_protocol
-    from stoker.proxy.asgi_proxy import ProxyApp
+class _Front:
+    """``server = "stoker"`` on a plain-HTTP listener: Stoker's HTTP/1.1 front, and the
+    granian listener (loopback, HTTP/2 only) it relays HTTP/2 connections to.
 
-    return hit_protocol(app.hot) if hit_front and isinstance(app, ProxyApp) else Http1Protocol
+    The relay listener accepts connections before the front does, and stops after it."""
+
+    def __init__(self, app: ASGIApp, address: str) -> None:
+        from stoker.http1_front import front_protocol
+        from stoker.http2_relay import Peers, RelayTarget
+        from stoker.proxy.asgi_proxy import ProxyApp
+
+        self.relay = RelayTarget("127.0.0.1", _free_loopback_port(), Peers())
+        """The relay listener's address and the relayed connections' ends."""
+        self._relay = _Granian(self.relay.peers.wrap(app), f"127.0.0.1:{self.relay.port}",
+                               None, http2_only=True)
+        protocol = front_protocol(self.relay, app.hot if isinstance(app, ProxyApp) else None)
+        self._front = _Uvicorn(app, address, None, protocol=protocol)
+
+    async def serve(self) -> None:
+        relay = asyncio.create_task(self._relay.serve())
+        try:
+            await _accepting(self.relay.port, relay)
+            await self._front.serve()
+        finally:
+            self._relay.stop()
+            await relay
+
+    def stop(self) -> None:
+        self._front.stop()
+
+
+def _free_loopback_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def _accepting(port: int, server: asyncio.Task[None], timeout: float = 10.0) -> None:
+    """Return once 127.0.0.1:``port`` accepts connections; raise if ``server`` ends first
+    or ``timeout`` seconds pass."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not server.done():
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            if loop.time() > deadline:
+                break
+            await asyncio.sleep(0.01)
+        else:
+            writer.close()
+            return
+    if server.done():
+        server.result()
+    raise RuntimeError(f"the HTTP/2 relay listener on 127.0.0.1:{port} did not start")
 
 
 def _is_proxy(app: ASGIApp) -> bool:
@@ -145,11 +197,14 @@ def _is_proxy(app: ASGIApp) -> bool:
 
 
 def make_server(kind: str, app: ASGIApp, address: str, tls: Tls | None = None) -> _Server:
-    """A server of ``kind`` (``granian``, ``uvicorn`` or ``stoker``: uvicorn with
-    Stoker's HTTP/1.1 front) for ``app`` on ``address``."""
-    if kind == "granian":
+    """A server of ``kind`` for ``app`` on ``address``: ``granian``, ``uvicorn``, or
+    ``stoker`` (Stoker's HTTP/1.1 front relaying HTTP/2 to granian; on a TLS listener,
+    granian itself, which negotiates HTTP/2 by ALPN)."""
+    if kind == "granian" or (kind == "stoker" and tls is not None):
         return _Granian(app, address, tls)
-    return _Uvicorn(app, address, tls, hit_front=kind == "stoker")
+    if kind == "stoker":
+        return _Front(app, address)
+    return _Uvicorn(app, address, tls)
 
 
 async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],

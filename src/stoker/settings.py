@@ -184,7 +184,8 @@ FIELDS: dict[str, Field] = {
         _optional(_text), "postgresql://… for queue/runs/deadlines (default: SQLite in data_dir)"
     ),
     "server": Field(_choice("granian", "uvicorn", "stoker"),
-                    "HTTP server that runs the proxy (stoker: HTTP/1.1 only, fastest hits)"),
+                    "HTTP server that runs the proxy (stoker: its own HTTP/1.1 front, fastest "
+                    "hits, HTTP/2 relayed to granian)"),
     "l1_max_bytes": Field(_bytes, "Memory for cached pages and per-URL tables, e.g. 256MiB"),
     "l2_max_bytes": Field(_bytes, "Persistent (L2) cache bound, e.g. 4GiB"),
     "body_file_threshold": Field(_bytes, "Bodies larger than this are stored in files"),
@@ -280,7 +281,7 @@ class Settings:
     admin_token: str | None = None
     data_dir: Path = Path(".stoker")
     database_url: str | None = None
-    server: str = "granian"
+    server: str = "stoker"
     l1_max_bytes: int = 256 * 1024 * 1024
     l2_max_bytes: int = 4 * 1024 * 1024 * 1024
     body_file_threshold: int = 256 * 1024

@@ -65,15 +65,15 @@ async def proxy_for(config: Settings, *, clock: Clock | None = None, kind: str =
         await stoker.close()
 
 
-@pytest.fixture(params=["http/1.1", "h2c", "front"])
+@pytest.fixture(params=["http/1.1", "h2c", "front", "front-h2c"])
 async def proxy(origin: Origin, tmp_path: Path,
                 request: pytest.FixtureRequest) -> AsyncIterator[Proxy]:
     """Stoker in front of ``origin``; its client speaks HTTP/1.1, or HTTP/2 with prior
-    knowledge, to granian, or HTTP/1.1 to Stoker's own front (``server = "stoker"``): the
-    same tests run over all three."""
-    kind = "stoker" if request.param == "front" else "granian"
+    knowledge, to granian, or the same two to Stoker's own front (``server = "stoker"``,
+    which relays HTTP/2 to granian): the same tests run over all four."""
+    kind = "stoker" if request.param.startswith("front") else "granian"
     async with running_proxy(origin.url, tmp_path / "data", kind=kind) as running:
-        if request.param == "h2c":
+        if request.param.endswith("h2c"):
             async with httpx.AsyncClient(base_url=running.url, timeout=30, http1=False,
                                          http2=True) as client:
                 yield Proxy(running.url, running.stoker, client, "h2c")
