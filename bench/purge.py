@@ -1,7 +1,8 @@
 """Purging a tag that covers 10,000 entries: the call's latency, and what it does to
 concurrent requests and to the event loop.
 
-Stoker (proxy + admin API on granian, one process) runs in this process pinned to
+Stoker (proxy + admin API on ``--server``, by default Stoker's own front as ``stoker
+serve`` runs it; one process) runs in this process pinned to
 core 1; a load generator (aiohttp, ``--concurrency`` connections) runs in a subprocess
 pinned to core 0 and records every request's start time, latency and cache status.
 ``--entries`` entries tagged ``bench`` are written straight into the store (L1 +
@@ -185,7 +186,7 @@ async def scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
                                   "data_dir": tmp, "admin_token": TOKEN})
         stoker = await Stoker.open(settings)
         proxy_url = f"http://127.0.0.1:{proxy_port}"
-        servers = asyncio.create_task(run_apps("granian", [
+        servers = asyncio.create_task(run_apps(args.server, [
             (ProxyApp(stoker.pipeline), f"127.0.0.1:{proxy_port}"),
             (build_admin_app(stoker), f"127.0.0.1:{admin_port}")], stop))
         tick_task = asyncio.create_task(ticker(stalls, stop))
@@ -332,6 +333,8 @@ def cli() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scenarios", default="tag,soft,all")
+    parser.add_argument("--server", default="stoker", choices=("stoker", "granian", "uvicorn"),
+                        help="the HTTP server of the proxy and admin listeners")
     args = parser.parse_args()
     # as `stoker serve`: uvloop, and the heap frozen once imports are done (run_async)
     import stoker.admin.app

@@ -7,8 +7,11 @@ and HTTP/2 connections relayed to granian (:mod:`stoker.http2_relay`).
 A fresh hit through an ASGI server costs a task, a scope, two message dicts and
 the server's serialisation; here it costs one header scan, one memoised key, one
 dict lookup and one ``writelines`` of bytes kept per entry
-(:meth:`~stoker.proxy.hot_path.HotPath.wire_answer`).  Everything else (L2
-hits, misses, other methods, refusals) runs the same ASGI app through uvicorn.
+(:meth:`~stoker.proxy.hot_path.HotPath.wire_answer`).  A head whose very bytes were
+answered as a hit before (a load balancer's, a bot's, a health check's) is not even
+parsed again: one dict lookup by those bytes gives its key and headers
+(:class:`KnownHead`).  Everything else (L2 hits, misses, other methods, refusals)
+runs the same ASGI app through uvicorn.
 
 Invariants:
 - A request is answered here only where uvicorn would start its ASGI cycle:
@@ -26,17 +29,24 @@ Invariants:
   ``Connection: close``).
 - What uvicorn does after a response (count it, resume reading, start the next
   queued request or arm the keep-alive timer) is done the same way.
+- A read is answered from its bytes only when it is exactly one head, without body
+  or forwarding headers (:func:`rememberable`), that an earlier parse of the same bytes
+  answered as a hit under the same cache version; and only between requests (no
+  request, body, queued request or undecided preface on the connection), so a body's
+  bytes are never taken for a request.  Its key must still have a fresh L1 hit;
+  otherwise the read is parsed as usual.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from stoker.http2_relay import Relay, RelayTarget, starts_http2
-from stoker.proxy.hot_path import HotPath
+from stoker.proxy.hot_path import FORWARDING_HEADERS, HotPath
 from stoker.proxy.request import MAX_HEADER_BYTES, TARGET_SCOPE_KEY
 
 HEAD_LIMIT = MAX_HEADER_BYTES + 16 * 1024
@@ -45,6 +55,13 @@ HEAD_LIMIT = MAX_HEADER_BYTES + 16 * 1024
 TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
              b"content-type: text/plain; charset=utf-8\r\ncontent-length: 25\r\n"
              b"connection: close\r\n\r\nrequest head is too large")
+KNOWN_HEADS = 2048
+"""Request heads the front remembers by their bytes (:func:`hit_protocol`)."""
+KNOWN_HEAD_BYTES = 1024
+"""The longest head remembered: :data:`KNOWN_HEADS` of them hold at most 2 MiB of bytes."""
+UNREMEMBERED = frozenset({b"content-length", b"transfer-encoding", b"upgrade",
+                          *FORWARDING_HEADERS})
+"""Header names that keep a head from being remembered (:func:`rememberable`)."""
 HEAD_TIMEOUT = 30.0
 """Seconds a connection may take to send a request's head, from when it opens or the
 request's first byte (then uvicorn's keep-alive timeout bounds the wait between requests)."""
@@ -59,13 +76,16 @@ class Http1Protocol(HttpToolsProtocol):
       began in) gets ``431`` and the connection is closed (httptools itself buffers a
       head of any size), so a connection holds at most that plus one read of a head;
     - a connection that sends no complete head within :data:`HEAD_TIMEOUT` seconds of
-      opening, or of its request's first byte, is closed (uvicorn has no such bound).
+      opening, or of the first read that left its request's head incomplete, is closed
+      (uvicorn has no such bound); a head that arrives in one read arms no timer.
     """
 
     _head_bytes = 0
     """Bytes received in the reads after the one the current request's head began in
     (-1 within that read), while the head is incomplete."""
     _in_head = False
+    _in_message = False
+    """From a request's first byte until its body has been read whole."""
     _head_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: Any) -> None:
@@ -86,11 +106,16 @@ class Http1Protocol(HttpToolsProtocol):
             if self._head_bytes > HEAD_LIMIT:
                 self.transport.write(TOO_LARGE)
                 self.transport.close()
+            elif self._head_timer is None:
+                self._arm_head_timer()
 
     def on_message_begin(self) -> None:
-        self._in_head, self._head_bytes = True, -1
-        self._arm_head_timer()
+        self._in_head, self._in_message, self._head_bytes = True, True, -1
         super().on_message_begin()
+
+    def on_message_complete(self) -> None:
+        self._in_message = False
+        super().on_message_complete()
 
     def on_headers_complete(self) -> None:
         self._in_head = False
@@ -101,7 +126,6 @@ class Http1Protocol(HttpToolsProtocol):
         super().on_headers_complete()
 
     def _arm_head_timer(self) -> None:
-        self._disarm_head_timer()
         self._head_timer = self.loop.call_later(HEAD_TIMEOUT, self.transport.close)
 
     def _disarm_head_timer(self) -> None:
@@ -163,18 +187,78 @@ def front_protocol(relay: RelayTarget, hot: HotPath | None) -> type[HttpToolsPro
     return hit_protocol(hot, relay)
 
 
+@dataclass(frozen=True, slots=True)
+class KnownHead:
+    """What parsing one request head gave, for answering the same bytes again unparsed."""
+
+    version: str
+    """The cache version when it was parsed (a version bump makes it unknown again)."""
+    primary: str
+    headers: list[tuple[bytes, bytes]]
+    close: bool
+    """Whether the connection closes after the response (HTTP/1.0, ``Connection: close``)."""
+
+
+def rememberable(data: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether the request read as ``data`` may be answered from its bytes alone next time:
+    ``data`` is exactly one head of at most :data:`KNOWN_HEAD_BYTES` bytes, with no body
+    (no framing header) and nothing whose meaning depends on the connection (no
+    forwarding headers, whose trust depends on the peer; no upgrade)."""
+    return (len(data) <= KNOWN_HEAD_BYTES and data.find(b"\r\n\r\n") == len(data) - 4
+            and not any(name in UNREMEMBERED for name, _ in headers))
+
+
 def hit_protocol(hot: HotPath, relay: RelayTarget) -> type[HttpToolsProtocol]:
     """:class:`FrontProtocol` relaying to ``relay`` and answering ``hot``'s fresh L1 hits
-    itself."""
+    itself.
+
+    Heads answered as hits are remembered by their bytes (:class:`KnownHead`, at most
+    :data:`KNOWN_HEADS`, oldest forgotten first): a read that is exactly a remembered head,
+    on a connection between requests, is answered without parsing it again.
+    """
+    known: dict[bytes, KnownHead] = {}
 
     class HitProtocol(FrontProtocol):
         relay_target = relay
+        _whole: bytes | None = None
+        """The current read, while it may be one whole head to remember."""
+
+        def data_received(self, data: bytes) -> None:
+            head = known.get(data)
+            if head is not None and self._between_requests() and self._answer(head):
+                return
+            self._whole = data
+            try:
+                super().data_received(data)
+            finally:
+                self._whole = None
+
+        def _between_requests(self) -> bool:
+            """No request, relay or preface under way (a known head is an HTTP/1.x one, so
+            it also decides a new connection's protocol)."""
+            return (not self._opening and self._relay is None and not self._in_message
+                    and not self.pipeline and (self.cycle is None
+                                               or self.cycle.response_complete))
+
+        def _answer(self, head: KnownHead) -> bool:
+            if self.flow.write_paused or head.version != hot.version:
+                return False
+            wire = hot.wire_for(head.primary, head.headers, close=head.close)
+            if wire is None:
+                return False
+            self._opening = None
+            self._disarm_head_timer()
+            self._unset_keepalive_if_required()
+            self.transport.writelines(wire)
+            if head.close:
+                self.transport.close()
+            self._after_response()  # the pipeline is empty: nothing queued to start
+            return True
 
         def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
             while True:
                 scope: Any = cycle.scope
-                wire = None if self.flow.write_paused else hot.wire_answer(
-                    scope, close=not cycle.keep_alive)
+                wire = None if self.flow.write_paused else self._hit(scope, cycle.keep_alive)
                 if wire is None:
                     super()._start_asgi_task(cycle, app)
                     return
@@ -186,6 +270,21 @@ def hit_protocol(hot: HotPath, relay: RelayTarget) -> type[HttpToolsProtocol]:
                 if queued is None:
                     return
                 cycle, app = queued
+
+        def _hit(self, scope: Any, keep_alive: bool) -> list[bytes] | None:
+            """The hit's bytes (remembering the head if it came as one whole read), or
+            ``None``."""
+            primary = hot.key(scope)
+            if primary is None:
+                return None
+            headers = scope["headers"]
+            wire = hot.wire_for(primary, headers, close=not keep_alive)
+            whole, self._whole = self._whole, None
+            if wire is not None and whole is not None and rememberable(whole, headers):
+                if len(known) >= KNOWN_HEADS:
+                    del known[next(iter(known))]
+                known[whole] = KnownHead(hot.version, primary, headers, not keep_alive)
+            return wire
 
         def _after_response(self) -> tuple[RequestResponseCycle, Any] | None:
             """uvicorn's ``on_response_complete``, returning the next queued request

@@ -17,7 +17,9 @@ import pytest
 from tests.conftest import serving
 from tests.integration.conftest import Origin
 
+from stoker import http1_front
 from stoker.asgi import Message, Send
+from stoker.cache.invalidation import PurgeScope
 from stoker.clock import FakeClock
 from stoker.proxy.access_log import AccessLogApp
 from stoker.proxy.asgi_proxy import ProxyApp
@@ -42,6 +44,15 @@ class Front:
             return await try_serve(scope, send)
 
         app.hot.try_serve = counted  # type: ignore[method-assign]
+        self.parsed = 0
+        """Requests the front looked up from their parsed head (not from its bytes)."""
+        key = app.hot.key
+
+        def counted_key(scope: Message) -> str | None:
+            self.parsed += 1
+            return key(scope)
+
+        app.hot.key = counted_key  # type: ignore[method-assign]
 
 
 @pytest.fixture
@@ -140,3 +151,117 @@ async def test_the_connection_closes_after_a_hit_when_uvicorn_would_close_it(
     assert closed
     assert b"\r\nconnection: close\r\n" in by_front
     assert by_front == by_asgi
+
+
+async def read_response(reader: asyncio.StreamReader) -> bytes:
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    length = int(re.search(rb"\r\ncontent-length: (\d+)\r\n", head, re.I)[1])  # type: ignore[index]
+    return head + await reader.readexactly(length)
+
+
+async def reads(url: str, *chunks: bytes, responses: int) -> list[bytes]:
+    """Send ``chunks`` as separate reads on one connection (a pause between them), then
+    read ``responses`` responses, and check that no more bytes follow them."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", _port(url))
+    try:
+        for chunk in chunks:
+            writer.write(chunk)
+            await writer.drain()
+            await asyncio.sleep(0.05)
+        answers = [await read_response(reader) for _ in range(responses)]
+        with pytest.raises(TimeoutError):
+            extra = await asyncio.wait_for(reader.read(1), 0.3)
+            pytest.fail(f"more than {responses} responses: {extra!r}…")
+        return answers
+    finally:
+        writer.close()
+
+
+async def test_a_head_answered_again_from_its_bytes_is_the_same_answer(
+        origin: Origin, front: Front) -> None:
+    origin.app.set("/again", headers=CACHEABLE, body=b"again")
+    await exchange(front.front, get("/again"))  # the miss
+    asgi, hits, parsed = front.asgi_hits, front.stoker.pipeline.stats["hit"], front.parsed
+    first, second, third = await reads(front.front, get("/again"), get("/again"), get("/again"),
+                                       responses=3)
+    assert first == second == third
+    assert first.endswith(b"\r\n\r\nagain")
+    assert front.parsed == parsed + 1  # the first; the others answered from its bytes
+    assert front.asgi_hits == asgi
+    assert front.stoker.pipeline.stats["hit"] == hits + 3
+    assert origin.app.count("/again") == 1
+
+
+async def test_a_body_that_reads_like_a_known_head_is_a_body(origin: Origin,
+                                                            front: Front) -> None:
+    """A request body whose bytes are a remembered head must reach the origin as the body,
+    never be answered as a request of its own (no request smuggling)."""
+    origin.app.set("/known", headers=CACHEABLE, body=b"known")
+    await reads(front.front, get("/known"), get("/known"), responses=2)  # remembered now
+    origin.app.set("/form", body=b"form")
+    smuggled = get("/known")
+    post = (b"POST /form HTTP/1.1\r\nHost: site.test\r\nContent-Length: %d\r\n\r\n"
+            % len(smuggled))
+    [answer] = await reads(front.front, post, smuggled, responses=1)
+    assert answer.endswith(b"\r\n\r\nform")
+    assert origin.app.requests[-1][:2] == ("POST", "/form")
+
+
+async def test_a_head_with_a_body_is_not_remembered(origin: Origin, front: Front) -> None:
+    origin.app.set("/cl", headers=CACHEABLE, body=b"cl")
+    await exchange(front.front, get("/cl"))
+    with_body = get("/cl", extra=b"Content-Length: 4\r\n")
+    # the head alone, then its body in a later read, twice: each body is read as a body
+    answers = await reads(front.front, with_body, b"abcd", with_body, b"efgh", get("/cl"),
+                          responses=3)
+    assert all(answer.endswith(b"\r\n\r\ncl") for answer in answers)
+
+
+async def test_pipelined_reads_are_parsed_not_looked_up(origin: Origin, front: Front) -> None:
+    origin.app.set("/a", headers=CACHEABLE, body=b"a")
+    origin.app.set("/b", headers=CACHEABLE, body=b"b")
+    await reads(front.front, get("/a"), get("/a"), get("/b"), get("/b"), responses=4)
+    parsed = front.parsed
+    answers = await reads(front.front, get("/a") + get("/b"), get("/a") + get("/b"),
+                          responses=4)
+    assert [answer.rsplit(b"\r\n\r\n", 1)[1] for answer in answers] == [b"a", b"b", b"a", b"b"]
+    assert front.parsed == parsed + 4
+
+
+async def test_a_version_bump_and_a_purge_reach_remembered_heads(origin: Origin,
+                                                                  front: Front) -> None:
+    origin.app.set("/v", headers=CACHEABLE, body=b"one")
+    await reads(front.front, get("/v"), get("/v"), responses=2)
+    origin.app.set("/v", headers=CACHEABLE, body=b"two")
+    await front.stoker.purger.purge(PurgeScope(everything=True))
+    [after_bump] = await reads(front.front, get("/v"), responses=1)
+    assert after_bump.endswith(b"two")
+    origin.app.set("/v", headers=CACHEABLE, body=b"three")
+    await front.stoker.purger.purge(PurgeScope(urls=("http://site.test/v",)))
+    [after_purge] = await reads(front.front, get("/v"), responses=1)
+    assert after_purge.endswith(b"three")
+
+
+async def test_an_http10_head_answered_from_its_bytes_still_closes(origin: Origin,
+                                                                   front: Front) -> None:
+    origin.app.set("/old", headers=CACHEABLE, body=b"old")
+    await exchange(front.front, get("/old"))
+    parsed = front.parsed
+    for _ in range(2):  # remembered by the first, answered from its bytes by the second
+        [answer], closed = await exchange(front.front, get("/old", version=b"1.0"))
+        assert closed
+        assert b"\r\nconnection: close\r\n" in answer
+    assert front.parsed == parsed + 1
+
+
+async def test_the_oldest_known_head_is_forgotten_first(origin: Origin, front: Front,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(http1_front, "KNOWN_HEADS", 1)
+    origin.app.set("/a", headers=CACHEABLE, body=b"a")
+    origin.app.set("/b", headers=CACHEABLE, body=b"b")
+    await reads(front.front, get("/a"), get("/a"), get("/b"), get("/b"), responses=4)
+    parsed = front.parsed
+    await reads(front.front, get("/b"), responses=1)  # remembered
+    assert front.parsed == parsed
+    await reads(front.front, get("/a"), responses=1)  # forgotten when /b was remembered
+    assert front.parsed == parsed + 1

@@ -61,13 +61,18 @@ class HotPath:
         self._wire_via = b"via: %s\r\n" % pipeline.fetcher.config.via
 
     @property
+    def version(self) -> str:
+        """The pipeline's cache version now (a hard purge of everything bumps it)."""
+        return self._pipeline.version
+
+    @property
     def memoised(self) -> int:
         """Keys the memo holds now (at most ``config.memory.memo_keys``)."""
         return len(self._memo)
 
     async def try_serve(self, scope: Message, send: Send) -> bool:
         """Answer ``scope`` if it is a fresh single-variant hit (L1, else L2); else ``False``."""
-        primary = self._key(scope)
+        primary = self.key(scope)
         if primary is None:
             return False
         pipeline = self._pipeline
@@ -76,7 +81,7 @@ class HotPath:
             entries = await pipeline.store.get(primary)
             scope[LOOKED_UP_SCOPE_KEY] = (primary, entries)  # the pipeline reads no more
         now = pipeline.clock.now()
-        entry = self._fresh(scope, entries, now)
+        entry = self._fresh(scope["headers"], entries, now)
         if entry is None:
             return False
         self._count(entry)
@@ -90,18 +95,23 @@ class HotPath:
         pipeline), byte for byte what an HTTP/1.1 ASGI server writes for
         :meth:`try_serve`'s messages, ``Connection: close`` included when ``close``.
         Synchronous, for a server's protocol callbacks."""
-        primary = self._key(scope)
-        if primary is None:
-            return None
+        primary = self.key(scope)
+        return None if primary is None else self.wire_for(primary, scope["headers"],
+                                                          close=close)
+
+    def wire_for(self, primary: str, headers: list[tuple[bytes, bytes]], *,
+                 close: bool) -> list[bytes] | None:
+        """:meth:`wire_answer` for a request whose :meth:`key` is ``primary`` and whose
+        headers are ``headers``."""
         pipeline = self._pipeline
         entries = pipeline.store.get_l1(primary)
         if entries is None:
             return None
         now = pipeline.clock.now()
-        entry = self._fresh(scope, entries, now)
+        entry = self._fresh(headers, entries, now)
         if entry is None:
             return None
-        form = served_form(scope["headers"], entry)
+        form = served_form(headers, entry)
         head = form.wire_head()
         if head is None:  # a header no HTTP/1.1 server would write: the ASGI path refuses it
             return None
@@ -112,7 +122,7 @@ class HotPath:
         assert form.body is not None  # _fresh passes inline bodies only
         return [head, tail, form.body]
 
-    def _key(self, scope: Message) -> str | None:
+    def key(self, scope: Message) -> str | None:
         """The primary key of a plain ``GET`` the fast path may answer, else ``None``."""
         if scope["method"] != "GET" or TARGET_SCOPE_KEY in scope:  # absolute-form: pipeline
             return None
@@ -136,14 +146,15 @@ class HotPath:
         return self._primary_key(scope, scheme, host)
 
     @staticmethod
-    def _fresh(scope: Message, entries: list[CacheEntry], now: float) -> CacheEntry | None:
+    def _fresh(headers: list[tuple[bytes, bytes]], entries: list[CacheEntry],
+               now: float) -> CacheEntry | None:
         """The entry if ``entries`` is one fresh, inline, Vary-less entry whose coding for
         this request exists, else ``None``."""
         if len(entries) != 1:
             return None
         entry = entries[0]
         if entry.vary or now >= entry.fresh_until or entry.body is None or (
-                wants_coding(scope["headers"], entry)):  # the pipeline makes the coding
+                wants_coding(headers, entry)):  # the pipeline makes the coding
             return None
         return entry
 
