@@ -20,7 +20,7 @@ import errno
 import logging
 import signal
 import socket
-from collections.abc import Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Collection, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -135,14 +135,18 @@ class _Front:
     """``server = "stoker"`` on a plain-HTTP listener: Stoker's HTTP/1.1 front, and the
     granian listener (loopback, HTTP/2 only) it relays HTTP/2 connections to.
 
-    The relay listener accepts connections before the front does, and stops after it."""
+    The relay listener accepts connections before the front does, and stops after it.
+    Its port is held from construction (:func:`_reserve_loopback_port`) until it listens,
+    and is none of ``avoid`` (the other listeners' ports), so no listener of this
+    process or another can be given it meanwhile."""
 
-    def __init__(self, app: ASGIApp, address: str) -> None:
+    def __init__(self, app: ASGIApp, address: str, avoid: Collection[int] = ()) -> None:
         from stoker.http1_front import front_protocol
         from stoker.http2_relay import Peers, RelayTarget
         from stoker.proxy.asgi_proxy import ProxyApp
 
-        self.relay = RelayTarget("127.0.0.1", _free_loopback_port(), Peers())
+        self._placeholder = _reserve_loopback_port(avoid)
+        self.relay = RelayTarget("127.0.0.1", self._placeholder.getsockname()[1], Peers())
         """The relay listener's address and the relayed connections' ends."""
         self._relay = _Granian(self.relay.peers.wrap(app), f"127.0.0.1:{self.relay.port}",
                                None, http2_only=True)
@@ -153,8 +157,10 @@ class _Front:
         relay = asyncio.create_task(self._relay.serve())
         try:
             await _accepting(self.relay.port, relay)
+            self._placeholder.close()
             await self._front.serve()
         finally:
+            self._placeholder.close()
             self._relay.stop()
             await relay
 
@@ -162,10 +168,22 @@ class _Front:
         self._front.stop()
 
 
-def _free_loopback_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+def _reserve_loopback_port(avoid: Collection[int]) -> socket.socket:
+    """A socket bound (``SO_REUSEPORT``, not listening) to a free 127.0.0.1 port that is
+    none of ``avoid``.  Until it is closed, only a ``SO_REUSEPORT`` socket of this user
+    (granian's listener) can bind that port too, and only a listening one is connected to."""
+    rejected = []
+    try:
+        while True:
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            sock.bind(("127.0.0.1", 0))
+            if sock.getsockname()[1] not in avoid:
+                return sock
+            rejected.append(sock)  # held until the loop ends, so bind() moves on
+    finally:
+        for sock in rejected:
+            sock.close()
 
 
 async def _accepting(port: int, server: asyncio.Task[None], timeout: float = 10.0) -> None:
@@ -196,14 +214,16 @@ def _is_proxy(app: ASGIApp) -> bool:
     return isinstance(app, ProxyApp | AccessLogApp)
 
 
-def make_server(kind: str, app: ASGIApp, address: str, tls: Tls | None = None) -> _Server:
+def make_server(kind: str, app: ASGIApp, address: str, tls: Tls | None = None,
+                avoid: Collection[int] = ()) -> _Server:
     """A server of ``kind`` for ``app`` on ``address``: ``granian``, ``uvicorn``, or
-    ``stoker`` (Stoker's HTTP/1.1 front relaying HTTP/2 to granian; on a TLS listener,
-    granian itself, which negotiates HTTP/2 by ALPN)."""
+    ``stoker`` (Stoker's HTTP/1.1 front relaying HTTP/2 to granian on a loopback port that
+    is none of ``avoid``; on a TLS listener, granian itself, which negotiates HTTP/2 by
+    ALPN)."""
     if kind == "granian" or (kind == "stoker" and tls is not None):
         return _Granian(app, address, tls)
     if kind == "stoker":
-        return _Front(app, address)
+        return _Front(app, address, avoid)
     return _Uvicorn(app, address, tls)
 
 
@@ -219,7 +239,8 @@ async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, stop.set)
-    servers = [make_server(kind, app, address, (tls or {}).get(address))
+    ports = {split_address(address)[1] for _, address in apps}
+    servers = [make_server(kind, app, address, (tls or {}).get(address), ports)
                for app, address in apps]
     tasks = [asyncio.create_task(server.serve()) for server in servers]
     waiter = asyncio.create_task(stop.wait())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -175,3 +176,22 @@ async def test_a_slow_but_timely_head_is_served(monkeypatch: pytest.MonkeyPatch)
         answer = await asyncio.wait_for(reader.read(), 10)
         writer.close()
     assert answer.startswith(b"HTTP/1.1 200")
+
+
+def test_the_relay_port_is_held_from_other_binders_and_is_none_of_the_listeners() -> None:
+    from stoker.server import _reserve_loopback_port
+
+    probe = _reserve_loopback_port(())
+    taken = probe.getsockname()[1]
+    probe.close()
+    held = _reserve_loopback_port({taken})
+    try:
+        port = held.getsockname()[1]
+        assert port != taken
+        with socket.socket() as plain, pytest.raises(OSError):
+            plain.bind(("127.0.0.1", port))  # uvicorn, varnish: kept off
+        with socket.socket() as granian_like:
+            granian_like.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            granian_like.bind(("127.0.0.1", port))
+    finally:
+        held.close()
