@@ -190,7 +190,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--stoker-core", type=int, default=1)
     parser.add_argument("--client-core", type=int, default=0, help="wrk and the origin")
     parser.add_argument("--no-pin", action="store_true", help="do not use taskset")
-    parser.add_argument("--server", default="granian", help="Stoker's `server` setting")
+    parser.add_argument("--server", default="stoker", help="Stoker's `server` setting")
     parser.add_argument(
         "--output", type=Path, default=REPO / "bench" / "results" / "miss_path.json"
     )

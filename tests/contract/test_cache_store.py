@@ -311,3 +311,20 @@ async def test_add_codings_keeps_a_soft_purge(store: CacheStore, clock: FakeCloc
     await store.add_codings(due, FORMS)
     [stored] = await store.get(due.primary_key)
     assert stored.encoded == FORMS and stored.fresh_until == clock.now()
+
+
+async def test_read_now_gives_what_get_gives_or_none(store: CacheStore,
+                                                     clock: FakeClock) -> None:
+    live = make_entry("https://example.com/live", fresh=60.0, keep=60.0)
+    gone = make_entry("https://example.com/gone", fresh=1.0, keep=1.0)
+    await put_all(store, live, gone)
+    if isinstance(store, TieredStore):
+        await store.flush()
+    clock.advance(2.0)
+    for key in (live.primary_key, gone.primary_key, "no such key"):
+        now = store.read_now(key)
+        if now is not None:
+            assert by_variant(now) == by_variant(await store.get(key))
+    if not isinstance(store, SqliteCacheStore) or store.read_now(live.primary_key) is not None:
+        assert store.read_now(live.primary_key) == [live]
+        assert store.read_now(gone.primary_key) == []

@@ -265,3 +265,33 @@ async def test_the_oldest_known_head_is_forgotten_first(origin: Origin, front: F
     assert front.parsed == parsed
     await reads(front.front, get("/a"), responses=1)  # forgotten when /b was remembered
     assert front.parsed == parsed + 1
+
+
+async def test_an_l2_hit_is_answered_by_the_front_too(origin: Origin, tmp_path: Path) -> None:
+    """With nothing kept in L1, a fresh hit read from L2 (inline) is written by the front,
+    byte for byte what the ASGI path writes for it."""
+    stoker = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(tmp_path),
+                                              "l1_max_bytes": "0"}),
+                               clock=FakeClock(auto_advance=False))
+    app = ProxyApp(stoker.pipeline)
+    through_asgi = AccessLogApp(app, io.StringIO(), stoker.clock, json_format=False,
+                                redact=(), trusted=stoker.pipeline.config.trusted)
+    try:
+        async with serving(app, kind="stoker") as front_url, \
+                serving(through_asgi, kind="stoker") as plain_url:
+            counted = Front(stoker, app, front_url, plain_url)
+            origin.app.set("/deep", headers=CACHEABLE, body=b"deep")
+            await exchange(plain_url, get("/deep"))  # the miss
+            await stoker.store.flush()
+            assert stoker.store.get_l1(stoker.pipeline.key_for_url("http://site.test/deep")) \
+                is None
+            asgi = counted.asgi_hits
+            [by_front], _ = await exchange(front_url, get("/deep"))
+            assert counted.asgi_hits == asgi  # answered in the protocol
+            [by_asgi], _ = await exchange(plain_url, get("/deep"))
+            assert counted.asgi_hits == asgi + 1
+    finally:
+        await stoker.close()
+    assert by_front == by_asgi
+    assert by_front.endswith(b"\r\n\r\ndeep")
+    assert origin.app.count("/deep") == 1

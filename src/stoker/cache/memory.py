@@ -224,6 +224,9 @@ class MemoryStore:
     async def get(self, primary_key: str) -> list[CacheEntry]:
         return self.get_nowait(primary_key) or []
 
+    def read_now(self, primary_key: str) -> list[CacheEntry]:
+        return self.get_nowait(primary_key) or []
+
     async def put(self, entry: CacheEntry) -> None:
         self.put_nowait(entry)
 

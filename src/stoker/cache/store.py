@@ -66,6 +66,10 @@ class CacheStore(Protocol):
     async def get(self, primary_key: str) -> list[CacheEntry]:
         """All live variants stored under ``primary_key`` (empty list when none)."""
 
+    def read_now(self, primary_key: str) -> list[CacheEntry] | None:
+        """What :meth:`get` would return, read without waiting, or ``None`` when this tier
+        cannot read without waiting (a thread or a network round trip): use :meth:`get`."""
+
     async def put(self, entry: CacheEntry) -> None:
         """Insert or replace the entry ``(entry.primary_key, entry.variant)``."""
 

@@ -184,6 +184,26 @@ class TieredStore:
         """Mark ``entry`` most recently used among its key's variants (L1 order)."""
         self._l1.touch_nowait(entry.primary_key, entry.variant)
 
+    def read_now(self, primary_key: str) -> list[CacheEntry] | None:
+        """:meth:`get` without waiting: L1, else L2 where it reads inline (promoted as by
+        :meth:`get`); ``None`` when L2 cannot be read without waiting."""
+        hit = self._l1.get_nowait(primary_key)
+        if hit is not None:
+            return hit
+        try:
+            entries = self._l2.read_now(primary_key)
+        except Exception:
+            log.warning("L2 cache read failed; serving it as a miss", exc_info=True)
+            return []
+        if entries is None:
+            return None
+        if self._shadows:
+            entries = _screen(entries, self._shadows.values())
+        if self._dirty_all == 0 and primary_key not in self._dirty:
+            for entry in entries:  # nothing ran between the read and here
+                self._l1.put_nowait(entry)
+        return entries
+
     async def get(self, primary_key: str) -> list[CacheEntry]:
         hit = self._l1.get_nowait(primary_key)
         if hit is not None:

@@ -90,11 +90,11 @@ class HotPath:
         return True
 
     def wire_answer(self, scope: Message, *, close: bool) -> list[bytes] | None:
-        """The whole HTTP/1.1 response to ``scope`` if it is a fresh single-variant L1 hit
-        (else ``None``: L2 hits and everything else take :meth:`try_serve` or the
-        pipeline), byte for byte what an HTTP/1.1 ASGI server writes for
-        :meth:`try_serve`'s messages, ``Connection: close`` included when ``close``.
-        Synchronous, for a server's protocol callbacks."""
+        """The whole HTTP/1.1 response to ``scope`` if it is a fresh single-variant hit in
+        L1, or in L2 where L2 reads without waiting (else ``None``: everything else takes
+        :meth:`try_serve` or the pipeline), byte for byte what an HTTP/1.1 ASGI server
+        writes for :meth:`try_serve`'s messages, ``Connection: close`` included when
+        ``close``.  Synchronous, for a server's protocol callbacks."""
         primary = self.key(scope)
         return None if primary is None else self.wire_for(primary, scope["headers"],
                                                           close=close)
@@ -104,7 +104,7 @@ class HotPath:
         """:meth:`wire_answer` for a request whose :meth:`key` is ``primary`` and whose
         headers are ``headers``."""
         pipeline = self._pipeline
-        entries = pipeline.store.get_l1(primary)
+        entries = pipeline.store.read_now(primary)  # an L2 hit read here is promoted
         if entries is None:
             return None
         now = pipeline.clock.now()

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
+from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry, Freshness
 from stoker.cache.ledger import PurgeLedger, PurgeMark
 from stoker.cache.memory import MemoryStore
@@ -61,6 +62,14 @@ class FaultyStore:
 
     async def get(self, primary_key: str) -> list[CacheEntry]:
         return await self._call("get", primary_key)  # type: ignore[no-any-return]
+
+    def read_now(self, primary_key: str) -> list[CacheEntry] | None:
+        """The inner store's, with ``failures["read_now"]`` (gates cannot hold it)."""
+        self.calls.append("read_now")
+        if self.failures.get("read_now", 0) > 0:
+            self.failures["read_now"] -= 1
+            raise OSError("injected read_now failure")
+        return self.inner.read_now(primary_key)
 
     async def put(self, entry: CacheEntry) -> None:
         await self._call("put", entry)
@@ -242,6 +251,61 @@ async def test_a_corrupt_l2_row_is_a_logged_miss(
     with caplog.at_level(logging.WARNING, logger="stoker.cache"):
         assert await tiered.get(entry.primary_key) == []
     assert "corrupt headers blob" in caplog.text
+
+
+async def test_read_now_reads_l2_inline_and_promotes(
+    tiered: TieredStore, l2: FaultyStore, clock: RecordingClock
+) -> None:
+    entry = make_entry(fresh=60.0, stale=120.0, keep=600.0)
+    await l2.inner.put(entry)
+    clock.advance(40.0)
+    assert tiered.read_now(entry.primary_key) == [entry]
+    [promoted] = tiered.get_l1(entry.primary_key) or []
+    assert promoted.ttl(clock.now()) == 20.0
+    assert tiered.read_now("no such key") == []
+
+
+async def test_read_now_is_none_where_l2_cannot_read_without_waiting(
+    l1: MemoryStore, clock: RecordingClock, tmp_path: Path, bodies: BodyStore
+) -> None:
+    l2 = await SqliteCacheStore.open(tmp_path / "threaded.sqlite3", bodies, clock,
+                                     inline_reads=False)
+    store = TieredStore(l1, l2, clock)
+    try:
+        entry = make_entry()
+        await l2.put(entry)
+        assert store.read_now(entry.primary_key) is None
+        assert await store.get(entry.primary_key) == [entry]
+        assert store.read_now(entry.primary_key) == [entry]  # promoted: an L1 hit
+    finally:
+        await store.close()
+
+
+async def test_read_now_of_a_failing_l2_is_a_logged_miss(
+    tiered: TieredStore, l2: FaultyStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    entry = make_entry()
+    await l2.inner.put(entry)
+    l2.failures["read_now"] = 1
+    with caplog.at_level(logging.WARNING, logger="stoker.cache"):
+        assert tiered.read_now(entry.primary_key) == []
+    assert "read failed" in caplog.text
+    assert tiered.read_now(entry.primary_key) == [entry]
+
+
+async def test_read_now_while_a_write_is_queued_is_not_promoted(
+    tiered: TieredStore, l1: MemoryStore, l2: FaultyStore
+) -> None:
+    old, new = make_entry(), make_entry(status=203)
+    await l2.inner.put(old)
+    l2.gate_before["put"] = gate = asyncio.Event()
+    await tiered.put(new)
+    l1.delete_nowait([ref(new)])
+    assert tiered.read_now(old.primary_key) == [old]
+    assert tiered.get_l1(old.primary_key) is None
+    gate.set()
+    await tiered.flush()
+    assert tiered.read_now(old.primary_key) == [new]
 
 
 async def test_an_l2_read_while_a_write_is_queued_is_not_promoted(
@@ -438,6 +502,7 @@ async def test_a_hard_purge_returns_before_l2_and_no_l2_read_sees_purged_entries
     assert purged == (2, sorted(entry.primary_key for entry in tagged))
     assert await l2.inner.get(tagged[0].primary_key) == [tagged[0]]  # L2 not done yet
     assert await tiered.get(tagged[0].primary_key) == []  # an L1 miss reads L2: screened
+    assert tiered.read_now(tagged[0].primary_key) == []  # inline too
     assert await tiered.get(untagged.primary_key) == [untagged]
     assert tiered.get_l1(tagged[0].primary_key) is None  # nothing purged was promoted
     gate.set()
@@ -455,6 +520,8 @@ async def test_a_soft_purge_is_stale_at_once_for_l2_readers(
     assert (await l2.inner.get(entry.primary_key))[0].freshness(clock.now()) is Freshness.FRESH
     [read] = await tiered.get(entry.primary_key)
     assert read.freshness(clock.now()) is Freshness.STALE_SWR
+    [inline] = tiered.read_now(entry.primary_key) or []
+    assert inline.freshness(clock.now()) is Freshness.STALE_SWR
     gate.set()
     await tiered.flush()
     [stored] = await l2.inner.get(entry.primary_key)

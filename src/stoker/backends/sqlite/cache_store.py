@@ -205,13 +205,20 @@ class SqliteCacheStore:
     async def get(self, primary_key: str) -> list[CacheEntry]:
         """The live variants of ``primary_key``, read inline (see the module docstring) or,
         without ``inline_reads``, on the worker thread."""
+        entries = self.read_now(primary_key)
+        if entries is not None:
+            return entries
         now = self._clock.now()
-        if self._reader is not None:
-            rows = self._reader.execute(SELECT_LIVE, (primary_key, now)).fetchall()
-        else:
-            rows = await self._db.run(
-                lambda conn: conn.execute(SELECT_LIVE, (primary_key, now)).fetchall()
-            )
+        rows = await self._db.run(
+            lambda conn: conn.execute(SELECT_LIVE, (primary_key, now)).fetchall()
+        )
+        return [entry_from_row(row) for row in rows]
+
+    def read_now(self, primary_key: str) -> list[CacheEntry] | None:
+        """:meth:`get`, inline (``None`` without ``inline_reads``)."""
+        if self._reader is None:
+            return None
+        rows = self._reader.execute(SELECT_LIVE, (primary_key, self._clock.now())).fetchall()
         return [entry_from_row(row) for row in rows]
 
     async def put(self, entry: CacheEntry) -> None:
