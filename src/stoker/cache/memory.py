@@ -20,6 +20,12 @@ Invariants:
   Work proportional to the entries a purge covers can be split into steps:
   ``tagged_nowait`` and ``primary_keys_nowait`` are C-speed snapshots, and
   ``purge_nowait`` / ``refs_for_url_prefix_nowait`` take a slice of them.
+- A deferred purge (``defer_purge_nowait``) is in force from the call on: every
+  operation that reads, counts, changes or lists an entry by its key first applies
+  the deferred purges covering it (:meth:`MemoryStore._settled`), so no entry it
+  covers is ever returned unpurged; ``settle_nowait`` applies it to the rest in steps.
+  An entry put, deleted or evicted after the call leaves it.  ``stats_nowait`` alone
+  counts entries a deferred purge will delete.
 """
 
 from __future__ import annotations
@@ -81,6 +87,17 @@ class _Slot:
             self.expires = min((entry.keep_until for entry in entries), default=0.0)
 
 
+class Deferred:
+    """A purge of L1 entries not yet applied to all of them: ``refs`` are those still to
+    do, deleted (``soften_at`` None) or made stale at ``soften_at``."""
+
+    __slots__ = ("refs", "soften_at")
+
+    def __init__(self, refs: set[Pair], soften_at: float | None) -> None:
+        self.refs = refs
+        self.soften_at = soften_at
+
+
 class MemoryStore:
     """A byte-bounded LRU cache tier.  See the module docstring for invariants."""
 
@@ -91,6 +108,7 @@ class MemoryStore:
         self._tags: dict[str, set[Pair]] = {}
         self._bytes = 0
         self._count = 0
+        self._deferred: list[Deferred] = []
 
     # -- hot path -----------------------------------------------------------
 
@@ -100,6 +118,8 @@ class MemoryStore:
         The list is shared: callers must not mutate it.
         """
         slot = self._slots.get(primary_key)
+        if slot is not None and self._deferred:
+            slot = self._settled(primary_key)
         if slot is None:
             return None
         now = self._clock.now()
@@ -130,7 +150,7 @@ class MemoryStore:
     def add_codings_nowait(self, entry: CacheEntry, encoded: Encoded) -> bool:
         """As :meth:`~stoker.cache.store.CacheStore.add_codings` (a put: the key becomes
         most recently used); whether the entry got them."""
-        slot = self._slots.get(entry.primary_key)
+        slot = self._settled(entry.primary_key)
         current = slot.variants.get(entry.variant) if slot is not None else None
         if current is None or not current.codings_due or not current.same_version(entry) or (
                 self._clock.now() >= current.keep_until):
@@ -140,7 +160,7 @@ class MemoryStore:
 
     def touch_nowait(self, primary_key: str, variant: str) -> None:
         """Mark one variant of a multi-variant key most recently used."""
-        slot = self._slots.get(primary_key)
+        slot = self._settled(primary_key)
         if slot is not None and variant in slot.variants and (
                 next(reversed(slot.variants)) != variant):
             slot.touch(variant)
@@ -158,7 +178,7 @@ class MemoryStore:
         now = self._clock.now()
         removed: list[CacheEntry | None] = []
         for key in keys:
-            slot = self._slots.get(key)
+            slot = self._settled(key)
             if slot is not None:
                 removed.extend(self._remove(key, variant) for variant in list(slot.variants))
         return _count_live(removed, now)
@@ -179,6 +199,34 @@ class MemoryStore:
                 _soften(slot, entry, soften_at)
         return covered
 
+    def defer_purge_nowait(self, refs: set[Pair], soften_at: float | None) -> Deferred:
+        """Purge ``refs`` (taken over, not copied) as :meth:`purge_nowait` would, lazily: in
+        force at once for every operation, applied to each entry when it is next reached or
+        by :meth:`settle_nowait`."""
+        deferred = Deferred(refs, soften_at)
+        if refs:
+            self._deferred.append(deferred)
+        return deferred
+
+    def settle_nowait(self, deferred: Deferred, count: int) -> list[EntryRef]:
+        """Apply ``deferred`` to up to ``count`` of the entries it has still to do; return
+        those that were live.  Once it has none left it is no longer in force."""
+        refs = deferred.refs
+        batch = [refs.pop() for _ in range(min(count, len(refs)))]
+        if not refs and deferred in self._deferred:
+            self._deferred.remove(deferred)
+        return self.purge_nowait(as_refs(batch), deferred.soften_at)
+
+    def covered_nowait(self, tags: Sequence[str], keys: Iterable[str]) -> set[Pair]:
+        """The entries carrying any of ``tags`` or stored under any of ``keys``, expired
+        ones included (a new set, made at C speed for tags)."""
+        found = self._tagged(tags)
+        for key in keys:
+            slot = self._slots.get(key)
+            if slot is not None:
+                found.update((key, variant) for variant in slot.variants)
+        return found
+
     def delete_except_version_nowait(self, version: str) -> int:
         """Delete entries whose primary key is not under ``f"{version}|"``."""
         prefix = f"{version}|"
@@ -197,8 +245,8 @@ class MemoryStore:
         """Live entries whose ``url`` starts with ``prefix``, among ``primary_keys`` (all
         by default: a scan; pass slices of :meth:`primary_keys_nowait` to scan in steps)."""
         now = self._clock.now()
-        slots = (self._slots.values() if primary_keys is None
-                 else filter(None, map(self._slots.get, primary_keys)))
+        keys = list(self._slots) if primary_keys is None else primary_keys
+        slots = filter(None, map(self._settled, keys))
         return {
             EntryRef(entry.primary_key, entry.variant)
             for slot in slots
@@ -267,7 +315,7 @@ class MemoryStore:
         """The live entries among ``refs``, each looked up when its turn comes."""
         now = self._clock.now()
         for ref in refs:
-            slot = self._slots.get(ref.primary_key)
+            slot = self._settled(ref.primary_key)
             entry = slot.variants.get(ref.variant) if slot is not None else None
             if slot is not None and entry is not None and now < entry.keep_until:
                 yield ref, slot, entry
@@ -285,7 +333,29 @@ class MemoryStore:
         if not slot.variants:
             del self._slots[primary_key]
         self._index_tags(entry, add=False, ref=ref)
+        for deferred in self._deferred:  # gone: no deferred purge applies to a later put
+            deferred.refs.discard((primary_key, variant))
         return entry
+
+    def _settled(self, primary_key: str) -> _Slot | None:
+        """``primary_key``'s slot once the deferred purges covering its entries are applied
+        (``None`` if that leaves it empty, or it had none)."""
+        slot = self._slots.get(primary_key)
+        if slot is None or not self._deferred:
+            return slot
+        for variant in list(slot.variants):
+            pair = (primary_key, variant)
+            for deferred in [each for each in self._deferred if pair in each.refs]:
+                deferred.refs.discard(pair)
+                current = slot.variants.get(variant)
+                if current is None:
+                    break
+                if deferred.soften_at is None:
+                    self._remove(primary_key, variant)
+                elif self._clock.now() < current.keep_until:
+                    _soften(slot, current, deferred.soften_at)
+        self._deferred = [each for each in self._deferred if each.refs]
+        return self._slots.get(primary_key)
 
     def _drop_expired(self, primary_key: str, slot: _Slot, now: float) -> None:
         for variant, entry in list(slot.variants.items()):
@@ -319,7 +389,7 @@ class MemoryStore:
                     del self._tags[tag]
 
     def _is_live(self, ref: EntryRef) -> bool:
-        slot = self._slots.get(ref.primary_key)
+        slot = self._settled(ref.primary_key)
         entry = slot.variants.get(ref.variant) if slot is not None else None
         return entry is not None and self._clock.now() < entry.keep_until
 

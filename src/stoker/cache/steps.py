@@ -11,7 +11,9 @@ Invariants: a step runs whole chunks and no more of them than fit the budget, pl
 the one that crossed it (so a step lasts at most ``budget`` plus one chunk's work,
 garbage collection aside); every item is handed out exactly once, in order; the
 first chunk comes without a yield (a caller that starts a walk has just been
-scheduled); a ``budget`` of 0 yields before every chunk but the first.
+scheduled); a ``budget`` of 0 yields before every chunk but the first.  With a
+``pause``, each yield sleeps that long, so background work that has no deadline
+leaves the loop to requests most of the time.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ STEP_BUDGET = 0.002
 class Steps:
     """Hands out chunks of a sequence, yielding to the event loop between steps."""
 
-    def __init__(self, timer: Callable[[], float], budget: float = STEP_BUDGET) -> None:
+    def __init__(self, timer: Callable[[], float], budget: float = STEP_BUDGET,
+                 pause: float = 0.0) -> None:
         self.budget = budget
+        self.pause = pause
         self._timer = timer  # seconds, monotonic: the injected clock's ``monotonic``
 
     async def chunks(self, items: Sequence[T], size: int) -> AsyncIterator[Sequence[T]]:
@@ -39,6 +43,15 @@ class Steps:
         started = self._timer()
         for start in range(0, len(items), size):
             if start and self._timer() - started >= self.budget:
-                await asyncio.sleep(0)
+                await asyncio.sleep(self.pause)
                 started = self._timer()
             yield items[start:start + size]
+
+    async def repeat(self, work: Callable[[], bool]) -> None:
+        """Call ``work`` until it returns False, as :meth:`chunks` hands out chunks: one
+        call is one chunk's work."""
+        started = self._timer()
+        while work():
+            if self._timer() - started >= self.budget:
+                await asyncio.sleep(self.pause)
+                started = self._timer()

@@ -55,6 +55,12 @@ Invariants:
   entries per call on L2's thread, so request-path reads run in between.  A
   purge's L2 changes start once its L1 steps are done (its L2 lookup runs
   alongside them).
+- A purge of tags or URLs (no prefixes, not everything) does not walk L1 before
+  it returns: it hands L1 the covered entries as one deferred purge
+  (:meth:`~stoker.cache.memory.MemoryStore.defer_purge_nowait`), in force for every
+  L1 read from then on, and applies it in the background in steps of
+  ``settle_budget`` seconds, each followed by ``settle_pause`` seconds for requests.
+  ``flush`` waits for those too; ``close`` stops them (what is left dies with L1).
 - L1 ⊆ L2 up to queued and dropped puts: every L1 entry was written through
   or promoted from L2, and removals reach both tiers in order.  Hence the
   count an invalidation returns, the distinct refs changed across both
@@ -93,6 +99,10 @@ ALL_KEYS = None
 """``keys`` of an operation that may touch any primary key."""
 DEFAULT_QUEUE_BYTES = 64 * 1024 * 1024
 DEFAULT_WRITE_TIMEOUT = 10.0
+SETTLE_BUDGET = 0.0005
+"""Seconds of event-loop time one background step of a deferred L1 purge may use."""
+SETTLE_PAUSE = 0.002
+"""Seconds a deferred L1 purge leaves the loop to requests after each of its steps."""
 L1_CHUNK = 50
 """L1 entries changed (or primary keys scanned) between two looks at the clock in a purge
 or reclaim; a step takes as many chunks as fit its time budget (:mod:`stoker.cache.steps`)."""
@@ -147,6 +157,8 @@ class TieredStore:
         max_queue_bytes: int = DEFAULT_QUEUE_BYTES,
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         step_budget: float = STEP_BUDGET,
+        settle_budget: float = SETTLE_BUDGET,
+        settle_pause: float = SETTLE_PAUSE,
     ) -> None:
         self._l1 = l1
         self._l2 = l2
@@ -156,6 +168,8 @@ class TieredStore:
         self._max_queue_bytes = max_queue_bytes
         self._write_timeout = write_timeout
         self._steps = Steps(clock.monotonic, step_budget)
+        self._settle_steps = Steps(clock.monotonic, settle_budget, settle_pause)
+        self._settling: set[asyncio.Task[None]] = set()
         self._ops: deque[_Op] = deque()
         self._puts: deque[_Op] = deque()  # queued puts not yet applied or dropped, in order
         self._awaited: deque[_Op] = deque()  # queued awaited ops not yet settled, in order
@@ -343,7 +357,10 @@ class TieredStore:
                                 frozenset(), found, shadow=self._shadow_seq))
         self._shadows[self._shadow_seq] = mark  # before any await: reads are screened
         try:
-            in_l1, l1_keys = await self._purge_l1(mark)
+            if mark.prefixes or mark.everything:
+                in_l1, l1_keys = await self._purge_l1(mark)
+            else:
+                in_l1, l1_keys = self._defer_l1(mark)
         finally:
             l1_done.set()
         in_l2 = await found
@@ -354,12 +371,16 @@ class TieredStore:
         return Purged(max(in_l1, len(in_l2)), keys)
 
     async def flush(self) -> None:
-        """Wait until every operation queued so far has reached L2 (or was dropped)."""
+        """Wait until every operation queued so far has reached L2 (or was dropped), and
+        every deferred L1 purge made so far is applied."""
+        if self._settling:
+            await asyncio.gather(*self._settling)
         if self._ops or self._closed:
             await self._submit("flush", _nothing, frozenset())
 
     async def close(self, *, flush: bool = True) -> None:
-        """Flush (unless ``flush=False``), stop the writer, close L2 (idempotent).
+        """Stop applying deferred L1 purges (they stay in force for L1's reads), flush
+        (unless ``flush=False``), stop the writer, close L2 (idempotent).
 
         Whether the flush succeeds, fails (:class:`L2WriteTimeout`) or is
         cancelled, the writer is stopped and L2 closed; what stayed unwritten
@@ -367,6 +388,9 @@ class TieredStore:
         """
         if self._closed:
             return
+        for task in self._settling:  # L1 goes with the process: what is left needs no work
+            task.cancel()
+        await asyncio.gather(*self._settling, return_exceptions=True)
         try:
             if flush:
                 await self.flush()
@@ -409,6 +433,23 @@ class TieredStore:
             live = self._l1.purge_nowait(chunk, mark.now if mark.soft else None)
             covered += len(live)
             primary_keys.update(map(PRIMARY_KEY, live))
+        return covered, primary_keys
+
+    def _defer_l1(self, mark: PurgeMark) -> tuple[int, set[str]]:
+        """Hand L1 ``mark`` (tags and keys only) as a deferred purge, applied in the
+        background; return the entries it covers (expired ones not yet dropped included)
+        and their primary keys."""
+        refs = self._l1.covered_nowait(sorted(mark.tags), sorted(mark.keys))
+        covered, primary_keys = len(refs), {key for key, _ in refs}
+        deferred = self._l1.defer_purge_nowait(refs, mark.now if mark.soft else None)
+
+        def settle() -> bool:
+            self._l1.settle_nowait(deferred, L1_CHUNK)
+            return bool(deferred.refs)
+
+        task = asyncio.get_running_loop().create_task(self._settle_steps.repeat(settle))
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
         return covered, primary_keys
 
     async def _purge_l2(self, mark: PurgeMark, l1_done: asyncio.Event,

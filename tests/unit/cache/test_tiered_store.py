@@ -559,29 +559,63 @@ async def test_a_put_queued_before_a_purge_is_purged_in_l2_too(
     assert await l2.inner.get(entry.primary_key) == []
 
 
-async def test_large_purges_and_reclaims_change_l1_in_steps(
+async def watch(work: asyncio.Task[Any], l1: MemoryStore) -> list[int]:
+    """L1's entry count between the steps of ``work``, until it is done."""
+    seen = []
+    while not work.done():
+        seen.append(l1.stats_nowait()["entries"])
+        await asyncio.sleep(0)
+    return seen
+
+
+async def test_a_tag_purge_defers_l1_and_applies_it_in_steps(
     l1: MemoryStore, l2: FaultyStore, clock: RecordingClock
 ) -> None:
-    tiered = TieredStore(l1, l2, clock, step_budget=0)  # a step per chunk, however fast
+    # a chunk a step, then 50 ms for requests
+    tiered = TieredStore(l1, l2, clock, settle_budget=0, settle_pause=0.05)
     entries = [make_entry(f"https://example.com/{i}", tags=("t",)) for i in range(3 * L1_CHUNK)]
     for entry in entries:
         await tiered.put(entry)
-    seen: list[int] = []
+    await tiered.flush()
+    purged = await tiered.purge(mark(clock))
+    assert purged.entries == len(entries)
+    left = l1.stats_nowait()["entries"]
+    assert left > L1_CHUNK  # not walked before returning...
+    assert tiered.get_l1(entries[-1].primary_key) is None  # ... yet in force for every read
+    assert await tiered.get(entries[-2].primary_key) == []
+    assert tiered.read_now(entries[-3].primary_key) == []
+    seen = await watch(asyncio.create_task(tiered.flush()), l1)
+    assert any(0 < count < left - 3 for count in seen)  # applied in steps, requests between
+    assert l1.stats_nowait()["entries"] == 0
+    await tiered.close()
 
-    async def watch(work: asyncio.Task[Any]) -> None:
-        while not work.done():
-            seen.append(l1.stats_nowait()["entries"])
-            await asyncio.sleep(0)
 
-    purge = asyncio.create_task(tiered.purge(mark(clock)))
-    await watch(purge)
-    assert any(0 < count < len(entries) for count in seen)  # requests ran between steps
+async def test_close_stops_a_deferred_l1_purge(
+    l1: MemoryStore, l2: FaultyStore, clock: RecordingClock
+) -> None:
+    tiered = TieredStore(l1, l2, clock, settle_budget=0, settle_pause=60.0)
+    for i in range(3 * L1_CHUNK):
+        await tiered.put(make_entry(f"https://example.com/{i}", tags=("t",)))
+    await tiered.purge(mark(clock))
+    await asyncio.wait_for(tiered.close(), 10)  # not 60 s per step
+    assert tiered.get_l1(make_entry("https://example.com/0").primary_key) is None
+
+
+async def test_a_prefix_purge_and_a_reclaim_change_l1_in_steps(
+    l1: MemoryStore, l2: FaultyStore, clock: RecordingClock
+) -> None:
+    tiered = TieredStore(l1, l2, clock, step_budget=0)  # a step per chunk, however fast
+    entries = [make_entry(f"https://example.com/{i}") for i in range(3 * L1_CHUNK)]
     for entry in entries:
         await tiered.put(entry)
-    seen.clear()
+    ledger = PurgeLedger(clock)
+    ledger.record(soft=False, now=clock.now(), prefixes=("https://example.com/",))
+    purge = asyncio.create_task(tiered.purge(ledger.latest))
+    assert any(0 < count < len(entries) for count in await watch(purge, l1))
+    for entry in entries:
+        await tiered.put(entry)
     reclaim = asyncio.create_task(tiered.delete_except_version("v2"))
-    await watch(reclaim)
-    assert any(0 < count < len(entries) for count in seen)
+    assert any(0 < count < len(entries) for count in await watch(reclaim, l1))
     assert (await purge).entries == (await reclaim) == len(entries)
     await tiered.close()
 
