@@ -61,6 +61,8 @@ Invariants:
   L1 read from then on, and applies it in the background in steps of
   ``settle_budget`` seconds, each followed by ``settle_pause`` seconds for requests.
   ``flush`` waits for those too; ``close`` stops them (what is left dies with L1).
+  The purge's L2 chunks rest as long as each took (:func:`l2_pause`) while no other
+  operation is queued behind them.
 - L1 ⊆ L2 up to queued and dropped puts: every L1 entry was written through
   or promoted from L2, and removals reach both tiers in order.  Hence the
   count an invalidation returns, the distinct refs changed across both
@@ -462,10 +464,13 @@ class TieredStore:
             found.set_result(refs)
         await l1_done.wait()
         for chunk in _chunks(refs, L2_CHUNK):
+            started = self._clock.monotonic()
             if mark.soft:
                 await self._l2.soften(chunk, mark.now)
             else:
                 await self._l2.delete(chunk)
+            waiting = len(self._ops) - 1 - self._noops  # flush barriers hold nothing back
+            await asyncio.sleep(l2_pause(self._clock.monotonic() - started, waiting))
 
     async def _l2_refs(self, mark: PurgeMark) -> list[EntryRef]:
         found = [await self._l2.refs_for_tags(sorted(mark.tags))] if mark.tags else []
@@ -678,6 +683,14 @@ def _chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
 
 def _all_dropped(ops: list[_Op]) -> bool:
     return all(op.dropped for op in ops)
+
+
+def l2_pause(took: float, waiting: int) -> float:
+    """Seconds a purge's L2 part rests after a chunk that took ``took`` seconds, with
+    ``waiting`` operations queued behind it: as long as the chunk took (L2's thread then
+    uses at most half the CPU the hits share with it), or none when operations wait, so
+    writes queued behind a purge are not held back longer."""
+    return 0.0 if waiting else max(took, 0.0)
 
 
 def _union(found: list[list[EntryRef]]) -> list[EntryRef]:

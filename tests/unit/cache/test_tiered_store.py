@@ -20,7 +20,7 @@ from stoker.cache.ledger import PurgeLedger, PurgeMark
 from stoker.cache.memory import MemoryStore
 from stoker.cache.store import CacheStore, EntryRef
 from stoker.cache.testing import make_entry
-from stoker.cache.tiered import L1_CHUNK, L2WriteTimeout, TieredStore
+from stoker.cache.tiered import L1_CHUNK, L2WriteTimeout, TieredStore, l2_pause
 from stoker.clock import FakeClock
 
 
@@ -648,3 +648,9 @@ async def test_a_soft_purge_of_everything_reaches_every_entry_in_both_tiers(
         assert stored.freshness(clock.now()) is Freshness.STALE_SWR
     [cached] = tiered.get_l1(in_both.primary_key) or []
     assert cached.freshness(clock.now()) is Freshness.STALE_SWR
+
+
+def test_a_purges_l2_part_rests_only_while_nothing_waits_behind_it() -> None:
+    assert l2_pause(0.003, waiting=0) == 0.003
+    assert l2_pause(0.003, waiting=1) == 0.0
+    assert l2_pause(-0.001, waiting=0) == 0.0  # a clock stepped back: no negative sleep
