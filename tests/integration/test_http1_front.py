@@ -11,6 +11,7 @@ import asyncio
 import io
 import re
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -55,12 +56,12 @@ class Front:
         app.hot.key = counted_key  # type: ignore[method-assign]
 
 
-@pytest.fixture
-async def front(origin: Origin, tmp_path: Path) -> AsyncIterator[Front]:
+@asynccontextmanager
+async def fronted(origin: Origin, data_dir: Path, **settings: str) -> AsyncIterator[Front]:
     """One Stoker behind two listeners: the front, and the same server without the front's
     hits (the proxy behind its access log, which the front leaves to ASGI)."""
-    stoker = await Stoker.open(settings_from({"origin": origin.url,
-                                              "data_dir": str(tmp_path)}),
+    stoker = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(data_dir),
+                                              **settings}),
                                clock=FakeClock(auto_advance=False))
     app = ProxyApp(stoker.pipeline)
     through_asgi = AccessLogApp(app, io.StringIO(), stoker.clock, json_format=False,
@@ -71,6 +72,12 @@ async def front(origin: Origin, tmp_path: Path) -> AsyncIterator[Front]:
             yield Front(stoker, app, front_url, plain_url)
     finally:
         await stoker.close()
+
+
+@pytest.fixture
+async def front(origin: Origin, tmp_path: Path) -> AsyncIterator[Front]:
+    async with fronted(origin, tmp_path) as running:
+        yield running
 
 
 def _port(url: str) -> int:
@@ -270,28 +277,17 @@ async def test_the_oldest_known_head_is_forgotten_first(origin: Origin, front: F
 async def test_an_l2_hit_is_answered_by_the_front_too(origin: Origin, tmp_path: Path) -> None:
     """With nothing kept in L1, a fresh hit read from L2 (inline) is written by the front,
     byte for byte what the ASGI path writes for it."""
-    stoker = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(tmp_path),
-                                              "l1_max_bytes": "0"}),
-                               clock=FakeClock(auto_advance=False))
-    app = ProxyApp(stoker.pipeline)
-    through_asgi = AccessLogApp(app, io.StringIO(), stoker.clock, json_format=False,
-                                redact=(), trusted=stoker.pipeline.config.trusted)
-    try:
-        async with serving(app, kind="stoker") as front_url, \
-                serving(through_asgi, kind="stoker") as plain_url:
-            counted = Front(stoker, app, front_url, plain_url)
-            origin.app.set("/deep", headers=CACHEABLE, body=b"deep")
-            await exchange(plain_url, get("/deep"))  # the miss
-            await stoker.store.flush()
-            assert stoker.store.get_l1(stoker.pipeline.key_for_url("http://site.test/deep")) \
-                is None
-            asgi = counted.asgi_hits
-            [by_front], _ = await exchange(front_url, get("/deep"))
-            assert counted.asgi_hits == asgi  # answered in the protocol
-            [by_asgi], _ = await exchange(plain_url, get("/deep"))
-            assert counted.asgi_hits == asgi + 1
-    finally:
-        await stoker.close()
+    async with fronted(origin, tmp_path, l1_max_bytes="0") as counted:
+        origin.app.set("/deep", headers=CACHEABLE, body=b"deep")
+        await exchange(counted.plain, get("/deep"))  # the miss
+        await counted.stoker.store.flush()
+        key = counted.stoker.pipeline.key_for_url("http://site.test/deep")
+        assert counted.stoker.store.get_l1(key) is None
+        asgi = counted.asgi_hits
+        [by_front], _ = await exchange(counted.front, get("/deep"))
+        assert counted.asgi_hits == asgi  # answered in the protocol
+        [by_asgi], _ = await exchange(counted.plain, get("/deep"))
+        assert counted.asgi_hits == asgi + 1
     assert by_front == by_asgi
     assert by_front.endswith(b"\r\n\r\ndeep")
     assert origin.app.count("/deep") == 1

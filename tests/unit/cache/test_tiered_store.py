@@ -229,16 +229,20 @@ async def test_close_flushes_queued_writes(
     assert await sqlite_store.get(entry.primary_key) == [entry]
 
 
+@pytest.mark.parametrize("read", ["get", "read_now"])
 async def test_a_failing_l2_read_is_a_logged_miss(
-    tiered: TieredStore, l2: FaultyStore, caplog: pytest.LogCaptureFixture
+    tiered: TieredStore, l2: FaultyStore, caplog: pytest.LogCaptureFixture, read: str
 ) -> None:
+    async def look(key: str) -> list[CacheEntry] | None:
+        return await tiered.get(key) if read == "get" else tiered.read_now(key)
+
     entry = make_entry()
     await l2.inner.put(entry)
-    l2.failures["get"] = 1
+    l2.failures[read] = 1
     with caplog.at_level(logging.WARNING, logger="stoker.cache"):
-        assert await tiered.get(entry.primary_key) == []
+        assert await look(entry.primary_key) == []
     assert "read failed" in caplog.text
-    assert await tiered.get(entry.primary_key) == [entry]
+    assert await look(entry.primary_key) == [entry]
 
 
 async def test_a_corrupt_l2_row_is_a_logged_miss(
@@ -279,18 +283,6 @@ async def test_read_now_is_none_where_l2_cannot_read_without_waiting(
         assert store.read_now(entry.primary_key) == [entry]  # promoted: an L1 hit
     finally:
         await store.close()
-
-
-async def test_read_now_of_a_failing_l2_is_a_logged_miss(
-    tiered: TieredStore, l2: FaultyStore, caplog: pytest.LogCaptureFixture
-) -> None:
-    entry = make_entry()
-    await l2.inner.put(entry)
-    l2.failures["read_now"] = 1
-    with caplog.at_level(logging.WARNING, logger="stoker.cache"):
-        assert tiered.read_now(entry.primary_key) == []
-    assert "read failed" in caplog.text
-    assert tiered.read_now(entry.primary_key) == [entry]
 
 
 async def test_read_now_while_a_write_is_queued_is_not_promoted(
