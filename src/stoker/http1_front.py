@@ -1,17 +1,18 @@
 """Stoker's own HTTP/1.1 front (``server = "stoker"``, the default): uvicorn's httptools
-protocol, with fresh L1 hits answered inside the protocol, without an ASGI request cycle,
-and HTTP/2 connections relayed to granian (:mod:`stoker.http2_relay`).
+protocol, with fresh hits (L1, or L2 where it reads inline) answered inside the protocol,
+without an ASGI request cycle, and HTTP/2 connections relayed to granian
+(:mod:`stoker.http2_relay`).
 (:class:`Http1Protocol`, the same protocol without the hits and the relay, serves
 ``server = "uvicorn"``.)
 
 A fresh hit through an ASGI server costs a task, a scope, two message dicts and
 the server's serialisation; here it costs one header scan, one memoised key, one
 dict lookup and one ``writelines`` of bytes kept per entry
-(:meth:`~stoker.proxy.hot_path.HotPath.wire_answer`).  A head whose very bytes were
+(:meth:`~stoker.proxy.hot_path.HotPath.wire_for`).  A head whose very bytes were
 answered as a hit before (a load balancer's, a bot's, a health check's) is not even
 parsed again: one dict lookup by those bytes gives its key and headers
-(:class:`KnownHead`).  Everything else (L2 hits, misses, other methods, refusals)
-runs the same ASGI app through uvicorn.
+(:class:`KnownHead`).  Everything else (misses, stale or multi-variant hits, other
+methods, refusals) runs the same ASGI app through uvicorn.
 
 Invariants:
 - A request is answered here only where uvicorn would start its ASGI cycle:
@@ -33,7 +34,7 @@ Invariants:
   or forwarding headers (:func:`rememberable`), that an earlier parse of the same bytes
   answered as a hit under the same cache version; and only between requests (no
   request, body, queued request or undecided preface on the connection), so a body's
-  bytes are never taken for a request.  Its key must still have a fresh L1 hit;
+  bytes are never taken for a request.  Its key must still have a fresh hit;
   otherwise the read is parsed as usual.
 """
 
@@ -63,8 +64,9 @@ UNREMEMBERED = frozenset({b"content-length", b"transfer-encoding", b"upgrade",
                           *FORWARDING_HEADERS})
 """Header names that keep a head from being remembered (:func:`rememberable`)."""
 HEAD_TIMEOUT = 30.0
-"""Seconds a connection may take to send a request's head, from when it opens or the
-request's first byte (then uvicorn's keep-alive timeout bounds the wait between requests)."""
+"""Seconds a connection may take to send a request's head, from when it opens or from the
+first read that left the head incomplete (uvicorn's keep-alive timeout bounds the wait
+between requests)."""
 
 
 class Http1Protocol(HttpToolsProtocol):
@@ -181,7 +183,7 @@ class FrontProtocol(Http1Protocol):
 
 def front_protocol(relay: RelayTarget, hot: HotPath | None) -> type[HttpToolsProtocol]:
     """The protocol class of ``server = "stoker"``: HTTP/2 relayed to ``relay``; with
-    ``hot`` (the proxy app), ``hot``'s fresh L1 hits answered in the protocol."""
+    ``hot`` (the proxy app), ``hot``'s fresh hits answered in the protocol."""
     if hot is None:
         return type("RelayingProtocol", (FrontProtocol,), {"relay_target": relay})
     return hit_protocol(hot, relay)
@@ -209,7 +211,7 @@ def rememberable(data: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
 
 
 def hit_protocol(hot: HotPath, relay: RelayTarget) -> type[HttpToolsProtocol]:
-    """:class:`FrontProtocol` relaying to ``relay`` and answering ``hot``'s fresh L1 hits
+    """:class:`FrontProtocol` relaying to ``relay`` and answering ``hot``'s fresh hits
     itself.
 
     Heads answered as hits are remembered by their bytes (:class:`KnownHead`, at most

@@ -132,8 +132,8 @@ class Relay:
             transport.close()
             return
         self._port = transport.get_extra_info("sockname")[1]
-        self._target.peers.add(self._port, self._client.get_extra_info("peername"),
-                               self._client.get_extra_info("sockname"))
+        self._target.peers.add(self._port, _address(self._client.get_extra_info("peername")),
+                               _address(self._client.get_extra_info("sockname")))
         self._upstream = transport
         transport.writelines(self._held)
         self._held = []
@@ -176,6 +176,11 @@ class Relay:
         if self._upstream is not None:
             self._upstream.close()
         self._client.close()
+
+
+def _address(sockaddr: tuple[str, int] | tuple[str, int, int, int] | None) -> Address | None:
+    """A socket address as ASGI gives one: ``(host, port)`` (IPv6's flow and scope dropped)."""
+    return None if not sockaddr else (sockaddr[0], sockaddr[1])
 
 
 class _Upstream(asyncio.Protocol):

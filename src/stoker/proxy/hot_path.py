@@ -89,20 +89,14 @@ class HotPath:
                           self._via)
         return True
 
-    def wire_answer(self, scope: Message, *, close: bool) -> list[bytes] | None:
-        """The whole HTTP/1.1 response to ``scope`` if it is a fresh single-variant hit in
-        L1, or in L2 where L2 reads without waiting (else ``None``: everything else takes
-        :meth:`try_serve` or the pipeline), byte for byte what an HTTP/1.1 ASGI server
-        writes for :meth:`try_serve`'s messages, ``Connection: close`` included when
-        ``close``.  Synchronous, for a server's protocol callbacks."""
-        primary = self.key(scope)
-        return None if primary is None else self.wire_for(primary, scope["headers"],
-                                                          close=close)
-
     def wire_for(self, primary: str, headers: list[tuple[bytes, bytes]], *,
                  close: bool) -> list[bytes] | None:
-        """:meth:`wire_answer` for a request whose :meth:`key` is ``primary`` and whose
-        headers are ``headers``."""
+        """The whole HTTP/1.1 response to a request whose :meth:`key` is ``primary`` and
+        whose headers are ``headers``, if it is a fresh single-variant hit in L1, or in L2
+        where L2 reads without waiting (else ``None``: everything else takes
+        :meth:`try_serve` or the pipeline): byte for byte what an HTTP/1.1 ASGI server
+        writes for :meth:`try_serve`'s messages, ``Connection: close`` included when
+        ``close``.  Synchronous, for a server's protocol callbacks."""
         pipeline = self._pipeline
         entries = pipeline.store.read_now(primary)  # an L2 hit read here is promoted
         if entries is None:
