@@ -79,7 +79,9 @@ class Http1Protocol(HttpToolsProtocol):
       head of any size), so a connection holds at most that plus one read of a head;
     - a connection that sends no complete head within :data:`HEAD_TIMEOUT` seconds of
       opening, or of the first read that left its request's head incomplete, is closed
-      (uvicorn has no such bound); a head that arrives in one read arms no timer.
+      (uvicorn has no such bound); a head that arrives in one read arms no timer;
+    - a request asking to upgrade (``h2c``, ``websocket``) is answered as plain HTTP,
+      without uvicorn's two log warnings per request.
     """
 
     _head_bytes = 0
@@ -126,6 +128,11 @@ class Http1Protocol(HttpToolsProtocol):
             scope: Any = self.scope
             scope[TARGET_SCOPE_KEY] = self.url
         super().on_headers_complete()
+
+    def _unsupported_upgrade_warning(self) -> None:
+        """Nothing: a request asking to upgrade is served as the plain HTTP request it also
+        is (``Upgrade`` is hop-by-hop, never forwarded), and a warning per request would
+        let any client flood the log."""
 
     def _arm_head_timer(self) -> None:
         self._head_timer = self.loop.call_later(HEAD_TIMEOUT, self.transport.close)

@@ -195,3 +195,22 @@ def test_the_relay_port_is_held_from_other_binders_and_is_none_of_the_listeners(
             granian_like.bind(("127.0.0.1", port))
     finally:
         held.close()
+
+
+@pytest.mark.parametrize("upgrade", [b"h2c", b"websocket"])
+async def test_an_upgrade_request_is_answered_as_plain_http_without_log_noise(
+        upgrade: bytes, capfd: pytest.CaptureFixture[str]) -> None:
+    answer = await upgrade_request(upgrade)
+    assert answer.startswith(b"HTTP/1.1 200")
+    assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["version"] == "1.1"
+    assert "upgrade" not in capfd.readouterr().err.lower()  # uvicorn logs to stderr
+
+
+async def upgrade_request(upgrade: bytes) -> bytes:
+    async with front() as (port, _):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /who HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, close\r\n"
+                     b"Upgrade: " + upgrade + b"\r\n\r\n")
+        answer = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+    return answer
