@@ -2,7 +2,8 @@
 
 Every page waits ``BENCH_ORIGIN_LATENCY_MS`` (default 20) on the event loop, then
 answers 200 with ``Cache-Control: public, max-age=3600``: ``/big/…`` is a 2 MiB body
-sent in 256 KiB chunks, any other path the 20 KB hit-path page.  ``GET /__hits``
+sent in 256 KiB chunks, any other path the 20 KB hit-path page.  A ``tag=NAME`` query
+parameter (repeatable) adds ``Cache-Tag: NAME`` (the soak benchmark's tag purges).  ``GET /__hits``
 answers the number of pages served so far (itself not counted), so a benchmark can
 prove that every cold request reached the origin.  Run from the repository root, one
 worker, so the counter covers every request:
@@ -30,24 +31,31 @@ LATENCY = float(os.environ.get("BENCH_ORIGIN_LATENCY_MS", "20")) / 1000
 _served = 0
 
 
-def _start(size: int, content_type: bytes, cache_control: bytes) -> dict[str, Any]:
-    return {
-        "type": "http.response.start",
-        "status": 200,
-        "headers": [
-            (b"content-type", content_type),
-            (b"content-length", str(size).encode()),
-            (b"cache-control", cache_control),
-        ],
-    }
+def _start(
+    size: int, content_type: bytes, cache_control: bytes, tags: list[bytes] | None = None
+) -> dict[str, Any]:
+    headers = [
+        (b"content-type", content_type),
+        (b"content-length", str(size).encode()),
+        (b"cache-control", cache_control),
+    ]
+    if tags:
+        headers.append((b"cache-tag", b" ".join(tags)))
+    return {"type": "http.response.start", "status": 200, "headers": headers}
 
 
-async def _page(path: str, send: Callable[[Message], Awaitable[None]]) -> None:
+def _tags(query: bytes) -> list[bytes]:
+    """The values of the query's ``tag`` parameters."""
+    pairs = (item.partition(b"=") for item in query.split(b"&"))
+    return [value for name, _, value in pairs if name == b"tag" and value]
+
+
+async def _page(path: str, query: bytes, send: Callable[[Message], Awaitable[None]]) -> None:
     global _served
     _served += 1
     await asyncio.sleep(LATENCY)
     body = BIG if path.startswith(BIG_PREFIX) else PAGE
-    await send(_start(len(body), CONTENT_TYPE, CACHE_CONTROL))
+    await send(_start(len(body), CONTENT_TYPE, CACHE_CONTROL, _tags(query)))
     for offset in range(0, len(body), CHUNK):
         end = offset + CHUNK
         await send({"type": "http.response.body", "body": body[offset:end],
@@ -66,4 +74,4 @@ async def app(
         await send(_start(len(count), b"text/plain", b"no-store"))
         await send({"type": "http.response.body", "body": count})
     else:
-        await _page(scope["path"], send)
+        await _page(scope["path"], scope["query_string"], send)

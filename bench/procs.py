@@ -8,7 +8,8 @@ for plus ``warm_workers = 0``, so nothing but the benchmark's own requests reach
 origin and the origin's ``/__hits`` counter proves every cold request was a miss.
 Memory figures come from ``/proc/PID/status`` (``VmRSS``; ``VmHWM`` is the peak,
 reset through ``/proc/PID/clear_refs``).  Run from the repository root with the
-worktree's ``src`` first on ``PYTHONPATH`` (``stoker`` runs as ``python -m stoker``).
+worktree's ``src`` first on ``PYTHONPATH`` (``stoker`` runs as ``python -m stoker``, or
+as another module given by ``serving``'s ``module``).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def origin_system(tmp: Path, latency_ms: float) -> System:
 
 
 def stoker_system(
-    tmp: Path, origin_port: int, settings: Mapping[str, Any], env: Sequence[str]
+    tmp: Path, origin_port: int, settings: Mapping[str, Any], env: Sequence[str], module: str
 ) -> tuple[System, int]:
     data = tmp / "stoker-data"
     data.mkdir()
@@ -90,7 +91,7 @@ def stoker_system(
     config.write_text("\n".join(lines) + "\n")
     port, admin_port = free_port(), free_port()
     argv = [
-        "env", *env, sys.executable, "-m", "stoker", "serve", "--config", str(config),
+        "env", *env, sys.executable, "-m", module, "serve", "--config", str(config),
         "--origin", f"http://127.0.0.1:{origin_port}", "--listen", f"127.0.0.1:{port}",
         "--admin-listen", f"127.0.0.1:{admin_port}", "--data-dir", str(data),
     ]  # fmt: skip
@@ -105,16 +106,17 @@ def serving(
     stoker_core: int | None,
     origin_core: int | None,
     env: Sequence[str] = (),
+    module: str = "stoker",
 ) -> Iterator[Stack]:
     """Start the origin, then Stoker in front of it (``settings`` into its stoker.toml,
-    ``env`` as ``NAME=VALUE`` strings into its environment)."""
+    ``env`` as ``NAME=VALUE`` strings into its environment, ``python -m module serve``)."""
     tmp = Path(tempfile.mkdtemp(prefix="stoker-bench-"))
     started: list[System] = []
     try:
         origin = origin_system(tmp, latency_ms)
         started.append(origin)
         start(origin, origin_core, START_TIMEOUT)
-        stoker, admin_port = stoker_system(tmp, origin.port, settings, env)
+        stoker, admin_port = stoker_system(tmp, origin.port, settings, env, module)
         started.append(stoker)
         start(stoker, stoker_core, START_TIMEOUT)
         yield Stack(origin, stoker, admin_port)
