@@ -53,8 +53,8 @@ Invariants:
   seconds (:class:`~stoker.cache.steps.Steps`, :data:`L1_CHUNK` entries or
   keys at a time), yielding between steps, and change L2 :data:`L2_CHUNK`
   entries per call on L2's thread, so request-path reads run in between.  A
-  purge's L2 changes start once its L1 steps are done (its L2 lookup runs
-  alongside them).
+  purge's L2 changes start once its L1 steps are done, or its L1 part deferred (its
+  L2 lookup runs alongside them).
 - A purge of tags or URLs (no prefixes, not everything) does not walk L1 before
   it returns: it hands L1 the covered entries as one deferred purge
   (:meth:`~stoker.cache.memory.MemoryStore.defer_purge_nowait`), in force for every
@@ -456,9 +456,10 @@ class TieredStore:
 
     async def _purge_l2(self, mark: PurgeMark, l1_done: asyncio.Event,
                         found: asyncio.Future[list[EntryRef]]) -> None:
-        """The queued L2 part of :meth:`purge`: look up (answering ``found``), then, once L1
-        is done (so the event loop's steps and the L2 thread do not contend for the GIL),
-        change :data:`L2_CHUNK` entries per call (a retry after a failure looks up again)."""
+        """The queued L2 part of :meth:`purge`: look up (answering ``found``), then, once
+        L1's walk is done or its purge deferred (so the event loop's walk and the L2 thread
+        do not contend for the GIL), change :data:`L2_CHUNK` entries per call, resting
+        after each as :func:`l2_pause` says (a retry after a failure looks up again)."""
         refs = await self._l2_refs(mark)
         if not found.done():
             found.set_result(refs)
