@@ -421,8 +421,12 @@ async def test_worker_runs_every_job_once(queue: JobQueue, clock: FakeClock) -> 
 
     await queue.enqueue([NewJob("q", {"n": n}) for n in range(20)])
     worker = make_worker(queue, clock, handler)
+    async def counted() -> bool:  # the worker counts an ack once it has returned
+        return worker.stats.done == 20
+
     async with running(worker.run):
         await eventually(state_count(queue, "done", 20), "20 jobs done")
+        await eventually(counted, "the worker counted 20 jobs done")  # before stopping it
     assert sorted(seen) == list(range(20)) and worker.stats.done == 20
 
 
