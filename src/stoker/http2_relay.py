@@ -188,10 +188,6 @@ class _Upstream(asyncio.Protocol):
 
     def __init__(self, relay: Relay) -> None:
         self._relay = relay
-        self._transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
         self._relay.to_client(data)

@@ -270,7 +270,7 @@ class MemoryStore:
     # -- CacheStore ----------------------------------------------------------
 
     async def get(self, primary_key: str) -> list[CacheEntry]:
-        return self.get_nowait(primary_key) or []
+        return self.read_now(primary_key)
 
     def read_now(self, primary_key: str) -> list[CacheEntry]:
         return self.get_nowait(primary_key) or []

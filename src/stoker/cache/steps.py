@@ -42,9 +42,8 @@ class Steps:
         was handed counts toward the step that handed them out."""
         started = self._timer()
         for start in range(0, len(items), size):
-            if start and self._timer() - started >= self.budget:
-                await asyncio.sleep(self.pause)
-                started = self._timer()
+            if start:
+                started = await self._next_step(started)
             yield items[start:start + size]
 
     async def repeat(self, work: Callable[[], bool]) -> None:
@@ -52,6 +51,12 @@ class Steps:
         call is one chunk's work."""
         started = self._timer()
         while work():
-            if self._timer() - started >= self.budget:
-                await asyncio.sleep(self.pause)
-                started = self._timer()
+            started = await self._next_step(started)
+
+    async def _next_step(self, started: float) -> float:
+        """``started`` while the step begun then is within budget; else yield to the loop
+        (for ``pause`` seconds) and return when the next step begins."""
+        if self._timer() - started < self.budget:
+            return started
+        await asyncio.sleep(self.pause)
+        return self._timer()

@@ -215,8 +215,8 @@ class TieredStore:
             return None
         if self._shadows:
             entries = _screen(entries, self._shadows.values())
-        if self._dirty_all == 0 and primary_key not in self._dirty:
-            for entry in entries:  # nothing ran between the read and here
+        if self._untouched(primary_key):  # and nothing ran between the read and here
+            for entry in entries:
                 self._l1.put_nowait(entry)
         return entries
 
@@ -225,7 +225,7 @@ class TieredStore:
         if hit is not None:
             return hit
         epoch = self._epoch
-        clean = self._dirty_all == 0 and primary_key not in self._dirty
+        clean = self._untouched(primary_key)
         try:
             entries = await self.get_l2(primary_key)
         except Exception:
@@ -243,6 +243,11 @@ class TieredStore:
         entries = await self._l2.get(primary_key)
         shadows.update(self._shadows)
         return _screen(entries, shadows.values()) if shadows else entries
+
+    def _untouched(self, primary_key: str) -> bool:
+        """No L2 operation touching ``primary_key`` (or every key) is queued: what L2 holds
+        for it may be promoted into L1."""
+        return self._dirty_all == 0 and primary_key not in self._dirty
 
     async def refs_for_tags(self, tags: Sequence[str]) -> list[EntryRef]:
         await self.flush()
