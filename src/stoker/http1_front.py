@@ -257,11 +257,8 @@ def hit_protocol(hot: HotPath, relay: RelayTarget) -> type[HttpToolsProtocol]:
                 return False
             self._opening = None
             self._disarm_head_timer()
-            self._unset_keepalive_if_required()
-            self.transport.writelines(wire)
-            if head.close:
-                self.transport.close()
-            self._after_response()  # the pipeline is empty: nothing queued to start
+            self._unset_keepalive_if_required()  # as uvicorn's data_received would
+            self._send(wire, close=head.close)  # the pipeline is empty: nothing to start
             return True
 
         def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
@@ -271,11 +268,8 @@ def hit_protocol(hot: HotPath, relay: RelayTarget) -> type[HttpToolsProtocol]:
                 if wire is None:
                     super()._start_asgi_task(cycle, app)
                     return
-                self.transport.writelines(wire)
                 cycle.response_started = cycle.response_complete = True
-                if not cycle.keep_alive:
-                    self.transport.close()
-                queued = self._after_response()
+                queued = self._send(wire, close=not cycle.keep_alive)
                 if queued is None:
                     return
                 cycle, app = queued
@@ -294,6 +288,15 @@ def hit_protocol(hot: HotPath, relay: RelayTarget) -> type[HttpToolsProtocol]:
                     del known[next(iter(known))]
                 known[whole] = KnownHead(hot.version, primary, headers, not keep_alive)
             return wire
+
+        def _send(self, wire: list[bytes], *, close: bool
+                  ) -> tuple[RequestResponseCycle, Any] | None:
+            """Write a hit's bytes, close the connection if ``close``, and do what uvicorn
+            does after a response; return the next queued request, if any."""
+            self.transport.writelines(wire)
+            if close:
+                self.transport.close()
+            return self._after_response()
 
         def _after_response(self) -> tuple[RequestResponseCycle, Any] | None:
             """uvicorn's ``on_response_complete``, returning the next queued request
