@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
@@ -217,6 +217,47 @@ def rememberable(data: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
             and not any(name in UNREMEMBERED for name, _ in headers))
 
 
+class Holder(Protocol):
+    """A connection holding bytes for the end of the loop iteration."""
+
+    loop: asyncio.AbstractEventLoop
+
+    def release(self) -> None:
+        """Write the bytes held now."""
+
+
+class WriteBatch:
+    """The hit responses of one loop iteration, written together at its end.
+
+    A hit's bytes are held, not written, until the callbacks the loop runs in this
+    iteration (the reads it found ready, each answered in turn) are done; then every
+    connection's bytes are written, in the order they were held.  A client reading on
+    this machine (a TLS terminator, a load balancer, a benchmark) is then woken once per
+    batch, not once per response: on a 2-core VM a wake-up of the reader costs the
+    writer ~10 µs, as much as the hit itself.  Nothing waits longer than the rest of
+    the iteration (one read at low load).
+
+    Invariant: per connection, bytes leave in the order the responses were made: a
+    connection writes what it holds before anything it writes directly (the next read's
+    answers, a ``400``, a close; :meth:`Holder.release`), and an ASGI response to a
+    later request starts in a task, after this batch has been written.
+    """
+
+    def __init__(self) -> None:
+        self._holders: list[Holder] = []
+
+    def hold(self, holder: Holder) -> None:
+        """Have ``holder`` released at the end of this loop iteration."""
+        if not self._holders:
+            holder.loop.call_soon(self._release)
+        self._holders.append(holder)
+
+    def _release(self) -> None:
+        holders, self._holders = self._holders, []
+        for holder in holders:
+            holder.release()
+
+
 def hit_protocol(hot: HotPath, relay: RelayTarget) -> type[HttpToolsProtocol]:
     """:class:`FrontProtocol` relaying to ``relay`` and answering ``hot``'s fresh hits
     itself.
@@ -226,13 +267,17 @@ def hit_protocol(hot: HotPath, relay: RelayTarget) -> type[HttpToolsProtocol]:
     on a connection between requests, is answered without parsing it again.
     """
     known: dict[bytes, KnownHead] = {}
+    batch = WriteBatch()
 
     class HitProtocol(FrontProtocol):
         relay_target = relay
         _whole: bytes | None = None
         """The current read, while it may be one whole head to remember."""
+        _held: list[bytes] | None = None
+        """Hit bytes written at the end of this loop iteration (:class:`WriteBatch`)."""
 
         def data_received(self, data: bytes) -> None:
+            self.release()  # whatever this read makes us write goes after it
             head = known.get(data)
             if head is not None and self._between_requests() and self._answer(head):
                 return
@@ -291,12 +336,34 @@ def hit_protocol(hot: HotPath, relay: RelayTarget) -> type[HttpToolsProtocol]:
 
         def _send(self, wire: list[bytes], *, close: bool
                   ) -> tuple[RequestResponseCycle, Any] | None:
-            """Write a hit's bytes, close the connection if ``close``, and do what uvicorn
-            does after a response; return the next queued request, if any."""
-            self.transport.writelines(wire)
+            """Write a hit's bytes (at the end of the loop iteration, see
+            :class:`WriteBatch`), close the connection if ``close`` (at once, after the
+            bytes held), and do what uvicorn does after a response; return the next
+            queued request, if any."""
             if close:
+                self.release()
+                self.transport.writelines(wire)
                 self.transport.close()
+            elif self._held is not None:
+                self._held += wire
+            else:
+                self._held = wire
+                batch.hold(self)
             return self._after_response()
+
+        def release(self) -> None:
+            """Write the hit bytes held for this connection now."""
+            held, self._held = self._held, None
+            if held is not None and not self.transport.is_closing():
+                self.transport.writelines(held)
+
+        def send_400_response(self, msg: str) -> None:
+            self.release()
+            super().send_400_response(msg)
+
+        def shutdown(self) -> None:
+            self.release()
+            super().shutdown()
 
         def _after_response(self) -> tuple[RequestResponseCycle, Any] | None:
             """uvicorn's ``on_response_complete``, returning the next queued request

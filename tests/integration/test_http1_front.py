@@ -138,6 +138,41 @@ async def test_pipelined_requests_are_answered_in_order(origin: Origin, front: F
     assert not closed
 
 
+async def test_a_hit_held_for_the_batch_leaves_before_a_400_to_the_next_request(
+        origin: Origin, front: Front) -> None:
+    origin.app.set("/hot", headers=CACHEABLE, body=b"hot")
+    await exchange(front.front, get("/hot"))
+    answers, closed = await exchange(front.front, get("/hot") + b"NOT HTTP AT ALL\r\n\r\n",
+                                     responses=2)
+    assert answers[0].endswith(b"\r\n\r\nhot")
+    assert answers[1].startswith(b"HTTP/1.1 400 ")
+    assert closed
+
+
+async def test_hits_on_many_connections_at_once_are_each_answered(
+        origin: Origin, front: Front) -> None:
+    """Requests that arrive together are answered in one batch (one loop iteration): each
+    connection gets its own response, whole."""
+    for name in ("a", "b"):
+        origin.app.set(f"/{name}", headers=CACHEABLE, body=name.encode() * 3000)
+        await exchange(front.front, get(f"/{name}"))
+    asgi = front.asgi_hits
+    connections = [await asyncio.open_connection("127.0.0.1", _port(front.front))
+                   for _ in range(40)]
+    try:
+        for number, (_, writer) in enumerate(connections):
+            writer.write(get("/a" if number % 2 else "/b") * 2)
+        answers = [[await read_response(reader) for _ in range(2)]
+                   for reader, _ in connections]
+    finally:
+        for _, writer in connections:
+            writer.close()
+    for number, pair in enumerate(answers):
+        body = (b"a" if number % 2 else b"b") * 3000
+        assert [answer.rsplit(b"\r\n\r\n", 1)[1] for answer in pair] == [body, body]
+    assert front.asgi_hits == asgi
+
+
 async def test_a_long_pipeline_of_hits_is_answered_whole(origin: Origin, front: Front) -> None:
     origin.app.set("/p", headers=CACHEABLE, body=b"p")
     await exchange(front.front, get("/p"))

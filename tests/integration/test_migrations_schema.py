@@ -32,7 +32,12 @@ from stoker.backends.sqlite import deadline_store as sqlite_deadlines
 from stoker.backends.sqlite import hit_stats as sqlite_hits
 from stoker.backends.sqlite import pending_urls as sqlite_pending
 from stoker.backends.sqlite import run_store as sqlite_runs
-from stoker.backends.sqlite.connection import SqliteThread, apply_migrations, connect
+from stoker.backends.sqlite.connection import (
+    SqliteThread,
+    apply_migrations,
+    connect,
+    register_functions,
+)
 from stoker.backends.sqlite.job_queue import MIGRATIONS_PACKAGE as SQLITE_JOBS
 
 SQLITE_STORES = {
@@ -133,6 +138,7 @@ async def test_sqlite_upgrade_from_each_version_equals_fresh_schema(
     fresh, upgraded = tmp_path / "fresh.db", tmp_path / "upgraded.db"
     await sqlite_open(fresh, component)
     conn = connect(upgraded)
+    register_functions(conn, SQLITE_STORES[component])  # as the open path does
     try:
         for migration in migration_files(SQLITE_STORES[component])[:k]:
             assert apply_migrations(conn, component, [migration]) == [migration.name]

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 
-from stoker.cache.entry import CacheEntry
+from stoker.cache.entry import ENTRY_COST, CacheEntry
 from stoker.cache.store import EntryRef, as_refs, sorted_refs
 from stoker.clock import Clock
 from stoker.http.encoding import Encoded
@@ -133,6 +133,8 @@ class MemoryStore:
     def put_nowait(self, entry: CacheEntry) -> None:
         """Insert or replace ``entry``, then evict least recently used keys to fit."""
         self._remove(entry.primary_key, entry.variant)
+        if self._max_bytes < ENTRY_COST:  # no entry fits (an L1 of 0 bytes): skip the sizing
+            return
         size = entry.meta_size()
         if size > self._max_bytes:
             return

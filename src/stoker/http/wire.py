@@ -13,11 +13,13 @@ from __future__ import annotations
 import http
 import re
 from collections.abc import Sequence
+from functools import cache
 
 _BAD_NAME = re.compile(b'[\x00-\x1f\x7f()<>@,;:\\[\\]={} \t\\\\"]')
 _BAD_VALUE = re.compile(b"[\x00-\x08\x0a-\x1f\x7f]")
 
 
+@cache  # a few dozen statuses at most; one enum lookup each, not one per response
 def status_line(status: int) -> bytes:
     """``HTTP/1.1 200 OK\\r\\n`` (an unknown status gets an empty reason phrase)."""
     try:
@@ -28,10 +30,15 @@ def status_line(status: int) -> bytes:
 
 
 def http1_head(status: int, headers: Sequence[tuple[bytes, bytes]]) -> bytes | None:
-    """The status line and ``headers`` as written, or ``None`` when one is not writable."""
-    parts = [status_line(status)]
-    for name, value in headers:
-        if not name or _BAD_NAME.search(name) or _BAD_VALUE.search(value):
-            return None
-        parts += (name.lower(), b": ", value, b"\r\n")
-    return b"".join(parts)
+    """The status line and ``headers`` as written, or ``None`` when one is not writable.
+
+    Every name and every value is checked: a byte is refused in the concatenation of all
+    names (values) exactly when it is refused in one of them, so two searches do it."""
+    each = [name for name, _ in headers]
+    names = b"".join(each)
+    if not all(each) or _BAD_NAME.search(names) or (
+            _BAD_VALUE.search(b"".join([value for _, value in headers]))):
+        return None
+    if names != names.lower():  # stored headers are lower-cased already
+        headers = [(name.lower(), value) for name, value in headers]
+    return status_line(status) + b"".join([b"%s: %s\r\n" % header for header in headers])

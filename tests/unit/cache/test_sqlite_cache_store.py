@@ -1,4 +1,4 @@
-"""SqliteCacheStore: persistence, eviction, body-file ownership, orphan sweeps, header encoding."""
+"""SqliteCacheStore: persistence, eviction, body-file ownership, orphan sweeps, inline reads."""
 
 from __future__ import annotations
 
@@ -13,12 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.backends.sqlite import cache_store
-from stoker.backends.sqlite.cache_store import (
-    ORPHAN_GRACE,
-    SqliteCacheStore,
-    decode_headers,
-    encode_headers,
-)
+from stoker.backends.sqlite.cache_store import ORPHAN_GRACE, SqliteCacheStore
 from stoker.backends.sqlite.connection import connect_reader
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry
@@ -63,7 +58,7 @@ async def test_entries_survive_a_restart(
         rows = conn.execute("SELECT name FROM schema_migrations WHERE component = 'cache'")
         assert rows.fetchall() == [("0001_cache.sql",), ("0002_entry_flags.sql",),
                                    ("0003_cache_live_index.sql",), ("0004_entry_encoded.sql",),
-                                   ("0005_entry_codings_due.sql",)]
+                                   ("0005_entry_codings_due.sql",), ("0006_entry_record.sql",)]
 
 
 async def test_a_tag_lookup_reads_indexes_only(
@@ -203,26 +198,6 @@ async def test_url_prefix_with_the_highest_code_point(sqlite_store: SqliteCacheS
     await sqlite_store.put(outside)
     refs = await sqlite_store.refs_for_url_prefix(f"https://example.com/{top}")
     assert refs == [EntryRef(inside.primary_key, "")]
-
-
-headers_strategy = st.lists(st.tuples(st.binary(max_size=40), st.binary(max_size=200)), max_size=12)
-
-
-@given(headers_strategy)
-def test_headers_round_trip_any_bytes(headers: list[tuple[bytes, bytes]]) -> None:
-    assert decode_headers(encode_headers(headers)) == tuple(headers)
-
-
-@given(headers_strategy.filter(bool), st.data())
-def test_corrupt_headers_are_rejected(
-    headers: list[tuple[bytes, bytes]], data: st.DataObject
-) -> None:
-    blob = encode_headers(headers)
-    cut = data.draw(st.integers(0, len(blob) - 1))
-    with pytest.raises(ValueError):
-        decode_headers(blob[:cut])
-    with pytest.raises(ValueError):
-        decode_headers(blob + b"\x00")
 
 
 @given(st.text(max_size=6), st.text(max_size=8))

@@ -251,10 +251,10 @@ async def test_a_corrupt_l2_row_is_a_logged_miss(
     entry = make_entry()
     await l2.inner.put(entry)
     with sqlite3.connect(tmp_path / "cache.sqlite3") as conn:
-        conn.execute("UPDATE cache_entries SET headers = x'00000009'")
+        conn.execute("UPDATE cache_entries SET record = x'00000009'")
     with caplog.at_level(logging.WARNING, logger="stoker.cache"):
         assert await tiered.get(entry.primary_key) == []
-    assert "corrupt headers blob" in caplog.text
+    assert "corrupt L2 row" in caplog.text
 
 
 async def test_read_now_reads_l2_inline_and_promotes(

@@ -46,11 +46,9 @@ Invariants:
   ``ORPHAN_GRACE`` are swept, so a body whose row is still being written
   (or waits in the L2 queue) is kept.  The sweep reads the references and
   removes files on the worker thread, so no put interleaves.
-- ``headers`` are stored length-prefixed (:func:`encode_headers`), so any
-  bytes round-trip; ``vary`` and ``tags`` are JSON; ``encoded`` (the
-  compressed forms, NULL when none) uses the same encoding with the coding
-  name as the field name, and counts in ``size_bytes``; ``codings_due`` is
-  0 or 1.
+- A row's layout is :mod:`~stoker.backends.sqlite.entry_rows`'s: the fields SQL
+  reads or changes are columns, the rest one ``record``, so any entry
+  round-trips.
 """
 
 from __future__ import annotations
@@ -58,7 +56,6 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-import struct
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -69,8 +66,15 @@ from stoker.backends.sqlite.connection import (
     immediate,
     json_array,
 )
+from stoker.backends.sqlite.entry_rows import (
+    INSERT_ENTRY,
+    SELECT_LIVE,
+    encode_codings,
+    entry_from_row,
+    entry_to_row,
+)
 from stoker.cache.bodies import BodyStore
-from stoker.cache.entry import CacheEntry, Header
+from stoker.cache.entry import CacheEntry
 from stoker.cache.store import EntryRef, refs_from
 from stoker.clock import Clock
 from stoker.http.encoding import Encoded
@@ -82,21 +86,6 @@ ORPHAN_GRACE = 3600.0
 
 log = logging.getLogger("stoker.cache")
 
-SELECT_LIVE = """
-SELECT primary_key, variant, url, status, headers, body, body_file, body_size,
-       response_time, initial_age, fresh_until, stale_until, error_until, keep_until,
-       vary, tags, etag, last_modified, stored_at, origin_vouched, stale_ok, encoded,
-       codings_due
-FROM cache_entries WHERE primary_key = ? AND keep_until > ? ORDER BY variant
-"""
-INSERT_ENTRY = """
-INSERT INTO cache_entries (
-    primary_key, variant, url, status, headers, body, body_file, body_size,
-    response_time, initial_age, fresh_until, stale_until, error_until, keep_until,
-    vary, tags, etag, last_modified, stored_at, origin_vouched, stale_ok, size_bytes, encoded,
-    codings_due
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
 ADD_CODINGS = """
 UPDATE cache_entries SET encoded = ?, codings_due = 0, size_bytes = size_bytes + ?
 WHERE primary_key = ? AND variant = ? AND stored_at = ? AND body = ? AND codings_due = 1
@@ -153,7 +142,6 @@ SELECT_OLDEST = """
 SELECT primary_key, variant, size_bytes FROM cache_entries ORDER BY stored_at, rowid
 """
 
-_U32 = struct.Struct(">I")
 _MAX_CODE_POINT = 0x10FFFF
 
 Deleted = list[tuple[float, str | None]]
@@ -212,14 +200,14 @@ class SqliteCacheStore:
         rows = await self._db.run(
             lambda conn: conn.execute(SELECT_LIVE, (primary_key, now)).fetchall()
         )
-        return [entry_from_row(row) for row in rows]
+        return [entry_from_row(primary_key, row) for row in rows]
 
     def read_now(self, primary_key: str) -> list[CacheEntry] | None:
         """:meth:`get`, inline (``None`` without ``inline_reads``)."""
         if self._reader is None:
             return None
         rows = self._reader.execute(SELECT_LIVE, (primary_key, self._clock.now())).fetchall()
-        return [entry_from_row(row) for row in rows]
+        return [entry_from_row(primary_key, row) for row in rows]
 
     async def put(self, entry: CacheEntry) -> None:
         await self._db.run(lambda conn: self._put(conn, [entry]))
@@ -228,7 +216,7 @@ class SqliteCacheStore:
         await self._db.run(lambda conn: self._put(conn, entries))
 
     async def add_codings(self, entry: CacheEntry, encoded: Encoded) -> None:
-        blob = _encode_codings(encoded)
+        blob = encode_codings(encoded)
         params = (blob, len(blob or b""), entry.primary_key, entry.variant, entry.stored_at,
                   entry.body, self._clock.now())
         await self._db.run(lambda conn: _update_count(conn, ADD_CODINGS, [params]))
@@ -381,84 +369,3 @@ def _prefix_upper_bound(prefix: str) -> str | None:
     if 0xD800 <= following <= 0xDFFF:  # surrogates cannot be encoded; skip the block
         following = 0xE000
     return stripped[:-1] + chr(following)
-
-
-def encode_headers(headers: Iterable[Header]) -> bytes:
-    """Length-prefixed serialisation: count, then (length, name, length, value) each."""
-    items = list(headers)
-    parts = [_U32.pack(len(items))]
-    for name, value in items:
-        parts += (_U32.pack(len(name)), name, _U32.pack(len(value)), value)
-    return b"".join(parts)
-
-
-def decode_headers(blob: bytes) -> tuple[Header, ...]:
-    """Inverse of :func:`encode_headers`; raises ``ValueError`` on a corrupt blob.
-
-    On every L2 hit, so one flat loop: a field cut short leaves ``offset`` past
-    the end (slices stop there), which the last check or the next length's
-    unpacking catches.
-    """
-    unpack = _U32.unpack_from
-    headers: list[Header] = []
-    try:
-        (count,) = unpack(blob, 0)
-        offset = _U32.size
-        for _ in range(count):
-            (size,) = unpack(blob, offset)
-            name = blob[offset + _U32.size : offset + _U32.size + size]
-            offset += _U32.size + size
-            (size,) = unpack(blob, offset)
-            offset += _U32.size
-            headers.append((name, blob[offset : offset + size]))
-            offset += size
-    except struct.error:
-        raise ValueError("corrupt headers blob: truncated") from None
-    if offset != len(blob):
-        raise ValueError("corrupt headers blob: truncated field or trailing bytes")
-    return tuple(headers)
-
-
-def entry_to_row(entry: CacheEntry) -> tuple[Any, ...]:
-    """Bound parameters of :data:`INSERT_ENTRY` for ``entry``."""
-    headers = encode_headers(entry.headers)
-    encoded = _encode_codings(entry.encoded)
-    return (
-        entry.primary_key, entry.variant, entry.url, entry.status, headers,
-        entry.body, entry.body_file, entry.body_size,
-        entry.response_time, entry.initial_age, entry.fresh_until, entry.stale_until,
-        entry.error_until, entry.keep_until,
-        json.dumps(list(entry.vary)), json.dumps(list(entry.tags)),
-        entry.etag, entry.last_modified, entry.stored_at,
-        int(entry.origin_vouched), int(entry.stale_ok),
-        len(headers) + entry.body_size + len(encoded or b""), encoded, int(entry.codings_due),
-    )  # fmt: skip
-
-
-def _encode_codings(encoded: Encoded) -> bytes | None:
-    """The ``encoded`` column: the forms as headers are encoded, NULL when none."""
-    return encode_headers((name.encode("ascii"), data) for name, data in encoded) if (
-        encoded) else None
-
-
-def entry_from_row(row: Sequence[Any]) -> CacheEntry:
-    """A :class:`CacheEntry` from a :data:`SELECT_LIVE` row."""
-    (key, variant, url, status, headers, body, body_file, body_size, response_time,
-     initial_age, fresh_until, stale_until, error_until, keep_until, vary, tags, etag,
-     last_modified, stored_at, origin_vouched, stale_ok, encoded, codings_due) = row  # fmt: skip
-    return CacheEntry(
-        primary_key=key, variant=variant, url=url, status=status,
-        headers=decode_headers(headers), body=body, body_file=body_file,
-        body_size=body_size, response_time=response_time, initial_age=initial_age,
-        fresh_until=fresh_until, stale_until=stale_until, error_until=error_until,
-        keep_until=keep_until, vary=_json_tuple(vary), tags=_json_tuple(tags),
-        etag=etag, last_modified=last_modified, stored_at=stored_at,
-        origin_vouched=bool(origin_vouched), stale_ok=bool(stale_ok),
-        encoded=tuple((name.decode("ascii"), data) for name, data in decode_headers(encoded))
-        if encoded is not None else (), codings_due=bool(codings_due),
-    )  # fmt: skip
-
-
-def _json_tuple(text: str) -> tuple[str, ...]:
-    """A JSON list of strings as a tuple (the usual empty list without the JSON parser)."""
-    return () if text == "[]" else tuple(json.loads(text))

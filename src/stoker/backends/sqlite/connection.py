@@ -18,6 +18,7 @@ applies it, so a crash never leaves one half-applied and recorded.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -104,7 +105,16 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 def migrate(conn: sqlite3.Connection, component: str, package: str) -> list[str]:
     """Apply pending migrations of ``component`` from ``package``; return the names applied."""
+    register_functions(conn, package)
     return apply_migrations(conn, component, migration_files(package))
+
+
+def register_functions(conn: sqlite3.Connection, package: str) -> None:
+    """Make the Python functions the SQL of a migrations package calls (its
+    ``SQL_FUNCTIONS``: ``name: (number of arguments, function)``) callable on ``conn``."""
+    functions = getattr(importlib.import_module(package), "SQL_FUNCTIONS", {})
+    for name, (arity, function) in functions.items():
+        conn.create_function(name, arity, function, deterministic=True)
 
 
 def apply_migrations(

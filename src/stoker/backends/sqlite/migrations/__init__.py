@@ -1,1 +1,77 @@
-"""Numbered SQLite migrations (``NNNN_description.sql``), applied by ``connection.migrate``."""
+"""Numbered SQLite migrations (``NNNN_description.sql``), applied by ``connection.migrate``.
+
+:data:`SQL_FUNCTIONS` are the Python functions the migrations' SQL calls (registered on
+the migrating connection): the converters of the columns 0006 folds into ``record``.
+Each returns NULL for a value it cannot read, so an upgrade never fails on a bad row.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from stoker.backends.sqlite.entry_rows import pack
+
+_U32 = struct.Struct(">I")
+
+
+def legacy_headers(blob: bytes) -> tuple[tuple[bytes, bytes], ...]:
+    """Pairs from the length-prefixed encoding of ``headers`` and ``encoded`` before 0006:
+    a count, then (length, name, length, value) each, big-endian u32 lengths."""
+    unpack = _U32.unpack_from
+    (count,) = unpack(blob, 0)
+    offset = _U32.size
+    pairs = []
+    for _ in range(count):
+        (size,) = unpack(blob, offset)
+        name = blob[offset + _U32.size : offset + _U32.size + size]
+        offset += _U32.size + size
+        (size,) = unpack(blob, offset)
+        offset += _U32.size
+        value = blob[offset : offset + size]
+        offset += size
+        if offset > len(blob):
+            raise ValueError("truncated")
+        pairs.append((name, value))
+    if offset != len(blob):
+        raise ValueError("trailing bytes")
+    return tuple(pairs)
+
+
+def entry_record(status: int, headers: bytes, vary: str, tags: str, etag: str | None,
+                 last_modified: str | None, origin_vouched: int, body_size: int,
+                 response_time: float, initial_age: float) -> bytes | None:
+    """The ``record`` of a row stored before 0006 (NULL if a column cannot be read)."""
+    try:
+        return pack((status, legacy_headers(headers), _strings(vary), _strings(tags), etag,
+                     last_modified, bool(origin_vouched), body_size, response_time,
+                     initial_age))
+    except (TypeError, ValueError, struct.error):
+        return None
+
+
+def entry_codings(encoded: bytes | None) -> bytes | None:
+    """The ``encoded`` column of a row stored before 0006 (NULL: none, or unreadable)."""
+    if encoded is None:
+        return None
+    try:
+        return pack(tuple((name.decode("ascii"), data) for name, data in legacy_headers(encoded)))
+    except (TypeError, ValueError, struct.error):
+        return None
+
+
+def _strings(text: str) -> tuple[str, ...]:
+    """A JSON list of strings as a tuple; ``ValueError`` for anything else."""
+    items = json.loads(text)
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise ValueError("not a list of strings")
+    return tuple(items)
+
+
+SQL_FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
+    "stoker_entry_record": (10, entry_record),
+    "stoker_entry_codings": (1, entry_codings),
+}
+"""``name: (number of arguments, function)`` for ``sqlite3.Connection.create_function``."""
