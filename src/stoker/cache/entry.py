@@ -95,6 +95,8 @@ class CacheEntry:
     _forms: dict[str, CacheEntry] = field(default_factory=dict, init=False, repr=False,
                                           compare=False)
     _wire: bytes = field(default=b"", init=False, repr=False, compare=False)
+    _identity_wire: bytes = field(default=b"", init=False, repr=False, compare=False)
+    """The identity form's :meth:`wire_head`, when it came with the entry (L2 stores it)."""
 
     @property
     def codings(self) -> tuple[str, ...]:
@@ -114,6 +116,8 @@ class CacheEntry:
             form.headers = served_headers(self.headers, coding, form.body_size)
             form.etag = coded_etag(self.etag, coding) if self.etag is not None else None
             form.encoded, form.codings_due = (), False
+            if coding == IDENTITY:
+                form._wire = self._identity_wire
             self._forms[coding] = form
         return form
 
@@ -129,6 +133,29 @@ class CacheEntry:
         return (self.primary_key == other.primary_key and self.variant == other.variant
                 and self.stored_at == other.stored_at
                 and (self.body is other.body or self.body == other.body))
+
+    def identity_head(self) -> bytes | None:
+        """The identity form's :meth:`wire_head`, computed without keeping any form (so any
+        thread may call it: L2 stores it with the entry)."""
+        return identity_head(self.status, self.headers, self.body_size,
+                             with_codings=bool(self.encoded) or self.codings_due)
+
+    def know_identity_head(self, head: bytes | None) -> None:
+        """Take ``head``, this entry's :meth:`identity_head` as computed when it was stored,
+        for the identity form's :meth:`wire_head` (``None``: not writable, computed anew)."""
+        if head is not None:
+            if self.encoded or self.codings_due:
+                self._identity_wire = head
+            else:
+                self._wire = head
+
+    def served_wire(self, coding: str) -> tuple[bytes | None, bytes | None]:
+        """``(wire_head, body)`` of :meth:`served` for ``coding``: its age and freshness are
+        this entry's own.  An identity head that came with the entry needs no form."""
+        if coding == IDENTITY and self._identity_wire:
+            return self._identity_wire, self.body
+        form = self.served(coding)
+        return form.wire_head(), form.body
 
     def wire_head(self) -> bytes | None:
         """Status line and headers as an HTTP/1.1 server writes them (made once per entry;
@@ -194,6 +221,15 @@ class CacheEntry:
         wire = (len(self.encoded) + 1) * (WIRE_COST + text + 4 * len(self.headers))
         return (ENTRY_COST + len(self.primary_key) + len(self.url) + head + inline + forms
                 + tags + wire)
+
+
+def identity_head(status: int, headers: tuple[Header, ...], body_size: int, *,
+                  with_codings: bool) -> bytes | None:
+    """The :meth:`CacheEntry.wire_head` of the identity form of an entry with ``status``,
+    ``headers`` and ``body_size`` whose compressed forms are made or due when
+    ``with_codings`` (its identity form then says ``Vary: Accept-Encoding``)."""
+    served = served_headers(headers, IDENTITY, body_size) if with_codings else headers
+    return http1_head(status, served)
 
 
 _FIELDS = attrgetter(*(each.name for each in fields(CacheEntry) if each.init))

@@ -30,7 +30,7 @@ from collections import OrderedDict
 from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
 from stoker.proxy.codings import wants_coding
-from stoker.proxy.pipeline import Pipeline, served_form
+from stoker.proxy.pipeline import Pipeline, served_coding, served_form
 from stoker.proxy.request import (
     LOOKED_UP_SCOPE_KEY,
     MAX_HEADER_BYTES,
@@ -105,16 +105,15 @@ class HotPath:
         entry = self._fresh(headers, entries, now)
         if entry is None:
             return None
-        form = served_form(headers, entry)
-        head = form.wire_head()
+        head, body = entry.served_wire(served_coding(headers, entry))
         if head is None:  # a header no HTTP/1.1 server would write: the ASGI path refuses it
             return None
         self._count(entry)
         tail = b"age: %d\r\ncache-status: %s%d\r\n%s%s\r\n" % (
-            form.age(now), self._prefix, form.fresh_until - now, self._wire_via,
+            entry.age(now), self._prefix, entry.fresh_until - now, self._wire_via,
             b"connection: close\r\n" if close else b"")
-        assert form.body is not None  # _fresh passes inline bodies only
-        return [head, tail, form.body]
+        assert body is not None  # _fresh passes inline bodies only
+        return [head, tail, body]
 
     def key(self, scope: Message) -> str | None:
         """The primary key of a plain ``GET`` the fast path may answer, else ``None``."""

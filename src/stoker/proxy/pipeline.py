@@ -550,13 +550,18 @@ class Pipeline:
 
 
 def served_form(headers: Sequence[tuple[bytes, bytes]], entry: CacheEntry) -> CacheEntry:
-    """The form of ``entry`` to send for a request with ``headers`` (RFC 9110 §12.5.3);
-    ranges are served from identity only, and so is an entry whose codings are due."""
+    """The form of ``entry`` to send for a request with ``headers`` (:func:`served_coding`)."""
     if not entry.encoded and not entry.codings_due:
         return entry
-    if get_header(headers, b"range") is not None:
-        return entry.served(IDENTITY)
-    return entry.served(choose_encoding(get_joined(headers, b"accept-encoding"), entry.codings))
+    return entry.served(served_coding(headers, entry))
+
+
+def served_coding(headers: Sequence[tuple[bytes, bytes]], entry: CacheEntry) -> str:
+    """The coding of ``entry`` to send for a request with ``headers`` (RFC 9110 §12.5.3);
+    ranges are served from identity only, and so is an entry whose codings are due."""
+    if not entry.encoded or get_header(headers, b"range") is not None:
+        return IDENTITY
+    return choose_encoding(get_joined(headers, b"accept-encoding"), entry.codings)
 
 
 def _range_for(request: RequestInfo, entry: CacheEntry, length: int) -> RangeDecision:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import marshal
 import sqlite3
 import struct
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,7 @@ from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry
 from stoker.cache.testing import make_entry
 from stoker.clock import FakeClock
+from stoker.http.encoding import IDENTITY
 
 TEXT = st.text(max_size=12)
 HEADERS = st.lists(st.tuples(st.binary(max_size=20), st.binary(max_size=60)), max_size=8).map(
@@ -66,16 +69,25 @@ def selected(entry: CacheEntry) -> tuple[object, ...]:
     return row
 
 
+def identity_wire(entry: CacheEntry) -> bytes | None:
+    """The identity form's head as the fast path gets it."""
+    return entry.served(IDENTITY).wire_head()
+
+
 @given(entries())
 def test_every_field_of_every_entry_round_trips(entry: CacheEntry) -> None:
-    assert entry_from_row(entry.primary_key, selected(entry)) == entry
+    read = entry_from_row(entry.primary_key, selected(entry))
+    assert read == entry
+    fresh = replace(entry)  # nothing computed yet
+    assert identity_wire(read) == identity_wire(fresh)  # the stored head is the one made anew
+    assert read.served(IDENTITY).headers == fresh.served(IDENTITY).headers
 
 
 @pytest.mark.parametrize("record", [None, b"", b"\x00\x00\x00\x09", pack((200, ())),
                                     b"\xe9" + pack((200,))[1:]])
 def test_a_row_whose_record_is_not_an_entry_is_reported_corrupt(record: bytes | None) -> None:
     row = list(selected(make_entry()))
-    row[2] = record
+    row[0] = record
     with pytest.raises(ValueError, match="corrupt L2 row for 'k'"):
         entry_from_row("k", row)
 
@@ -158,7 +170,14 @@ async def test_rows_stored_before_0006_read_back_as_they_were_stored(
     store = await SqliteCacheStore.open(path, BodyStore(tmp_path / "bodies"), clock)
     try:
         for entry in stored:
-            assert await store.get(entry.primary_key) == [entry]
+            [read] = await store.get(entry.primary_key)
+            assert read == entry
+            assert identity_wire(read) == identity_wire(entry)
+        assert identity_wire(read) is not None  # (the first entry's headers are not writable)
+        with sqlite3.connect(path) as conn:  # the upgrade stored each head with its row
+            heads = [marshal.loads(record)[-1] for (record,) in conn.execute(
+                "SELECT record FROM cache_entries WHERE record IS NOT NULL ORDER BY url")]
+        assert heads == [identity_wire(entry) for entry in stored]
         assert await store.refs_for_tags(["post-1", "home"]) == [
             (stored[0].primary_key, "en")]
         with pytest.raises(ValueError, match="corrupt L2 row"):

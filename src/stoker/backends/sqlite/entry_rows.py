@@ -1,24 +1,33 @@
 """How a :class:`~stoker.cache.entry.CacheEntry` is laid out in a ``cache_entries`` row.
 
-A row keeps apart only what SQL reads or changes: the key and variant, ``url``
-(prefix purges), the body and its file, the times (``soften`` lowers
-``fresh_until``, ``stale_until`` and ``error_until``; ``keep_until`` and
-``stored_at`` drive liveness and eviction), ``stale_ok`` (``soften`` reads it),
-the compressed forms (``add_codings`` sets them) and ``size_bytes``.
-Everything else an entry holds never changes while its row exists, and is ONE
+Every field of an entry that never changes while its row exists is in ONE
 column, ``record``: a :mod:`marshal` tuple (:data:`RECORD_FIELDS`), decoded in
-C.  An L2 hit so reads thirteen columns, not twenty-three, and decodes no
-header blob, JSON or flag in Python.
+C, which also holds the identity form's HTTP/1.1 head
+(:meth:`~stoker.cache.entry.CacheEntry.identity_head`), made once when the row
+is written instead of on every read.  The fields a statement changes are columns
+of their own: the body (``add_codings`` matches it), ``fresh_until``,
+``stale_until`` and ``error_until`` (``soften`` lowers them), ``encoded`` and
+``codings_due`` (``add_codings`` sets them).  So are, besides the record, the
+unchanging fields SQL reads: the key and variant, ``url`` (prefix purges),
+``body_file`` (orphan sweeps), ``keep_until`` and ``stored_at`` (liveness,
+eviction), ``stale_ok`` (``soften``); plus ``size_bytes``.  An L2 hit reads seven
+columns (twenty-three before the record) and decodes no header blob, JSON or
+flag in Python, nor writes a head.
 
 Invariants:
 - :func:`entry_from_row` (with the primary key the row was looked up by)
   inverts :func:`entry_to_row`: every field of every entry round-trips.
+- A field that is both a column and in the record has one value: rows are
+  written whole by :func:`entry_to_row`, and no statement changes such a field.
 - ``record`` and ``encoded`` are written with :data:`MARSHAL_VERSION`, which
   every later Python reads; :mod:`marshal` loads only plain values (tuples,
   bytes, strings, numbers), and a row that is not such a tuple of the right
   shape raises ``ValueError`` naming the key (a read of it is a miss, see
   :class:`~stoker.cache.tiered.TieredStore`).  The cache database is written by
   Stoker alone: it is no more trusted or untrusted than its body files.
+- The stored head is what ``identity_head`` gives for the row's fields: nothing a
+  row's updates change (softening, adding the compressed forms) changes it; a
+  Stoker that writes heads differently must rewrite it in a migration.
 - ``encoded`` is NULL when an entry has no compressed forms; ``size_bytes`` is
   the record's, the body's and the forms' bytes.
 """
@@ -35,13 +44,13 @@ from stoker.http.encoding import Encoded
 MARSHAL_VERSION = 4
 """marshal's format since Python 3.4 (read by every later version)."""
 
-RECORD_FIELDS = ("status", "headers", "vary", "tags", "etag", "last_modified",
-                 "origin_vouched", "body_size", "response_time", "initial_age")
-"""The entry fields ``record`` holds, in order."""
+RECORD_FIELDS = ("variant", "url", "status", "headers", "body_file", "body_size",
+                 "response_time", "initial_age", "keep_until", "vary", "tags", "etag",
+                 "last_modified", "stored_at", "origin_vouched", "stale_ok")
+"""The entry fields ``record`` holds, in order; then the identity form's HTTP/1.1 head."""
 
 SELECT_LIVE = """
-SELECT variant, url, record, body, body_file, fresh_until, stale_until, error_until,
-       keep_until, stored_at, stale_ok, encoded, codings_due
+SELECT record, body, fresh_until, stale_until, error_until, encoded, codings_due
 FROM cache_entries WHERE primary_key = ? AND keep_until > ? ORDER BY variant
 """
 INSERT_ENTRY = """
@@ -59,9 +68,10 @@ def pack(value: tuple[Any, ...]) -> bytes:
 
 def encode_record(entry: CacheEntry) -> bytes:
     """The ``record`` column of ``entry``."""
-    return pack((entry.status, entry.headers, entry.vary, entry.tags, entry.etag,
-                 entry.last_modified, entry.origin_vouched, entry.body_size,
-                 entry.response_time, entry.initial_age))
+    return pack((entry.variant, entry.url, entry.status, entry.headers, entry.body_file,
+                 entry.body_size, entry.response_time, entry.initial_age, entry.keep_until,
+                 entry.vary, entry.tags, entry.etag, entry.last_modified, entry.stored_at,
+                 entry.origin_vouched, entry.stale_ok, entry.identity_head()))
 
 
 def encode_codings(encoded: Encoded) -> bytes | None:
@@ -83,16 +93,18 @@ def entry_to_row(entry: CacheEntry) -> tuple[Any, ...]:
 
 def entry_from_row(primary_key: str, row: Sequence[Any]) -> CacheEntry:
     """The entry a :data:`SELECT_LIVE` row of ``primary_key`` holds."""
-    (variant, url, record, body, body_file, fresh_until, stale_until, error_until, keep_until,
-     stored_at, stale_ok, encoded, codings_due) = row  # fmt: skip
+    record, body, fresh_until, stale_until, error_until, encoded, codings_due = row
     try:
-        (status, headers, vary, tags, etag, last_modified, origin_vouched, body_size,
-         response_time, initial_age) = marshal.loads(record)  # fmt: skip
+        (variant, url, status, headers, body_file, body_size, response_time, initial_age,
+         keep_until, vary, tags, etag, last_modified, stored_at, origin_vouched, stale_ok,
+         head) = marshal.loads(record)  # fmt: skip
         codings = marshal.loads(encoded) if encoded is not None else ()
     except (EOFError, TypeError, ValueError) as error:
         raise ValueError(f"corrupt L2 row for {primary_key!r}: {error}") from None
-    return CacheEntry(  # positionally, in field order: a third faster than by keyword
+    entry = CacheEntry(  # positionally, in field order: a third faster than by keyword
         primary_key, variant, url, status, headers, body, body_file, body_size, response_time,
         initial_age, fresh_until, stale_until, error_until, keep_until, vary, tags, etag,
-        last_modified, stored_at, origin_vouched, stale_ok == 1, codings, codings_due == 1,
+        last_modified, stored_at, origin_vouched, stale_ok, codings, codings_due == 1,
     )  # fmt: skip
+    entry.know_identity_head(head)
+    return entry

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stoker.backends.sqlite.entry_rows import pack
+from stoker.cache.entry import identity_head
 
 _U32 = struct.Struct(">I")
 
@@ -40,14 +41,19 @@ def legacy_headers(blob: bytes) -> tuple[tuple[bytes, bytes], ...]:
     return tuple(pairs)
 
 
-def entry_record(status: int, headers: bytes, vary: str, tags: str, etag: str | None,
-                 last_modified: str | None, origin_vouched: int, body_size: int,
-                 response_time: float, initial_age: float) -> bytes | None:
+def entry_record(variant: str, url: str, status: int, headers: bytes, body_file: str | None,
+                 body_size: int, response_time: float, initial_age: float, keep_until: float,
+                 vary: str, tags: str, etag: str | None, last_modified: str | None,
+                 stored_at: float, origin_vouched: int, stale_ok: int, encoded: bytes | None,
+                 codings_due: int) -> bytes | None:
     """The ``record`` of a row stored before 0006 (NULL if a column cannot be read)."""
     try:
-        return pack((status, legacy_headers(headers), _strings(vary), _strings(tags), etag,
-                     last_modified, bool(origin_vouched), body_size, response_time,
-                     initial_age))
+        pairs = legacy_headers(headers)
+        head = identity_head(status, pairs, body_size,
+                             with_codings=bool(codings_due) or encoded is not None)
+        return pack((variant, url, status, pairs, body_file, body_size, response_time,
+                     initial_age, keep_until, _strings(vary), _strings(tags), etag,
+                     last_modified, stored_at, bool(origin_vouched), bool(stale_ok), head))
     except (TypeError, ValueError, struct.error):
         return None
 
@@ -71,7 +77,7 @@ def _strings(text: str) -> tuple[str, ...]:
 
 
 SQL_FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
-    "stoker_entry_record": (10, entry_record),
+    "stoker_entry_record": (18, entry_record),
     "stoker_entry_codings": (1, entry_codings),
 }
 """``name: (number of arguments, function)`` for ``sqlite3.Connection.create_function``."""
