@@ -1,4 +1,5 @@
-"""Where a cold 20 KB miss's CPU goes: CPU µs per miss per thread, and a py-spy sample.
+"""Where a cold miss's CPU goes (20 KB; 2 MiB with ``--size 2m``): CPU µs per miss per
+thread, and a py-spy sample.
 
 A fresh Stoker (pinned to ``--stoker-core``) in front of ``bench/origin_app.py``
 (``--latency-ms``, 20) gets a distinct URL on every request from wrk (as
@@ -35,7 +36,8 @@ from bench.procs import Stack, serving  # noqa: E402
 
 def run_wrk(stack: Stack, args: argparse.Namespace) -> Measure:
     """wrk against Stoker, a distinct URL per request (a prefix unique to this run)."""
-    return wrk(stack.stoker.port, f"/cold/{uuid.uuid4().hex}/", args, args.accept_encoding)
+    prefix = "/big/" if args.size == "2m" else "/cold/"
+    return wrk(stack.stoker.port, f"{prefix}{uuid.uuid4().hex}/", args, args.accept_encoding)
 
 
 def cpu_per_miss(stack: Stack, args: argparse.Namespace) -> tuple[Measure, dict[str, float]]:
@@ -62,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--latency-ms", type=float, default=20.0, help="origin's fixed latency")
     parser.add_argument("--accept-encoding", default="", help="header sent with every request")
+    parser.add_argument("--size", choices=("20k", "2m"), default="20k",
+                        help="the page: 20 KB, or 2 MiB (the origin's /big/ pages)")
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--no-profile", action="store_true", help="CPU per miss only")
@@ -83,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
             out.write_text("")
         else:
             profile(stack, args, out)
-        report("20 KB miss", measure, cpu, out.read_text(), args.top)
+        report(f"{'2 MiB' if args.size == '2m' else '20 KB'} miss", measure, cpu,
+               out.read_text(), args.top)
         print(f"  p50 {measure.p50_ms:.2f} ms (origin latency {args.latency_ms:g} ms)")
     return 0
 

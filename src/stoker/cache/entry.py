@@ -34,7 +34,7 @@ from stoker.http.wire import http1_head
 
 Header = tuple[bytes, bytes]
 
-ENTRY_COST = 1216
+ENTRY_COST = 1160
 """Bytes of objects an L1 entry costs besides its payload: the entry, its L1 slot and
 index places, its strings' headers (measured, CPython 3.11, 64-bit)."""
 HEADER_COST = 116
@@ -92,7 +92,7 @@ class CacheEntry:
     """Compressed forms of ``body``, e.g. ``(("br", ...), ("gzip", ...))``, best first."""
     codings_due: bool = False
     """``body`` is compressible (and compression on) but ``encoded`` is not made yet."""
-    _forms: dict[str, CacheEntry] = field(default_factory=dict, init=False, repr=False,
+    _forms: dict[str, CacheEntry] | None = field(default=None, init=False, repr=False,
                                           compare=False)
     _wire: bytes = field(default=b"", init=False, repr=False, compare=False)
     _identity_wire: bytes = field(default=b"", init=False, repr=False, compare=False)
@@ -107,7 +107,10 @@ class CacheEntry:
         """This entry as sent in ``coding`` (``identity`` or one of :attr:`codings`)."""
         if not self.encoded and not self.codings_due:
             return self
-        form = self._forms.get(coding)
+        forms = self._forms
+        if forms is None:  # made when first needed: most entries (and soft-purge copies) never
+            forms = self._forms = {}
+        form = forms.get(coding)
         if form is None:
             body = dict(self.encoded)[coding] if coding != IDENTITY else self.body
             form = CacheEntry(*_FIELDS(self))
@@ -118,7 +121,7 @@ class CacheEntry:
             form.encoded, form.codings_due = (), False
             if coding == IDENTITY:
                 form._wire = self._identity_wire
-            self._forms[coding] = form
+            forms[coding] = form
         return form
 
     def with_codings(self, encoded: Encoded) -> CacheEntry:

@@ -1,13 +1,18 @@
-"""What :func:`stoker.backends.sqlite.connection.connect` checks of the SQLite it opens."""
+"""What :func:`stoker.backends.sqlite.connection.connect` checks of the SQLite it opens,
+and how its worker threads run."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from stoker.backends.sqlite import connection
+from stoker.backends.sqlite.connection import BACKGROUND_NICE, SqliteThread
 
 
 def test_connect_opens_wal_with_json_functions(tmp_path: Path) -> None:
@@ -36,3 +41,16 @@ def test_a_sqlite_without_json_is_a_clear_error_naming_what_to_do() -> None:
     with pytest.raises(RuntimeError, match=r"JSON functions.*SQLite 3\.38 or later"):
         connection.require_json(conn)  # type: ignore[arg-type]
     assert conn.closed
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread priorities are Linux's")
+async def test_sqlite_work_runs_below_the_event_loops_priority(tmp_path: Path) -> None:
+    db = SqliteThread(tmp_path / "x.db", "cache", "stoker.backends.sqlite.migrations")
+    await db.start()
+    try:
+        worker = await db.run(lambda conn: os.getpriority(os.PRIO_PROCESS,
+                                                          threading.get_native_id()))
+    finally:
+        await db.close()
+    assert worker == min(19, os.getpriority(os.PRIO_PROCESS, 0) + BACKGROUND_NICE)
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) < worker  # the loop's
