@@ -13,7 +13,9 @@ Policy, applied by :class:`HeapKeeper` after full collections (see :func:`next_s
 - at start-up, :func:`freeze_heap` sets aside the imported modules, classes and functions;
 - after a full collection, at most every ``freeze_every`` seconds, everything that survived
   it is set aside too (``gc.freeze``), so later full collections traverse only what was
-  made since;
+  made since; and after any full collection that took ``slow`` seconds or more (a heap
+  that grew a lot since the last freeze: a fill, a soft purge's copies), whenever the last
+  freeze was, so the next one does not take as long again;
 - every ``deep_every`` seconds everything set aside is handed back (``gc.unfreeze``), so
   the next full collection traverses the whole heap once.
 
@@ -36,6 +38,10 @@ FREEZE_EVERY = 10.0
 """Seconds between two freezes at least (each may set aside what was in flight)."""
 DEEP_EVERY = 3600.0
 """Seconds between two full collections of the whole heap at most (once per hour)."""
+SLOW = 0.004
+"""Seconds a full collection may take before what survived it is set aside at once (about
+20,000 traversed objects here): it would take as long on every full collection until the
+next freeze."""
 
 
 class Step(enum.Enum):
@@ -46,15 +52,33 @@ class Step(enum.Enum):
     UNFREEZE = "unfreeze"
 
 
-def next_step(now: float, last_freeze: float, last_deep: float, *,
-              freeze_every: float = FREEZE_EVERY, deep_every: float = DEEP_EVERY) -> Step:
-    """The step due after a full collection at ``now`` (seconds, any monotonic origin):
-    a deep collection is due first, then a freeze."""
+def next_step(now: float, last_freeze: float, last_deep: float, took: float = 0.0, *,
+              freeze_every: float = FREEZE_EVERY, deep_every: float = DEEP_EVERY,
+              slow: float = SLOW) -> Step:
+    """The step due after a full collection that ended at ``now`` (seconds, any monotonic
+    origin) and took ``took`` seconds: a deep collection is due first, then a freeze."""
     if now - last_deep >= deep_every:
         return Step.UNFREEZE
-    if now - last_freeze >= freeze_every:
+    if now - last_freeze >= freeze_every or took >= slow:
         return Step.FREEZE
     return Step.NOTHING
+
+
+def set_aside_young() -> None:
+    """Collect the young generations and set aside what survived, where a
+    :class:`HeapKeeper` runs this process's collector (elsewhere: nothing).
+
+    For a step of work that replaces old objects by new ones one for one: a soft purge
+    copies every entry it makes stale.  CPython counts each freed object against a new
+    one, so no young collection runs while the copies pile up, and the first one that
+    does traverses them all at once (~10 ms for 10,000 copies), as a full collection
+    would later.  Called after each step, each collection is one step's worth, and the
+    copies join the set-aside heap of the entries they replace (freed as soon as their
+    reference count drops to zero, like every set-aside object).
+    """
+    if any(isinstance(callback, HeapKeeper) for callback in gc.callbacks):
+        gc.collect(1)
+        gc.freeze()
 
 
 def freeze_heap() -> None:
@@ -73,15 +97,18 @@ class HeapKeeper:
     """Applies :func:`next_step` after every full collection (a ``gc.callbacks`` entry)."""
 
     def __init__(self, *, freeze_every: float = FREEZE_EVERY, deep_every: float = DEEP_EVERY,
-                 clock: Clock | None = None,
+                 slow: float = SLOW, clock: Clock | None = None,
                  freeze: Callable[[], None] = gc.freeze,
                  unfreeze: Callable[[], None] = gc.unfreeze) -> None:
         self.freeze_every = freeze_every
         self.deep_every = deep_every
+        self.slow = slow
         self._clock = clock or SystemClock()
         self._freeze = freeze
         self._unfreeze = unfreeze
         self._last_freeze = self._last_deep = self._clock.monotonic()
+        self._started = self._last_freeze
+        """When the running full collection began."""
         self.freezes = 0
         self.deep = 0
 
@@ -96,11 +123,15 @@ class HeapKeeper:
             gc.callbacks.remove(self)
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
-        if phase != "stop" or info.get("generation") != 2:
+        if info.get("generation") != 2:
             return
         now = self._clock.monotonic()
-        step = next_step(now, self._last_freeze, self._last_deep,
-                         freeze_every=self.freeze_every, deep_every=self.deep_every)
+        if phase == "start":
+            self._started = now
+            return
+        step = next_step(now, self._last_freeze, self._last_deep, now - self._started,
+                         freeze_every=self.freeze_every, deep_every=self.deep_every,
+                         slow=self.slow)
         if step is Step.UNFREEZE:
             self._unfreeze()
             self._last_deep = now

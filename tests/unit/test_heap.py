@@ -10,18 +10,26 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.clock import FakeClock
-from stoker.heap import DEEP_EVERY, FREEZE_EVERY, HeapKeeper, Step, heap_status, next_step
+from stoker.heap import (
+    DEEP_EVERY,
+    FREEZE_EVERY,
+    SLOW,
+    HeapKeeper,
+    Step,
+    heap_status,
+    next_step,
+)
 
 SECONDS = st.floats(0, 1e6, allow_nan=False)
 
 
-@given(SECONDS, SECONDS, SECONDS)
+@given(SECONDS, SECONDS, SECONDS, st.floats(0, 1, allow_nan=False))
 def test_a_deep_collection_comes_first_then_a_freeze_else_nothing(
-        now: float, since_freeze: float, since_deep: float) -> None:
-    step = next_step(now, now - since_freeze, now - since_deep)
+        now: float, since_freeze: float, since_deep: float, took: float) -> None:
+    step = next_step(now, now - since_freeze, now - since_deep, took)
     if since_deep >= DEEP_EVERY:
         assert step is Step.UNFREEZE
-    elif since_freeze >= FREEZE_EVERY:
+    elif since_freeze >= FREEZE_EVERY or took >= SLOW:
         assert step is Step.FREEZE
     else:
         assert step is Step.NOTHING
@@ -54,13 +62,19 @@ def test_the_keeper_acts_after_full_collections_only_and_at_most_as_often_as_due
     keep("stop", {"generation": 2})
     assert calls.log == ["freeze"]
     clock.advance(30)
-    keep("stop", {"generation": 2})  # within freeze_every of the last freeze
+    keep("start", {"generation": 2})
+    clock.advance(0.001)
+    keep("stop", {"generation": 2})  # within freeze_every of the last freeze, and quick
     assert calls.log == ["freeze"]
+    keep("start", {"generation": 2})
+    clock.advance(2 * SLOW)
+    keep("stop", {"generation": 2})  # as slow as a large unfrozen heap makes it
+    assert calls.log == ["freeze", "freeze"]
     clock.advance(3600 - clock.monotonic())
     keep("stop", {"generation": 2})  # an hour since the keeper started: hand it all back
     keep("stop", {"generation": 2})  # the deep collection just ran: set it aside again
-    assert calls.log == ["freeze", "unfreeze", "freeze"]
-    assert (keep.freezes, keep.deep) == (2, 1)
+    assert calls.log == ["freeze", "freeze", "unfreeze", "freeze"]
+    assert (keep.freezes, keep.deep) == (3, 1)
 
 
 PROBE = """
@@ -123,3 +137,24 @@ def test_the_status_shows_the_installed_keeper_and_none_without_one() -> None:
         keep.uninstall()
     assert (status["freezes"], status["deep_collections"]) == (1, 0)
     assert len(status["collections"]) == 3 and status["frozen_objects"] >= 0
+
+
+SET_ASIDE = """
+import gc
+from stoker.heap import HeapKeeper, set_aside_young
+young = [[] for _ in range(500)]  # survivors of the young collection
+frozen = gc.get_freeze_count()
+set_aside_young()
+without = gc.get_freeze_count() - frozen
+keeper = HeapKeeper()
+keeper.install()
+set_aside_young()
+print(without, gc.get_freeze_count() - frozen >= 500, gc.get_count()[:2])
+"""
+
+
+def test_young_objects_are_set_aside_only_where_a_keeper_runs_the_collector() -> None:
+    """A fresh interpreter: whether anything is set aside is the whole process's state."""
+    done = subprocess.run([sys.executable, "-c", SET_ASIDE], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == ["0", "True", "(0,", "0)"]

@@ -13,7 +13,8 @@ garbage collection aside); every item is handed out exactly once, in order; the
 first chunk comes without a yield (a caller that starts a walk has just been
 scheduled); a ``budget`` of 0 yields before every chunk but the first.  With a
 ``pause``, each yield sleeps that long, so background work that has no deadline
-leaves the loop to requests most of the time.
+leaves the loop to requests most of the time.  An ``after_step`` callback runs at the
+end of every step, before its yield, and after the last one.
 """
 
 from __future__ import annotations
@@ -37,26 +38,36 @@ class Steps:
         self.pause = pause
         self._timer = timer  # seconds, monotonic: the injected clock's ``monotonic``
 
-    async def chunks(self, items: Sequence[T], size: int) -> AsyncIterator[Sequence[T]]:
+    async def chunks(self, items: Sequence[T], size: int,
+                     after_step: Callable[[], None] | None = None
+                     ) -> AsyncIterator[Sequence[T]]:
         """``items`` in chunks of ``size``; the time a caller spends on the chunks it
         was handed counts toward the step that handed them out."""
         started = self._timer()
         for start in range(0, len(items), size):
             if start:
-                started = await self._next_step(started)
+                started = await self._next_step(started, after_step)
             yield items[start:start + size]
+        if after_step is not None and items:
+            after_step()
 
-    async def repeat(self, work: Callable[[], bool]) -> None:
+    async def repeat(self, work: Callable[[], bool],
+                     after_step: Callable[[], None] | None = None) -> None:
         """Call ``work`` until it returns False, as :meth:`chunks` hands out chunks: one
         call is one chunk's work."""
         started = self._timer()
         while work():
-            started = await self._next_step(started)
+            started = await self._next_step(started, after_step)
+        if after_step is not None:
+            after_step()
 
-    async def _next_step(self, started: float) -> float:
-        """``started`` while the step begun then is within budget; else yield to the loop
-        (for ``pause`` seconds) and return when the next step begins."""
+    async def _next_step(self, started: float, after_step: Callable[[], None] | None) -> float:
+        """``started`` while the step begun then is within budget; else end it (calling
+        ``after_step``), yield to the loop (for ``pause`` seconds) and return when the
+        next step begins."""
         if self._timer() - started < self.budget:
             return started
+        if after_step is not None:
+            after_step()
         await asyncio.sleep(self.pause)
         return self._timer()

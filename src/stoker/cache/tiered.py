@@ -91,6 +91,7 @@ from stoker.cache.memory import MemoryStore
 from stoker.cache.steps import STEP_BUDGET, Steps
 from stoker.cache.store import PRIMARY_KEY, CacheStore, EntryRef, sorted_refs
 from stoker.clock import Clock
+from stoker.heap import set_aside_young
 from stoker.http.encoding import Encoded
 
 T = TypeVar("T")
@@ -436,7 +437,8 @@ class TieredStore:
                 found.extend(list(self._l1.refs_for_url_prefix_nowait(prefix, keys))
                              for prefix in prefixes)
         covered, primary_keys = 0, set[str]()
-        async for chunk in self._steps.chunks(_union(found), L1_CHUNK):
+        async for chunk in self._steps.chunks(_union(found), L1_CHUNK,
+                                              set_aside_young if mark.soft else None):
             live = self._l1.purge_nowait(chunk, mark.now if mark.soft else None)
             covered += len(live)
             primary_keys.update(map(PRIMARY_KEY, live))
@@ -454,7 +456,8 @@ class TieredStore:
             self._l1.settle_nowait(deferred, L1_CHUNK)
             return bool(deferred.refs)
 
-        task = asyncio.get_running_loop().create_task(self._settle_steps.repeat(settle))
+        task = asyncio.get_running_loop().create_task(self._settle_steps.repeat(
+            settle, set_aside_young if mark.soft else None))  # soft: copies, see there
         self._settling.add(task)
         task.add_done_callback(self._settling.discard)
         return covered, primary_keys

@@ -21,9 +21,10 @@ class Timer:
         return self.now
 
 
-async def walk(steps: Steps, timer: Timer, items: list[int], size: int,
-               costs: list[float]) -> tuple[list[int], list[int]]:
-    """Walk ``items``; return what was handed out and the step number of each chunk."""
+async def walk(steps: Steps, timer: Timer, items: list[int], size: int, costs: list[float],
+               ended: list[int] | None = None) -> tuple[list[int], list[int]]:
+    """Walk ``items``; return what was handed out and the step number of each chunk (and
+    record in ``ended`` how many chunks had been handed out whenever a step ended)."""
     yields = 0
     stop = asyncio.Event()
 
@@ -38,7 +39,8 @@ async def walk(steps: Steps, timer: Timer, items: list[int], size: int,
     handed: list[int] = []
     step_of: list[int] = []
     base = yields
-    async for index, chunk in aenumerate(steps.chunks(items, size)):
+    after_step = None if ended is None else lambda: ended.append(len(step_of))
+    async for index, chunk in aenumerate(steps.chunks(items, size, after_step)):
         step_of.append(yields - base)
         handed.extend(chunk)
         timer.now += costs[index % len(costs)]
@@ -62,8 +64,8 @@ TICKS = st.integers(0, 6).map(lambda n: n / 2048)  # binary fractions: sums stay
        st.lists(TICKS, min_size=1, max_size=5), st.sampled_from([0.0, 4 / 2048]))
 def test_every_item_once_in_order_and_a_yield_exactly_when_the_budget_is_used(
         items: list[int], size: int, costs: list[float], budget: float) -> None:
-    timer = Timer()
-    handed, step_of = asyncio.run(walk(Steps(timer, budget), timer, items, size, costs))
+    timer, ended = Timer(), list[int]()
+    handed, step_of = asyncio.run(walk(Steps(timer, budget), timer, items, size, costs, ended))
     assert handed == items
     # replay: chunk k starts a new step iff the time since the last yield reached the budget
     spent, step, expected = 0.0, 0, []
@@ -73,6 +75,9 @@ def test_every_item_once_in_order_and_a_yield_exactly_when_the_budget_is_used(
         expected.append(step)
         spent += costs[index % len(costs)]
     assert [s - step_of[0] for s in step_of] == expected
+    # after_step ran where each step ended (before its yield) and after the last chunk
+    assert ended == [k for k in range(1, len(expected)) if expected[k] != expected[k - 1]] + (
+        [len(expected)] if expected else [])
 
 
 def test_a_fast_walk_is_one_step_and_a_zero_budget_yields_between_chunks() -> None:
