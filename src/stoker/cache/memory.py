@@ -132,9 +132,9 @@ class MemoryStore:
 
     def put_nowait(self, entry: CacheEntry) -> None:
         """Insert or replace ``entry``, then evict least recently used keys to fit."""
-        self._remove(entry.primary_key, entry.variant)
-        if self._max_bytes < ENTRY_COST:  # no entry fits (an L1 of 0 bytes): skip the sizing
+        if self._max_bytes < ENTRY_COST:  # no entry fits (an L1 of 0 bytes), none is held
             return
+        self._remove(entry.primary_key, entry.variant)
         size = entry.meta_size()
         if size > self._max_bytes:
             return

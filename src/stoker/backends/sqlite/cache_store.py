@@ -160,7 +160,8 @@ class SqliteCacheStore:
         self._max_bytes = max_bytes
         self._db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE)
         self._inline_reads = inline_reads
-        self._reader: sqlite3.Connection | None = None
+        self._reader: sqlite3.Cursor | None = None
+        """A cursor of the inline reader's connection (one cursor for every read)."""
         self._next_sweep = 0.0
 
     @classmethod
@@ -178,13 +179,13 @@ class SqliteCacheStore:
         reader (on the calling thread) and sweep orphaned body files (idempotent)."""
         await self._db.start()
         if self._inline_reads and self._reader is None:
-            self._reader = connect_reader(self._db.path)
+            self._reader = connect_reader(self._db.path).cursor()
         await self.sweep_orphans(self._clock.now())
 
     async def close(self) -> None:
         """Close the connections and stop the worker thread."""
         if self._reader is not None:
-            self._reader.close()
+            self._reader.connection.close()
             self._reader = None
         await self._db.close()
 

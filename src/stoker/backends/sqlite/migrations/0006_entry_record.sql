@@ -5,13 +5,13 @@
 -- as long as copying the database), and so is cache_tags, whose foreign key names it.
 -- stoker_entry_record() and stoker_entry_codings() convert the old columns
 -- (migrations/__init__.py); a row they cannot read gets a NULL record, which a read
--- reports as corrupt (a miss) until it is replaced or evicted.
+-- reports as corrupt (a miss) until it is replaced or evicted.  The body comes last: a
+-- column after it is read through the body's overflow pages.
 CREATE TABLE cache_entries_v6 (
     primary_key TEXT NOT NULL,
     variant TEXT NOT NULL,
     url TEXT NOT NULL,
     record BLOB,
-    body BLOB,
     body_file TEXT,
     fresh_until REAL NOT NULL,
     stale_until REAL NOT NULL,
@@ -22,6 +22,7 @@ CREATE TABLE cache_entries_v6 (
     encoded BLOB,
     codings_due INTEGER NOT NULL,
     size_bytes INTEGER NOT NULL,
+    body BLOB,
     PRIMARY KEY (primary_key, variant)
 );
 
