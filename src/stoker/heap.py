@@ -19,10 +19,14 @@ Policy, applied by :class:`HeapKeeper` after full collections (see :func:`next_s
 - every ``deep_every`` seconds everything set aside is handed back (``gc.unfreeze``), so
   the next full collection traverses the whole heap once.
 
+Outside the keeper, :func:`set_aside_young` (a soft purge's steps) collects the young
+generations and sets aside what survived them.
+
 Invariants: a set-aside object is still freed as soon as its reference count drops to
-zero; only an object that dies in a reference cycle after being set aside (one a request
-in flight held at that instant, say) waits to be collected, and never longer than
-``deep_every`` plus the time until the next full collection.
+zero; only an object in a reference cycle that dies after being set aside (one a request
+in flight held at that instant, say), or that :func:`set_aside_young` found already dead
+in the old generation, waits to be collected, and never longer than ``deep_every`` plus
+the time until the next full collection.
 """
 
 from __future__ import annotations
@@ -39,9 +43,8 @@ FREEZE_EVERY = 10.0
 DEEP_EVERY = 3600.0
 """Seconds between two full collections of the whole heap at most (once per hour)."""
 SLOW = 0.004
-"""Seconds a full collection may take before what survived it is set aside at once (about
-20,000 traversed objects here): it would take as long on every full collection until the
-next freeze."""
+"""Seconds a full collection may take before what survived it is set aside at once: it
+would take as long on every full collection until the next freeze."""
 
 
 class Step(enum.Enum):
