@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 from dataclasses import replace
@@ -261,7 +262,21 @@ async def test_an_inline_read_never_sees_an_uncommitted_write_nor_waits_for_it(
         writer.execute("DELETE FROM cache_entries")
         assert await sqlite_store.get(entry.primary_key) == [entry]
         writer.execute("COMMIT")
+    await asyncio.sleep(0)  # seen from the next loop iteration (one snapshot per iteration)
     assert await sqlite_store.get(entry.primary_key) == []
+
+
+async def test_the_inline_reads_of_one_loop_iteration_share_one_read_transaction(
+    tmp_path: Path, sqlite_store: SqliteCacheStore
+) -> None:
+    entry = make_entry()
+    await sqlite_store.put(entry)
+    assert sqlite_store.read_now(entry.primary_key) == [entry]  # begins this iteration's
+    with sqlite3.connect(tmp_path / "cache.sqlite3", isolation_level=None) as writer:
+        writer.execute("DELETE FROM cache_entries")  # committed, unreported to the loop
+    assert sqlite_store.read_now(entry.primary_key) == [entry]  # the same snapshot
+    await asyncio.sleep(0)  # the transaction ends before the next iteration's reads
+    assert sqlite_store.read_now(entry.primary_key) == []
 
 
 def test_the_inline_reader_cannot_write(tmp_path: Path, sqlite_store: SqliteCacheStore) -> None:
