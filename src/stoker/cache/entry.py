@@ -140,8 +140,9 @@ class CacheEntry:
     def identity_head(self) -> bytes | None:
         """The identity form's :meth:`wire_head`, computed without keeping any form (so any
         thread may call it: L2 stores it with the entry)."""
-        return identity_head(self.status, self.headers, self.body_size,
-                             with_codings=bool(self.encoded) or self.codings_due)
+        headers = served_headers(self.headers, IDENTITY, self.body_size) if (
+            self.encoded or self.codings_due) else self.headers  # then it says Vary
+        return http1_head(self.status, headers)
 
     def know_identity_head(self, head: bytes | None) -> None:
         """Take ``head``, this entry's :meth:`identity_head` as computed when it was stored,
@@ -224,15 +225,6 @@ class CacheEntry:
         wire = (len(self.encoded) + 1) * (WIRE_COST + text + 4 * len(self.headers))
         return (ENTRY_COST + len(self.primary_key) + len(self.url) + head + inline + forms
                 + tags + wire)
-
-
-def identity_head(status: int, headers: tuple[Header, ...], body_size: int, *,
-                  with_codings: bool) -> bytes | None:
-    """The :meth:`CacheEntry.wire_head` of the identity form of an entry with ``status``,
-    ``headers`` and ``body_size`` whose compressed forms are made or due when
-    ``with_codings`` (its identity form then says ``Vary: Accept-Encoding``)."""
-    served = served_headers(headers, IDENTITY, body_size) if with_codings else headers
-    return http1_head(status, served)
 
 
 _FIELDS = attrgetter(*(each.name for each in fields(CacheEntry) if each.init))

@@ -172,7 +172,6 @@ class SqliteCacheStore:
         self._inline_reads = inline_reads
         self._reader: sqlite3.Cursor | None = None
         """A cursor of the inline reader's connection (one cursor for every read)."""
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._next_sweep = 0.0
 
     @classmethod
@@ -191,7 +190,6 @@ class SqliteCacheStore:
         await self._db.start()
         if self._inline_reads and self._reader is None:
             self._reader = connect_reader(self._db.path).cursor()
-            self._loop = asyncio.get_running_loop()
         await self.sweep_orphans(self._clock.now())
 
     async def close(self) -> None:
@@ -223,8 +221,7 @@ class SqliteCacheStore:
             return None
         if not reader.connection.in_transaction:
             reader.execute("BEGIN")
-            assert self._loop is not None
-            self._loop.call_soon(self._end_read, reader)
+            asyncio.get_running_loop().call_soon(self._end_read, reader)
         rows = reader.execute(SELECT_LIVE, (primary_key, self._clock.now())).fetchall()
         return [entry_from_row(primary_key, row) for row in rows]
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 from stoker.cache.entry import CacheEntry
@@ -66,12 +67,12 @@ def pack(value: tuple[Any, ...]) -> bytes:
     return marshal.dumps(value, MARSHAL_VERSION)
 
 
+_RECORDED = attrgetter(*RECORD_FIELDS)
+
+
 def encode_record(entry: CacheEntry) -> bytes:
     """The ``record`` column of ``entry``."""
-    return pack((entry.variant, entry.url, entry.status, entry.headers, entry.body_file,
-                 entry.body_size, entry.response_time, entry.initial_age, entry.keep_until,
-                 entry.vary, entry.tags, entry.etag, entry.last_modified, entry.stored_at,
-                 entry.origin_vouched, entry.stale_ok, entry.identity_head()))
+    return pack((*_RECORDED(entry), entry.identity_head()))
 
 
 def encode_codings(encoded: Encoded) -> bytes | None:

@@ -12,8 +12,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from stoker.backends.sqlite.entry_rows import pack
-from stoker.cache.entry import identity_head
+from stoker.backends.sqlite.entry_rows import encode_record, pack
+from stoker.cache.entry import CacheEntry
 
 _U32 = struct.Struct(">I")
 
@@ -46,14 +46,20 @@ def entry_record(variant: str, url: str, status: int, headers: bytes, body_file:
                  vary: str, tags: str, etag: str | None, last_modified: str | None,
                  stored_at: float, origin_vouched: int, stale_ok: int, encoded: bytes | None,
                  codings_due: int) -> bytes | None:
-    """The ``record`` of a row stored before 0006 (NULL if a column cannot be read)."""
+    """The ``record`` of a row stored before 0006 (NULL if a column cannot be read): the
+    record :func:`~stoker.backends.sqlite.entry_rows.encode_record` writes for the entry
+    those columns hold (the fields it does not record are left at zero)."""
     try:
-        pairs = legacy_headers(headers)
-        head = identity_head(status, pairs, body_size,
-                             with_codings=bool(codings_due) or encoded is not None)
-        return pack((variant, url, status, pairs, body_file, body_size, response_time,
-                     initial_age, keep_until, _strings(vary), _strings(tags), etag,
-                     last_modified, stored_at, bool(origin_vouched), bool(stale_ok), head))
+        entry = CacheEntry(
+            primary_key="", variant=variant, url=url, status=status,
+            headers=legacy_headers(headers), body=None, body_file=body_file,
+            body_size=body_size, response_time=response_time, initial_age=initial_age,
+            fresh_until=0.0, stale_until=0.0, error_until=0.0, keep_until=keep_until,
+            vary=_strings(vary), tags=_strings(tags), etag=etag, last_modified=last_modified,
+            stored_at=stored_at, origin_vouched=bool(origin_vouched), stale_ok=bool(stale_ok),
+            codings_due=bool(codings_due) or encoded is not None,  # for the identity head
+        )  # fmt: skip
+        return encode_record(entry)
     except (TypeError, ValueError, struct.error):
         return None
 
