@@ -11,10 +11,14 @@ Stoker's added p50 / p99 latency and of the throughput ratio ``stoker / direct``
 Stoker's peak RSS growth during each Stoker run (``VmHWM`` reset before the run,
 minus ``VmRSS`` before it) divided by the connections is the memory a concurrent
 miss costs.  Stoker runs pinned to ``--stoker-core`` (1); wrk and the origin share
-``--client-core`` (0).
+``--client-core`` (0).  With ``--nginx``, every round also runs the same misses
+through nginx's ``proxy_cache`` (one worker, pinned where Stoker is, storing every
+page on disk as Stoker does, never evicting during the run): what a C proxy that
+stores each miss adds on this machine, the yardstick for Stoker's figures.
 
     PYTHONPATH=src .venv/bin/python bench/miss_path.py       # --rounds 5 --duration 6
     PYTHONPATH=src .venv/bin/python bench/miss_path.py --sizes 2m --rounds 1 --duration 3
+    PYTHONPATH=src .venv/bin/python bench/miss_path.py --nginx --rounds 3
 
 Results also go to ``bench/results/miss_path.json``.
 """
@@ -22,6 +26,7 @@ Results also go to ``bench/results/miss_path.json``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -31,6 +36,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -40,13 +46,31 @@ HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))
 
-from bench.hit_path.run import Measure, parse_wrk, pinned  # noqa: E402
-from bench.procs import REPO, Stack, reset_peak, serving, status_kib, stop_on_sigterm  # noqa: E402
+from bench.hit_path.run import (  # noqa: E402
+    Measure,
+    System,
+    free_port,
+    nginx_config,
+    parse_wrk,
+    pinned,
+    start,
+    stop,
+)
+from bench.procs import (  # noqa: E402
+    REPO,
+    START_TIMEOUT,
+    Stack,
+    reset_peak,
+    serving,
+    status_kib,
+    stop_on_sigterm,
+)
 
 SIZES = {"20k": ("/cold/", 20 * 1024), "2m": ("/big/", 2 * 1024 * 1024)}
 GOAL_ADDED_P50_MS = 1.0
 GOAL_RPS_RATIO_20K = 0.9
 GOAL_RSS_PER_REQUEST_MIB = 2.0
+SYSTEMS = ("direct", "stoker", "nginx")
 WRK_SCRIPT = """local n = 0
 local prefix = "{prefix}"
 request = function()
@@ -88,36 +112,57 @@ def wrk(port: int, prefix: str, args: argparse.Namespace, accept_encoding: str =
     return parse_wrk(done.stdout)
 
 
-def measure(stack: Stack, system: str, size: str, args: argparse.Namespace) -> Run:
+@contextlib.contextmanager
+def nginx_in_front(origin_port: int, core: int | None) -> Iterator[int]:
+    """nginx's ``proxy_cache`` in front of the origin (pinned to ``core``); yields its port."""
+    tmp = Path(tempfile.mkdtemp(prefix="stoker-bench-nginx-"))
+    tmp.chmod(0o755)  # nginx's worker may run as another user
+    port = free_port()
+    conf = tmp / "nginx.conf"
+    conf.write_text(nginx_config(tmp, port, origin_port, max_size="64g"))
+    argv = ["nginx", "-p", str(tmp), "-e", str(tmp / "nginx-error.log"), "-c", str(conf)]
+    system = System("nginx", argv, port, None, tmp / "nginx.log")
+    try:
+        start(system, core, START_TIMEOUT)
+        yield port
+    finally:
+        stop(system)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def measure(stack: Stack, ports: dict[str, int], system: str, size: str,
+            args: argparse.Namespace) -> Run:
     prefix = f"{SIZES[size][0]}{uuid.uuid4().hex}/"
-    port = stack.stoker.port if system == "stoker" else stack.origin.port
     if system == "stoker":
         reset_peak(stack.pid)
         before = status_kib(stack.pid, "VmRSS")
     hits = stack.origin_hits()
-    result = wrk(port, prefix, args)
+    result = wrk(ports[system], prefix, args)
     run = Run(result, stack.origin_hits() - hits)
     if system == "stoker":
         run.rss_before_kib, run.rss_peak_kib = before, status_kib(stack.pid, "VmHWM")
     return run
 
 
-def one_round(stack: Stack, index: int, args: argparse.Namespace) -> dict[str, dict[str, Run]]:
-    systems = ["direct", "stoker"] if index % 2 == 0 else ["stoker", "direct"]
+def one_round(stack: Stack, ports: dict[str, int], index: int,
+              args: argparse.Namespace) -> dict[str, dict[str, Run]]:
+    """Each system once per size, in the order of ``ports`` (reversed every other round)."""
+    systems = list(ports) if index % 2 == 0 else list(reversed(ports))
     runs: dict[str, dict[str, Run]] = {}
     for size in args.sizes:
-        runs[size] = {system: measure(stack, system, size, args) for system in systems}
+        runs[size] = {system: measure(stack, ports, system, size, args) for system in systems}
         report_round(index, size, runs[size], args)
     return runs
 
 
 def report_round(index: int, size: str, runs: dict[str, Run], args: argparse.Namespace) -> None:
-    direct, stoker = runs["direct"].measure, runs["stoker"].measure
     growth = (runs["stoker"].rss_peak_kib - runs["stoker"].rss_before_kib) / 1024
+    figures = " | ".join(f"{system} {runs[system].measure.rps:7.0f}/s "
+                         f"p50 {runs[system].measure.p50_ms:6.2f} "
+                         f"p99 {runs[system].measure.p99_ms:6.2f} ms"
+                         for system in SYSTEMS if system in runs)
     print(f"round {index + 1}/{args.rounds} {size:>3} (load {os.getloadavg()[0]:.2f}): "
-          f"direct {direct.rps:7.0f}/s p50 {direct.p50_ms:6.2f} p99 {direct.p99_ms:6.2f} ms | "
-          f"stoker {stoker.rps:7.0f}/s p50 {stoker.p50_ms:6.2f} p99 {stoker.p99_ms:6.2f} ms | "
-          f"peak RSS +{growth:.1f} MiB", flush=True)  # fmt: skip
+          f"{figures} | peak RSS +{growth:.1f} MiB", flush=True)  # fmt: skip
     for system, run in runs.items():
         m = run.measure
         # wrk's bytes read include headers and the responses still in flight at the end
@@ -128,22 +173,40 @@ def report_round(index: int, size: str, runs: dict[str, Run], args: argparse.Nam
                   f"{m.bytes_per_request:.0f} B/request")  # fmt: skip
 
 
+def versus_direct(pairs: list[tuple[Run, Run]], prefix: str = "") -> dict[str, Any]:
+    """A proxy's added p50 / p99 latency and throughput ratio against the direct runs of
+    the same rounds (``pairs`` of ``(direct, proxy)``), per round and their medians."""
+    figures = {
+        "added_p50_ms": [p.measure.p50_ms - d.measure.p50_ms for d, p in pairs],
+        "added_p99_ms": [p.measure.p99_ms - d.measure.p99_ms for d, p in pairs],
+        "rps_ratio": [p.measure.rps / d.measure.rps for d, p in pairs],
+    }
+    found: dict[str, Any] = {}
+    for key, values in figures.items():
+        found[f"{prefix}{key}_per_round"] = values
+        found[f"{prefix}{key}_median"] = statistics.median(values)
+    return found
+
+
 def summarise(
     size: str, rounds: list[dict[str, dict[str, Run]]], connections: int
 ) -> dict[str, Any]:
     pairs = [(r[size]["direct"], r[size]["stoker"]) for r in rounds]
-    added_p50 = [s.measure.p50_ms - d.measure.p50_ms for d, s in pairs]
-    added_p99 = [s.measure.p99_ms - d.measure.p99_ms for d, s in pairs]
-    ratio = [s.measure.rps / d.measure.rps for d, s in pairs]
     per_request = [(s.rss_peak_kib - s.rss_before_kib) / 1024 / connections for _, s in pairs]
-    return {
-        "added_p50_ms_per_round": added_p50, "added_p50_ms_median": statistics.median(added_p50),
-        "added_p99_ms_per_round": added_p99, "added_p99_ms_median": statistics.median(added_p99),
-        "rps_ratio_per_round": ratio, "rps_ratio_median": statistics.median(ratio),
+    summary = {
+        **versus_direct(pairs),
         "peak_rss_growth_mib_per_request_per_round": per_request,
         "peak_rss_growth_mib_per_request_median": statistics.median(per_request),
         "every_stoker_request_missed": all(s.all_missed for _, s in pairs),
     }  # fmt: skip
+    if all("nginx" in r[size] for r in rounds):
+        summary.update(versus_direct([(r[size]["direct"], r[size]["nginx"]) for r in rounds],
+                                     "nginx_"))
+        ratio = [r[size]["stoker"].measure.rps / r[size]["nginx"].measure.rps for r in rounds]
+        summary["stoker_vs_nginx_rps_ratio_per_round"] = ratio
+        summary["stoker_vs_nginx_rps_ratio_median"] = statistics.median(ratio)
+        summary["every_nginx_request_missed"] = all(r[size]["nginx"].all_missed for r in rounds)
+    return summary
 
 
 def verdicts(size: str, summary: dict[str, Any]) -> list[str]:
@@ -167,15 +230,23 @@ ROWS = (
     ("added p99", "added_p99_ms", "+.2f", " ms"),
     ("req/s ratio", "rps_ratio", ".3f", "x"),
     ("peak RSS growth per concurrent request", "peak_rss_growth_mib_per_request", ".2f", " MiB"),
+    ("nginx proxy_cache: added p50", "nginx_added_p50_ms", "+.2f", " ms"),
+    ("nginx proxy_cache: added p99", "nginx_added_p99_ms", "+.2f", " ms"),
+    ("nginx proxy_cache: req/s ratio", "nginx_rps_ratio", ".3f", "x"),
+    ("stoker / nginx req/s", "stoker_vs_nginx_rps_ratio", ".3f", "x"),
 )
 
 
 def print_summary(size: str, summary: dict[str, Any]) -> None:
     print(f"\n{size}: medians over rounds (per round in brackets)")
     for label, key, fmt, unit in ROWS:
+        if f"{key}_median" not in summary:
+            continue
         rounds = " / ".join(format(v, fmt) for v in summary[f"{key}_per_round"])
         print(f"  {label:<13} {format(summary[f'{key}_median'], fmt)}{unit}  [{rounds}]")
     print(f"  every Stoker request reached the origin: {summary['every_stoker_request_missed']}")
+    if "every_nginx_request_missed" in summary:
+        print(f"  every nginx request reached the origin: {summary['every_nginx_request_missed']}")
     for verdict in verdicts(size, summary):
         print(f"  goal {verdict}")
 
@@ -191,6 +262,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--client-core", type=int, default=0, help="wrk and the origin")
     parser.add_argument("--no-pin", action="store_true", help="do not use taskset")
     parser.add_argument("--server", default="stoker", help="Stoker's `server` setting")
+    parser.add_argument("--nginx", action="store_true",
+                        help="also run every round through nginx's proxy_cache (the yardstick)")
     parser.add_argument(
         "--output", type=Path, default=REPO / "bench" / "results" / "miss_path.json"
     )
@@ -202,7 +275,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.stoker_core = args.client_core = None
     elif (os.cpu_count() or 1) <= max(args.stoker_core, args.client_core):
         parser.error("this machine lacks the cores to pin to; pass --no-pin or other cores")
-    for tool in ("wrk", *([] if args.no_pin else ["taskset"])):
+    needed = ["wrk", *([] if args.no_pin else ["taskset"]), *(["nginx"] if args.nginx else [])]
+    for tool in needed:
         if shutil.which(tool) is None:
             parser.error(
                 f"{tool} is not installed (apt-get install {tool}; taskset is in util-linux)"
@@ -216,10 +290,16 @@ def main(argv: list[str] | None = None) -> int:
     rounds: list[dict[str, dict[str, Run]]] = []
     loads: list[float] = []
     try:
-        with serving({"server": args.server}, latency_ms=args.latency_ms,
-                     stoker_core=args.stoker_core, origin_core=args.client_core) as stack:
+        with contextlib.ExitStack() as running:
+            stack = running.enter_context(serving(
+                {"server": args.server}, latency_ms=args.latency_ms,
+                stoker_core=args.stoker_core, origin_core=args.client_core))
+            ports = {"direct": stack.origin.port, "stoker": stack.stoker.port}
+            if args.nginx:
+                ports["nginx"] = running.enter_context(
+                    nginx_in_front(stack.origin.port, args.stoker_core))
             for index in range(args.rounds):
-                rounds.append(one_round(stack, index, args))
+                rounds.append(one_round(stack, ports, index, args))
                 loads.append(os.getloadavg()[0])
     except KeyboardInterrupt:
         print("\ninterrupted; servers stopped", file=sys.stderr)

@@ -122,7 +122,8 @@ class System:
         return f"http://127.0.0.1:{self.port}/"
 
 
-def nginx_config(tmp: Path, port: int, origin: int) -> str:
+def nginx_config(tmp: Path, port: int, origin: int, max_size: str = "100m") -> str:
+    """nginx (one worker) with a ``proxy_cache`` of ``max_size`` in front of ``origin``."""
     user = "user root root;\n" if os.geteuid() == 0 else ""
     return f"""{user}worker_processes 1;
 daemon off;
@@ -138,7 +139,7 @@ http {{
     fastcgi_temp_path {tmp}/fastcgi_temp;
     uwsgi_temp_path {tmp}/uwsgi_temp;
     scgi_temp_path {tmp}/scgi_temp;
-    proxy_cache_path {tmp}/nginx-cache levels=1:2 keys_zone=hit:10m max_size=100m
+    proxy_cache_path {tmp}/nginx-cache levels=1:2 keys_zone=hit:10m max_size={max_size}
                      inactive=60m use_temp_path=off;
     server {{
         listen 127.0.0.1:{port};
