@@ -55,11 +55,6 @@ def as_refs(pairs: Iterable[Sequence[str]]) -> list[EntryRef]:
     return list(map(_MAKE_REF, pairs))
 
 
-def refs_from(pairs: Iterable[Sequence[str]]) -> list[EntryRef]:
-    """:func:`as_refs`, sorted."""
-    return sorted_refs(as_refs(pairs))
-
-
 class CacheStore(Protocol):
     """One cache tier."""
 

@@ -54,3 +54,24 @@ async def test_sqlite_work_runs_below_the_event_loops_priority(tmp_path: Path) -
         await db.close()
     assert worker == min(19, os.getpriority(os.PRIO_PROCESS, 0) + BACKGROUND_NICE)
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) < worker  # the loop's
+
+
+async def test_a_reader_thread_reads_what_the_writer_migrated_at_the_loops_priority(
+    tmp_path: Path,
+) -> None:
+    writer = SqliteThread(tmp_path / "x.db", "cache", "stoker.backends.sqlite.migrations")
+    reader = SqliteThread(tmp_path / "x.db", "cache-lookups", None, background=False)
+    await writer.start()
+    await reader.start()
+    try:
+        await writer.run(lambda conn: conn.execute("CREATE TABLE t (x)"))
+        await writer.run(lambda conn: conn.execute("INSERT INTO t VALUES (1)"))
+        assert await reader.run(lambda conn: conn.execute("SELECT x FROM t").fetchall()) == [(1,)]
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            await reader.run(lambda conn: conn.execute("INSERT INTO t VALUES (2)"))
+        priority = await reader.run(lambda conn: os.getpriority(os.PRIO_PROCESS,
+                                                                threading.get_native_id()))
+    finally:
+        await reader.close()
+        await writer.close()
+    assert priority == os.getpriority(os.PRIO_PROCESS, threading.get_native_id())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,8 @@ async def test_entries_survive_a_restart(
         rows = conn.execute("SELECT name FROM schema_migrations WHERE component = 'cache'")
         assert rows.fetchall() == [("0001_cache.sql",), ("0002_entry_flags.sql",),
                                    ("0003_cache_live_index.sql",), ("0004_entry_encoded.sql",),
-                                   ("0005_entry_codings_due.sql",), ("0006_entry_record.sql",)]
+                                   ("0005_entry_codings_due.sql",), ("0006_entry_record.sql",),
+                                   ("0007_cache_url_covering.sql",)]
 
 
 async def test_a_tag_lookup_reads_indexes_only(
@@ -71,6 +73,52 @@ async def test_a_tag_lookup_reads_indexes_only(
     assert [row[3].split(" USING ")[1].split(" (")[0] for row in plan if " USING " in row[3]
             and not row[3].startswith("USE ")] == [
         "COVERING INDEX sqlite_autoindex_cache_tags_1", "COVERING INDEX cache_entries_live"]
+
+
+@pytest.mark.parametrize(("sql", "args", "bounds"), [
+    (cache_store.SELECT_URL_RANGE, ("https://a/", "https://a0", 0.0), "url>? AND url<?"),
+    (cache_store.SELECT_URL_FROM, ("https://a/", 0.0), "url>?"),
+])
+async def test_a_prefix_lookup_reads_its_index_only(
+    tmp_path: Path, sqlite_store: SqliteCacheStore, sql: str, args: tuple[object, ...],
+    bounds: str,
+) -> None:
+    with sqlite3.connect(tmp_path / "cache.sqlite3") as conn:
+        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, args)]
+    assert [step for step in plan if " USING " in step] == [
+        f"SEARCH cache_entries USING COVERING INDEX cache_entries_url ({bounds})"]
+
+
+async def test_purge_lookups_and_the_count_are_answered_while_a_write_is_in_progress(
+    sqlite_store: SqliteCacheStore,
+) -> None:
+    """They run on a thread of their own: a write holding the writer thread (inside its
+    transaction) delays none of them, and they see what was committed before it."""
+    entry = make_entry("https://example.com/a", tags=("t",))
+    await sqlite_store.put(entry)
+    release, writing = threading.Event(), threading.Event()
+
+    def long_write(conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("DELETE FROM cache_entries")
+        writing.set()
+        release.wait(30)
+        conn.execute("ROLLBACK")
+
+    busy = asyncio.ensure_future(sqlite_store._db.run(long_write))
+    try:
+        await asyncio.to_thread(writing.wait, 30)
+        found = await asyncio.wait_for(asyncio.gather(
+            sqlite_store.refs_for_tags(["t"]),
+            sqlite_store.refs_for_url_prefix("https://example.com/"),
+            sqlite_store.stats()), 30)  # a guard against a hang, not a timing
+        assert not busy.done()
+    finally:
+        release.set()
+        await busy
+    ref = [EntryRef(entry.primary_key, entry.variant)]
+    assert found[:2] == [ref, ref]
+    assert found[2]["entries"] == 1
 
 
 async def test_use_before_start_is_a_clear_error(

@@ -184,14 +184,21 @@ class SqliteThread:
     same thread, so the event loop never blocks on SQLite and no two calls run
     at once; :meth:`start` is idempotent and leaves nothing running if it
     fails; a call after :meth:`close` raises ``RuntimeError``.
+
+    ``package`` names the migrations applied on connecting; ``None`` opens the database
+    read-only (:func:`connect_reader`), for a thread that reads what another thread's
+    connection migrated and writes.  A ``background`` thread runs below the event loop
+    (:func:`yield_to_the_loop`); one whose calls a client waits on (a purge's lookups)
+    runs at the loop's priority.
     """
 
-    def __init__(self, path: Path, component: str, package: str, *,
-                 row_factory: type | None = None) -> None:
+    def __init__(self, path: Path, component: str, package: str | None, *,
+                 row_factory: type | None = None, background: bool = True) -> None:
         self.path = path
         self._component = component
         self._package = package
         self._row_factory = row_factory
+        self._background = background
         self._executor: ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None
 
@@ -200,7 +207,7 @@ class SqliteThread:
         if self._executor is not None:
             return
         executor = ThreadPoolExecutor(1, thread_name_prefix=f"stoker-{self._component}-sqlite",
-                                      initializer=yield_to_the_loop)
+                                      initializer=yield_to_the_loop if self._background else None)
         try:
             await asyncio.get_running_loop().run_in_executor(executor, self._connect)
         except BaseException:
@@ -225,10 +232,13 @@ class SqliteThread:
         self._conn = None
 
     def _connect(self) -> None:
-        conn = connect(self.path)
+        if self._package is None:
+            conn = connect_reader(self.path)
+        else:
+            conn = connect(self.path)
+            migrate(conn, self._component, self._package)
         if self._row_factory is not None:
             conn.row_factory = self._row_factory
-        migrate(conn, self._component, self._package)
         self._conn = conn
 
     def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
