@@ -350,3 +350,17 @@ async def test_reads_return_what_was_written_and_fail_clearly_after_close(
         await store.close()
     with pytest.raises(RuntimeError, match="after close"):
         await store.get(entry.primary_key)
+
+
+@pytest.mark.parametrize("count", [0, 1, cache_store.REF_SLICE - 1, cache_store.REF_SLICE,
+                                   cache_store.REF_SLICE + 1, 2 * cache_store.REF_SLICE + 7])
+def test_refs_made_in_slices_are_the_refs_in_their_order(count: int) -> None:
+    keys = [f"v1|https://example.com/{index}" for index in reversed(range(count))]
+    variants = [f"accept-encoding={index % 3}" for index in range(count)]
+    assert cache_store.refs_letting_go(keys, variants) == [
+        EntryRef(key, variant) for key, variant in zip(keys, variants, strict=True)]
+
+
+def test_refs_from_misaligned_columns_are_an_error() -> None:
+    with pytest.raises(ValueError, match="2 keys but 1 variants"):
+        cache_store.refs_letting_go(["a", "b"], [""])
