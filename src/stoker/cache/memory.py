@@ -308,6 +308,9 @@ class MemoryStore:
     async def stats(self) -> dict[str, int]:
         return self.stats_nowait()
 
+    async def count(self) -> int:
+        return self._count
+
     async def close(self) -> None:
         """Nothing to release: memory goes with the process."""
 

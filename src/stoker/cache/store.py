@@ -97,5 +97,8 @@ class CacheStore(Protocol):
     async def stats(self) -> dict[str, int]:
         """At least ``{"entries": n, "bytes": m}``."""
 
+    async def count(self) -> int:
+        """``stats()["entries"]``, without adding up the bytes (a purge-all waits on it)."""
+
     async def close(self) -> None:
         """Release connections/threads; flush pending writes."""

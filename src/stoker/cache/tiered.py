@@ -273,7 +273,7 @@ class TieredStore:
     async def count(self) -> int:
         """Entries stored now, not waiting for queued writes: the larger of L1's count and
         L2's (expired entries not yet dropped included)."""
-        return max(self._l1.stats_nowait()["entries"], (await self._l2.stats())["entries"])
+        return max(self._l1.stats_nowait()["entries"], await self._l2.count())
 
     def pending(self) -> int:
         """L2 operations queued or in progress, flush barriers not counted (for status pages)."""

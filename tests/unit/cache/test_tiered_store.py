@@ -99,6 +99,9 @@ class FaultyStore:
     async def stats(self) -> dict[str, int]:
         return await self._call("stats")  # type: ignore[no-any-return]
 
+    async def count(self) -> int:
+        return await self._call("count")  # type: ignore[no-any-return]
+
     async def close(self) -> None:
         await self._call("close")
 
