@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from stoker.backends.sqlite import connection
-from stoker.backends.sqlite.connection import BACKGROUND_NICE, SqliteThread
+from stoker.backends.sqlite.connection import BACKGROUND_NICE, BUSY_TIMEOUT_MS, SqliteThread
 
 
 def test_connect_opens_wal_with_json_functions(tmp_path: Path) -> None:
@@ -69,6 +69,8 @@ async def test_a_reader_thread_reads_what_the_writer_migrated_at_the_loops_prior
         assert await reader.run(lambda conn: conn.execute("SELECT x FROM t").fetchall()) == [(1,)]
         with pytest.raises(sqlite3.OperationalError, match="readonly"):
             await reader.run(lambda conn: conn.execute("INSERT INTO t VALUES (2)"))
+        waits = await reader.run(lambda conn: conn.execute("PRAGMA busy_timeout").fetchone())
+        assert waits == (BUSY_TIMEOUT_MS,)  # a worker thread may wait; the loop's reader not
         priority = await reader.run(lambda conn: os.getpriority(os.PRIO_PROCESS,
                                                                 threading.get_native_id()))
     finally:

@@ -79,14 +79,17 @@ def require_json(conn: sqlite3.Connection) -> None:
             "later, or one compiled with JSON1.") from error
 
 
-def connect_reader(path: Path | str) -> sqlite3.Connection:
-    """Open ``path`` (already in WAL mode) read-only, autocommit, without a busy timeout.
+def connect_reader(path: Path | str, *, wait: bool = False) -> sqlite3.Connection:
+    """Open ``path`` (already in WAL mode) read-only, autocommit, without a busy timeout
+    (the event loop's reader: a busy read fails at once) or, with ``wait``, with the
+    writers' (a worker thread's reader).
 
     Each statement reads the state committed when it starts and ends its read
     transaction once fully fetched.  The connection belongs to the thread that
     opened it (``check_same_thread``).
     """
-    conn = sqlite3.connect(str(path), isolation_level=None, timeout=0)
+    conn = sqlite3.connect(str(path), isolation_level=None,
+                           timeout=BUSY_TIMEOUT_MS / 1000 if wait else 0)
     conn.execute("PRAGMA query_only = ON")
     return conn
 
@@ -233,7 +236,7 @@ class SqliteThread:
 
     def _connect(self) -> None:
         if self._package is None:
-            conn = connect_reader(self.path)
+            conn = connect_reader(self.path, wait=True)
         else:
             conn = connect(self.path)
             migrate(conn, self._component, self._package)
