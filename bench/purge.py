@@ -172,6 +172,7 @@ async def scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
     from stoker.runtime import Stoker
     from stoker.server import run_apps
     from stoker.settings import settings_from
+    from stoker.warming import WarmService
 
     origin_port, proxy_port, admin_port = free_port(), free_port(), free_port()
     origin_stop, stop = asyncio.Event(), asyncio.Event()
@@ -185,6 +186,7 @@ async def scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
         settings = settings_from({"origin": f"http://127.0.0.1:{origin_port}",
                                   "data_dir": tmp, "admin_token": TOKEN})
         stoker = await Stoker.open(settings)
+        warming = await WarmService.open(stoker) if args.warmer else None
         proxy_url = f"http://127.0.0.1:{proxy_port}"
         servers = asyncio.create_task(run_apps(args.server, [
             (ProxyApp(stoker.pipeline), f"127.0.0.1:{proxy_port}"),
@@ -220,6 +222,8 @@ async def scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
             stop.set()
             await servers
             await tick_task
+            if warming is not None:
+                await warming.close()
             await stoker.close()
             origin_stop.set()
             await origin_task
@@ -333,6 +337,9 @@ def cli() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scenarios", default="tag,soft,all")
+    parser.add_argument("--warmer", action="store_true",
+                        help="subscribe the warmer to purges, as `stoker serve` does: a purge "
+                             "call then also records its URLs for the debounced re-warm")
     parser.add_argument("--server", default="stoker", choices=("stoker", "granian", "uvicorn"),
                         help="the HTTP server of the proxy and admin listeners")
     args = parser.parse_args()

@@ -15,8 +15,9 @@ Invariants:
   :data:`KEEP_HITS`), ``l2_reclaim`` (L2 eviction,
   every ``EVICT_EVERY``: the :class:`Stoker` is opened without its own loop);
   each re-arms itself.
-- :meth:`WarmService.close` flushes the hit statistics (nothing counted is
-  lost on a graceful shutdown), unsubscribes and closes the stores.
+- :meth:`WarmService.close` unsubscribes, records the purged URLs still in
+  memory, flushes the hit statistics (nothing counted is lost on a graceful
+  shutdown) and closes the stores.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ REAP_EVERY: Final = 3600.0
 KEEP_JOBS: Final = 7 * 86_400.0
 KEEP_HITS: Final = 30 * 86_400.0
 RETRY: Final = 30.0
+RECORD_TIMEOUT: Final = 5.0
+"""Seconds a shutdown waits for purged URLs still in memory to reach the pending store."""
 
 
 @dataclass
@@ -156,9 +159,11 @@ class WarmService:
         await asyncio.gather(*tasks)
 
     async def close(self) -> None:
-        """Flush hit statistics, stop listening to purges, close the stores."""
+        """Stop listening to purges, record the purged URLs still in memory (for at most
+        :data:`RECORD_TIMEOUT`), flush hit statistics, close the stores."""
         if self._unsubscribe is not None:
             self._unsubscribe()
+        await self.warmer.rewarms.close(RECORD_TIMEOUT)
         try:
             await self.flush_stats()
         except Exception:

@@ -61,12 +61,14 @@ async def warmed(site: SiteOrigin, data_dir: Path, clock: FakeClock,
 
 
 async def purge_tags(warm: Warming, clock: FakeClock, pages: list[int], spread: float) -> None:
-    """Hard-purge the tag of each of ``pages``, ``spread`` seconds apart on ``clock``."""
+    """Hard-purge the tag of each of ``pages``, ``spread`` seconds apart on ``clock``; each
+    purge's URL is recorded for the re-warm (in the background) before the clock moves on."""
     for index, n in enumerate(pages):
         if index:
             clock.advance(spread)
         result = await warm.stoker.purger.purge(PurgeScope(tags=(f"page-{n}",)))
         assert result.urls == (f"{SITE}{page(n)}",), result
+        await warm.service.warmer.rewarms.settle()
 
 
 async def rewarm_deadline(warm: Warming) -> Deadline:
@@ -122,6 +124,32 @@ async def test_a_burst_of_tag_purges_rewarms_exactly_those_urls_once(
     assert (run.counts.total, run.counts.warmed) == (len(purged), len(purged))
     assert runs_after == [run.id, before]  # one run for the whole burst
     assert site.page_hits() == {page(n): 1 for n in purged}
+
+
+async def test_a_purge_call_does_not_wait_for_its_urls_to_be_recorded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pending store is held: the purge answers anyway, and the URL reaches the store
+    (and the deadline is armed) once it lets go."""
+    site, clock = SiteOrigin(PAGES), fake_clock()
+    async with warmed(site, tmp_path / "data", clock) as warm:
+        pending = warm.service.stores.pending
+        held, add = asyncio.Event(), pending.add
+
+        async def held_add(urls: Any, now: float) -> int:
+            await held.wait()
+            return await add(urls, now)
+
+        monkeypatch.setattr(pending, "add", held_add)
+        result = await warm.stoker.purger.purge(PurgeScope(tags=("page-7",)))
+        assert result.urls == (f"{SITE}{page(7)}",)
+        recorded_before = await pending.count()
+        waiting = warm.service.warmer.rewarms.waiting()
+        held.set()
+        await warm.service.warmer.rewarms.settle()
+        deadline = await rewarm_deadline(warm)
+        recorded_after = await pending.count()
+    assert (recorded_before, waiting, recorded_after) == (0, 1, 1)
+    assert deadline.due_at == pytest.approx(clock.now() + DELAY)
 
 
 @asynccontextmanager

@@ -21,7 +21,9 @@ Invariants:
 - Purged URLs wait in :class:`~stoker.warm.pending.PendingUrls` behind the
   ``rewarm`` deadline (debounced: ``rewarm_delay`` after the last purge, at
   most ``rewarm_max_wait`` after the first); when it fires they become one
-  targeted run, most visited first.  A purge of everything starts a full run.
+  targeted run, most visited first.  They get there through a
+  :class:`~stoker.warm.rewarms.RewarmRecorder`, behind the purge call, which
+  does not wait for them.  A purge of everything starts a full run.
 - When a run ends, the ``refresh`` deadline is armed ``refresh_interval``
   after its end (a failed run: after its start); ``0`` turns it off.
 - Warm visits carry only the configured variant headers and the warmer's
@@ -43,6 +45,7 @@ from stoker.jobs.queue import JobQueue
 from stoker.schedule.store import ArmMode, Deadline
 from stoker.warm.discovery import Discovery, DiscoveryError
 from stoker.warm.pending import PendingUrls
+from stoker.warm.rewarms import RewarmRecorder
 from stoker.warm.run import Reason, Result, Run, Visit
 from stoker.warm.run_store import Created, RunStore
 from stoker.warm.throttle import ThrottleState, allowed, on_result
@@ -111,11 +114,14 @@ class Warmer:
     top: Callable[[int], Awaitable[list[tuple[str, int]]]]
     arm: Arm
     throttle: ThrottleState = field(init=False)
+    rewarms: RewarmRecorder = field(init=False)
+    """Purged URLs on their way to ``pending`` (settle or close it before ``pending``)."""
     _changed: asyncio.Condition = field(init=False, default_factory=asyncio.Condition)
     _in_flight: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.throttle = ThrottleState(max_concurrency=self.config.warm_max_concurrency)
+        self.rewarms = RewarmRecorder(self.pending, self._arm_rewarm)
 
     # -- triggers -------------------------------------------------------------
 
@@ -141,15 +147,17 @@ class Warmer:
 
     async def on_purge(self, scope: PurgeScope, keys: Sequence[str],
                        urls: Sequence[str]) -> None:
-        """Purge events: everything → a full run; URLs → debounced targeted re-warm."""
+        """Purge events: everything → a full run; URLs → debounced targeted re-warm,
+        recorded in the background (the purge call does not wait for them)."""
         if scope.everything:
             await self.start("deploy" if scope.soft else "purge", None)
             return
-        if not urls:
-            return
-        await self.pending.add(list(urls), self.clock.now())
-        await self.arm(REWARM, "debounced", self.config.rewarm_delay,
-                       self.config.rewarm_max_wait)
+        self.rewarms.add(urls, self.clock.now())
+
+    async def _arm_rewarm(self) -> Deadline:
+        """Push the ``rewarm`` deadline back (after purged URLs were recorded)."""
+        return await self.arm(REWARM, "debounced", self.config.rewarm_delay,
+                              self.config.rewarm_max_wait)
 
     async def on_rewarm_due(self, _: Deadline) -> None:
         """The ``rewarm`` deadline: one targeted run of every URL purged meanwhile."""
