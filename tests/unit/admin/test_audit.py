@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
+import sys
+import threading
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -106,3 +109,12 @@ async def test_a_failing_audit_write_is_one_error_line_never_raised(
                             count=1, outcome="ok")
     [line] = caplog.records
     assert "disk full" in line.getMessage() and line.exc_info is None
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread priorities are Linux's")
+async def test_an_admin_change_is_recorded_at_the_loops_priority(store: SqliteAuditStore) -> None:
+    """The admin call waits for its record: the store's thread is not one of the niced
+    background ones, so a busy loop does not starve it."""
+    priority = await store._db.run(
+        lambda conn: os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+    assert priority == os.getpriority(os.PRIO_PROCESS, threading.get_native_id())

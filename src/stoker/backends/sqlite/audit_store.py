@@ -36,7 +36,8 @@ class SqliteAuditStore:
 
     def __init__(self, path: Path, clock: Clock) -> None:
         self._clock = clock
-        self._db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE)
+        # an admin call waits for its record: at the loop's priority, not below it
+        self._db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE, background=False)
 
     @classmethod
     async def open(cls, path: Path, clock: Clock) -> SqliteAuditStore:
