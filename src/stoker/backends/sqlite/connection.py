@@ -191,8 +191,8 @@ class SqliteThread:
     ``package`` names the migrations applied on connecting; ``None`` opens the database
     read-only (:func:`connect_reader`), for a thread that reads what another thread's
     connection migrated and writes.  A ``background`` thread runs below the event loop
-    (:func:`yield_to_the_loop`); one whose calls a client waits on (a purge's lookups)
-    runs at the loop's priority.
+    (:func:`yield_to_the_loop`); one whose calls a client waits on (a purge's lookups,
+    an admin change's audit record) runs at the loop's priority.
     """
 
     def __init__(self, path: Path, component: str, package: str | None, *,
