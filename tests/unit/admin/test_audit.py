@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import logging
-import os
-import sys
-import threading
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.priorities import linux_only, thread_priority
 
 from stoker.admin.audit import OTHER_CLIENTS, RefusalAudit, RefusalWindow, admit_refusal
 from stoker.backends.sqlite.audit_store import SqliteAuditStore
@@ -111,10 +109,8 @@ async def test_a_failing_audit_write_is_one_error_line_never_raised(
     assert "disk full" in line.getMessage() and line.exc_info is None
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="per-thread priorities are Linux's")
+@linux_only
 async def test_an_admin_change_is_recorded_at_the_loops_priority(store: SqliteAuditStore) -> None:
     """The admin call waits for its record: the store's thread is not one of the niced
     background ones, so a busy loop does not starve it."""
-    priority = await store._db.run(
-        lambda conn: os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
-    assert priority == os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert await store._db.run(lambda conn: thread_priority()) == thread_priority()

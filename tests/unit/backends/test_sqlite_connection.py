@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import sys
-import threading
 from pathlib import Path
 
 import pytest
+from tests.priorities import linux_only, thread_priority
 
 from stoker.backends.sqlite import connection
 from stoker.backends.sqlite.connection import BACKGROUND_NICE, BUSY_TIMEOUT_MS, SqliteThread
@@ -43,22 +42,19 @@ def test_a_sqlite_without_json_is_a_clear_error_naming_what_to_do() -> None:
     assert conn.closed
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="per-thread priorities are Linux's")
+@linux_only
 async def test_sqlite_work_runs_below_the_event_loops_priority(tmp_path: Path) -> None:
     db = SqliteThread(tmp_path / "x.db", "cache", "stoker.backends.sqlite.migrations")
     await db.start()
     try:
-        worker = await db.run(lambda conn: os.getpriority(os.PRIO_PROCESS,
-                                                          threading.get_native_id()))
+        worker = await db.run(lambda conn: thread_priority())
     finally:
         await db.close()
     assert worker == min(19, os.getpriority(os.PRIO_PROCESS, 0) + BACKGROUND_NICE)
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) < worker  # the loop's
+    assert thread_priority() < worker  # the loop's
 
 
-async def test_a_reader_thread_reads_what_the_writer_migrated_at_the_loops_priority(
-    tmp_path: Path,
-) -> None:
+async def test_a_reader_thread_reads_what_the_writer_migrated(tmp_path: Path) -> None:
     writer = SqliteThread(tmp_path / "x.db", "cache", "stoker.backends.sqlite.migrations")
     reader = SqliteThread(tmp_path / "x.db", "cache-lookups", None, background=False)
     await writer.start()
@@ -71,9 +67,18 @@ async def test_a_reader_thread_reads_what_the_writer_migrated_at_the_loops_prior
             await reader.run(lambda conn: conn.execute("INSERT INTO t VALUES (2)"))
         waits = await reader.run(lambda conn: conn.execute("PRAGMA busy_timeout").fetchone())
         assert waits == (BUSY_TIMEOUT_MS,)  # a worker thread may wait; the loop's reader not
-        priority = await reader.run(lambda conn: os.getpriority(os.PRIO_PROCESS,
-                                                                threading.get_native_id()))
     finally:
         await reader.close()
         await writer.close()
-    assert priority == os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@linux_only
+async def test_a_thread_a_client_waits_on_runs_at_the_loops_priority(tmp_path: Path) -> None:
+    db = SqliteThread(tmp_path / "x.db", "cache-lookups", None, background=False)
+    connection.connect(tmp_path / "x.db").close()  # the file exists, in WAL mode
+    await db.start()
+    try:
+        worker = await db.run(lambda conn: thread_priority())
+    finally:
+        await db.close()
+    assert worker == thread_priority()
