@@ -129,7 +129,9 @@ class Stoker:
             PipelineConfig(rules=settings.rules, collapse_timeout=settings.collapse_timeout,
                            honor_client_no_cache=settings.honor_client_no_cache,
                            default_host=host,
-                           trusted=TrustedProxies(settings.trusted_proxies), memory=memory),
+                           trusted=TrustedProxies(settings.trusted_proxies), memory=memory,
+                           client_body_timeout=settings.client_body_timeout,
+                           client_max_body_size=settings.client_max_body_size),
             Fetcher(fetch_config(settings), origin, store, bodies, clock, ledger),
             store, bodies, origin, clock, version=state.version, health=health)
         purger = Purger(pipeline, store, ledger, PurgeEvents(), clock, versions)

@@ -193,8 +193,14 @@ FIELDS: dict[str, Field] = {
     "default_swr": Field(_seconds, "stale-while-revalidate window when the origin gives none"),
     "default_sie": Field(_seconds, "stale-if-error window when the origin gives none"),
     "keep": Field(_seconds, "Keep expired entries with validators this long for revalidation"),
-    "origin_timeout": Field(_seconds, "Origin connect + first-byte timeout"),
+    "origin_timeout": Field(_seconds, "Longest wait on the origin: to connect, to take the "
+                            "request body, for each piece of its answer"),
     "collapse_timeout": Field(_seconds, "How long collapsed requests wait for the leader"),
+    "client_body_timeout": Field(_seconds, "Longest pause while a client sends its request "
+                                 "body (then 408); bodies are read whole before the origin "
+                                 "is asked"),
+    "client_max_body_size": Field(_bytes, "Largest request body accepted (then 413); "
+                                  "beyond 64 KiB it waits in a temporary file"),
     "cache_name": Field(_text, "Name used in Cache-Status and Via"),
     "tag_headers": Field(_str_list, "Response headers carrying cache tags"),
     "strip_tag_headers": Field(_bool, "Remove tag headers from responses to clients"),
@@ -291,6 +297,8 @@ class Settings:
     keep: float = 3600.0
     origin_timeout: float = 30.0
     collapse_timeout: float = 15.0
+    client_body_timeout: float = 60.0
+    client_max_body_size: int = 1024 * 1024 * 1024
     cache_name: str = "stoker"
     tag_headers: tuple[str, ...] = ("surrogate-key", "cache-tag")
     strip_tag_headers: bool = True

@@ -15,6 +15,8 @@ Invariants:
   ``?`` is omitted when no member remains.  Reordering members with distinct
   names never changes the key; members with the same name keep their order
   (their order can matter to the origin).
+- :func:`cache_target` is the path and query of :func:`primary_key`: requests
+  with one key are sent to the origin as one target.
 - :func:`parse_vary` returns lower-cased, de-duplicated, sorted field names;
   None means ``Vary: *`` (never matches, RFC 9111 §4.1); absent is ``()``.
 - :func:`variant_of` is injective on the request's values as normalised by
@@ -84,6 +86,14 @@ def primary_key(
     query = canonical_query(query, ignore_query)
     base = f"{version}|{scheme}://{normalise_host(scheme, host)}{path or '/'}"
     return f"{base}?{query}" if query else base
+
+
+def cache_target(path: str, query: str, ignore_query: Sequence[str] = ()) -> str:
+    """The request target a cache fetch sends the origin: the path and the query as
+    :func:`primary_key` has them, so the origin never sees what the key leaves out (an
+    ``ignore_query`` member would otherwise be served to every visitor of the clean URL)."""
+    query = canonical_query(query, ignore_query)
+    return f"{path or '/'}?{query}" if query else path or "/"
 
 
 def url_from_parts(scheme: str, host: str, path: str, query: str) -> str:

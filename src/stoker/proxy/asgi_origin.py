@@ -20,7 +20,7 @@ from contextvars import ContextVar
 from urllib.parse import unquote
 
 from stoker.asgi import ASGIApp, Message, Scope
-from stoker.proxy.origin import Headers, OriginError, OriginResponse
+from stoker.proxy.origin import Body, Headers, OriginError, OriginResponse, framed
 
 current_scope: ContextVar[Scope] = ContextVar("stoker_current_scope")
 _DONE = object()
@@ -33,11 +33,11 @@ class AsgiOrigin:
         self._app = app
 
     async def fetch(self, method: str, target: str, headers: Headers,
-                    body: AsyncIterator[bytes] | None) -> OriginResponse:
+                    body: Body | None) -> OriginResponse:
         path, _, query = target.partition("?")
         scope = dict(current_scope.get())
         scope.update(method=method, path=unquote(path), raw_path=path.encode("latin-1"),
-                     query_string=query.encode("latin-1"), headers=headers)
+                     query_string=query.encode("latin-1"), headers=framed(headers, body))
         started: asyncio.Future[tuple[int, Headers]] = asyncio.get_running_loop().create_future()
         queue: asyncio.Queue[object] = asyncio.Queue(maxsize=16)
         finished = asyncio.Event()
@@ -98,8 +98,8 @@ def _fail_start(started: asyncio.Future[tuple[int, Headers]], task: asyncio.Task
 class _Receiver:
     """The ``receive`` callable handed to the app: the request body, then a disconnect."""
 
-    def __init__(self, body: AsyncIterator[bytes] | None, finished: asyncio.Event) -> None:
-        self._chunks = body.__aiter__() if body is not None else None
+    def __init__(self, body: Body | None, finished: asyncio.Event) -> None:
+        self._chunks = body.chunks().__aiter__() if body is not None else None
         self._body_done = False
         self._finished = finished
 

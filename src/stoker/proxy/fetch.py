@@ -56,6 +56,7 @@ from stoker.http.encoding import compressible
 from stoker.http.headers import get_header
 from stoker.http.keys import parse_vary, variant_of, variants_to_drop
 from stoker.http.policy import RuleTTL, StaleDefaults, StorageDecision, decide_storage
+from stoker.proxy.client_feed import ClientFeed, relay
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers, stored_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginResponse, OriginTimeout
 from stoker.proxy.origin_health import FAILING_STATUSES
@@ -92,6 +93,9 @@ class Fetch:
 
     request: RequestInfo
     primary_key: str
+    target: str
+    """The request target sent to the origin: the path, and the query as the key has it
+    (``ignore_query`` members dropped, the rest in the key's order)."""
     rule_ttl: RuleTTL | None
     cookie: str | bool | None
     stale: CacheEntry | None
@@ -147,7 +151,7 @@ class Fetcher:
         request_time = self._clock.now()
         since = self.ledger.seq
         try:
-            response = await self._origin.fetch("GET", fetch.request.target, headers, None)
+            response = await self._origin.fetch("GET", fetch.target, headers, None)
         except OriginError as error:
             status = 504 if isinstance(error, OriginTimeout) else 502
             outcome = self._fallback(stale, status, str(error))
@@ -217,37 +221,49 @@ class Fetcher:
         headers = client_response_headers(response.headers, self.config.hidden_headers)
         fwd = "bypass" if decision.reason == "cookie" else fetch.fwd
         headers.append(self.status_header(fwd, response.status, detail=decision.reason))
-        await sink.stream(response.status, headers, response.chunks)
+        await relay(sink, response.status, headers, response, self._bodies.directory)
 
     async def _stream_and_store(self, fetch: Fetch, response: OriginResponse,
                                 decision: StorageDecision, response_time: float,
                                 since: int) -> CacheEntry | str:
-        """Stream to the client while spooling; the stored entry or why it was not stored."""
-        sink = fetch.sink
-        if sink is not None:
-            await sink.start(response.status, self._stored_response_headers(
-                fetch, response, decision))
+        """Store the body as the origin sends it while the client is fed at its own pace
+        (:class:`ClientFeed`); the stored entry or why it was not stored.  The origin
+        response is closed (its slot free) before the client is waited for."""
+        feed = None if fetch.sink is None else ClientFeed(
+            fetch.sink, response.status, self._stored_response_headers(fetch, response, decision),
+            self._bodies.directory, hold_last=True)
+        try:
+            stored = await self._read_and_store(fetch, response, decision, response_time,
+                                                since, feed)
+            await response.close()
+            if feed is not None:
+                await feed.finished()
+            return stored
+        finally:
+            if feed is not None:
+                feed.cancel()
+
+    async def _read_and_store(self, fetch: Fetch, response: OriginResponse,
+                              decision: StorageDecision, response_time: float, since: int,
+                              feed: ClientFeed | None) -> CacheEntry | str:
+        """Spool the body for storing, and pass it to ``feed``; end the feed once stored."""
         copy = _StoredCopy(self._bodies.spool(self.config.body_file_threshold),
                            fetch.request.url, self.config.max_object_bytes)
-        ended = False
-        held = b""  # the last chunk goes out with the end, so the client cannot ask again
-        try:        # before an inline body is stored
+        try:
             async for chunk in response.chunks:
                 await copy.write(chunk)
-                if sink is not None and held:
-                    await sink.chunk(held)
-                held = chunk
-            if sink is not None and not copy.inline:
-                ended = True
-                await sink.end(held)  # a body in a file: the client never waits for the fsync
+                if feed is not None:
+                    await feed.put(chunk)
         except OriginError as error:
             await copy.give_up(str(error))
-            if sink is not None and not sink.gone:
-                raise  # the client's response is truncated: let the server drop the connection
+            if feed is not None and not feed.gone:
+                feed.fail(error)  # truncated: the server drops the client's connection
             return "incomplete"
         except BaseException:  # cancelled or failed otherwise: never leave a temp file behind
             await asyncio.shield(copy.abort())
             raise
+        if feed is not None and not copy.inline:
+            feed.end()  # a body in a file: the client never waits for the fsync
         try:
             spooled = await copy.finish()
             if spooled is None:
@@ -257,8 +273,8 @@ class Fetcher:
             return await self._save(
                 fetch, self._build(fetch, response, decision, response_time, *spooled), since)
         finally:
-            if sink is not None and not ended:
-                await sink.end(held)
+            if feed is not None:
+                feed.end()
 
     def _may_compress(self, status: int, headers: Sequence[tuple[bytes, bytes]],
                       size: int) -> bool:
@@ -281,6 +297,8 @@ class Fetcher:
                 await self._bodies.remove(built.body_file)
             return "purged"
         await self._put(fetch, entry)
+        if fetch.flight is not None:
+            fetch.flight.share(entry)  # followers need not wait for this client to read it
         return entry
 
     async def _put(self, fetch: Fetch, entry: CacheEntry) -> None:
@@ -373,6 +391,8 @@ class Fetcher:
         if screened is None:
             return Outcome("unshared", refreshed, 304, "purged")
         await self._store.put(screened)
+        if fetch.flight is not None:
+            fetch.flight.share(screened)
         return Outcome("refreshed", screened, 304)
 
 

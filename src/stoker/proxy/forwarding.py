@@ -8,6 +8,10 @@ Invariants:
 - A cache fetch never forwards the client's own conditional or range fields:
   the cache fetches whole representations and answers the client's
   conditionals itself from what it stored.
+- No request to the origin carries the client's ``Content-Length`` or
+  ``Expect``: the origin client frames what it sends itself.
+- The origin gets the Host as the key has it (lower-cased, default port dropped),
+  or ``origin_host``.
 - Stored headers never contain hop-by-hop fields, ``Age``, or (when the
   policy says so) ``Set-Cookie``; they are what every later client receives.
 """
@@ -23,9 +27,13 @@ Headers = list[tuple[bytes, bytes]]
 
 CLIENT_VALIDATORS = frozenset(
     {b"if-none-match", b"if-modified-since", b"if-match", b"if-unmodified-since", b"if-range",
-     b"range", b"expect"}
+     b"range"}
 )
 PROXY_FIELDS = frozenset({b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"via"})
+CLIENT_FRAMING = frozenset({b"content-length", b"expect"})
+"""The client's framing: its body was read whole (or dropped) before the origin is asked,
+so the origin client declares what it sends itself (:func:`~stoker.proxy.origin.framed`),
+and ``Expect: 100-continue`` was the client's to ask of Stoker, which answered it."""
 NOT_STORED = frozenset({b"age"})
 
 
@@ -44,7 +52,7 @@ def origin_request_headers(
     ``True`` to keep the client's Cookie as is, else the value to send
     (``None``/``False`` to send none); ``extra`` (e.g. our own validators) is appended.
     """
-    drop: set[bytes] = set(PROXY_FIELDS) | {b"host"}
+    drop: set[bytes] = set(PROXY_FIELDS) | CLIENT_FRAMING | {b"host"}
     if for_cache:
         drop |= CLIENT_VALIDATORS
     if cookie is not True:

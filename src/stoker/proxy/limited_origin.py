@@ -11,11 +11,11 @@ visitor's and takes a visitor slot.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 from contextvars import ContextVar
 
-from stoker.proxy.origin import Headers, OriginClient, OriginResponse
+from stoker.proxy.origin import Body, Headers, OriginClient, OriginResponse
 from stoker.proxy.origin_limit import OriginLimiter
 
 _warm_allowance: ContextVar[int | None] = ContextVar("stoker_warm_allowance", default=None)
@@ -39,7 +39,7 @@ class LimitedOrigin:
         self.limiter = limiter
 
     async def fetch(self, method: str, target: str, headers: Headers,
-                    body: AsyncIterator[bytes] | None) -> OriginResponse:
+                    body: Body | None) -> OriginResponse:
         slot = AsyncExitStack()
         allowance = _warm_allowance.get()
         await slot.enter_async_context(

@@ -9,6 +9,13 @@ through); connect and per-read stalls longer than the timeout raise
 closed before a response); a response whose status line or headers do not
 parse is an :class:`OriginError` saying so on one line, never retried;
 interim (1xx) responses are consumed by aiohttp and never surface.
+The framing sent is this client's alone: whatever ``Content-Length``,
+``Transfer-Encoding`` or ``Expect`` the caller's headers carry is dropped, and a
+request with a body declares exactly ``body.size`` bytes and sends exactly those
+(one without a body declares none; aiohttp gives ``POST``/``PUT``/``PATCH`` a
+``Content-Length: 0``); no request waits for a ``100 Continue``.  A body that
+makes no progress into the connection for the timeout is an :class:`OriginTimeout`
+too, so the timeout bounds every wait on the origin.
 ``OriginResponse.close`` is idempotent and must be called (the pipeline does
 so in ``finally``); a connection goes back to the pool only when its
 response was read to the end with nothing after it (aiohttp's
@@ -51,11 +58,21 @@ class OriginResponse:
     close: Callable[[], Awaitable[None]]
 
 
+class Body(Protocol):
+    """A request body known whole before it is sent (:class:`~stoker.proxy.request_body.
+    RequestBody`): its length, and its bytes (each iteration from the start)."""
+
+    size: int
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The body's bytes."""
+
+
 class OriginClient(Protocol):
     """Something that can answer a request: a remote origin or a wrapped ASGI app."""
 
     async def fetch(self, method: str, target: str, headers: Headers,
-                    body: AsyncIterator[bytes] | None) -> OriginResponse:
+                    body: Body | None) -> OriginResponse:
         """Send the request; return once response headers are in."""
 
     async def close(self) -> None:
@@ -69,6 +86,8 @@ common origin keep-alive (gunicorn 2 s; Node, Apache and uvicorn 5 s; nginx
 :meth:`HttpOrigin.fetch` covers the race that remains."""
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
+FRAMING = frozenset({b"content-length", b"transfer-encoding", b"expect"})
+"""Request fields this client sets itself (or never sends), whatever the caller gives."""
 
 
 class OriginConnectionLost(OriginError):
@@ -98,14 +117,15 @@ class _CleanPoolConnector(aiohttp.TCPConnector):
 class HttpOrigin:
     """An origin reached over HTTP with a pooled aiohttp session.
 
-    An idempotent request without a body that loses its connection before
-    the response headers arrive is sent once more, on a new connection (RFC
-    9112 §9.3.1): a pooled connection may have been closed by the origin's
-    keep-alive timeout just as we reused it.  Anything else is not retried.
+    An idempotent request that loses its connection before the response headers
+    arrive is sent once more, body and all, on a new connection (RFC 9112 §9.3.1): a
+    pooled connection may have been closed by the origin's keep-alive timeout just as
+    we reused it.  Anything else is not retried.
     """
 
     def __init__(self, base_url: str, *, timeout: float, pool_size: int = 256) -> None:
         self._base = base_url.rstrip("/")
+        self._seconds = timeout
         self._timeout = aiohttp.ClientTimeout(total=None, connect=timeout, sock_read=timeout)
         self._pool_size = pool_size
         self._sessions: dict[bool, aiohttp.ClientSession] = {}
@@ -133,13 +153,14 @@ class HttpOrigin:
         return session
 
     async def fetch(self, method: str, target: str, headers: Headers,
-                    body: AsyncIterator[bytes] | None) -> OriginResponse:
+                    body: Body | None) -> OriginResponse:
         url = URL(self._base + target, encoded=True)
-        request_headers = _str_headers(headers)
+        request_headers = [(name.decode("latin-1"), value.decode("latin-1"))
+                           for name, value in framed(headers, body)]
         try:
             response = await self._send(method, url, request_headers, body, fresh=False)
         except OriginConnectionLost:
-            if body is not None or method not in IDEMPOTENT:
+            if method not in IDEMPOTENT:
                 raise
             response = await self._send(method, url, request_headers, body, fresh=True)
         return OriginResponse(
@@ -150,13 +171,18 @@ class HttpOrigin:
         )
 
     async def _send(self, method: str, url: URL, headers: list[tuple[str, str]],
-                    body: AsyncIterator[bytes] | None, *,
-                    fresh: bool) -> aiohttp.ClientResponse:
+                    body: Body | None, *, fresh: bool) -> aiohttp.ClientResponse:
+        pace = _Pace(self._seconds)
         try:
-            return await self._session(fresh=fresh).request(
-                method, url, headers=headers, data=body, allow_redirects=False,
-                compress=None, auto_decompress=False,
-            )
+            async with asyncio.timeout(None) as pace.deadline:
+                try:
+                    return await self._session(fresh=fresh).request(
+                        method, url, headers=headers,
+                        data=pace.paced(body) if body is not None and body.size else None,
+                        allow_redirects=False, compress=None, auto_decompress=False,
+                    )
+                finally:
+                    pace.deadline = None
         except TimeoutError as error:
             raise OriginTimeout(f"origin {self._base} did not answer in time") from error
         except aiohttp.ClientResponseError as error:  # the status line or a header did not parse
@@ -181,8 +207,40 @@ def _one_line(message: str) -> str:
     return " ".join(line.strip() for line in message.splitlines() if line.strip(" ^"))
 
 
-def _str_headers(headers: Sequence[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
-    return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in headers]
+def framed(headers: Sequence[tuple[bytes, bytes]], body: Body | None) -> Headers:
+    """``headers`` as an origin gets them: without the caller's framing fields, with
+    ``body``'s length when there is a body (every origin client frames through this)."""
+    sent = [(name, value) for name, value in headers if name.lower() not in FRAMING]
+    if body is not None:
+        sent.append((b"content-length", b"%d" % body.size))
+    return sent
+
+
+class _Pace:
+    """Bounds how long a request body may make no progress into the connection.
+
+    aiohttp starts its read timeout only once the body is written, so an origin that
+    does not read the body would otherwise hold the request forever.  Each time aiohttp
+    asks for the next piece, the previous one has been written: the deadline moves
+    ``seconds`` on; once the body is written, aiohttp's read timeout takes over.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+        self.deadline: asyncio.Timeout | None = None
+        """The sending's deadline, while the request is being sent."""
+
+    def _extend(self, seconds: float | None) -> None:
+        if self.deadline is not None:
+            loop = asyncio.get_running_loop()
+            self.deadline.reschedule(None if seconds is None else loop.time() + seconds)
+
+    async def paced(self, body: Body) -> AsyncIterator[bytes]:
+        self._extend(self._seconds)
+        async for piece in body.chunks():
+            yield piece
+            self._extend(self._seconds)
+        self._extend(None)
 
 
 async def _read_body(response: aiohttp.ClientResponse, base: str) -> AsyncIterator[bytes]:

@@ -15,14 +15,13 @@ Invariants: decisions are :mod:`stoker.jobs.breaker`'s (pure, tested there);
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Final
 
 from stoker.clock import Clock
 from stoker.jobs import breaker
 from stoker.jobs.breaker import BreakerState
 from stoker.proxy.access_log import origin_wait
-from stoker.proxy.origin import Headers, OriginClient, OriginError, OriginResponse
+from stoker.proxy.origin import Body, Headers, OriginClient, OriginError, OriginResponse
 
 THRESHOLD: Final = 5
 COOLDOWN: Final = 5.0
@@ -78,7 +77,7 @@ class MonitoredOrigin:
         self._clock = clock
 
     async def fetch(self, method: str, target: str, headers: Headers,
-                    body: AsyncIterator[bytes] | None) -> OriginResponse:
+                    body: Body | None) -> OriginResponse:
         request_id = self.health.begin()
         started = self._clock.monotonic()
         try:

@@ -73,15 +73,23 @@ from stoker.http.conditional import not_modified_headers, should_answer_not_modi
 from stoker.http.encoding import IDENTITY, choose_encoding
 from stoker.http.forwarded import TrustedProxies
 from stoker.http.headers import get_header, get_joined, without
-from stoker.http.keys import normalise_host, primary_key, select_variant, variant_of
+from stoker.http.keys import (
+    cache_target,
+    normalise_host,
+    primary_key,
+    select_variant,
+    variant_of,
+)
 from stoker.http.policy import shareable_with_authorization
 from stoker.http.ranges import FULL, RangeDecision, decide_range
+from stoker.proxy.client_feed import relay
 from stoker.proxy.codings import Codings, wants_coding
 from stoker.proxy.fetch import SERVE_KINDS, Fetch, Fetcher, Outcome
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
 from stoker.proxy.origin_health import OriginHealth
 from stoker.proxy.request import BadRequest, RequestInfo, parse_request
+from stoker.proxy.request_body import ClientGone, RequestBody, discard_body, read_body
 from stoker.proxy.respond import ClientSink, error_response
 from stoker.rules import (
     Rule,
@@ -115,6 +123,8 @@ class PipelineConfig:
     memory: MemoryBudget = field(
         default_factory=lambda: share_memory(Settings.l1_max_bytes))
     """Sizes of the per-URL tables: the fast path's key memo, the hit counter."""
+    client_body_timeout: float = Settings.client_body_timeout
+    client_max_body_size: int = Settings.client_max_body_size
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,21 +186,34 @@ class Pipeline:
         try:
             request = parse_request(scope, self.config.default_host, self.config.trusted)
         except BadRequest as error:
-            extra = [(b"cache-status", cache_status(hit=False, detail="bad-request",
-                                                    name=self._name))]
-            if str(scope.get("http_version", "1.1")).startswith("1"):
-                extra.append((b"connection", b"close"))  # read nothing more (HTTP/1 only)
-            headers, body = error_response(error.status, str(error), extra)
-            await self.sink(send, head_only=False).whole(error.status, headers, body)
+            await self._refuse(scope, self.sink(send, head_only=False), error)
             return
         sink = self.sink(send, head_only=request.method == "HEAD")
         rule = match_rule(self.config.rules, request.host, request.path)
         try:
             await self._route(request, rule, receive, sink)
+        except BadRequest as error:  # its body could not be read: nothing was forwarded
+            log.info("refused %s %s: %s", request.method, request.url, error)
+            await self._refuse(scope, sink, error)
+        except ClientGone:
+            log.info("%s %s: the client went away during its request body; nothing "
+                     "was forwarded", request.method, request.url)
         except OriginError as error:  # broke off mid-body: the server drops the connection
             log.warning("response to %s truncated: %s", request.url, error)
             if not sink.started:
                 await self._fail(sink, 502, "uri-miss", str(error))
+
+    async def _refuse(self, scope: Message, sink: ClientSink, error: BadRequest) -> None:
+        """Answer a request Stoker will not forward with ``error``'s status; on HTTP/1
+        the connection closes after it (what is left of the request is never read)."""
+        if sink.started:
+            return
+        extra = [(b"cache-status", cache_status(hit=False, detail="bad-request",
+                                                name=self._name))]
+        if str(scope.get("http_version", "1.1")).startswith("1"):
+            extra.append((b"connection", b"close"))
+        headers, body = error_response(error.status, str(error), extra)
+        await sink.whole(error.status, headers, body)
 
     def sink(self, send: Send, *, head_only: bool) -> ClientSink:
         """A response channel that stamps ``Via`` and a fallback ``Cache-Status``."""
@@ -210,6 +233,9 @@ class Pipeline:
         if reason is not None:
             await self._forward(request, receive, sink, reason, invalidate=False)
             return
+        if request.declares_body:  # a cache fetch sends none: read it, so none is pending
+            await discard_body(receive, timeout=self.config.client_body_timeout,
+                               limit=self.config.client_max_body_size)
         await self._cacheable(request, rule, sink)
 
     def _bypass(self, request: RequestInfo, rule: Rule | None) -> str | None:
@@ -358,8 +384,10 @@ class Pipeline:
     async def _fetch(self, lookup: Lookup, entry: CacheEntry | None, fwd: str,
                      sink: ClientSink | None, flight: Flight | None) -> Outcome:
         request, rule = lookup.request, lookup.rule
+        target = cache_target(request.path, request.query, rule.ignore_query if rule else ())
         outcome = await self.fetcher.run(Fetch(
-            request=request, primary_key=lookup.primary, rule_ttl=rule.ttl if rule else None,
+            request=request, primary_key=lookup.primary, target=target,
+            rule_ttl=rule.ttl if rule else None,
             cookie=self._origin_cookie(request, rule), stale=entry, sink=sink, fwd=fwd,
             flight=flight, varying=lookup.varying, siblings=lookup.siblings,
             personal=lookup.personal))
@@ -487,11 +515,23 @@ class Pipeline:
 
     async def _forward(self, request: RequestInfo, receive: Receive, sink: ClientSink,
                        fwd: str, *, invalidate: bool) -> None:
+        body = await read_body(receive, timeout=self.config.client_body_timeout,
+                               limit=self.config.client_max_body_size,
+                               directory=self.bodies.directory) if (
+            request.declares_body) else None
+        try:
+            await self._forward_whole(request, body, sink, fwd, invalidate=invalidate)
+        finally:
+            if body is not None:
+                body.close()
+
+    async def _forward_whole(self, request: RequestInfo, body: RequestBody | None,
+                             sink: ClientSink, fwd: str, *, invalidate: bool) -> None:
+        """:meth:`_forward` once the request's body (if any) has arrived whole."""
         self.stats["bypass"] += 1
         config = self.fetcher.config
         headers = origin_request_headers(request, via=config.via, origin_host=config.origin_host,
                                          for_cache=False)
-        body = _request_body(receive) if _has_body(request) else None
         try:
             response = await self.origin.fetch(request.method, request.target, headers, body)
         except OriginError as error:
@@ -503,7 +543,7 @@ class Pipeline:
                 await self._invalidate_after_unsafe(request, response.headers)
             out = client_response_headers(response.headers, config.hidden_headers)
             out.append(self.fetcher.status_header(fwd, response.status))
-            await sink.stream(response.status, out, response.chunks)
+            await relay(sink, response.status, out, response, self.bodies.directory)
         finally:
             await response.close()
 
@@ -579,22 +619,3 @@ def _text(value: bytes | None) -> str | None:
 
 def _has_conditional(headers: list[tuple[bytes, bytes]]) -> bool:
     return any(name in CONDITIONALS for name, _ in headers)
-
-
-def _has_body(request: RequestInfo) -> bool:
-    length = get_header(request.headers, b"content-length")
-    if length is not None:
-        return length.strip() not in (b"", b"0")
-    return get_header(request.headers, b"transfer-encoding") is not None
-
-
-async def _request_body(receive: Receive) -> AsyncIterator[bytes]:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return
-        chunk = message.get("body", b"")
-        if chunk:
-            yield chunk
-        if not message.get("more_body", False):
-            return

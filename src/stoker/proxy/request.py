@@ -4,9 +4,15 @@ Pure.  Invariants: a :class:`RequestInfo` is only built for a request whose
 target and Host are well-formed — exactly one Host, and an HTTP/1.1 request
 without one is refused (RFC 9112 §3.2; HTTP/1.0 and HTTP/2 requests without a
 Host use the default host; an absolute-form target's authority replaces the
-Host, RFC 9112 §3.2.2), and never both ``Content-Length`` and
-``Transfer-Encoding`` (RFC 9112 §6.3); anything else raises :class:`BadRequest`,
+Host, RFC 9112 §3.2.2), never both ``Content-Length`` and
+``Transfer-Encoding`` (RFC 9112 §6.3), no ``Transfer-Encoding`` on HTTP/1.0
+(RFC 9112 §6.1), at most :data:`MAX_HEADERS` field lines of at most
+:data:`MAX_HEADER_BYTES` in all (else 431); anything else raises :class:`BadRequest`,
 which the pipeline answers with 400 (a malformed request never crashes it).
+``host`` is lower-cased without the scheme's default port, as the key has it.
+``headers`` are the request as it is forwarded: without the fields its
+``Connection`` header names (RFC 9110 §7.6.1; Host excepted), so everything read from
+them (Vary selection, cookies, credentials) is what the origin sees.
 ``scheme`` and ``client`` are what the visitor used and is: taken from the
 forwarding headers only when the TCP peer is a trusted proxy
 (:mod:`stoker.http.forwarded`); ``peer`` is always the TCP peer.
@@ -25,8 +31,8 @@ from stoker.http.forwarded import (
     forwarded_client,
     forwarded_scheme,
 )
-from stoker.http.headers import get_all, get_header
-from stoker.http.keys import url_from_parts
+from stoker.http.headers import connection_tokens, get_all, get_header
+from stoker.http.keys import normalise_host, url_from_parts
 
 _HOST = re.compile(r"^(?:[A-Za-z0-9.\-_~]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$")
 _FORBIDDEN_PATH = re.compile(r"[\x00-\x20\x7f]")
@@ -36,6 +42,8 @@ _ABSOLUTE_FORM = re.compile(r"^https?://([^/?#]*)(.*)$", re.IGNORECASE)
 MAX_HEADER_BYTES = 64 * 1024
 """Largest header section proxied (names and values): servers differ (granian passes
 200 KB on), so the pipeline holds the line itself (nginx: 32 KB, Varnish: 32 KB)."""
+MAX_HEADERS = 100
+"""Most header field lines proxied (Apache's ``LimitRequestFields``; Varnish: 64)."""
 
 
 class BadRequest(ValueError):
@@ -66,6 +74,9 @@ class RequestInfo:
     """A warm visit (the scope carries :data:`WARM_SCOPE_KEY`), not a visitor's request."""
     looked_up: tuple[str, Any] | None = None
     """``(primary key, entries)`` the fast path already read from L2 for this request."""
+    declares_body: bool = False
+    """The request's framing announces a body (``Content-Length`` above 0, or
+    ``Transfer-Encoding``)."""
 
     @property
     def target(self) -> str:
@@ -131,39 +142,74 @@ def request_path(scope: Mapping[str, Any]) -> str:
     return request_target(scope)[1]
 
 
+def check_header_limits(headers: list[tuple[bytes, bytes]]) -> None:
+    """Raise :class:`HeadersTooLarge` beyond :data:`MAX_HEADERS` lines or
+    :data:`MAX_HEADER_BYTES` bytes."""
+    if len(headers) > MAX_HEADERS:
+        raise HeadersTooLarge(f"the request has more than {MAX_HEADERS} header fields")
+    if sum(len(name) + len(value) for name, value in headers) > MAX_HEADER_BYTES:
+        raise HeadersTooLarge(f"the request's headers exceed {MAX_HEADER_BYTES} bytes")
+
+
+def declares_body(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether the framing announces a body: ``Transfer-Encoding``, or a
+    ``Content-Length`` other than 0."""
+    length = get_header(headers, b"content-length")
+    if length is not None:
+        return length.strip() not in (b"", b"0")
+    return get_header(headers, b"transfer-encoding") is not None
+
+
+def as_forwarded(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """``headers`` without the fields ``Connection`` names (RFC 9110 §7.6.1), Host and
+    the framing the server has already read the body by excepted."""
+    named = connection_tokens(headers) - _KEPT_WHEN_NAMED
+    if not named:
+        return headers
+    return [(name, value) for name, value in headers if name.lower() not in named]
+
+
+_KEPT_WHEN_NAMED = frozenset({b"host", b"content-length", b"transfer-encoding", b"connection"})
+
+
 def parse_request(scope: Mapping[str, Any], default_host: str,
                   trusted: TrustedProxies = NO_PROXIES) -> RequestInfo:
     """Build a :class:`RequestInfo` from an ASGI HTTP scope or raise :class:`BadRequest`."""
     headers: list[tuple[bytes, bytes]] = list(scope.get("headers") or ())
-    if sum(len(name) + len(value) for name, value in headers) > MAX_HEADER_BYTES:
-        raise HeadersTooLarge(f"the request's headers exceed {MAX_HEADER_BYTES} bytes")
+    check_header_limits(headers)
     authority, path = request_target(scope)
     if not path.startswith("/") or _FORBIDDEN_PATH.search(path):
         raise BadRequest("the request target must be an absolute path")
-    if get_header(headers, b"transfer-encoding") is not None and get_header(
-            headers, b"content-length") is not None:  # RFC 9112 §6.3: a smuggling shape
-        raise BadRequest("the request has both Content-Length and Transfer-Encoding")
+    chunked = get_header(headers, b"transfer-encoding") is not None
+    if chunked and get_header(headers, b"content-length") is not None:
+        raise BadRequest("the request has both Content-Length and Transfer-Encoding")  # §6.3
+    version = str(scope.get("http_version", "1.1"))
+    if chunked and version == "1.0":  # RFC 9112 §6.1: its framing is faulty
+        raise BadRequest("an HTTP/1.0 request cannot use Transfer-Encoding")
     hosts = get_all(headers, b"host")
     if len(hosts) > 1:
         raise BadRequest("the request has more than one Host header")
     host = hosts[0].decode("latin-1").strip() if hosts else ""
     if not host:  # granian reports a missing Host as an empty one
-        if str(scope.get("http_version", "1.1")) == "1.1":
+        if version == "1.1":
             raise BadRequest("an HTTP/1.1 request needs a Host header")  # RFC 9112 §3.2
         host = default_host
     if authority is not None:  # RFC 9112 §3.2.2: the target's authority, not Host
         host = authority
     if not _HOST.match(host):
         raise BadRequest("the Host header is malformed")
+    scheme = request_scheme(scope, headers, trusted)
+    forwarded = as_forwarded(headers)
     return RequestInfo(
         method=str(scope.get("method", "GET")).upper(),
-        scheme=request_scheme(scope, headers, trusted),
-        host=host.lower(),
+        scheme=scheme,
+        host=normalise_host(scheme, host),
         path=path,
         query=(scope.get("query_string") or b"").decode("latin-1"),
-        headers=headers,
-        client=request_client(scope, headers, trusted),
+        headers=forwarded,
+        client=request_client(scope, headers, trusted),  # forwarding fields are ours to read
         peer=peer_of(scope),
         warm=bool(scope.get(WARM_SCOPE_KEY)),
         looked_up=scope.get(LOOKED_UP_SCOPE_KEY),
+        declares_body=declares_body(headers),
     )

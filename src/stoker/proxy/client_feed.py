@@ -1,0 +1,232 @@
+"""An origin's response body carried to the client at the client's pace, while the origin
+is read at its own (nginx's proxy buffering).
+
+An origin request holds one of ``origin_max_concurrency``'s slots until its body has been
+read, so a client that reads slowly (or not at all) must not set the pace of that read:
+the body goes into a :class:`ResponseBuffer` — memory up to :data:`MEMORY` bytes, then an
+unnamed temporary file up to :data:`FILE_LIMIT` — from which a :class:`ClientFeed`, a task
+of its own, sends it to the client.  The origin is done (and its slot free) when its body
+has been read, however long the client takes.
+
+Invariants:
+- The client gets the bytes in the order the origin sent them, each once, after the
+  response head; the head is sent from the feed's task too, so a client not reading
+  cannot stall the reader of the origin even there.
+- :meth:`ClientFeed.put` waits only while the buffer holds :data:`MEMORY` bytes in memory
+  and :data:`FILE_LIMIT` in its file: past that, the origin is read at the client's pace
+  (as nginx does past ``proxy_max_temp_file_size``), and so it is after the file failed
+  to take a write (logged; the client still gets every byte).
+- The response's end is sent only after :meth:`ClientFeed.end`, and with ``hold_last``
+  the body's last piece goes with it: a caller that stores the body before ending the
+  feed has it stored before the client has all of it (so the client's next request is
+  a hit).  Without ``hold_last`` every piece is sent as soon as the client takes it.
+- A client gone away is never waited for: the buffer then drops what it is given, and
+  :attr:`ClientFeed.gone` tells a caller with nobody else to read for to stop.
+- After :meth:`ClientFeed.fail` (the origin broke off), the client's response is never
+  ended: :meth:`ClientFeed.finished` raises the error, so the server drops the connection
+  and a truncated body is never passed off as whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+
+from stoker.proxy.origin import OriginError, OriginResponse
+from stoker.proxy.respond import ClientSink
+from stoker.proxy.transit_file import TransitFile
+
+log = logging.getLogger("stoker.proxy")
+
+MEMORY = 64 * 1024
+"""Bytes of a response held in memory for its client before the rest goes to a file."""
+FILE_LIMIT = 1024 * 1024 * 1024
+"""Most bytes of a response waiting in a file for its client (nginx's
+``proxy_max_temp_file_size`` default)."""
+CHUNK = 64 * 1024
+"""Bytes read from the file per piece sent."""
+
+
+class ResponseBuffer:
+    """A pipe from one writer (the origin's reader) to one reader (the client's feed).
+
+    Pieces go to memory while the file holds nothing unread and memory has room (or is
+    empty), else to the end of the file; the reader takes memory first, then the file,
+    so every piece in memory precedes every piece in the file and order is kept.  Once the
+    reader has caught up with the file, it is written again from its start.
+    """
+
+    def __init__(self, directory: Path, *, memory: int = MEMORY,
+                 file_limit: int = FILE_LIMIT) -> None:
+        self._directory = directory
+        self._memory_limit = memory
+        self._file_limit = file_limit
+        self._memory: deque[bytes] = deque()
+        self._memory_bytes = 0
+        self._file: TransitFile | None = None
+        self._written = 0
+        self._read = 0
+        self._ended = False
+        self._error: BaseException | None = None
+        self._dropping = False
+        self._readable = asyncio.Event()
+        self._writable = asyncio.Event()
+
+    async def put(self, piece: bytes) -> None:
+        """Add ``piece``; waits only while memory and file are both full."""
+        while not self._dropping and piece:
+            if self._file is not None and self._read == self._written:
+                self._read = self._written = 0  # caught up: the file starts over
+            if self._written == 0 and (not self._memory or
+                                       self._memory_bytes + len(piece) <= self._memory_limit):
+                self._memory.append(piece)
+                self._memory_bytes += len(piece)
+                self._readable.set()
+                return
+            if self._written + len(piece) <= self._file_limit:
+                try:
+                    await self._append_to_file(piece)
+                    return
+                except OSError as error:
+                    if not self._dropping:
+                        log.warning("a response body could not wait for its client on disk "
+                                    "(%s): the rest is read at the client's pace", error)
+                        self._file_limit = 0
+                    continue
+            self._writable.clear()
+            await self._writable.wait()
+
+    async def _append_to_file(self, piece: bytes) -> None:
+        if self._file is None:
+            self._file = await TransitFile.create(self._directory)
+        await self._file.write_at(self._written, (piece,))
+        self._written += len(piece)
+        self._readable.set()
+
+    def end(self, error: BaseException | None = None) -> None:
+        """No more pieces; the reader gets ``error`` after the last one, if given."""
+        self._ended = True
+        self._error = error
+        self._readable.set()
+
+    async def get(self) -> bytes | None:
+        """The next piece, ``None`` after the last; raises the error :meth:`end` gave."""
+        while True:
+            if self._memory:
+                piece = self._memory.popleft()
+                self._memory_bytes -= len(piece)
+                self._writable.set()
+                return piece
+            if self._file is not None and self._read < self._written:
+                piece = await self._file.read_at(self._read,
+                                                 min(CHUNK, self._written - self._read))
+                self._read += len(piece)
+                self._writable.set()
+                return piece
+            if self._ended:
+                if self._error is not None:
+                    raise self._error
+                return None
+            self._readable.clear()
+            await self._readable.wait()
+
+    def drop(self) -> None:
+        """Nobody reads any more: forget what is held and drop what comes."""
+        self._dropping = True
+        self._memory.clear()
+        self._memory_bytes = 0
+        self._writable.set()
+        self.close()
+
+    def close(self) -> None:
+        """Remove the file (safe to call twice)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            self._read = self._written = 0
+
+
+class ClientFeed:
+    """Sends one response to its client from a :class:`ResponseBuffer`, in a task."""
+
+    def __init__(self, sink: ClientSink, status: int, headers: Sequence[tuple[bytes, bytes]],
+                 directory: Path, *, hold_last: bool = False) -> None:
+        self._sink = sink
+        self._buffer = ResponseBuffer(directory)
+        self._hold_last = hold_last
+        self._task = asyncio.create_task(self._send(status, headers))
+
+    @property
+    def gone(self) -> bool:
+        """The client went away: what is put is dropped."""
+        return self._sink.gone
+
+    async def put(self, piece: bytes) -> None:
+        """Queue ``piece`` for the client (see the module invariants)."""
+        await self._buffer.put(piece)
+
+    def end(self) -> None:
+        """The body is whole: the client's response ends after its last piece."""
+        self._buffer.end()
+
+    def fail(self, error: BaseException) -> None:
+        """The body broke off with ``error``: the client's response is left unended."""
+        self._buffer.end(error)
+
+    async def finished(self) -> None:
+        """Wait until the client has been sent everything; raise the error of :meth:`fail`."""
+        try:
+            await self._task
+        finally:
+            self._buffer.close()
+
+    def cancel(self) -> None:
+        """Stop sending now (the caller gave up); nothing more reaches the client."""
+        self._task.cancel()
+        self._buffer.drop()
+
+    async def _send(self, status: int, headers: Sequence[tuple[bytes, bytes]]) -> None:
+        sink = self._sink
+        try:
+            await sink.start(status, headers)
+            held = b""  # with hold_last, the last piece goes out with the end
+            while (piece := await self._buffer.get()) is not None:
+                if sink.gone:
+                    return
+                if self._hold_last:
+                    piece, held = held, piece
+                await sink.chunk(piece)
+            await sink.end(held)
+        except OSError as error:  # the file failed a read: the response cannot be whole
+            raise OriginError(f"a response body could not be read back from disk: "
+                              f"{error}") from error
+        finally:
+            if sink.gone:
+                self._buffer.drop()
+
+
+async def relay(sink: ClientSink, status: int, headers: Sequence[tuple[bytes, bytes]],
+                response: OriginResponse, directory: Path) -> None:
+    """Pass ``response`` through to ``sink``: its body read at the origin's pace into a
+    :class:`ClientFeed`, the response closed (its origin slot free) once the body has
+    ended, and only then the client waited for.  The origin's body stops being read
+    when the client has gone; an origin breaking off is raised once the client has had
+    what came before."""
+    feed = ClientFeed(sink, status, headers, directory)
+    try:
+        try:
+            async for piece in response.chunks:
+                await feed.put(piece)
+                if feed.gone:
+                    break
+        except OriginError as error:
+            feed.fail(error)
+        else:
+            feed.end()
+        await response.close()
+        await feed.finished()
+    finally:
+        feed.cancel()
