@@ -9,10 +9,10 @@ one loopback hop; HTTP/1.1 clients keep the front's hits.
 Invariants:
 - The app behind the relay sees the relayed client's address and the public listener's
   address, never the loopback hop's: each relayed connection registers the loopback
-  port it connects from (:class:`Peers`) before it sends a byte, and unregisters it when
-  it closes.  A request on a connection the relay did not make (anything else that
-  reaches the loopback port) gets ``403`` and never reaches the app, so a local process
-  cannot pose as a trusted loopback peer.
+  address and port it connects from (:class:`Peers`) before it sends a byte, and
+  unregisters them when it closes.  A request on a connection the relay did not make
+  (anything else that reaches the loopback port) gets ``403`` and never reaches the
+  app, so a local process cannot pose as a trusted loopback peer.
 - Bytes are relayed in order.  Flow control holds both ways: while one side's
   transport has more buffered for writing than its high-water mark, the other side is
   not read.  Bytes that arrive before the loopback connection is up are held, and the
@@ -48,18 +48,21 @@ def starts_http2(data: bytes) -> bool | None:
 
 @dataclass
 class Peers:
-    """The real ends of the relayed connections, by the loopback port each connects from."""
+    """The real ends of the relayed connections, by the loopback address and port each
+    connects from (the port alone would let a process connecting from another loopback
+    address, ``127.0.0.2`` with the same port, pose as a relayed client)."""
 
-    _by_port: dict[int, tuple[Address | None, Address | None]] = field(default_factory=dict)
+    _by_source: dict[Address, tuple[Address | None, Address | None]] = field(
+        default_factory=dict)
 
-    def add(self, port: int, client: Address | None, server: Address | None) -> None:
-        self._by_port[port] = (client, server)
+    def add(self, source: Address, client: Address | None, server: Address | None) -> None:
+        self._by_source[source] = (client, server)
 
-    def discard(self, port: int) -> None:
-        self._by_port.pop(port, None)
+    def discard(self, source: Address) -> None:
+        self._by_source.pop(source, None)
 
     def __len__(self) -> int:
-        return len(self._by_port)
+        return len(self._by_source)
 
     def wrap(self, app: ASGIApp) -> ASGIApp:
         """``app`` as the relay listener serves it: each request's ``client`` and ``server``
@@ -70,7 +73,8 @@ class Peers:
                 await app(scope, receive, send)
                 return
             client = scope.get("client")
-            ends = self._by_port.get(int(client[1])) if client else None  # granian: a str
+            ends = self._by_source.get((str(client[0]), int(client[1]))) if (  # port: a str
+                client) else None
             if ends is None:
                 await _refuse(scope, send)
                 return
@@ -113,7 +117,7 @@ class Relay:
         self._target = target
         self._held = [first]
         self._upstream: asyncio.Transport | None = None
-        self._port: int | None = None
+        self._source: Address | None = None
         self._closed = False
         client.pause_reading()
         self._connecting = asyncio.get_running_loop().create_task(self._connect())
@@ -131,8 +135,10 @@ class Relay:
         if self._closed:
             transport.close()
             return
-        self._port = transport.get_extra_info("sockname")[1]
-        self._target.peers.add(self._port, _address(self._client.get_extra_info("peername")),
+        self._source = _address(transport.get_extra_info("sockname"))
+        assert self._source is not None
+        self._target.peers.add(self._source,
+                               _address(self._client.get_extra_info("peername")),
                                _address(self._client.get_extra_info("sockname")))
         self._upstream = transport
         transport.writelines(self._held)
@@ -171,8 +177,8 @@ class Relay:
         if self._closed:
             return
         self._closed = True
-        if self._port is not None:
-            self._target.peers.discard(self._port)
+        if self._source is not None:
+            self._target.peers.discard(self._source)
         if self._upstream is not None:
             self._upstream.close()
         self._client.close()

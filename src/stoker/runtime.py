@@ -1,15 +1,18 @@
 """Assembly: turn :class:`Settings` into a running pipeline with its stores.
 
 Invariants: :meth:`Stoker.open` either returns a ready instance or raises
-(with nothing left open).  :meth:`Stoker.close` first flushes the queued L2
-writes (what clients were already answered with), then drains background
-revalidations, compressions and reclaims, flushes what they wrote, and closes the cache
-store, the audit log and the origin.  The flushes and drains share ONE
-budget of ``shutdown_timeout`` seconds on the injected clock; a step still
-running when it is spent is cancelled and logged with what it abandoned, so
-``close`` returns (an abandoned reclaim resumes at the next start; abandoned
-L2 writes are lost from L2 only).  Only an L2 statement stuck inside SQLite
-itself can delay closing the store beyond that.  The pipeline
+(with nothing left open).  A shutdown has ONE budget of ``shutdown_timeout``
+seconds on the injected clock, started by :meth:`Stoker.begin_shutdown` (when
+the servers are told to stop: the flush of the queued L2 writes, what clients
+were already answered with, starts then, while the servers finish their
+requests within the same budget) or else by :meth:`Stoker.close`.  ``close``
+awaits that flush, then drains background revalidations, compressions and
+reclaims, flushes what they wrote, and closes the cache store, the audit log and
+the origin; a step still running when the budget is spent is cancelled and
+logged with what it abandoned, so ``close`` returns (an abandoned reclaim resumes
+at the next start; abandoned L2 writes are lost from L2 only).  Only an L2
+statement stuck inside SQLite itself can delay closing the store beyond that.
+The pipeline
 starts at the persisted cache version (:mod:`stoker.cache.version_file`); an
 unfinished reclaim resumes.
 """
@@ -81,6 +84,8 @@ class Stoker:
     purger: Purger
     audit: AuditTrail
     _maintenance: asyncio.Task[None] | None = field(default=None)
+    _shutdown: ShutdownBudget | None = field(default=None)
+    _first_flush: asyncio.Future[None] | None = field(default=None)
 
     @property
     def events(self) -> PurgeEvents:
@@ -158,14 +163,23 @@ class Stoker:
             except Exception:
                 log.exception("L2 eviction failed; will retry")
 
+    def begin_shutdown(self) -> ShutdownBudget:
+        """The shutdown's budget, started now if it was not (see the module invariants);
+        the queued L2 writes begin to be flushed at once."""
+        if self._shutdown is None:
+            self._shutdown = ShutdownBudget(self.clock, self.settings.shutdown_timeout)
+            self._first_flush = asyncio.ensure_future(self.store.flush())
+        return self._shutdown
+
     async def close(self) -> None:
         """Flush, drain and close everything within ``shutdown_timeout`` (see module invariants)."""
+        budget = self.begin_shutdown()
+        assert self._first_flush is not None
         if self._maintenance is not None:
             self._maintenance.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._maintenance
-        budget = ShutdownBudget(self.clock, self.settings.shutdown_timeout)
-        await budget.run("flushing queued L2 writes", self.store.flush(), self._unwritten)
+        await budget.run("flushing queued L2 writes", self._first_flush, self._unwritten)
         await budget.run("draining background revalidations and compressions",
                          self.pipeline.drain(),
                          lambda: f"{self.pipeline.pending()} background revalidations and "
@@ -190,6 +204,10 @@ class ShutdownBudget:
         self._clock = clock
         self._seconds = seconds
         self._end = clock.monotonic() + seconds
+
+    def left(self) -> float:
+        """Seconds until the deadline (0 once it has passed)."""
+        return max(0.0, self._end - self._clock.monotonic())
 
     async def run(self, step: str, work: Awaitable[None],
                   left: Callable[[], str] | None = None) -> None:

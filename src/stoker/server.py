@@ -18,14 +18,16 @@ import asyncio
 import contextlib
 import errno
 import logging
+import resource
 import signal
 import socket
 from collections.abc import Collection, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from stoker.asgi import ASGIApp
+from stoker.connection_reaper import ConnectionReaper
 from stoker.heap import HeapKeeper, freeze_heap
 from stoker.settings import SettingsError
 
@@ -33,9 +35,41 @@ log = logging.getLogger("stoker.server")
 
 
 class _Server(Protocol):
+    granian_ports: tuple[int, ...]
+    """The ports of this server's granian listeners (their silent connections are reaped)."""
+
     async def serve(self) -> None: ...
 
     def stop(self) -> None: ...
+
+
+BACKLOG = 2048
+SILENCE = 65.0
+"""Seconds without a byte either way after which a connection to a granian listener is
+closed (:mod:`stoker.connection_reaper`), unless told otherwise: beyond every pause
+Stoker's defaults allow (``client_body_timeout`` 60 s, ``origin_timeout`` 30 s)."""
+REAP_EVERY = 5.0
+
+
+def silence_for(*pauses: float) -> float:
+    """The silence after which a connection is closed, given the longest pauses a live
+    one may make (and never below the front's :data:`~stoker.http1_front.HEAD_TIMEOUT`)."""
+    from stoker.http1_front import HEAD_TIMEOUT
+
+    return max(HEAD_TIMEOUT, *pauses) + REAP_EVERY
+
+
+def open_file_limit() -> int:
+    """The process's limit on open files, raised to the hard limit first (as nginx's
+    ``worker_rlimit_nofile``): every connection is a file."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        hard = max(soft, 1 << 20)
+    if soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+    return soft
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -78,16 +112,22 @@ class Tls:
 
 
 class _Granian:
+    """granian on one listener.  Its cap on concurrent connections is raised to what the
+    process may open (by default it is the backlog, 2,048, which silent connections
+    filled); silent connections are closed by a :class:`ConnectionReaper` on ``port``."""
+
     def __init__(self, app: ASGIApp, address: str, tls: Tls | None, *,
                  http2_only: bool = False) -> None:
         from granian.constants import HTTPModes, Interfaces
         from granian.server.embed import Server
 
         host, port = split_address(address)
+        self.granian_ports: tuple[int, ...] = (port,)
         # HTTP/1.1 and HTTP/2 (h2c with prior knowledge; ALPN under TLS)
         self._server = Server(app, address=host, port=port, interface=Interfaces.ASGINL,
                               http=HTTPModes.http2 if http2_only else HTTPModes.auto,
-                              log_enabled=False, backlog=2048,
+                              log_enabled=False, backlog=BACKLOG,
+                              backpressure=max(BACKLOG, open_file_limit()),
                               ssl_cert=tls.cert if tls else None,
                               ssl_key=tls.key if tls else None)
 
@@ -100,7 +140,8 @@ class _Granian:
 
 class _Uvicorn:
     def __init__(self, app: ASGIApp, address: str, tls: Tls | None, *,
-                 protocol: type[asyncio.Protocol] | None = None) -> None:
+                 protocol: type[asyncio.Protocol] | None = None,
+                 grace: float | None = None) -> None:
         import uvicorn
 
         from stoker.http1_front import Http1Protocol
@@ -120,9 +161,12 @@ class _Uvicorn:
                                 log_level="warning", backlog=2048, proxy_headers=False,
                                 server_header=not proxy, date_header=not proxy,
                                 http=protocol or Http1Protocol,
+                                # typed int by uvicorn; it is a wait_for timeout: any number
+                                timeout_graceful_shutdown=cast("int | None", grace),
                                 ssl_certfile=str(tls.cert) if tls else None,
                                 ssl_keyfile=str(tls.key) if tls else None)
         self._server = Server(config)
+        self.granian_ports: tuple[int, ...] = ()
 
     async def serve(self) -> None:
         await self._server.serve()
@@ -140,7 +184,8 @@ class _Front:
     and is none of ``avoid`` (the other listeners' ports), so no listener of this
     process or another can be given it meanwhile."""
 
-    def __init__(self, app: ASGIApp, address: str, avoid: Collection[int] = ()) -> None:
+    def __init__(self, app: ASGIApp, address: str, avoid: Collection[int] = (),
+                 grace: float | None = None) -> None:
         from stoker.http1_front import front_protocol
         from stoker.http2_relay import Peers, RelayTarget
         from stoker.proxy.asgi_proxy import ProxyApp
@@ -151,7 +196,9 @@ class _Front:
         self._relay = _Granian(self.relay.peers.wrap(app), f"127.0.0.1:{self.relay.port}",
                                None, http2_only=True)
         protocol = front_protocol(self.relay, app.hot if isinstance(app, ProxyApp) else None)
-        self._front = _Uvicorn(app, address, None, protocol=protocol)
+        self._front = _Uvicorn(app, address, None, protocol=protocol, grace=grace)
+        self.granian_ports: tuple[int, ...] = (self.relay.port,)
+        """The relay listener: granian's, so its silent connections are reaped."""
 
     async def serve(self) -> None:
         relay = asyncio.create_task(self._relay.serve())
@@ -215,23 +262,27 @@ def _is_proxy(app: ASGIApp) -> bool:
 
 
 def make_server(kind: str, app: ASGIApp, address: str, tls: Tls | None = None,
-                avoid: Collection[int] = ()) -> _Server:
+                avoid: Collection[int] = (), grace: float | None = None) -> _Server:
     """A server of ``kind`` for ``app`` on ``address``: ``granian``, ``uvicorn``, or
     ``stoker`` (Stoker's HTTP/1.1 front relaying HTTP/2 to granian on a loopback port that
     is none of ``avoid``; on a TLS listener, granian itself, which negotiates HTTP/2 by
-    ALPN)."""
+    ALPN).  Once stopped, a server lets requests in flight finish for ``grace`` seconds
+    (default: as long as they take), then cancels them."""
     if kind == "granian" or (kind == "stoker" and tls is not None):
         return _Granian(app, address, tls)
     if kind == "stoker":
-        return _Front(app, address, avoid)
-    return _Uvicorn(app, address, tls)
+        return _Front(app, address, avoid, grace)
+    return _Uvicorn(app, address, tls, grace=grace)
 
 
 async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
                    stop: asyncio.Event | None = None,
-                   tls: Mapping[str, Tls] | None = None) -> None:
+                   tls: Mapping[str, Tls] | None = None, *, grace: float | None = None,
+                   silence: float = SILENCE) -> None:
     """Serve every ``(app, address)`` (with TLS where ``tls`` names the address) until
-    ``stop`` is set or a signal arrives."""
+    ``stop`` is set or a signal arrives; requests in flight then get ``grace`` seconds
+    (:func:`make_server`).  A connection to a granian listener without a byte either way
+    for ``silence`` seconds is closed."""
     for _, address in apps:
         ensure_free(address, "listen address")
     stop = stop or asyncio.Event()
@@ -240,14 +291,19 @@ async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, stop.set)
     ports = {split_address(address)[1] for _, address in apps}
-    servers = [make_server(kind, app, address, (tls or {}).get(address), ports)
+    servers = [make_server(kind, app, address, (tls or {}).get(address), ports, grace)
                for app, address in apps]
     tasks = [asyncio.create_task(server.serve()) for server in servers]
+    granian = [port for server in servers for port in server.granian_ports]
+    reaper = ConnectionReaper(granian, silence=silence, every=REAP_EVERY)
+    reaping = asyncio.create_task(reaper.run(stop)) if granian else None
     waiter = asyncio.create_task(stop.wait())
     await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
     for server in servers:
         server.stop()
     waiter.cancel()
+    if reaping is not None:
+        reaping.cancel()
     results = await asyncio.gather(*tasks, return_exceptions=True)
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):

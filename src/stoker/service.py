@@ -30,7 +30,7 @@ from stoker.clock import Clock
 from stoker.proxy.access_log import AccessLogApp, open_stream
 from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.runtime import Stoker
-from stoker.server import Tls, ensure_free, run_apps
+from stoker.server import Tls, ensure_free, run_apps, silence_for
 from stoker.settings import Settings, admin_url
 from stoker.warm.run import Run
 from stoker.warming import WarmService
@@ -72,8 +72,10 @@ async def run_service(settings: Settings, *, announce: Announce = print,
              f"{settings.warm_workers} warm workers)")
     tls = {settings.listen: Tls(settings.tls_cert, settings.tls_key)} if (
         settings.tls_cert and settings.tls_key) else None
-    await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(settings.server, apps,
-                                                                      stop, tls), alongside)
+    silence = silence_for(settings.origin_timeout, settings.client_body_timeout)
+    await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(
+        settings.server, apps, stop, tls, grace=settings.shutdown_timeout, silence=silence),
+        alongside)
 
 
 async def run_worker(settings: Settings, *, announce: Announce = print,
@@ -112,22 +114,32 @@ async def _run_with_warmer(stoker: Stoker, warm: WarmService, stop: asyncio.Even
                            alongside: Alongside | None = None) -> None:
     """Run ``serve``, the warmer and ``alongside`` until ``stop`` (or a signal); then
     close in order: ``alongside`` (cancelled), the warmer (its worker releases what it
-    holds, hit statistics are flushed), then the stores."""
+    holds, hit statistics are flushed), then the stores.  The shutdown's one budget
+    starts when ``stop`` is set (:meth:`Stoker.begin_shutdown`): the servers' requests,
+    the warm worker's visits and every closing step share it."""
     stop = stop or asyncio.Event()
     warming = asyncio.create_task(warm.run(stop))
     beside = asyncio.create_task(alongside(warm)) if alongside is not None else None
+    begin = asyncio.create_task(_begin_shutdown_on(stop, stoker))
     try:
         await serve(stop)
     finally:
         stop.set()
+        budget = stoker.begin_shutdown()
+        begin.cancel()
         if beside is not None:
             await _cancel(beside)
         try:
             await warming
         except Exception:
             log.exception("the warmer stopped with an error")
-        await warm.close()
+        await warm.close(budget.left())
         await stoker.close()
+
+
+async def _begin_shutdown_on(stop: asyncio.Event, stoker: Stoker) -> None:
+    await stop.wait()
+    stoker.begin_shutdown()
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:

@@ -153,17 +153,19 @@ class WarmService:
             worker = Worker(self.stores.queue, self.warmer.handle, self.stoker.clock,
                             WorkerConfig(queue=QUEUE, concurrency=settings.warm_workers,
                                          job_timeout=settings.origin_timeout
-                                         * (len(settings.warm_variants) + 1) + 30),
+                                         * (len(settings.warm_variants) + 1) + 30,
+                                         shutdown_grace=settings.shutdown_timeout),
                             owner=self.warmer.owner)
             tasks.append(worker.run(stop))
         await asyncio.gather(*tasks)
 
-    async def close(self) -> None:
+    async def close(self, timeout: float = RECORD_TIMEOUT) -> None:
         """Stop listening to purges, record the purged URLs still in memory (for at most
-        :data:`RECORD_TIMEOUT`), flush hit statistics, close the stores."""
+        ``timeout`` seconds, :data:`RECORD_TIMEOUT` at most), flush hit statistics, close
+        the stores."""
         if self._unsubscribe is not None:
             self._unsubscribe()
-        await self.warmer.rewarms.close(RECORD_TIMEOUT)
+        await self.warmer.rewarms.close(min(timeout, RECORD_TIMEOUT))
         try:
             await self.flush_stats()
         except Exception:

@@ -58,6 +58,15 @@ async def read_limited(request: Request, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
+def parse_json(body: bytes) -> Any:
+    """``body`` as JSON; ``ValueError`` for anything that is not JSON Stoker can read,
+    nesting too deep for the parser included (a ``RecursionError`` is no server error)."""
+    try:
+        return json.loads(body)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
 def describe_entry(entry: CacheEntry, now: float, in_l1: bool) -> dict[str, Any]:
     """One stored variant as the entry API shows it.  Pure."""
     return {
@@ -89,7 +98,7 @@ def api_routes(stoker: Stoker) -> list[Route]:
             await record(request, {"error": message}, None, "invalid")
             return error_response(413, "body", message)
         try:
-            data = json.loads(body)
+            data = parse_json(body)
             scope = parse_purge_request(data, default_host=settings.purge_default_host,
                                         allowed_hosts=settings.purge_hosts)
         except ValueError as error:  # JSONDecodeError and PurgeRequestError

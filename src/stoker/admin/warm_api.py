@@ -15,7 +15,6 @@ Invariants: a request that fails validation is answered 400 naming the
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -23,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from stoker.admin.api import MAX_BODY, actor_of, error_response, read_limited
+from stoker.admin.api import MAX_BODY, actor_of, error_response, parse_json, read_limited
 from stoker.proxy.purge import record_safely
 from stoker.warm.run import Run
 from stoker.warm.warmer import WarmBusy
@@ -89,7 +88,7 @@ def warm_routes(service: WarmService | None) -> list[Route]:
         try:
             if body is None:
                 raise ValueError(f"body: warm requests are limited to {MAX_BODY} bytes")
-            urls, replace = parse_warm_request(json.loads(body or b"{}"))
+            urls, replace = parse_warm_request(parse_json(body or b"{}"))
         except ValueError as error:
             message = str(error) if ":" in str(error) else f"body: not valid JSON ({error})"
             await record({"error": message}, "invalid")

@@ -32,8 +32,10 @@ from stoker.cache.entry import CacheEntry
 from stoker.proxy.codings import wants_coding
 from stoker.proxy.pipeline import Pipeline, served_coding, served_form
 from stoker.proxy.request import (
+    HTTP_VERSIONS,
     LOOKED_UP_SCOPE_KEY,
     MAX_HEADER_BYTES,
+    MAX_HEADERS,
     TARGET_SCOPE_KEY,
     BadRequest,
     parse_request,
@@ -43,9 +45,11 @@ from stoker.rules import match_rule
 
 MemoKey = tuple[str, str, bytes, bytes | str, bytes]
 
-# Any of these makes a request need the full pipeline (bypass, revalidation, 304s).
+# Any of these makes a request need the full pipeline (bypass, revalidation, 304s; a
+# Transfer-Encoding the pipeline may refuse, HTTP/1.0's).
 SLOW_HEADERS = frozenset({b"authorization", b"cookie", b"cache-control", b"pragma",
-                          b"if-none-match", b"if-modified-since", b"range", b"if-range"})
+                          b"if-none-match", b"if-modified-since", b"range", b"if-range",
+                          b"transfer-encoding"})
 FORWARDING_HEADERS = frozenset({b"x-forwarded-proto", b"forwarded"})
 
 
@@ -117,7 +121,8 @@ class HotPath:
 
     def key(self, scope: Message) -> str | None:
         """The primary key of a plain ``GET`` the fast path may answer, else ``None``."""
-        if scope["method"] != "GET" or TARGET_SCOPE_KEY in scope:  # absolute-form: pipeline
+        if scope["method"] != "GET" or TARGET_SCOPE_KEY in scope or (  # absolute-form
+                scope["http_version"] not in HTTP_VERSIONS):  # the pipeline refuses it
             return None
         host = b""
         forwarded = False
@@ -132,8 +137,8 @@ class HotPath:
                 host = value
             elif name in FORWARDING_HEADERS:
                 forwarded = True
-        if size > MAX_HEADER_BYTES:
-            return None  # the pipeline refuses it
+        if size > MAX_HEADER_BYTES or len(scope["headers"]) > MAX_HEADERS or not host:
+            return None  # the pipeline refuses it (or, for HTTP/1.0, gives the default host)
         scheme = request_scheme(scope, scope["headers"], self._pipeline.config.trusted) if (
             forwarded) else scope.get("scheme") or "http"
         return self._primary_key(scope, scheme, host)

@@ -5,7 +5,8 @@ target and Host are well-formed — exactly one Host, and an HTTP/1.1 request
 without one is refused (RFC 9112 §3.2; HTTP/1.0 and HTTP/2 requests without a
 Host use the default host; an absolute-form target's authority replaces the
 Host, RFC 9112 §3.2.2), never both ``Content-Length`` and
-``Transfer-Encoding`` (RFC 9112 §6.3), no ``Transfer-Encoding`` on HTTP/1.0
+``Transfer-Encoding`` (RFC 9112 §6.3), an HTTP version in its request line
+(:data:`HTTP_VERSIONS`), no ``Transfer-Encoding`` on HTTP/1.0
 (RFC 9112 §6.1), at most :data:`MAX_HEADERS` field lines of at most
 :data:`MAX_HEADER_BYTES` in all (else 431); anything else raises :class:`BadRequest`,
 which the pipeline answers with 400 (a malformed request never crashes it).
@@ -44,6 +45,9 @@ MAX_HEADER_BYTES = 64 * 1024
 200 KB on), so the pipeline holds the line itself (nginx: 32 KB, Varnish: 32 KB)."""
 MAX_HEADERS = 100
 """Most header field lines proxied (Apache's ``LimitRequestFields``; Varnish: 64)."""
+HTTP_VERSIONS = frozenset({"1", "1.0", "1.1", "2", "2.0", "3"})
+"""Versions proxied, as servers spell them (granian says ``1`` for HTTP/1.0); a request
+line without one (HTTP/0.9's form, which httptools accepts) is refused."""
 
 
 class BadRequest(ValueError):
@@ -184,7 +188,9 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
     if chunked and get_header(headers, b"content-length") is not None:
         raise BadRequest("the request has both Content-Length and Transfer-Encoding")  # §6.3
     version = str(scope.get("http_version", "1.1"))
-    if chunked and version == "1.0":  # RFC 9112 §6.1: its framing is faulty
+    if version not in HTTP_VERSIONS:
+        raise BadRequest("the request line has no HTTP version")  # RFC 9112 §3
+    if chunked and version in ("1", "1.0"):  # RFC 9112 §6.1: its framing is faulty
         raise BadRequest("an HTTP/1.0 request cannot use Transfer-Encoding")
     hosts = get_all(headers, b"host")
     if len(hosts) > 1:
