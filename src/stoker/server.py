@@ -114,10 +114,12 @@ class Tls:
 class _Granian:
     """granian on one listener.  Its cap on concurrent connections is raised to what the
     process may open (by default it is the backlog, 2,048, which silent connections
-    filled); silent connections are closed by a :class:`ConnectionReaper` on ``port``."""
+    filled); silent connections are closed by a :class:`ConnectionReaper` on ``port``.
+    Once stopped, it waits for connections in flight at most ``grace`` seconds (granian
+    itself would wait for them however long they take)."""
 
     def __init__(self, app: ASGIApp, address: str, tls: Tls | None, *,
-                 http2_only: bool = False) -> None:
+                 http2_only: bool = False, grace: float | None = None) -> None:
         from granian.constants import HTTPModes, Interfaces
         from granian.server.embed import Server
 
@@ -130,9 +132,16 @@ class _Granian:
                               backpressure=max(BACKLOG, open_file_limit()),
                               ssl_cert=tls.cert if tls else None,
                               ssl_key=tls.key if tls else None)
+        # granian's --workers-kill-timeout, typed int; a wait_for timeout: any number
+        self._server.workers_kill_timeout = cast("int | None", grace)
+        self._grace = grace
 
     async def serve(self) -> None:
-        await self._server.serve()
+        try:
+            await self._server.serve()
+        except TimeoutError:  # its worker outlived the grace: granian cancelled it
+            log.warning("granian on port %d: requests still running %g s after the stop "
+                        "were abandoned", self.granian_ports[0], self._grace)
 
     def stop(self) -> None:
         self._server.stop()  # type: ignore[no-untyped-call]
@@ -194,7 +203,7 @@ class _Front:
         self.relay = RelayTarget("127.0.0.1", self._placeholder.getsockname()[1], Peers())
         """The relay listener's address and the relayed connections' ends."""
         self._relay = _Granian(self.relay.peers.wrap(app), f"127.0.0.1:{self.relay.port}",
-                               None, http2_only=True)
+                               None, http2_only=True, grace=grace)
         protocol = front_protocol(self.relay, app.hot if isinstance(app, ProxyApp) else None)
         self._front = _Uvicorn(app, address, None, protocol=protocol, grace=grace)
         self.granian_ports: tuple[int, ...] = (self.relay.port,)
@@ -269,7 +278,7 @@ def make_server(kind: str, app: ASGIApp, address: str, tls: Tls | None = None,
     ALPN).  Once stopped, a server lets requests in flight finish for ``grace`` seconds
     (default: as long as they take), then cancels them."""
     if kind == "granian" or (kind == "stoker" and tls is not None):
-        return _Granian(app, address, tls)
+        return _Granian(app, address, tls, grace=grace)
     if kind == "stoker":
         return _Front(app, address, avoid, grace)
     return _Uvicorn(app, address, tls, grace=grace)
@@ -278,11 +287,11 @@ def make_server(kind: str, app: ASGIApp, address: str, tls: Tls | None = None,
 async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
                    stop: asyncio.Event | None = None,
                    tls: Mapping[str, Tls] | None = None, *, grace: float | None = None,
-                   silence: float = SILENCE) -> None:
+                   silence: float | None = None) -> None:
     """Serve every ``(app, address)`` (with TLS where ``tls`` names the address) until
     ``stop`` is set or a signal arrives; requests in flight then get ``grace`` seconds
     (:func:`make_server`).  A connection to a granian listener without a byte either way
-    for ``silence`` seconds is closed."""
+    for ``silence`` seconds (default :data:`SILENCE`) is closed."""
     for _, address in apps:
         ensure_free(address, "listen address")
     stop = stop or asyncio.Event()
@@ -295,7 +304,8 @@ async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
                for app, address in apps]
     tasks = [asyncio.create_task(server.serve()) for server in servers]
     granian = [port for server in servers for port in server.granian_ports]
-    reaper = ConnectionReaper(granian, silence=silence, every=REAP_EVERY)
+    reaper = ConnectionReaper(granian, silence=SILENCE if silence is None else silence,
+                              every=REAP_EVERY)
     reaping = asyncio.create_task(reaper.run(stop)) if granian else None
     waiter = asyncio.create_task(stop.wait())
     await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)

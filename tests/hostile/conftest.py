@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from tests.conftest import serving
+from tests.integration.conftest import origin  # noqa: F401 (the scripted origin fixture)
 
 from stoker.asgi import Message, Receive, Send
 
@@ -26,9 +27,10 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 @dataclass
 class FrameworkOrigin:
-    """A uvicorn app as a framework is one: it reads every declared body before it
-    answers, answers every path with a cacheable page naming the path, the query and the
-    headers the tests look at, and remembers each request it parsed."""
+    """A uvicorn app as a framework is one: a view reads the body of a POST (or PUT, ...)
+    before it answers and ignores a GET's (uvicorn then reads it off the connection);
+    every GET is a cacheable page naming the path, the query and the headers the tests
+    look at; each request it parsed is remembered."""
 
     seen: list[tuple[str, str, dict[str, str], bytes]] = field(default_factory=list)
     url: str = ""
@@ -37,7 +39,7 @@ class FrameworkOrigin:
         if scope["type"] != "http":
             return
         body = b""
-        while True:
+        while scope["method"] not in ("GET", "HEAD"):
             message = await receive()
             body += message.get("body", b"")
             if not message.get("more_body", False):
@@ -85,8 +87,8 @@ def address(url: str) -> tuple[str, int]:
 async def exchange(url: str, payload: bytes, *, then: bytes | None = None,
                    wait: float = 0.5, total: float = 10.0) -> tuple[bytes, float]:
     """Send ``payload`` on a new connection, ``then`` after ``wait`` seconds; read until
-    the connection closes or ``total`` seconds pass.  What came back, and how long the
-    first byte of a final (non-1xx) response took."""
+    a whole final response has come, the connection closes or ``total`` seconds pass.
+    What came back, and how long the final (non-1xx) response's status line took."""
     reader, writer = await asyncio.open_connection(*address(url))
     started = time.monotonic()
     final: float | None = None
@@ -107,6 +109,8 @@ async def exchange(url: str, payload: bytes, *, then: bytes | None = None,
             data += chunk
             if final is None and final_status(data) is not None:
                 final = time.monotonic() - started
+            if final is not None and _complete(data, head=payload.startswith(b"HEAD ")):
+                break
     finally:
         writer.close()
     return data, final if final is not None else time.monotonic() - started
@@ -119,9 +123,25 @@ async def _read_for(reader: asyncio.StreamReader, seconds: float) -> bytes:
         return b""
 
 
+def _complete(data: bytes, *, head: bool) -> bool:
+    """Whether ``data`` ends with a whole final response (Content-Length or chunked)."""
+    start = max(data.rfind(b"HTTP/1.1 "), data.rfind(b"HTTP/1.0 "))
+    end = data.find(b"\r\n\r\n", start)
+    if start < 0 or end < 0:
+        return False
+    fields = data[start:end].lower().split(b"\r\n")[1:]
+    body = data[end + 4:]
+    if head:
+        return True
+    for line in fields:
+        if line.startswith(b"content-length:"):
+            return len(body) >= int(line.split(b":", 1)[1])
+    return body.endswith(b"0\r\n\r\n") if b"transfer-encoding: chunked" in fields else False
+
+
 def final_status(data: bytes) -> int | None:
     """The status of the first non-1xx response in ``data``, if its line has arrived."""
     for line in data.split(b"\r\n"):
-        if line.startswith(b"HTTP/1.") and len(line) >= 12 and not line[9:10] == b"1":
+        if line.startswith(b"HTTP/1.") and len(line) >= 12 and line[9:10] != b"1":
             return int(line[9:12])
     return None

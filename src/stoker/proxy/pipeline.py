@@ -89,7 +89,7 @@ from stoker.proxy.forwarding import client_response_headers, origin_request_head
 from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
 from stoker.proxy.origin_health import OriginHealth
 from stoker.proxy.request import BadRequest, RequestInfo, parse_request
-from stoker.proxy.request_body import ClientGone, RequestBody, discard_body, read_body
+from stoker.proxy.request_body import RequestBody, discard_body, read_body
 from stoker.proxy.respond import ClientSink, error_response
 from stoker.rules import (
     Rule,
@@ -195,9 +195,6 @@ class Pipeline:
         except BadRequest as error:  # its body could not be read: nothing was forwarded
             log.info("refused %s %s: %s", request.method, request.url, error)
             await self._refuse(scope, sink, error)
-        except ClientGone:
-            log.info("%s %s: the client went away during its request body; nothing "
-                     "was forwarded", request.method, request.url)
         except OriginError as error:  # broke off mid-body: the server drops the connection
             log.warning("response to %s truncated: %s", request.url, error)
             if not sink.started:

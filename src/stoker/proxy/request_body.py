@@ -9,7 +9,7 @@ pipeline reads the whole body first (:func:`read_body`) and only then takes a sl
 
 Invariants:
 - The origin is contacted only for a body that arrived whole: a client gone mid-body
-  (:class:`ClientGone`), a wait of more than ``timeout`` seconds between two pieces
+  (:class:`BodyBrokenOff`), a wait of more than ``timeout`` seconds between two pieces
   (:class:`BodyTimeout`, ``client_body_timeout``) or a body over ``limit`` bytes
   (:class:`BodyTooLarge`, ``client_max_body_size``) ends the request first.
 - At most :data:`MEMORY` bytes of a body are held in memory; a longer one goes whole to
@@ -53,8 +53,10 @@ class BodyNotKept(BadRequest):
     status = 503
 
 
-class ClientGone(Exception):
-    """The client went away before its body had arrived whole: there is no one to answer."""
+class BodyBrokenOff(BadRequest):
+    """The body ended before its end: the client went away, or its framing broke (granian
+    reports a malformed chunk as a disconnect).  Answered 400 in case someone is still
+    there to read it."""
 
 
 class RequestBody:
@@ -131,7 +133,7 @@ async def _pieces(receive: Receive, timeout: float, limit: int) -> AsyncIterator
             raise BodyTimeout(f"the request body stalled for more than {timeout:g} s "
                               "(client_body_timeout)") from None
         if message["type"] == "http.disconnect":
-            raise ClientGone("the client went away before its request body had arrived")
+            raise BodyBrokenOff("the request body ended before its end")
         piece = bytes(message.get("body", b""))
         size += len(piece)
         if size > limit:
