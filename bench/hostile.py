@@ -59,6 +59,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import shutil
@@ -543,6 +544,12 @@ def print_summary(summaries: dict[str, dict[str, Any]], rounds: int) -> None:
     )
 
 
+def stoker_package() -> str:
+    """Where the ``stoker`` that ran was imported from (PYTHONPATH decides)."""
+    spec = importlib.util.find_spec("stoker")
+    return str(Path(spec.origin).parent) if spec and spec.origin else "unknown"
+
+
 def write_report(
     args: argparse.Namespace, rounds: list[Round], summaries: dict[str, Any], seconds: float
 ) -> None:
@@ -551,6 +558,7 @@ def write_report(
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "config": {key: value for key, value in vars(args).items() if key != "output"},
         "runtime_s": seconds,
+        "stoker_package": stoker_package(),
         "goal_p99_ratio": GOAL_P99_RATIO,
         "rounds": [{system: {phase: {**asdict(run), "all_missed": run.all_missed}
                              for phase, run in runs.items()}

@@ -44,6 +44,15 @@ Invariants:
   it revalidates it (a conditional request) before answering.
 - ``PURGE`` never reaches the origin: it goes to :attr:`Pipeline.purge_method`
   (405 when none is installed).
+- A request body is read whole before the origin is asked (and before an origin slot
+  is taken): a forwarded request's body is sent with its exact length, a GET's or
+  HEAD's is read and dropped; a body that stalls, is too large or breaks off is
+  answered 408, 413 or 400 and nothing is forwarded
+  (:mod:`~stoker.proxy.request_body`).  A response from the origin is read at the
+  origin's pace and fed to the client at the client's
+  (:mod:`~stoker.proxy.client_feed`).
+- A cache fetch asks the origin for :func:`~stoker.http.keys.cache_target`: what the
+  key leaves out (``ignore_query`` members, member order) is not sent.
 - :meth:`Pipeline.key_for_parts` is the one key function: requests (the
   fast path included), unsafe-method invalidation, purges and the admin API
   all compute keys through it (:meth:`key_for` and :meth:`key_for_url` only

@@ -10,7 +10,7 @@ Error responses from Stoker itself are never cacheable downstream.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 
 from stoker.asgi import Message, Send
 
@@ -63,16 +63,6 @@ class ClientSink:
         """Send a complete response in two messages."""
         await self.start(status, headers)
         await self.end(body)
-
-    async def stream(self, status: int, headers: Sequence[tuple[bytes, bytes]],
-                     chunks: AsyncIterator[bytes]) -> None:
-        """Send a response whose body comes from ``chunks``."""
-        await self.start(status, headers)
-        async for data in chunks:
-            await self.chunk(data)
-            if self.gone:
-                break
-        await self.end()
 
 
 def error_response(status: int, message: str,

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.http.keys import (
+    cache_target,
     normalise_field_value,
     parse_vary,
     primary_key,
@@ -107,6 +108,27 @@ def test_key_is_order_insensitive(members: list[str], random: Random) -> None:
 def test_ignore_query_keeps_other_params(members: list[str], ignore: list[str]) -> None:
     kept = [m for m in members if not any(fnmatchcase(m.split("=")[0], g) for g in ignore)]
     assert key(query="&".join(members), ignore=tuple(ignore)) == key(query="&".join(kept))
+
+
+@given(queries(), queries(), st.lists(st.sampled_from(["a*", "b", "*_", "zz"]), max_size=2))
+def test_one_key_is_one_target_sent_to_the_origin(left: list[str], right: list[str],
+                                                  ignore: list[str]) -> None:
+    """What the key leaves out (ignored members, member order) the origin never sees:
+    requests that share a key are sent as one target, and the target keeps the key."""
+    same_key = key(query="&".join(left), ignore=tuple(ignore)) == key(
+        query="&".join(right), ignore=tuple(ignore))
+    same_target = cache_target("/p", "&".join(left), tuple(ignore)) == cache_target(
+        "/p", "&".join(right), tuple(ignore))
+    assert same_key == same_target
+    target = cache_target("/p", "&".join(left), tuple(ignore))
+    path, _, query = target.partition("?")
+    assert key(path=path, query=query) == key(query="&".join(left), ignore=tuple(ignore))
+
+
+def test_cache_target() -> None:
+    assert cache_target("/p", "utm_source=x&b=2&a=1", ("utm_*",)) == "/p?a=1&b=2"
+    assert cache_target("/p", "utm_source=x", ("utm_*",)) == "/p"
+    assert cache_target("", "") == "/"
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,85 @@
+"""Reading a request's scope: the forwarded view, framing, limits, versions, the host."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stoker.proxy.request import (
+    MAX_HEADERS,
+    BadRequest,
+    HeadersTooLarge,
+    as_forwarded,
+    declares_body,
+    parse_request,
+)
+
+NAMES = st.sampled_from([b"accept-language", b"cookie", b"x-a", b"host", b"content-length",
+                         b"authorization", b"accept"])
+FIELDS = st.lists(st.tuples(NAMES, st.sampled_from([b"1", b"fr", b"a=b"])), max_size=8)
+
+
+@given(FIELDS, st.lists(NAMES, max_size=3), st.sampled_from([b", ", b",", b" ,\t"]))
+def test_the_forwarded_view_drops_exactly_what_connection_names(
+        fields: list[tuple[bytes, bytes]], named: list[bytes], separator: bytes) -> None:
+    connection = [(b"connection", separator.join(name.upper() for name in named))]
+    view = as_forwarded([*fields, *connection])
+    kept = {b"host", b"content-length", b"transfer-encoding", b"connection"}
+    dropped = set(named) - kept
+    assert view == [(name, value) for name, value in [*fields, *connection]
+                    if name not in dropped]
+
+
+def scope(**changes: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"type": "http", "http_version": "1.1", "method": "GET",
+                            "scheme": "http", "path": "/p", "raw_path": b"/p",
+                            "query_string": b"", "headers": [(b"host", b"a.test")],
+                            "client": ("192.0.2.1", 5000)}
+    return {**base, **changes}
+
+
+@pytest.mark.parametrize(("headers", "declared"), [
+    ([], False), ([(b"content-length", b"0")], False), ([(b"content-length", b"3")], True),
+    ([(b"transfer-encoding", b"chunked")], True),
+])
+def test_declares_body(headers: list[tuple[bytes, bytes]], declared: bool) -> None:
+    assert declares_body(headers) is declared
+
+
+def test_the_view_keeps_framing_the_server_read_the_body_by() -> None:
+    request = parse_request(scope(headers=[(b"host", b"a.test"), (b"content-length", b"3"),
+                                           (b"connection", b"content-length, cookie"),
+                                           (b"cookie", b"a=1")]), "d")
+    assert request.declares_body
+    assert request.headers == [(b"host", b"a.test"), (b"content-length", b"3"),
+                               (b"connection", b"content-length, cookie")]
+
+
+@pytest.mark.parametrize(("host", "scheme", "expected"), [
+    (b"A.test:80", "http", "a.test"), (b"a.test:443", "https", "a.test"),
+    (b"a.test:8080", "http", "a.test:8080"), (b"a.test:443", "http", "a.test:443"),
+])
+def test_the_host_is_the_keys(host: bytes, scheme: str, expected: str) -> None:
+    assert parse_request(scope(headers=[(b"host", host)], scheme=scheme), "d").host == expected
+
+
+@pytest.mark.parametrize(("changes", "status"), [
+    ({"http_version": "0.9"}, 400),
+    ({"http_version": "1.0", "headers": [(b"transfer-encoding", b"chunked")]}, 400),
+    ({"http_version": "1", "headers": [(b"transfer-encoding", b"chunked")]}, 400),
+    ({"headers": [(b"host", b"a.test"), *[(b"x", b"y")] * MAX_HEADERS]}, 431),
+    ({"headers": [(b"host", b"a.test"), (b"x", b"y" * 70_000)]}, 431),
+])
+def test_refusals(changes: dict[str, Any], status: int) -> None:
+    with pytest.raises(BadRequest) as refused:
+        parse_request(scope(**changes), "d")
+    assert refused.value.status == status
+    assert isinstance(refused.value, HeadersTooLarge) is (status == 431)
+
+
+def test_granians_http10_is_read_as_http10() -> None:
+    request = parse_request(scope(http_version="1", headers=[]), "default.test")
+    assert request.host == "default.test"

@@ -1,0 +1,80 @@
+"""Reading a request body whole before forwarding: what arrives, what is refused."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stoker.asgi import Message, Receive
+from stoker.proxy.request_body import (
+    MEMORY,
+    BodyBrokenOff,
+    BodyTimeout,
+    BodyTooLarge,
+    discard_body,
+    read_body,
+)
+
+
+def receiving(pieces: Sequence[bytes], *, then: str = "end") -> Receive:
+    """An ASGI receive giving ``pieces``, then the end (or a disconnect, or nothing)."""
+    messages: list[Message] = [{"type": "http.request", "body": piece, "more_body": True}
+                               for piece in pieces]
+    if then == "end":
+        messages.append({"type": "http.request", "body": b"", "more_body": False})
+    elif then == "disconnect":
+        messages.append({"type": "http.disconnect"})
+
+    async def receive() -> Message:
+        if messages:
+            return messages.pop(0)
+        await asyncio.Event().wait()  # a client that sends nothing more
+        raise AssertionError("unreachable")
+
+    return receive
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.binary(max_size=40_000), max_size=6))
+def test_the_body_read_is_the_body_sent(tmp_path_factory: pytest.TempPathFactory,
+                                        pieces: list[bytes]) -> None:
+    async def run() -> tuple[int, bytes]:
+        body = await read_body(receiving(pieces), timeout=1, limit=10**9,
+                               directory=tmp_path_factory.mktemp("bodies"))
+        try:
+            first = b"".join([piece async for piece in body.chunks()])
+            again = b"".join([piece async for piece in body.chunks()])
+            assert first == again  # each iteration starts over (a retry resends it)
+            return body.size, first
+        finally:
+            body.close()
+
+    assert asyncio.run(run()) == (sum(map(len, pieces)), b"".join(pieces))
+
+
+async def test_a_long_body_waits_in_an_unnamed_file(tmp_path: Path) -> None:
+    body = await read_body(receiving([b"x" * MEMORY, b"y"]), timeout=1,
+                           limit=10**9, directory=tmp_path)
+    assert list(tmp_path.iterdir()) == []  # no name: nothing to sweep after a crash
+    assert b"".join([piece async for piece in body.chunks()]) == b"x" * MEMORY + b"y"
+    body.close()
+
+
+@pytest.mark.parametrize(("pieces", "then", "refusal"), [
+    ([b"abc"], "disconnect", BodyBrokenOff),
+    ([b"abc"], "stall", BodyTimeout),
+    ([b"a" * 600, b"b" * 600], "end", BodyTooLarge),
+])
+async def test_refusals(tmp_path: Path, pieces: list[bytes], then: str,
+                        refusal: type[Exception]) -> None:
+    with pytest.raises(refusal):
+        await read_body(receiving(pieces, then=then), timeout=0.2,
+                        limit=1000, directory=tmp_path)
+    with pytest.raises(refusal):
+        await discard_body(receiving(pieces, then=then), timeout=0.2,
+                           limit=1000)
