@@ -12,32 +12,18 @@ import asyncio
 import socket
 from pathlib import Path
 
-import h2.config
-import h2.connection
-import h2.events
 from tests.integration.admin_harness import purging
 from tests.integration.conftest import Origin
-from tests.integration.test_http2_relay import front
+from tests.integration.test_http2_relay import front, h2_exchange
 
 
-async def h2_status(sock: socket.socket, path: str) -> int:
-    """The status of an HTTP/2 GET of ``path`` on the connected ``sock``."""
+async def h2_status(sock: socket.socket, path: str,
+                    opened: list[asyncio.StreamWriter]) -> int:
+    """The status of an HTTP/2 GET of ``path`` on the connected ``sock``, left open (its
+    writer added to ``opened``)."""
     reader, writer = await asyncio.open_connection(sock=sock)
-    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
-    conn.initiate_connection()
-    conn.send_headers(1, [(":method", "GET"), (":path", path), (":scheme", "http"),
-                          (":authority", "site.test")], end_stream=True)
-    writer.write(conn.data_to_send())
-    try:
-        while True:
-            data = await asyncio.wait_for(reader.read(65536), 10)
-            assert data, "the server closed the connection"
-            for event in conn.receive_data(data):
-                if isinstance(event, h2.events.ResponseReceived):
-                    return int(dict(event.headers)[b":status"])
-            writer.write(conn.data_to_send())
-    finally:
-        writer.close()
+    opened.append(writer)
+    return (await h2_exchange(reader, writer, path, keep_open=True))[0]
 
 
 def connected_from(source: tuple[str, int], port: int) -> socket.socket:
@@ -49,16 +35,18 @@ def connected_from(source: tuple[str, int], port: int) -> socket.socket:
 
 
 async def test_a_local_process_cannot_pose_as_a_relayed_client() -> None:
+    opened: list[asyncio.StreamWriter] = []
     async with front() as (port, relay):
-        client = socket.create_connection(("127.0.0.1", port))
         try:
-            assert await h2_status(client, "/who") == 200  # relayed, and still open
+            client = socket.create_connection(("127.0.0.1", port))
+            assert await h2_status(client, "/who", opened) == 200  # relayed, still open
             [(host, source_port)] = list(relay.peers._by_source)
             assert host == "127.0.0.1"
             spoof = connected_from(("127.0.0.2", source_port), relay.port)
-            assert await h2_status(spoof, "/who") == 403
+            assert await h2_status(spoof, "/who", opened) == 403
         finally:
-            client.close()
+            for writer in opened:
+                writer.close()
 
 
 async def test_deeply_nested_json_is_a_400(origin: Origin, tmp_path: Path) -> None:

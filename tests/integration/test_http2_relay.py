@@ -71,6 +71,15 @@ async def h2_get(port: int, path: str, *, split: int = len(PREFACE)
     sent alone; return the status, the body and the connection's own address."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     local = writer.get_extra_info("sockname")
+    status, body = await h2_exchange(reader, writer, path, split=split)
+    return status, body, (local[0], local[1])
+
+
+async def h2_exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str,
+                      *, split: int = len(PREFACE), keep_open: bool = False
+                      ) -> tuple[int, bytes]:
+    """GET ``path`` over HTTP/2 on an open connection (closed after, unless ``keep_open``):
+    status and body."""
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
     conn.initiate_connection()
     opening = conn.data_to_send()
@@ -93,10 +102,11 @@ async def h2_get(port: int, path: str, *, split: int = len(PREFACE)
                     conn.acknowledge_received_data(event.flow_controlled_length,
                                                    event.stream_id)
                 elif isinstance(event, h2.events.StreamEnded):
-                    return status, bytes(body), (local[0], local[1])
+                    return status, bytes(body)
             writer.write(conn.data_to_send())
     finally:
-        writer.close()
+        if not keep_open:
+            writer.close()
 
 
 @pytest.mark.parametrize("split", [1, 5, len(PREFACE)])

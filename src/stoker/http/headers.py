@@ -66,6 +66,16 @@ def get_joined(headers: HeaderInput, name: bytes) -> str | None:
     return b", ".join(values).decode("latin-1")
 
 
+def content_length(headers: HeaderInput) -> int | None:
+    """The ``Content-Length`` a message declares, or None when it declares none (or one
+    that is not a plain number)."""
+    value = get_header(headers, b"content-length")
+    if value is None:
+        return None
+    value = value.strip()
+    return int(value) if value.isdigit() else None
+
+
 def connection_tokens(headers: HeaderInput) -> frozenset[bytes]:
     """The lower-cased field names listed in ``Connection`` (RFC 9110 §7.6.1)."""
     tokens: set[bytes] = set()

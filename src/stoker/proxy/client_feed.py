@@ -5,8 +5,9 @@ An origin request holds one of ``origin_max_concurrency``'s slots until its body
 read, so a client that reads slowly (or not at all) must not set the pace of that read:
 the body goes into a :class:`ResponseBuffer` — memory up to :data:`MEMORY` bytes, then an
 unnamed temporary file up to :data:`FILE_LIMIT` — from which a :class:`ClientFeed`, a task
-of its own, sends it to the client.  The origin is done (and its slot free) when its body
-has been read, however long the client takes.
+of its own, sends it to the client; a body declared to fit in :data:`MEMORY` is simply
+kept whole and sent once the origin is done (:class:`WholeReply`).  The origin is done
+(and its slot free) when its body has been read, however long the client takes.
 
 Invariants:
 - The client gets the bytes in the order the origin sent them, each once, after the
@@ -22,9 +23,9 @@ Invariants:
   a hit).  Without ``hold_last`` every piece is sent as soon as the client takes it.
 - A client gone away is never waited for: the buffer then drops what it is given, and
   :attr:`ClientFeed.gone` tells a caller with nobody else to read for to stop.
-- After :meth:`ClientFeed.fail` (the origin broke off), the client's response is never
-  ended: :meth:`ClientFeed.finished` raises the error, so the server drops the connection
-  and a truncated body is never passed off as whole.
+- After :meth:`Feed.fail` (the origin broke off), the client's response is never ended:
+  :meth:`Feed.finished` raises the error, so the server drops the connection (or, nothing
+  sent yet, the pipeline answers 502) and a truncated body is never passed off as whole.
 """
 
 from __future__ import annotations
@@ -34,19 +35,21 @@ import logging
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
+from stoker.http.headers import content_length
 from stoker.proxy.origin import OriginError, OriginResponse
 from stoker.proxy.respond import ClientSink
 from stoker.proxy.transit_file import TransitFile
 
 log = logging.getLogger("stoker.proxy")
 
-MEMORY = 64 * 1024
+MEMORY = 256 * 1024
 """Bytes of a response held in memory for its client before the rest goes to a file."""
 FILE_LIMIT = 1024 * 1024 * 1024
 """Most bytes of a response waiting in a file for its client (nginx's
 ``proxy_max_temp_file_size`` default)."""
-CHUNK = 64 * 1024
+CHUNK = 256 * 1024
 """Bytes read from the file per piece sent."""
 
 
@@ -107,7 +110,10 @@ class ResponseBuffer:
         self._readable.set()
 
     def end(self, error: BaseException | None = None) -> None:
-        """No more pieces; the reader gets ``error`` after the last one, if given."""
+        """No more pieces; the reader gets ``error`` after the last one, if given (the
+        first call decides)."""
+        if self._ended:
+            return
         self._ended = True
         self._error = error
         self._readable.set()
@@ -147,6 +153,73 @@ class ResponseBuffer:
             self._file.close()
             self._file = None
             self._read = self._written = 0
+
+
+class Feed(Protocol):
+    """Where the origin's reader puts a response body for its client."""
+
+    @property
+    def gone(self) -> bool:
+        """The client went away: what is put is dropped."""
+
+    async def put(self, piece: bytes) -> None:
+        """Queue ``piece`` for the client (see the module invariants)."""
+
+    def end(self) -> None:
+        """The body is whole: the client's response ends after its last piece."""
+
+    def fail(self, error: BaseException) -> None:
+        """The body broke off with ``error``: the client's response is never ended."""
+
+    async def finished(self) -> None:
+        """Wait until the client has been sent everything; raise the error of :meth:`fail`."""
+
+    def cancel(self) -> None:
+        """Stop now (the caller gave up); nothing more reaches the client."""
+
+
+def feed_for(sink: ClientSink, status: int, headers: Sequence[tuple[bytes, bytes]],
+             directory: Path, *, length: int | None, hold_last: bool = False) -> Feed:
+    """A :class:`WholeReply` for a body declared to fit in :data:`MEMORY` (most pages: a
+    task and a buffer would cost more than they save), else a :class:`ClientFeed`."""
+    if length is not None and length <= MEMORY:
+        return WholeReply(sink, status, headers)
+    return ClientFeed(sink, status, headers, directory, hold_last=hold_last)
+
+
+class WholeReply:
+    """A :class:`Feed` that keeps the whole body (small: its length is known) and sends the
+    response when :meth:`finished` is awaited, after the origin is done with; an origin
+    that broke off is raised there with nothing sent (the pipeline answers 502)."""
+
+    def __init__(self, sink: ClientSink, status: int,
+                 headers: Sequence[tuple[bytes, bytes]]) -> None:
+        self._sink = sink
+        self._status = status
+        self._headers = headers
+        self._pieces: list[bytes] = []
+        self._error: BaseException | None = None
+
+    @property
+    def gone(self) -> bool:
+        return self._sink.gone
+
+    async def put(self, piece: bytes) -> None:
+        self._pieces.append(piece)
+
+    def end(self) -> None:
+        pass
+
+    def fail(self, error: BaseException) -> None:
+        self._error = self._error or error
+
+    async def finished(self) -> None:
+        if self._error is not None:
+            raise self._error
+        await self._sink.whole(self._status, self._headers, b"".join(self._pieces))
+
+    def cancel(self) -> None:
+        self._pieces = []
 
 
 class ClientFeed:
@@ -215,7 +288,7 @@ async def relay(sink: ClientSink, status: int, headers: Sequence[tuple[bytes, by
     ended, and only then the client waited for.  The origin's body stops being read
     when the client has gone; an origin breaking off is raised once the client has had
     what came before."""
-    feed = ClientFeed(sink, status, headers, directory)
+    feed = feed_for(sink, status, headers, directory, length=content_length(response.headers))
     try:
         try:
             async for piece in response.chunks:

@@ -53,10 +53,10 @@ from stoker.clock import Clock
 from stoker.http.cache_status import cache_status
 from stoker.http.conditional import merge_not_modified, revalidation_headers
 from stoker.http.encoding import compressible
-from stoker.http.headers import get_header
+from stoker.http.headers import content_length, get_header
 from stoker.http.keys import parse_vary, variant_of, variants_to_drop
 from stoker.http.policy import RuleTTL, StaleDefaults, StorageDecision, decide_storage
-from stoker.proxy.client_feed import ClientFeed, relay
+from stoker.proxy.client_feed import Feed, feed_for, relay
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers, stored_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginResponse, OriginTimeout
 from stoker.proxy.origin_health import FAILING_STATUSES
@@ -207,9 +207,8 @@ class Fetcher:
 
     def _size_limit(self, decision: StorageDecision,
                     headers: Sequence[tuple[bytes, bytes]]) -> StorageDecision:
-        length = get_header(headers, b"content-length")
-        if decision.store and length is not None and length.isdigit() and (
-                int(length) > self.config.max_object_bytes):
+        length = content_length(headers)
+        if decision.store and length is not None and length > self.config.max_object_bytes:
             return replace(decision, store=False, reason="too-large")
         return decision
 
@@ -227,11 +226,12 @@ class Fetcher:
                                 decision: StorageDecision, response_time: float,
                                 since: int) -> CacheEntry | str:
         """Store the body as the origin sends it while the client is fed at its own pace
-        (:class:`ClientFeed`); the stored entry or why it was not stored.  The origin
+        (:func:`~stoker.proxy.client_feed.feed_for`); the stored entry or why it was not
+        stored.  The origin
         response is closed (its slot free) before the client is waited for."""
-        feed = None if fetch.sink is None else ClientFeed(
+        feed = None if fetch.sink is None else feed_for(
             fetch.sink, response.status, self._stored_response_headers(fetch, response, decision),
-            self._bodies.directory, hold_last=True)
+            self._bodies.directory, length=content_length(response.headers), hold_last=True)
         try:
             stored = await self._read_and_store(fetch, response, decision, response_time,
                                                 since, feed)
@@ -245,7 +245,7 @@ class Fetcher:
 
     async def _read_and_store(self, fetch: Fetch, response: OriginResponse,
                               decision: StorageDecision, response_time: float, since: int,
-                              feed: ClientFeed | None) -> CacheEntry | str:
+                              feed: Feed | None) -> CacheEntry | str:
         """Spool the body for storing, and pass it to ``feed``; end the feed once stored."""
         copy = _StoredCopy(self._bodies.spool(self.config.body_file_threshold),
                            fetch.request.url, self.config.max_object_bytes)

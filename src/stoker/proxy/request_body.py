@@ -10,8 +10,10 @@ pipeline reads the whole body first (:func:`read_body`) and only then takes a sl
 Invariants:
 - The origin is contacted only for a body that arrived whole: a client gone mid-body
   (:class:`BodyBrokenOff`), a wait of more than ``timeout`` seconds between two pieces
-  (:class:`BodyTimeout`, ``client_body_timeout``) or a body over ``limit`` bytes
-  (:class:`BodyTooLarge`, ``client_max_body_size``) ends the request first.
+  (:class:`BodyTimeout`, ``client_body_timeout``), a body over ``limit`` bytes
+  (:class:`BodyTooLarge`, ``client_max_body_size``) or a disk error keeping it
+  (:class:`BodyNotKept`) ends the request first, as a :class:`BadRequest` whose status
+  the pipeline answers.
 - At most :data:`MEMORY` bytes of a body are held in memory; a longer one goes whole to
   an unnamed temporary file in the given directory (:mod:`~stoker.proxy.transit_file`),
   which disappears when the body is closed or the process dies.
