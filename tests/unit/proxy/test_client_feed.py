@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stoker.asgi import Message
-from stoker.proxy.client_feed import ClientFeed, ResponseBuffer
+from stoker.proxy.client_feed import MEMORY, ClientFeed, ResponseBuffer, WholeReply, feed_for
 from stoker.proxy.origin import OriginError
 from stoker.proxy.respond import ClientSink
 
@@ -144,3 +144,31 @@ async def test_a_failed_feed_never_ends_the_response(tmp_path: Path) -> None:
         await feed.finished()
     assert not any(m["type"] == "http.response.body" and not m.get("more_body", False)
                    for m in send.messages)
+
+
+async def test_a_body_declared_to_fit_in_memory_is_kept_whole(tmp_path: Path) -> None:
+    sink = sink_for(Recorder())
+    feeds = [feed_for(sink, 200, [], tmp_path, length=length)
+             for length in (MEMORY, MEMORY + 1, None)]
+    for feed in feeds:
+        feed.cancel()
+    assert [type(feed) for feed in feeds] == [WholeReply, ClientFeed, ClientFeed]
+
+
+async def test_a_whole_reply_sends_only_when_finished_and_nothing_after_a_failure(
+        tmp_path: Path) -> None:
+    send = Recorder()
+    reply = WholeReply(sink_for(send), 200, [(b"x", b"1")])
+    await reply.put(b"a")
+    await reply.put(b"b")
+    reply.end()
+    assert send.messages == []
+    await reply.finished()
+    assert [m.get("body") for m in send.messages] == [None, b"ab"]
+    broken = Recorder()
+    failed = WholeReply(sink_for(broken), 200, [])
+    await failed.put(b"a")
+    failed.fail(OriginError("broke off"))
+    with pytest.raises(OriginError):
+        await failed.finished()
+    assert broken.messages == []  # nothing sent: the pipeline answers 502
