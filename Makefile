@@ -35,6 +35,7 @@ bench: install
 	$(PY) bench/memory.py --rounds 3
 	$(PY) bench/access_log.py --rounds 5
 	$(PY) bench/warm.py
+	$(PY) bench/hostile.py
 
 clean:
 	rm -rf $(VENV) .stoker .pytest_cache .mypy_cache .ruff_cache
