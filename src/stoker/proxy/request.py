@@ -12,8 +12,8 @@ Host, RFC 9112 §3.2.2), never both ``Content-Length`` and
 which the pipeline answers with 400 (a malformed request never crashes it).
 ``host`` is lower-cased without the scheme's default port, as the key has it.
 ``headers`` are the request as it is forwarded: without the fields its
-``Connection`` header names (RFC 9110 §7.6.1; Host excepted), so everything read from
-them (Vary selection, cookies, credentials) is what the origin sees.
+``Connection`` header names (RFC 9110 §7.6.1; Host and framing excepted), so everything
+read from them (Vary selection, cookies, credentials) is what the origin sees.
 ``scheme`` and ``client`` are what the visitor used and is: taken from the
 forwarding headers only when the TCP peer is a trusted proxy
 (:mod:`stoker.http.forwarded`); ``peer`` is always the TCP peer.
@@ -164,6 +164,9 @@ def declares_body(headers: list[tuple[bytes, bytes]]) -> bool:
     return get_header(headers, b"transfer-encoding") is not None
 
 
+_KEPT_WHEN_NAMED = frozenset({b"host", b"content-length", b"transfer-encoding", b"connection"})
+
+
 def as_forwarded(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     """``headers`` without the fields ``Connection`` names (RFC 9110 §7.6.1), Host and
     the framing the server has already read the body by excepted."""
@@ -171,9 +174,6 @@ def as_forwarded(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]
     if not named:
         return headers
     return [(name, value) for name, value in headers if name.lower() not in named]
-
-
-_KEPT_WHEN_NAMED = frozenset({b"host", b"content-length", b"transfer-encoding", b"connection"})
 
 
 def parse_request(scope: Mapping[str, Any], default_host: str,
