@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.conftest import serving
+from tests.conftest import free_port, serving
 from tests.integration.admin_harness import purging
 from tests.integration.conftest import running_proxy
 from tests.integration.origin import ScriptedOrigin
@@ -99,30 +99,52 @@ async def test_origin_closing_mid_response_is_never_stored(tmp_path: Path) -> No
 
 async def test_breaker_answers_from_stale_without_waiting_and_reports_down(
         tmp_path: Path) -> None:
+    """Only requests that get no answer at all count: the origin is stopped (refused)."""
     clock = slow_clock()
     app = ScriptedOrigin()
+    port = free_port()
     for n in range(THRESHOLD + 3):
         app.set(f"/b/{n}", headers=[("cache-control", "max-age=10")], body=b"kept %d" % n)
-    async with serving(app) as url, purging(url, tmp_path, clock=clock) as (proxy, admin):
-        for n in range(THRESHOLD + 3):
-            await proxy.client.get(f"/b/{n}")
+    async with purging(f"http://127.0.0.1:{port}", tmp_path, clock=clock) as (proxy, admin):
+        async with serving(app, port=port):
+            for n in range(THRESHOLD + 3):
+                await proxy.client.get(f"/b/{n}")
         clock.advance(60)
-        for n in range(THRESHOLD + 3):
-            app.set(f"/b/{n}", status=503, body=b"down")
         for n in range(THRESHOLD):  # these ask the origin and fail: the breaker opens
-            await proxy.client.get(f"/b/{n}")
+            assert (await proxy.client.get(f"/b/{n}")).content == b"kept %d" % n
         asked = sum(app.count(f"/b/{n}") for n in range(THRESHOLD + 3))
         answer = await proxy.client.get(f"/b/{THRESHOLD}")
         status = (await admin.client.get("/api/status")).json()
-        assert sum(app.count(f"/b/{n}") for n in range(THRESHOLD + 3)) == asked  # not asked
         assert answer.content == b"kept %d" % THRESHOLD
         assert status["origin_down_since"] is not None
         clock.advance(10)  # past the cooldown: one background probe
         for n in range(THRESHOLD + 3):
             app.set(f"/b/{n}", headers=[("cache-control", "max-age=10")], body=b"back")
-        probe = await proxy.client.get(f"/b/{THRESHOLD + 1}")
-        await proxy.stoker.pipeline.drain()
-        up = (await admin.client.get("/api/status")).json()
+        async with serving(app, port=port):
+            probe = await proxy.client.get(f"/b/{THRESHOLD + 1}")
+            await proxy.stoker.pipeline.drain()
+            up = (await admin.client.get("/api/status")).json()
+    assert sum(app.count(f"/b/{n}") for n in range(THRESHOLD + 3)) == asked + 1  # the probe
     assert probe.content == b"kept %d" % (THRESHOLD + 1)  # answered stale, probed behind
     assert up["origin_down_since"] is None
     assert set(up["gc"]) == {"frozen_objects", "collections", "freezes", "deep_collections"}
+
+
+async def test_erroring_pages_do_not_make_a_live_origin_down(tmp_path: Path) -> None:
+    """Eight 5xx pages in a row, then a stale 404 with explicit freshness: the origin
+    answered every time, so the 404 is refetched, not reused unasked."""
+    clock = slow_clock()
+    app = ScriptedOrigin()
+    app.set("/gone", status=404, headers=[("cache-control", "max-age=10")], body=b"gone 1")
+    for n in range(8):
+        app.set(f"/err/{n}", status=500, headers=[("cache-control", "no-store")])
+    async with serving(app) as url, purging(url, tmp_path, clock=clock) as (proxy, admin):
+        await proxy.client.get("/gone")
+        clock.advance(60)
+        for n in range(8):
+            assert (await proxy.client.get(f"/err/{n}")).status_code == 500
+        app.set("/gone", status=404, headers=[("cache-control", "max-age=10")], body=b"gone 2")
+        again = await proxy.client.get("/gone")
+        status = (await admin.client.get("/api/status")).json()
+    assert again.content == b"gone 2" and app.count("/gone") == 2
+    assert status["origin_down_since"] is None

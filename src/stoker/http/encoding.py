@@ -28,7 +28,7 @@ from functools import lru_cache
 import brotli
 
 from stoker.http.cache_control import parse_cache_control
-from stoker.http.headers import HeaderInput, get_joined
+from stoker.http.headers import HeaderInput, field_members, get_joined
 
 Header = tuple[bytes, bytes]
 Encoded = tuple[tuple[str, bytes], ...]
@@ -121,25 +121,20 @@ def served_headers(headers: Sequence[Header], coding: str, length: int) -> tuple
     """The stored ``headers`` for the ``coding`` form (``length`` body bytes) of an entry
     that has codings: Vary gains Accept-Encoding; a coded form gets its own
     Content-Encoding, Content-Length and ETag."""
+    varies = {member.lower() for member in field_members(headers, b"vary")}
+    add_vary = not varies & {"accept-encoding", "*"}  # every Vary line counts (§5.3)
     out: list[Header] = []
-    vary_seen = False
     for name, value in headers:
-        if name == b"vary":
-            value, vary_seen = _with_accept_encoding(value), True
-        elif coding != IDENTITY and name == b"content-length":
+        if coding != IDENTITY and name == b"content-length":
             continue
-        elif coding != IDENTITY and name == b"etag":
+        if coding != IDENTITY and name == b"etag":
             value = coded_etag(value.decode("latin-1"), coding).encode("latin-1")
+        if add_vary and name == b"vary":  # on the first line, as one list: Vary stays one
+            value, add_vary = value + b", accept-encoding", False
         out.append((name, value))
-    if not vary_seen:
+    if add_vary:
         out.append((b"vary", b"accept-encoding"))
     if coding != IDENTITY:
         out += ((b"content-encoding", coding.encode("ascii")), (b"content-length", b"%d" % length))
     return tuple(out)
 
-
-def _with_accept_encoding(vary: bytes) -> bytes:
-    names = {part.strip().lower() for part in vary.split(b",")}
-    if b"accept-encoding" in names or b"*" in names:
-        return vary
-    return vary + b", accept-encoding"

@@ -7,6 +7,8 @@ Invariants:
   a new list, preserving the relative order of the fields it keeps.
 - Name matching is case-insensitive (RFC 9110 §5.1): the queried name and the
   field names are compared lower-cased, so callers may pass either case.
+- Several field lines of one list-valued field are one list (RFC 9110 §5.3):
+  :func:`get_joined` and :func:`field_members` read every line, never the first alone.
 - Field values are returned byte-for-byte as received; :func:`get_joined`
   decodes them as ISO-8859-1 (RFC 9110 §5.5: field values are octets, and
   latin-1 maps every octet to exactly one code point, so it never fails).
@@ -66,6 +68,34 @@ def get_joined(headers: HeaderInput, name: bytes) -> str | None:
     return b", ".join(values).decode("latin-1")
 
 
+def field_members(headers: HeaderInput, name: bytes) -> list[str]:
+    """The members of the list-valued field ``name`` (RFC 9110 §5.6.1): every field line
+    called ``name`` is part of one list (§5.3), split at commas outside quoted strings;
+    members are stripped of whitespace, empty ones dropped.  Decoded as latin-1.  Every
+    list-valued field Stoker reads a member at a time (``Vary``, ``Connection``) is read
+    here, so two lines always mean what their join means."""
+    members: list[str] = []
+    for value in get_all(headers, name):
+        members.extend(_split_members(value.decode("latin-1")))
+    return members
+
+
+def _split_members(text: str) -> list[str]:
+    members, start, quoted, escaped = [], 0, False, False
+    for index, char in enumerate(text):
+        if escaped:
+            escaped = False
+        elif quoted and char == "\\":
+            escaped = True
+        elif char == '"':
+            quoted = not quoted
+        elif char == "," and not quoted:
+            members.append(text[start:index])
+            start = index + 1
+    members.append(text[start:])
+    return [member.strip(" \t") for member in members if member.strip(" \t")]
+
+
 def content_length(headers: HeaderInput) -> int | None:
     """The ``Content-Length`` a message declares, or None when it declares none (or one
     that is not a plain number)."""
@@ -78,13 +108,8 @@ def content_length(headers: HeaderInput) -> int | None:
 
 def connection_tokens(headers: HeaderInput) -> frozenset[bytes]:
     """The lower-cased field names listed in ``Connection`` (RFC 9110 §7.6.1)."""
-    tokens: set[bytes] = set()
-    for value in get_all(headers, b"connection"):
-        for part in value.split(b","):
-            token = part.strip(b" \t").lower()
-            if token:
-                tokens.add(token)
-    return frozenset(tokens)
+    return frozenset(member.lower().encode("latin-1")
+                     for member in field_members(headers, b"connection"))
 
 
 def strip_hop_by_hop(headers: HeaderInput) -> Headers:

@@ -17,8 +17,9 @@ Invariants:
   (their order can matter to the origin).
 - :func:`cache_target` is the path and query of :func:`primary_key`: requests
   with one key are sent to the origin as one target.
-- :func:`parse_vary` returns lower-cased, de-duplicated, sorted field names;
-  None means ``Vary: *`` (never matches, RFC 9111 §4.1); absent is ``()``.
+- :func:`vary_names` returns lower-cased, de-duplicated, sorted field names from
+  every ``Vary`` line; None means ``Vary: *`` (never matches, RFC 9111 §4.1); absent
+  is ``()``.
 - :func:`variant_of` is injective on the request's values as normalised by
   :func:`normalise_field_value`: an absent header and an empty header encode
   differently, and quoting makes separators inside values unambiguous.
@@ -35,7 +36,7 @@ from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from typing import Protocol, TypeVar
 
-from .headers import HeaderInput, get_all
+from .headers import HeaderInput, field_members, get_all
 
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 _WHITESPACE_RUN = re.compile("[ \t]+")
@@ -103,18 +104,11 @@ def url_from_parts(scheme: str, host: str, path: str, query: str) -> str:
     return f"{url}?{query}" if query else url
 
 
-def parse_vary(value: str | None) -> tuple[str, ...] | None:
-    """The field names a response varies on; None for ``*`` (RFC 9110 §12.5.5)."""
-    if value is None:
-        return ()
-    names: set[str] = set()
-    for part in value.split(","):
-        name = part.strip(" \t").lower()
-        if name == "*":
-            return None
-        if name:
-            names.add(name)
-    return tuple(sorted(names))
+def vary_names(headers: HeaderInput) -> tuple[str, ...] | None:
+    """The field names a response varies on, from every ``Vary`` line; None for ``*``
+    (RFC 9110 §12.5.5)."""
+    names = {member.lower() for member in field_members(headers, b"vary")}
+    return None if "*" in names else tuple(sorted(names))
 
 
 def normalise_field_value(name: str, values: Sequence[bytes]) -> str:

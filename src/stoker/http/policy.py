@@ -56,7 +56,7 @@ from .freshness import (
     heuristic_lifetime,
 )
 from .headers import get_all, get_header, get_joined
-from .keys import parse_vary
+from .keys import vary_names
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +206,7 @@ def decide_storage(
     if has_set_cookie and not strip_set_cookie:
         return _refuse("set-cookie")
     # RFC 9111 §4.1: "Vary: *" always fails to match.
-    if parse_vary(get_joined(response_headers, b"vary")) is None:
+    if vary_names(response_headers) is None:
         return _refuse("vary-star")
 
     overriding = rule is not None and rule.override

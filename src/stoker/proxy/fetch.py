@@ -12,10 +12,11 @@ Invariants:
   body is fsynced and stored.
 - The client's disconnect does not stop a store in progress (followers may be
   waiting on it); it does stop a pass-through.
-- A response whose shareability comes from a rule or a default (not
-  ``origin_vouched``) is never stored for a request with personal cookies
-  (``Fetch.personal``): it is passed through with ``fwd=bypass;
-  detail=cookie``.
+- A response to a request with personal cookies (``Fetch.personal``) is stored
+  only when the origin vouches for sharing it (``origin_vouched``, not a rule's
+  or a default's lifetime) and it is fresh for a positive time; otherwise it is
+  passed through with ``fwd=bypass; detail=cookie`` and never displaces what is
+  stored.
 - A stopgap page (the origin's "being generated" placeholder, marked with
   ``stopgap_header``) is never stored.
 - Within an entry's ``error_until`` — the origin's stale-if-error, or
@@ -54,7 +55,7 @@ from stoker.http.cache_status import cache_status
 from stoker.http.conditional import merge_not_modified, revalidation_headers
 from stoker.http.encoding import compressible
 from stoker.http.headers import content_length, get_header
-from stoker.http.keys import parse_vary, variant_of, variants_to_drop
+from stoker.http.keys import variant_of, variants_to_drop, vary_names
 from stoker.http.policy import RuleTTL, StaleDefaults, StorageDecision, decide_storage
 from stoker.proxy.client_feed import Feed, feed_for, relay
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers, stored_headers
@@ -191,7 +192,7 @@ class Fetcher:
             response_headers=response.headers, request_time=request_time,
             response_time=response_time, rule=fetch.rule_ttl, defaults=self.config.defaults)
         decision = self._size_limit(decision, response.headers)
-        if decision.store and fetch.personal and not decision.origin_vouched:
+        if decision.store and fetch.personal and not _shareable_for_personal(decision):
             decision = replace(decision, store=False, reason="cookie")
         if decision.store and get_header(response.headers, self.config.stopgap_header):
             decision = replace(decision, store=False, reason="stopgap")
@@ -324,7 +325,7 @@ class Fetcher:
     def _build(self, fetch: Fetch, response: OriginResponse, decision: StorageDecision,
                response_time: float, body: bytes | None, body_file: str | None,
                size: int) -> CacheEntry:
-        vary = parse_vary(_text(get_header(response.headers, b"vary"))) or ()
+        vary = vary_names(response.headers) or ()
         headers = stored_headers(response.headers, strip_set_cookie=decision.strip_set_cookie,
                                  hidden=self.config.hidden_headers, body_size=size)
         fresh_until = response_time + decision.fresh_for - decision.initial_age
@@ -447,6 +448,14 @@ class _StoredCopy:
 
     async def abort(self) -> None:
         await self._spool.abort()
+
+
+def _shareable_for_personal(decision: StorageDecision) -> bool:
+    """Whether a response to a request with personal cookies may be stored (and so replace
+    what is stored for everyone): only when the origin itself vouches for sharing it and
+    it is fresh for a positive time.  A logged-in page marked ``no-cache, max-age=0``
+    would otherwise displace the anonymous copy a rule made cacheable."""
+    return decision.origin_vouched and decision.fresh_for - decision.initial_age > 0
 
 
 def _text(value: bytes | None) -> str | None:

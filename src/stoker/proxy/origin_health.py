@@ -1,9 +1,12 @@
 """Whether the origin answers: the jobs' circuit breaker applied to origin requests.
 
 Every origin request (a visitor's miss, a revalidation, a warm visit, a pass-through)
-reports how it went: no answer, a timeout or ``500``/``502``/``503``/``504`` is a
-failure, anything else a success.  After :data:`THRESHOLD` failures in a row the
-origin is *down*: the pipeline then answers requests that have a stale copy it may
+reports how it went: no answer (refused, reset, timed out, closed before answering) is a
+failure; any HTTP answer, ``5xx`` included, is a success, since an origin that answers
+is up: one broken page must not make every stale entry be served unasked.  (A ``5xx``
+still serves that URL's stale copy under ``stale-if-error``/``keep_stale``:
+:data:`FAILING_STATUSES`, read by the fetch.)  After :data:`THRESHOLD` failures in a
+row the origin is *down*: the pipeline then answers requests that have a stale copy it may
 serve on error with that copy at once, instead of waiting ``origin_timeout`` each
 time, and one background revalidation per :data:`COOLDOWN` probes the origin; the
 probe's success brings it back *up*.
@@ -26,6 +29,7 @@ from stoker.proxy.origin import Body, Headers, OriginClient, OriginError, Origin
 THRESHOLD: Final = 5
 COOLDOWN: Final = 5.0
 FAILING_STATUSES: Final = frozenset({500, 502, 503, 504})
+"""Answers that let a stale copy stand in for the URL's answer (RFC 9111 §4.2.4)."""
 
 
 class OriginHealth:
@@ -90,7 +94,7 @@ class MonitoredOrigin:
             raise
         finally:
             origin_wait(self._clock.monotonic() - started)
-        self.health.report(request_id, ok=response.status not in FAILING_STATUSES)
+        self.health.report(request_id, ok=True)  # it answered: it is up
         return response
 
     async def close(self) -> None:

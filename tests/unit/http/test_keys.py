@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from stoker.http.keys import (
     cache_target,
     normalise_field_value,
-    parse_vary,
     primary_key,
     select_variant,
     url_from_parts,
     variant_of,
+    vary_names,
 )
 
 
@@ -146,8 +146,15 @@ def test_cache_target() -> None:
         ("accept, *", None),
     ],
 )
-def test_parse_vary(value: str | None, expected: tuple[str, ...] | None) -> None:
-    assert parse_vary(value) == expected
+def test_vary_names(value: str | None, expected: tuple[str, ...] | None) -> None:
+    headers = [] if value is None else [(b"vary", value.encode())]
+    assert vary_names(headers) == expected
+
+
+def test_vary_names_reads_every_line() -> None:
+    assert vary_names([(b"vary", b"Accept-Encoding"), (b"content-type", b"x"),
+                       (b"vary", b"Cookie")]) == ("accept-encoding", "cookie")
+    assert vary_names([(b"vary", b"Origin"), (b"vary", b"*")]) is None
 
 
 def test_variant_of_empty_vary() -> None:
