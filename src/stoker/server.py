@@ -29,7 +29,7 @@ from typing import Any, Protocol, cast
 from stoker.asgi import ASGIApp
 from stoker.connection_reaper import ConnectionReaper
 from stoker.heap import HeapKeeper, freeze_heap
-from stoker.settings import SettingsError
+from stoker.settings import Settings, SettingsError
 
 log = logging.getLogger("stoker.server")
 
@@ -44,19 +44,18 @@ class _Server(Protocol):
 
 
 BACKLOG = 2048
-SILENCE = 65.0
-"""Seconds without a byte either way after which a connection to a granian listener is
-closed (:mod:`stoker.connection_reaper`), unless told otherwise: beyond every pause
-Stoker's defaults allow (``client_body_timeout`` 60 s, ``origin_timeout`` 30 s)."""
 REAP_EVERY = 5.0
 
 
-def silence_for(*pauses: float) -> float:
-    """The silence after which a connection is closed, given the longest pauses a live
-    one may make (and never below the front's :data:`~stoker.http1_front.HEAD_TIMEOUT`)."""
+def silence_for(origin_timeout: float = Settings.origin_timeout,
+                client_body_timeout: float = Settings.client_body_timeout) -> float:
+    """Seconds without a byte either way after which a connection to a granian listener
+    is closed (:mod:`stoker.connection_reaper`): beyond every pause Stoker allows a live
+    one (the origin's answer, ``client_body_timeout``, and the front's
+    :data:`~stoker.http1_front.HEAD_TIMEOUT`), 65 s with the defaults."""
     from stoker.http1_front import HEAD_TIMEOUT
 
-    return max(HEAD_TIMEOUT, *pauses) + REAP_EVERY
+    return max(HEAD_TIMEOUT, origin_timeout, client_body_timeout) + REAP_EVERY
 
 
 def open_file_limit() -> int:
@@ -167,7 +166,7 @@ class _Uvicorn:
         # stored Date, never a second one, and the front writes its hits without uvicorn.
         proxy = _is_proxy(app)
         config = uvicorn.Config(app, host=host, port=port, lifespan="off", access_log=False,
-                                log_level="warning", backlog=2048, proxy_headers=False,
+                                log_level="warning", backlog=BACKLOG, proxy_headers=False,
                                 server_header=not proxy, date_header=not proxy,
                                 http=protocol or Http1Protocol,
                                 # typed int by uvicorn; it is a wait_for timeout: any number
@@ -291,7 +290,7 @@ async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
     """Serve every ``(app, address)`` (with TLS where ``tls`` names the address) until
     ``stop`` is set or a signal arrives; requests in flight then get ``grace`` seconds
     (:func:`make_server`).  A connection to a granian listener without a byte either way
-    for ``silence`` seconds (default :data:`SILENCE`) is closed."""
+    for ``silence`` seconds (default :func:`silence_for` the default settings) is closed."""
     for _, address in apps:
         ensure_free(address, "listen address")
     stop = stop or asyncio.Event()
@@ -304,7 +303,7 @@ async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
                for app, address in apps]
     tasks = [asyncio.create_task(server.serve()) for server in servers]
     granian = [port for server in servers for port in server.granian_ports]
-    reaper = ConnectionReaper(granian, silence=SILENCE if silence is None else silence,
+    reaper = ConnectionReaper(granian, silence=silence_for() if silence is None else silence,
                               every=REAP_EVERY)
     reaping = asyncio.create_task(reaper.run(stop)) if granian else None
     waiter = asyncio.create_task(stop.wait())

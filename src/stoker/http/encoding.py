@@ -28,7 +28,8 @@ from functools import lru_cache
 import brotli
 
 from stoker.http.cache_control import parse_cache_control
-from stoker.http.headers import HeaderInput, field_members, get_joined
+from stoker.http.headers import HeaderInput, get_joined
+from stoker.http.keys import vary_names
 
 Header = tuple[bytes, bytes]
 Encoded = tuple[tuple[str, bytes], ...]
@@ -121,8 +122,8 @@ def served_headers(headers: Sequence[Header], coding: str, length: int) -> tuple
     """The stored ``headers`` for the ``coding`` form (``length`` body bytes) of an entry
     that has codings: Vary gains Accept-Encoding; a coded form gets its own
     Content-Encoding, Content-Length and ETag."""
-    varies = {member.lower() for member in field_members(headers, b"vary")}
-    add_vary = not varies & {"accept-encoding", "*"}  # every Vary line counts (§5.3)
+    varies = vary_names(headers)  # every Vary line counts (RFC 9110 §5.3)
+    add_vary = varies is not None and "accept-encoding" not in varies
     out: list[Header] = []
     for name, value in headers:
         if coding != IDENTITY and name == b"content-length":

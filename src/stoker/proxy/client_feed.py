@@ -283,11 +283,11 @@ class ClientFeed:
 
 async def relay(sink: ClientSink, status: int, headers: Sequence[tuple[bytes, bytes]],
                 response: OriginResponse, directory: Path) -> None:
-    """Pass ``response`` through to ``sink``: its body read at the origin's pace into a
-    :class:`ClientFeed`, the response closed (its origin slot free) once the body has
-    ended, and only then the client waited for.  The origin's body stops being read
-    when the client has gone; an origin breaking off is raised once the client has had
-    what came before."""
+    """Pass ``response`` through to ``sink``: its body read at the origin's pace into the
+    :class:`Feed` :func:`feed_for` picks, the response closed (its origin slot free) once
+    the body has ended, and only then the client waited for.  The origin's body stops
+    being read when the client has gone; an origin breaking off is raised once the
+    client has had what came before."""
     feed = feed_for(sink, status, headers, directory, length=content_length(response.headers))
     try:
         try:

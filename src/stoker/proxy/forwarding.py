@@ -8,8 +8,9 @@ Invariants:
 - A cache fetch never forwards the client's own conditional or range fields:
   the cache fetches whole representations and answers the client's
   conditionals itself from what it stored.
-- No request to the origin carries the client's ``Content-Length`` or
-  ``Expect``: the origin client frames what it sends itself.
+- Framing is not this module's: every origin client replaces the client's
+  ``Content-Length``/``Transfer-Encoding``/``Expect`` with its own
+  (:func:`~stoker.proxy.origin.framed`).
 - The origin gets the Host as the key has it (lower-cased, default port dropped),
   or ``origin_host``.
 - Stored headers never contain hop-by-hop fields, ``Age``, or (when the
@@ -30,10 +31,6 @@ CLIENT_VALIDATORS = frozenset(
      b"range"}
 )
 PROXY_FIELDS = frozenset({b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"via"})
-CLIENT_FRAMING = frozenset({b"content-length", b"expect"})
-"""The client's framing: its body was read whole (or dropped) before the origin is asked,
-so the origin client declares what it sends itself (:func:`~stoker.proxy.origin.framed`),
-and ``Expect: 100-continue`` was the client's to ask of Stoker, which answered it."""
 NOT_STORED = frozenset({b"age"})
 
 
@@ -52,7 +49,7 @@ def origin_request_headers(
     ``True`` to keep the client's Cookie as is, else the value to send
     (``None``/``False`` to send none); ``extra`` (e.g. our own validators) is appended.
     """
-    drop: set[bytes] = set(PROXY_FIELDS) | CLIENT_FRAMING | {b"host"}
+    drop: set[bytes] = set(PROXY_FIELDS) | {b"host"}
     if for_cache:
         drop |= CLIENT_VALIDATORS
     if cookie is not True:
