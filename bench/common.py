@@ -19,3 +19,11 @@ def pin(core: int) -> None:
     with contextlib.suppress(AttributeError, OSError):
         if os.cpu_count() and os.cpu_count() > core:  # type: ignore[operator]
             os.sched_setaffinity(0, {core})
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``values`` by rank (NaN for no values)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]

@@ -79,7 +79,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))
 
-from bench.common import pin  # noqa: E402
+from bench.common import percentile, pin  # noqa: E402
 from bench.hit_path.run import System, start, stop  # noqa: E402
 from bench.miss_path import nginx_in_front  # noqa: E402
 from bench.origin_app import app as origin_pages  # noqa: E402
@@ -163,7 +163,7 @@ class Visits:
 
     def percentile(self, percent: float) -> float:
         """Over the answered requests and, as lower bounds, the unfinished ones."""
-        return percentile(self.latencies_ms + self.unfinished_ms, percent)
+        return percentile(self.latencies_ms + self.unfinished_ms, percent / 100)
 
 
 async def read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
@@ -350,15 +350,6 @@ class PhaseRun:
     @property
     def clean(self) -> bool:
         return self.all_missed and not self.errors and not self.non_200
-
-
-def percentile(values: list[float], percent: float) -> float:
-    """Nearest-rank percentile (NaN for no values)."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * percent // 100))
-    return ordered[int(rank) - 1]
 
 
 async def blocking(call: Callable[[], Any]) -> Any:

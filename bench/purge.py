@@ -58,7 +58,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO))
 
-from bench.common import free_port, pin  # noqa: E402
+from bench.common import free_port, percentile, pin  # noqa: E402
 
 HOT = 100
 TOKEN = "bench-token"
@@ -68,13 +68,6 @@ TICK = 0.001
 GOALS = {"purge_ms": 100.0, "hit_p99_ratio": 2.0, "stall_ms": 10.0, "miss_p99_ratio": 3.0}
 
 
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 # -- the load generator (subprocess) ----------------------------------------------------

@@ -55,7 +55,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO))
 
-from bench.common import free_port, pin  # noqa: E402
+from bench.common import free_port, percentile, pin  # noqa: E402
 
 from stoker.asgi import Receive, Scope, Send  # noqa: E402
 
@@ -71,13 +71,6 @@ XML = [(b"content-type", b"application/xml")]
 JSON = [(b"content-type", b"application/json")]
 
 
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 # -- the origin (subprocess) ------------------------------------------------------------
