@@ -66,10 +66,9 @@ import shutil
 import socket
 import statistics
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,19 +79,17 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))
 
 from bench.common import percentile, pin  # noqa: E402
-from bench.hit_path.run import System, start, stop  # noqa: E402
 from bench.miss_path import nginx_in_front  # noqa: E402
 from bench.origin_app import app as origin_pages  # noqa: E402
 from bench.procs import (  # noqa: E402
+    ORIGIN_APP,
     REPO,
-    START_TIMEOUT,
     Stack,
     fetch,
-    origin_system,
     status_kib,
-    stoker_system,
     stop_on_sigterm,
 )
+from bench.procs import serving as procs_serving  # noqa: E402
 
 PHASES = ("idle", "trickle-post", "not-reading", "stalled-get-body")
 GOAL_P99_RATIO = 2.0
@@ -123,26 +120,13 @@ async def reading_origin(
     await origin_pages(scope, receive, send)
 
 
-@contextlib.contextmanager
-def serving(args: argparse.Namespace) -> Iterator[Stack]:
-    """The origin (pinned to ``--client-core``), then Stoker with its defaults in front of
-    it (pinned to ``--stoker-core``), as ``bench.procs.serving`` starts them."""
-    tmp = Path(tempfile.mkdtemp(prefix="stoker-bench-hostile-"))
-    started: list[System] = []
-    try:
-        origin = origin_system(tmp, args.latency_ms)
-        if args.origin_reads_body:
-            origin.argv[-1] = READING_ORIGIN  # in place of bench.origin_app:app
-        started.append(origin)
-        start(origin, args.client_core, START_TIMEOUT)
-        stoker, admin_port = stoker_system(tmp, origin.port, {}, (), "stoker")
-        started.append(stoker)
-        start(stoker, args.stoker_core, START_TIMEOUT)
-        yield Stack(origin, stoker, admin_port)
-    finally:
-        for system in reversed(started):
-            stop(system)
-        shutil.rmtree(tmp, ignore_errors=True)
+def serving(args: argparse.Namespace) -> contextlib.AbstractContextManager[Stack]:
+    """The origin (pinned to ``--client-core``; :func:`reading_origin` unless
+    ``--no-origin-reads-body``), then Stoker with its defaults in front of it (pinned to
+    ``--stoker-core``)."""
+    return procs_serving({}, latency_ms=args.latency_ms, stoker_core=args.stoker_core,
+                         origin_core=args.client_core,
+                         origin_app=READING_ORIGIN if args.origin_reads_body else ORIGIN_APP)
 
 
 # -- visitors --------------------------------------------------------------------------

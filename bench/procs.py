@@ -68,13 +68,17 @@ def fetch(port: int, path: str) -> bytes:
         return body
 
 
-def origin_system(tmp: Path, latency_ms: float) -> System:
+ORIGIN_APP = "bench.origin_app:app"
+
+
+def origin_system(tmp: Path, latency_ms: float, app: str = ORIGIN_APP) -> System:
+    """granian serving ``app`` (``module:attribute``, default the slow origin)."""
     port = free_port()
     argv = [
         "env", f"BENCH_ORIGIN_LATENCY_MS={latency_ms:g}",
         str(VENV_BIN / "granian"), "--interface", "asgi", "--host", "127.0.0.1",
         "--port", str(port), "--workers", "1", *granian_loop(), "--no-access-log",
-        "--log-level", "warning", "bench.origin_app:app",
+        "--log-level", "warning", app,
     ]  # fmt: skip
     return System("origin", argv, port, None, tmp / "origin.log")
 
@@ -107,13 +111,15 @@ def serving(
     origin_core: int | None,
     env: Sequence[str] = (),
     module: str = "stoker",
+    origin_app: str = ORIGIN_APP,
 ) -> Iterator[Stack]:
-    """Start the origin, then Stoker in front of it (``settings`` into its stoker.toml,
-    ``env`` as ``NAME=VALUE`` strings into its environment, ``python -m module serve``)."""
+    """Start the origin (``origin_app`` on granian), then Stoker in front of it
+    (``settings`` into its stoker.toml, ``env`` as ``NAME=VALUE`` strings into its
+    environment, ``python -m module serve``)."""
     tmp = Path(tempfile.mkdtemp(prefix="stoker-bench-"))
     started: list[System] = []
     try:
-        origin = origin_system(tmp, latency_ms)
+        origin = origin_system(tmp, latency_ms, origin_app)
         started.append(origin)
         start(origin, origin_core, START_TIMEOUT)
         stoker, admin_port = stoker_system(tmp, origin.port, settings, env, module)
