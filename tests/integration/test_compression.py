@@ -115,12 +115,49 @@ async def test_small_bodies_are_not_compressed(origin: Origin, plain: Proxy) -> 
     assert "content-encoding" not in response.headers and body == PAGE[:1024]
 
 
-async def test_origin_gzipped_body_is_never_recompressed(origin: Origin, plain: Proxy) -> None:
+async def test_an_origin_gzipped_body_is_stored_decoded(origin: Origin, plain: Proxy) -> None:
     zipped = gzip.compress(PAGE)
     await _stored(origin, plain, "/gz", [*HTML, ("content-encoding", "gzip")], body=zipped)
-    response, body = await _raw(plain, "/gz", **{"accept-encoding": "br, gzip"})
-    assert response.headers["content-encoding"] == "gzip" and body == zipped
-    assert response.headers["etag"] == '"v1"'
+    identity, body = await _raw(plain, "/gz", **{"accept-encoding": "identity"})
+    assert "content-encoding" not in identity.headers and body == PAGE
+    assert identity.headers["etag"] == 'W/"v1"'  # not the bytes the origin tagged
+    br, br_body = await _raw(plain, "/gz", **{"accept-encoding": "br, gzip"})
+    assert br.headers["content-encoding"] == "br" and brotli.decompress(br_body) == PAGE
+    assert br.headers["etag"] == 'W/"v1-br"'
+    assert origin.app.count("/gz") == 1
+
+
+async def test_a_corrupt_gzip_body_reaches_its_client_and_is_not_stored(
+        origin: Origin, plain: Proxy) -> None:
+    broken = gzip.compress(PAGE)[:-20] + b"not the end of a gzip member"
+    origin.app.set("/broken", headers=[*HTML, ("content-encoding", "gzip")], body=broken)
+    _, body = await _raw(plain, "/broken", **{"accept-encoding": "gzip"})
+    assert body == broken  # the client gets what the origin sent
+    second, _ = await _raw(plain, "/broken", **{"accept-encoding": "gzip"})
+    assert "fwd=uri-miss" in second.headers["cache-status"]
+    assert origin.app.count("/broken") == 2
+
+
+async def test_a_coding_stoker_cannot_decode_is_kept_for_clients_with_the_same_offer(
+        origin: Origin, plain: Proxy) -> None:
+    origin.app.set("/deflated", headers=[*HTML, ("content-encoding", "deflate"),
+                                         ("vary", "Accept-Encoding")], body=b"deflated bytes")
+    await _raw(plain, "/deflated", **{"accept-encoding": "gzip, deflate"})
+    same, body = await _raw(plain, "/deflated", **{"accept-encoding": "gzip"})  # one offer
+    assert same.headers["cache-status"].startswith("stoker; hit") and body == b"deflated bytes"
+    assert same.headers["content-encoding"] == "deflate"
+    other, _ = await _raw(plain, "/deflated", **{"accept-encoding": "identity"})
+    assert "fwd=vary-miss" in other.headers["cache-status"]
+
+
+async def test_a_decoded_body_over_max_object_bytes_is_not_stored(
+        origin: Origin, tmp_path: Path) -> None:
+    bomb = gzip.compress(b"\0" * (8 * 1024 * 1024))  # 8 MiB decoded, 8 KiB sent
+    origin.app.set("/bomb", headers=[*HTML, ("content-encoding", "gzip")], body=bomb)
+    async with running_proxy(origin.url, tmp_path / "data", max_object_bytes="1MiB") as proxy:
+        _, body = await _raw(proxy, "/bomb", **{"accept-encoding": "gzip"})
+        again, _ = await _raw(proxy, "/bomb", **{"accept-encoding": "gzip"})
+    assert body == bomb and "fwd=uri-miss" in again.headers["cache-status"]
 
 
 async def test_etag_and_304_are_per_encoding(origin: Origin, plain: Proxy) -> None:

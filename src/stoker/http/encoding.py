@@ -13,6 +13,12 @@ Invariants:
   smaller coding (br, then gzip, then identity).  Identity is the answer when
   nothing offered is acceptable, and when the request has no
   ``Accept-Encoding`` at all (as nginx does: such clients may not decode).
+- :func:`origin_offer` is what a cache fetch sends the origin as
+  ``Accept-Encoding``: the codings Stoker can decode (br, gzip) that the client
+  accepts, or ``identity``.  So whatever the origin answers, the client that
+  asked can read it, and Stoker can decode it for everyone else.
+- :func:`stored_coding` names the one content coding of a response Stoker can
+  decode (``identity`` when it has none), or None (several, or one it cannot).
 - Every served form of an entry with codings carries ``Vary:
   Accept-Encoding``; a coded form carries its own ``Content-Encoding``,
   ``Content-Length`` and an ETag suffixed with the coding (``"abc"`` →
@@ -28,8 +34,7 @@ from functools import lru_cache
 import brotli
 
 from stoker.http.cache_control import parse_cache_control
-from stoker.http.headers import HeaderInput, get_joined
-from stoker.http.keys import vary_names
+from stoker.http.headers import HeaderInput, get_joined, vary_names
 
 Header = tuple[bytes, bytes]
 Encoded = tuple[tuple[str, bytes], ...]
@@ -85,6 +90,35 @@ def choose_encoding(accept_encoding: str | None, available: tuple[str, ...]) -> 
     return best
 
 
+@lru_cache(maxsize=1024)
+def origin_offer(accept_encoding: str | None) -> str:
+    """The ``Accept-Encoding`` a cache fetch for a client sending ``accept_encoding``
+    sends the origin: ``"br, gzip"``, ``"br"``, ``"gzip"`` or ``"identity"``.  A client
+    that sends no Accept-Encoding is offered identity (as nginx reads it)."""
+    if not accept_encoding:
+        return IDENTITY
+    weights = _weights(accept_encoding)
+    star = weights.get("*")
+    offered = [name for name in PREFERENCE if (weights.get(name, star) or 0.0) > 0]
+    return ", ".join(offered) or IDENTITY
+
+
+DECODABLE = frozenset(PREFERENCE)
+
+
+def stored_coding(headers: HeaderInput) -> str | None:
+    """The content coding of a response with ``headers`` when Stoker can decode it:
+    ``identity`` (none), ``gzip`` or ``br``; None for any other or several."""
+    value = get_joined(headers, b"content-encoding")
+    if value is None:
+        return IDENTITY
+    codings = [ALIASES.get(name, name) for name in (
+        member.strip().lower() for member in value.split(",")) if name and name != IDENTITY]
+    if not codings:
+        return IDENTITY
+    return codings[0] if len(codings) == 1 and codings[0] in DECODABLE else None
+
+
 def _weights(accept_encoding: str) -> dict[str, float]:
     """Coding → q-value; a malformed q-value counts as 0 and a coding named twice gets
     its lower q (refusal is the safe side)."""
@@ -116,6 +150,13 @@ def coded_etag(etag: str, coding: str) -> str:
     if coding == IDENTITY or not etag.endswith('"'):
         return etag
     return f'{etag[:-1]}-{coding}"'
+
+
+def weakened(headers: Sequence[Header]) -> list[Header]:
+    """``headers`` with a strong ETag made weak (RFC 9110 §8.8.1): for a body Stoker
+    changed (decoded), which is the same content but not the same bytes."""
+    return [(name, b"W/" + value if name == b"etag" and value.startswith(b'"') else value)
+            for name, value in headers]
 
 
 def served_headers(headers: Sequence[Header], coding: str, length: int) -> tuple[Header, ...]:

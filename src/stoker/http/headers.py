@@ -80,6 +80,14 @@ def field_members(headers: HeaderInput, name: bytes) -> list[str]:
     return members
 
 
+def vary_names(headers: HeaderInput) -> tuple[str, ...] | None:
+    """The field names a response varies on, lower-cased, de-duplicated and sorted, from
+    every ``Vary`` line; ``()`` when there is none; None for ``*`` (RFC 9110 §12.5.5:
+    never matches, RFC 9111 §4.1)."""
+    names = {member.lower() for member in field_members(headers, b"vary")}
+    return None if "*" in names else tuple(sorted(names))
+
+
 def _split_members(text: str) -> list[str]:
     members, start, quoted, escaped = [], 0, False, False
     for index, char in enumerate(text):

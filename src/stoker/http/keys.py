@@ -17,15 +17,15 @@ Invariants:
   (their order can matter to the origin).
 - :func:`cache_target` is the path and query of :func:`primary_key`: requests
   with one key are sent to the origin as one target.
-- :func:`vary_names` returns lower-cased, de-duplicated, sorted field names from
-  every ``Vary`` line; None means ``Vary: *`` (never matches, RFC 9111 §4.1); absent
-  is ``()``.
 - :func:`variant_of` is injective on the request's values as normalised by
   :func:`normalise_field_value`: an absent header and an empty header encode
   differently, and quoting makes separators inside values unambiguous.
   ``""`` when nothing varies.  Requests whose values differ only in
-  whitespace (and, for Accept-Encoding / Accept-Language, in case or member
-  order) get the same variant.
+  whitespace (and, for Accept-Language, in case or member order) get the same
+  variant; Accept-Encoding counts only as the codings a cache fetch would offer the
+  origin for it (:func:`~stoker.http.encoding.origin_offer`), since that decides the
+  answer.  (A response Stoker can decode is stored without Accept-Encoding in its
+  key at all: one copy serves every coding, see :mod:`stoker.proxy.fetch`.)
 - Pure: no I/O, no clock.
 """
 
@@ -36,13 +36,13 @@ from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from typing import Protocol, TypeVar
 
-from .headers import HeaderInput, field_members, get_all
+from .encoding import origin_offer
+from .headers import HeaderInput, get_all
 
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 _WHITESPACE_RUN = re.compile("[ \t]+")
 _TCHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
 _SEPARATORS = frozenset(",;=")
-_UNORDERED_CASELESS = frozenset({"accept-encoding", "accept-language"})
 
 
 def normalise_host(scheme: str, host: str) -> str:
@@ -104,27 +104,22 @@ def url_from_parts(scheme: str, host: str, path: str, query: str) -> str:
     return f"{url}?{query}" if query else url
 
 
-def vary_names(headers: HeaderInput) -> tuple[str, ...] | None:
-    """The field names a response varies on, from every ``Vary`` line; None for ``*``
-    (RFC 9110 §12.5.5)."""
-    names = {member.lower() for member in field_members(headers, b"vary")}
-    return None if "*" in names else tuple(sorted(names))
-
-
 def normalise_field_value(name: str, values: Sequence[bytes]) -> str:
     """The request's field lines for ``name`` as :func:`variant_of` compares them.
 
     RFC 9111 §4.1 lets a cache normalise values "in a way that is known to
     have identical semantics".  Lines are combined with ``,`` (RFC 9110 §5.3).
-    Accept-Encoding and Accept-Language (whose grammar has no quoted-strings)
-    are lower-cased (codings and language tags are case-insensitive), lose
-    all whitespace and empty members, and have their members sorted: member
-    order carries no meaning, the weights do.  Any other field keeps its
+    Accept-Encoding becomes the offer a cache fetch would send the origin for it.
+    Accept-Language (whose grammar has no quoted-strings) is lower-cased (language
+    tags are case-insensitive), loses all whitespace and empty members, and has its
+    members sorted: member order carries no meaning, the weights do.  Any other field keeps its
     case and order; outside quoted-strings a run of SP/HTAB becomes one SP and
     whitespace next to ``,``, ``;`` or ``=`` and at either end is dropped.
     """
     text = ",".join(value.decode("latin-1") for value in values)
-    if name.lower() in _UNORDERED_CASELESS:
+    if name.lower() == "accept-encoding":
+        return origin_offer(text)
+    if name.lower() == "accept-language":
         members = (_WHITESPACE_RUN.sub("", member).lower() for member in text.split(","))
         return ",".join(sorted(member for member in members if member))
     return _squeeze_whitespace(text)

@@ -55,8 +55,7 @@ from .freshness import (
     expires_lifetime,
     heuristic_lifetime,
 )
-from .headers import get_all, get_header, get_joined
-from .keys import vary_names
+from .headers import get_all, get_header, get_joined, vary_names
 
 
 @dataclass(frozen=True, slots=True)

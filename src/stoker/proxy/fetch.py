@@ -28,6 +28,14 @@ Invariants:
   origin request was sent and covering the entry means: not stored and not
   shared (hard purge), or stored and shared already stale (soft purge).  The
   ledger check and ``store.put`` run without an ``await`` between them.
+- One stored copy serves every ``Accept-Encoding``: the origin is offered only
+  codings the client accepts and Stoker decodes
+  (:func:`~stoker.http.encoding.origin_offer`), so the client is fed the origin's
+  answer as it is, while a gzip or br body is stored decoded (Content-Encoding
+  dropped, ETag made weak) and ``accept-encoding`` leaves the entry's ``vary``:
+  every client gets the form it accepts from that copy.  A body in a coding Stoker
+  cannot decode is stored as sent, keyed by the offer its request made.  A coded
+  body that does not decode is not stored (``corrupt-coding``).
 - Nothing is compressed here: with ``compress`` on, a stored inline body that
   :func:`~stoker.http.encoding.compressible` allows is stored identity-only
   with ``codings_due`` set, and its forms are made when a client first
@@ -53,9 +61,10 @@ from stoker.cache.tiered import TieredStore
 from stoker.clock import Clock
 from stoker.http.cache_status import cache_status
 from stoker.http.conditional import merge_not_modified, revalidation_headers
-from stoker.http.encoding import compressible
-from stoker.http.headers import content_length, get_header
-from stoker.http.keys import variant_of, variants_to_drop, vary_names
+from stoker.http.decoding import CorruptBody, Decoder
+from stoker.http.encoding import IDENTITY, compressible, stored_coding, weakened
+from stoker.http.headers import content_length, get_header, vary_names
+from stoker.http.keys import variant_of, variants_to_drop
 from stoker.http.policy import RuleTTL, StaleDefaults, StorageDecision, decide_storage
 from stoker.proxy.client_feed import Feed, feed_for, relay
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers, stored_headers
@@ -248,8 +257,10 @@ class Fetcher:
                               decision: StorageDecision, response_time: float, since: int,
                               feed: Feed | None) -> CacheEntry | str:
         """Spool the body for storing, and pass it to ``feed``; end the feed once stored."""
+        coding = stored_coding(response.headers)
         copy = _StoredCopy(self._bodies.spool(self.config.body_file_threshold),
-                           fetch.request.url, self.config.max_object_bytes)
+                           fetch.request.url, self.config.max_object_bytes,
+                           None if coding in (None, IDENTITY) else Decoder(coding))
         try:
             async for chunk in response.chunks:
                 await copy.write(chunk)
@@ -271,8 +282,8 @@ class Fetcher:
                 return copy.failure
             # stored before an inline body's response ends: the client's next request is
             # a hit in L1
-            return await self._save(
-                fetch, self._build(fetch, response, decision, response_time, *spooled), since)
+            return await self._save(fetch, self._build(
+                fetch, response, decision, response_time, coding, *spooled), since)
         finally:
             if feed is not None:
                 feed.end()
@@ -323,11 +334,16 @@ class Fetcher:
         return entry.softened(verdict.stale_from)
 
     def _build(self, fetch: Fetch, response: OriginResponse, decision: StorageDecision,
-               response_time: float, body: bytes | None, body_file: str | None,
-               size: int) -> CacheEntry:
+               response_time: float, coding: str | None, body: bytes | None,
+               body_file: str | None, size: int) -> CacheEntry:
+        """The entry for a response whose body, in ``coding`` as the origin sent it
+        (None: one Stoker cannot decode), is stored identity (unless ``coding`` is None)."""
         vary = vary_names(response.headers) or ()
+        if coding is not None:  # stored identity: one copy serves every Accept-Encoding
+            vary = tuple(name for name in vary if name != "accept-encoding")
         headers = stored_headers(response.headers, strip_set_cookie=decision.strip_set_cookie,
-                                 hidden=self.config.hidden_headers, body_size=size)
+                                 hidden=self.config.hidden_headers, body_size=size,
+                                 decoded=coding not in (None, IDENTITY))
         fresh_until = response_time + decision.fresh_for - decision.initial_age
         stale_until = fresh_until + decision.swr
         error_until = self._error_until(decision, fresh_until)
@@ -349,19 +365,20 @@ class Fetcher:
             keep_until=max(stale_until, error_until) + decision.keep,
             vary=vary,
             tags=tags_from_headers(response.headers, self.config.tag_headers),
-            etag=_text(get_header(response.headers, b"etag")),
+            etag=_text(get_header(headers, b"etag")),
             last_modified=_text(get_header(response.headers, b"last-modified")),
             stored_at=self._clock.now(),
             origin_vouched=decision.origin_vouched,
             stale_ok=not decision.revalidate_only,
-            codings_due=body is not None and self._may_compress(response.status,
-                                                                response.headers, size),
+            codings_due=body is not None and self._may_compress(response.status, headers, size),
         )
 
     async def _refresh(self, fetch: Fetch, stale: CacheEntry, response: OriginResponse,
                        request_time: float, response_time: float, since: int) -> Outcome:
         """A 304 answered our conditional: update the stored entry, keep its body (§4.3.4)."""
         merged = merge_not_modified(stale.headers, response.headers)
+        if stale.etag is not None and stale.etag.startswith("W/"):
+            merged = weakened(merged)  # a decoded body's validator stays weak
         decision = decide_storage(
             method="GET", status=stale.status, request_headers=fetch.request.headers,
             response_headers=merged, request_time=request_time, response_time=response_time,
@@ -398,34 +415,55 @@ class Fetcher:
 
 
 class _StoredCopy:
-    """The copy of a streamed body that is to be stored, given up on trouble.
+    """The copy of a streamed body that is to be stored (decoded by ``decoder`` when
+    given), given up on trouble.
 
-    Exceeding ``max_object_bytes`` or a disk error (``OSError``) while
-    spooling drops the copy (temp file removed), logs one warning and turns
-    later writes into no-ops, so the client's stream goes on undisturbed.
+    Exceeding ``max_object_bytes`` (decoded), data that does not decode, or a disk
+    error (``OSError``) while spooling drops the copy (temp file removed), logs one
+    warning and turns later writes into no-ops, so the client's stream goes on
+    undisturbed.
     """
 
-    __slots__ = ("_limit", "_spool", "_url", "failure")
+    __slots__ = ("_decoder", "_limit", "_spool", "_url", "failure")
 
-    def __init__(self, spool: BodySpool, url: str, limit: int) -> None:
+    def __init__(self, spool: BodySpool, url: str, limit: int,
+                 decoder: Decoder | None = None) -> None:
         self._spool = spool
         self._url = url
         self._limit = limit
+        self._decoder = decoder
         self.failure = ""
 
     async def write(self, chunk: bytes) -> None:
+        if self._decoder is None:
+            await self._keep(chunk)
+            return
+        try:
+            for piece in self._decoder.feed(chunk):
+                if self.failure:
+                    return
+                await self._keep(piece)
+        except CorruptBody as error:
+            await self.give_up(str(error), "corrupt-coding")
+
+    async def _keep(self, data: bytes) -> None:
         if self.failure:
             return
-        if self._spool.size + len(chunk) > self._limit:
+        if self._spool.size + len(data) > self._limit:
             await self.give_up("response exceeds max_object_bytes", "too-large")
             return
         try:
-            await self._spool.write(chunk)
+            await self._spool.write(data)
         except OSError as error:
             await self.give_up(f"disk error while spooling the body: {error}", "disk-error")
 
     async def finish(self) -> tuple[bytes | None, str | None, int] | None:
         """The spooled body (as ``BodySpool.finish``), or None when it was given up."""
+        if not self.failure and self._decoder is not None:
+            try:
+                self._decoder.end()
+            except CorruptBody as error:
+                await self.give_up(str(error), "corrupt-coding")
         if self.failure:
             return None
         try:

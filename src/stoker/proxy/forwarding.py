@@ -8,6 +8,10 @@ Invariants:
 - A cache fetch never forwards the client's own conditional or range fields:
   the cache fetches whole representations and answers the client's
   conditionals itself from what it stored.
+- A cache fetch sends the origin ``Accept-Encoding`` as
+  :func:`~stoker.http.encoding.origin_offer` has it (the codings Stoker decodes that
+  the client accepts, else ``identity``): the client can read the answer, and Stoker
+  can store it decoded for every other client.
 - Framing is not this module's: every origin client replaces the client's
   ``Content-Length``/``Transfer-Encoding``/``Expect`` with its own
   (:func:`~stoker.proxy.origin.framed`).
@@ -21,7 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from stoker.http.headers import strip_hop_by_hop, without
+from stoker.http.encoding import origin_offer, weakened
+from stoker.http.headers import get_joined, strip_hop_by_hop, without
 from stoker.proxy.request import RequestInfo
 
 Headers = list[tuple[bytes, bytes]]
@@ -45,17 +50,21 @@ def origin_request_headers(
 ) -> Headers:
     """Headers for the origin request.
 
-    ``for_cache`` drops the client's conditionals and Range; ``cookie`` is
+    ``for_cache`` drops the client's conditionals and Range and offers the origin the
+    codings of :func:`~stoker.http.encoding.origin_offer`; ``cookie`` is
     ``True`` to keep the client's Cookie as is, else the value to send
     (``None``/``False`` to send none); ``extra`` (e.g. our own validators) is appended.
     """
     drop: set[bytes] = set(PROXY_FIELDS) | {b"host"}
     if for_cache:
-        drop |= CLIENT_VALIDATORS
+        drop |= CLIENT_VALIDATORS | {b"accept-encoding"}
     if cookie is not True:
         drop.add(b"cookie")
     headers = without(strip_hop_by_hop(request.headers), drop)
     headers.append((b"host", (origin_host or request.host).encode("latin-1")))
+    if for_cache:
+        offer = origin_offer(get_joined(request.headers, b"accept-encoding"))
+        headers.append((b"accept-encoding", offer.encode("ascii")))
     if isinstance(cookie, str):
         headers.append((b"cookie", cookie.encode("latin-1")))
     forwarded_for = [value for name, value in request.headers if name == b"x-forwarded-for"]
@@ -79,13 +88,19 @@ def client_response_headers(origin_headers: Sequence[tuple[bytes, bytes]],
 
 
 def stored_headers(origin_headers: Sequence[tuple[bytes, bytes]], *, strip_set_cookie: bool,
-                   hidden: Collection[bytes], body_size: int | None) -> Headers:
+                   hidden: Collection[bytes], body_size: int | None,
+                   decoded: bool = False) -> Headers:
     """Origin response headers as the cache stores them.
 
     ``body_size`` (when the whole body is known) replaces Content-Length so a
-    chunked origin response is served with a length from cache.
+    chunked origin response is served with a length from cache.  ``decoded`` (the
+    body is stored without its content coding) drops Content-Encoding and makes the
+    ETag weak.
     """
     drop = set(NOT_STORED) | set(hidden)
+    if decoded:
+        drop.add(b"content-encoding")
+        origin_headers = weakened(origin_headers)
     if strip_set_cookie:
         drop.add(b"set-cookie")
     if body_size is not None:

@@ -16,7 +16,9 @@ from stoker.http.encoding import (
     coded_etag,
     compress,
     compressible,
+    origin_offer,
     served_headers,
+    stored_coding,
 )
 
 BOTH = ("br", "gzip")
@@ -74,6 +76,54 @@ def test_choice_is_available_and_never_refused(items: list[tuple[str, str]],
 def test_a_lone_accepted_coding_is_served_when_available(coding: str,
                                                           available: tuple[str, ...]) -> None:
     assert choose_encoding(coding, available) == (coding if coding in available else IDENTITY)
+
+
+@pytest.mark.parametrize(("accept", "offer"), [
+    (None, "identity"),  # no Accept-Encoding: identity, as nginx reads it
+    ("", "identity"),
+    ("gzip", "gzip"),
+    ("gzip, deflate", "gzip"),
+    ("gzip, deflate, br", "br, gzip"),
+    ("gzip, deflate, br, zstd", "br, gzip"),
+    ("br", "br"),
+    ("BR;q=0.5, x-gzip", "br, gzip"),
+    ("identity", "identity"),
+    ("deflate, zstd", "identity"),
+    ("br;q=0, gzip", "gzip"),
+    ("*", "br, gzip"),
+    ("*;q=0", "identity"),
+    ("gzip;q=abc", "identity"),  # malformed q: refused
+])
+def test_origin_offer(accept: str | None, offer: str) -> None:
+    assert origin_offer(accept) == offer
+
+
+@given(st.lists(st.tuples(CODINGS, Q), max_size=6))
+def test_the_origin_is_offered_only_what_the_client_accepts(items: list[tuple[str, str]]) -> None:
+    header = ", ".join(name + q for name, q in items)
+    offer = origin_offer(header)
+    assert offer == IDENTITY or set(offer.split(", ")) <= set(BOTH)
+    for coding in offer.split(", "):  # whatever the origin picks, the client can read
+        refusing_identity = f"{header}, identity;q=0"  # so only `coding` can be chosen
+        assert coding == IDENTITY or choose_encoding(refusing_identity, (coding,)) == coding
+
+
+@pytest.mark.parametrize(("value", "coding"), [
+    (None, IDENTITY),
+    (b"", IDENTITY),
+    (b"identity", IDENTITY),
+    (b"gzip", "gzip"),
+    (b"X-Gzip", "gzip"),
+    (b"br", "br"),
+    (b" br ", "br"),
+    (b"deflate", None),
+    (b"zstd", None),
+    (b"gzip, br", None),  # several codings: not decoded
+    (b"gzip, identity", "gzip"),
+])
+def test_stored_coding(value: bytes | None, coding: str | None) -> None:
+    headers = [] if value is None else [(b"content-encoding", value)]
+    assert stored_coding(headers) == coding
 
 
 TEXT = [(b"content-type", b"text/html; charset=utf-8")]

@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 from stoker.cache.tags import tags_from_headers
 from stoker.http.encoding import served_headers
-from stoker.http.headers import connection_tokens, field_members
-from stoker.http.keys import vary_names
+from stoker.http.headers import connection_tokens, field_members, vary_names
 from stoker.http.policy import StaleDefaults, decide_storage
 
 Headers = list[tuple[bytes, bytes]]

@@ -10,6 +10,7 @@ from stoker.http.headers import (
     get_header,
     get_joined,
     strip_hop_by_hop,
+    vary_names,
     without,
 )
 
@@ -102,3 +103,29 @@ def test_without() -> None:
     assert without(HEADERS, [b"vary", b"X-Empty"]) == [(b"content-type", b"text/html")]
     assert without(HEADERS, ()) == HEADERS
     assert without(HEADERS, ()) is not HEADERS
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, ()),
+        ("", ()),
+        ("Accept-Encoding", ("accept-encoding",)),
+        (
+            "accept-language, Accept-Encoding, accept-encoding",
+            ("accept-encoding", "accept-language"),
+        ),
+        (" , ,", ()),
+        ("*", None),  # RFC 9110 §12.5.5
+        ("accept, *", None),
+    ],
+)
+def test_vary_names(value: str | None, expected: tuple[str, ...] | None) -> None:
+    headers = [] if value is None else [(b"vary", value.encode())]
+    assert vary_names(headers) == expected
+
+
+def test_vary_names_reads_every_line() -> None:
+    assert vary_names([(b"vary", b"Accept-Encoding"), (b"content-type", b"x"),
+                       (b"vary", b"Cookie")]) == ("accept-encoding", "cookie")
+    assert vary_names([(b"vary", b"Origin"), (b"vary", b"*")]) is None
