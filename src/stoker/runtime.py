@@ -140,7 +140,8 @@ class Stoker:
             Fetcher(fetch_config(settings), origin, store, bodies, clock, ledger),
             store, bodies, origin, clock, version=state.version, health=health)
         purger = Purger(pipeline, store, ledger, PurgeEvents(), clock, versions)
-        pipeline.purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit)
+        pipeline.purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit,
+                                            settings.site_hosts)
         stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit)
         purger.resume_reclaim(state)
         if evict_loop:

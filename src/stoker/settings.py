@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from stoker.http.site_hosts import SiteHosts
 from stoker.presets import NAMES as PRESET_NAMES
 from stoker.rules import Rule, parse_rules
 from stoker.units import parse_duration, parse_size
@@ -359,12 +360,11 @@ class Settings:
         return self.origin
 
     @property
-    def purge_default_host(self) -> str:
-        """The host a purge path (``/x``) expands against when the request names none:
-        the first ``purge_hosts`` entry, else ``origin_host``, else the public listener."""
-        if self.purge_hosts:
-            return self.purge_hosts[0]
-        return self.origin_host or self.listen
+    def site_hosts(self) -> SiteHosts:
+        """The site's own hosts (``site_url``, ``purge_hosts``, the listener; never
+        ``origin_host``) and its ``site_aliases``: what purges cover."""
+        return SiteHosts.of(site_urls=self.site_url, purge_hosts=self.purge_hosts,
+                            listen=self.listen, aliases=self.site_aliases)
 
     def require_tls_pair(self) -> None:
         """Both ``tls_cert`` and ``tls_key``, or neither, and readable."""

@@ -99,7 +99,7 @@ def api_routes(stoker: Stoker) -> list[Route]:
             return error_response(413, "body", message)
         try:
             data = parse_json(body)
-            scope = parse_purge_request(data, default_host=settings.purge_default_host,
+            scope = parse_purge_request(data, sites=settings.site_hosts,
                                         allowed_hosts=settings.purge_hosts)
         except ValueError as error:  # JSONDecodeError and PurgeRequestError
             field = error.field if isinstance(error, PurgeRequestError) else "body"
@@ -121,8 +121,8 @@ def api_routes(stoker: Stoker) -> list[Route]:
             return error_response(400, "url",
                                   "url: give ?url=https://host/path (or a path and &host=)")
         try:
-            host = request.query_params.get("host") or settings.purge_default_host
-            urls = expand_url(url, host, frozenset(), "url")
+            host = request.query_params.get("host")
+            urls = expand_url(url, host, settings.site_hosts, frozenset(), "url").urls
         except PurgeRequestError as error:
             return error_response(400, error.field, str(error))
         now = stoker.clock.now()

@@ -7,11 +7,18 @@ their stale windows) instead of deleting them.
 URL rules (documented for users in the README):
 - An absolute URL must be ``http://`` or ``https://`` with a host; when
   ``allowed_hosts`` (the ``purge_hosts`` setting) is non-empty, its host
-  (port included, default port dropped) must be one of them.  Empty means
-  any host: purging a host the cache never stored is a harmless no-op.
-- A path ``/x`` expands against the request's ``host`` field (else the
-  configured default host) for both ``http`` and ``https``, because the
-  cache key contains the scheme and the caller rarely knows which was used.
+  (port included, default port dropped) must be one of them or an alias.  Empty
+  means any host.
+- A host in ``site_aliases`` (a CMS names the site by its own address) stands for
+  the site: it covers every one of the site's own hosts
+  (:class:`~stoker.http.site_hosts.SiteHosts`), in both schemes, as the warmer maps it.
+- A path ``/x`` expands against the request's ``host`` field (an alias standing for
+  the site, as above), else against every one of the site's own hosts (``site_url``,
+  ``purge_hosts``, the listener; never ``origin_host``), for both ``http`` and
+  ``https``, because the cache key contains the scheme and the caller rarely knows
+  which was used.
+- A host that is neither the site's own nor an alias is purged as named and listed
+  in ``unknown_hosts``: such a purge usually names the wrong host and purges nothing.
 - Fragments are dropped; whitespace and control characters are refused.
 
 Invariants:
@@ -32,6 +39,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from stoker.http.keys import normalise_host, url_from_parts
+from stoker.http.site_hosts import SiteHosts
 
 FIELDS = frozenset({"urls", "prefixes", "tags", "all", "soft", "host"})
 MAX_ITEMS = 10_000
@@ -57,6 +65,8 @@ class PurgeScope:
     tags: tuple[str, ...] = ()
     everything: bool = False
     soft: bool = False
+    unknown_hosts: tuple[str, ...] = ()
+    """Hosts named that are neither the site's own nor aliases (purged as named)."""
 
     @property
     def kind(self) -> str:
@@ -68,27 +78,44 @@ class PurgeScope:
         return "+".join(names)
 
     def as_json(self) -> dict[str, Any]:
-        """The scope as the admin API and the audit log show it."""
-        return {"urls": list(self.urls), "prefixes": list(self.prefixes),
-                "tags": list(self.tags), "all": self.everything, "soft": self.soft}
+        """The scope as the admin API and the audit log show it (``unknown_hosts`` only
+        when there are some)."""
+        shown: dict[str, Any] = {"urls": list(self.urls), "prefixes": list(self.prefixes),
+                                 "tags": list(self.tags), "all": self.everything,
+                                 "soft": self.soft}
+        if self.unknown_hosts:
+            shown["unknown_hosts"] = list(self.unknown_hosts)
+        return shown
 
 
-def parse_purge_request(data: object, *, default_host: str,
+@dataclass(frozen=True, slots=True)
+class Expanded:
+    """The normalised absolute URLs one purge URL or path stands for."""
+
+    urls: tuple[str, ...]
+    unknown_host: str | None = None
+    """The host named, when it is neither the site's own nor an alias."""
+
+
+def parse_purge_request(data: object, *, sites: SiteHosts,
                         allowed_hosts: Iterable[str] = ()) -> PurgeScope:
     """Validate a decoded JSON purge request; see the module docstring."""
     if not isinstance(data, Mapping):
         raise PurgeRequestError("body", "expected a JSON object like {\"tags\": [\"post-1\"]}")
-    unknown = sorted(str(key) for key in data if key not in FIELDS)
-    if unknown:
-        raise PurgeRequestError(unknown[0], f"unknown field (known: {', '.join(sorted(FIELDS))})")
+    strange = sorted(str(key) for key in data if key not in FIELDS)
+    if strange:
+        raise PurgeRequestError(strange[0], f"unknown field (known: {', '.join(sorted(FIELDS))})")
     everything = _flag(data, "all")
     soft = _flag(data, "soft")
-    host = _host_field(data.get("host"), default_host)
+    host = _host_field(data.get("host"))
     allowed = frozenset(_normalised_host_or_error(h, "purge_hosts") for h in allowed_hosts)
-    urls = _dedupe(url for index, text in enumerate(_strings(data, "urls"))
-                   for url in expand_url(text, host, allowed, f"urls[{index}]"))
-    prefixes = _dedupe(url for index, text in enumerate(_strings(data, "prefixes"))
-                       for url in expand_url(text, host, allowed, f"prefixes[{index}]"))
+    expanded = {field: [expand_url(text, host, sites, allowed, f"{field}[{index}]")
+                        for index, text in enumerate(_strings(data, field))]
+                for field in ("urls", "prefixes")}
+    urls, prefixes = (_dedupe(url for item in expanded[field] for url in item.urls)
+                      for field in ("urls", "prefixes"))
+    unknown = _dedupe(item.unknown_host for items in expanded.values() for item in items
+                      if item.unknown_host is not None)
     tags = _dedupe(_tag(text, f"tags[{index}]")
                    for index, text in enumerate(_strings(data, "tags")))
     if everything and (urls or prefixes or tags):
@@ -96,17 +123,25 @@ def parse_purge_request(data: object, *, default_host: str,
     if not (everything or urls or prefixes or tags):
         raise PurgeRequestError(
             "urls", "nothing to purge: give urls, prefixes, tags, or \"all\": true")
-    return PurgeScope(urls=urls, prefixes=prefixes, tags=tags, everything=everything, soft=soft)
+    return PurgeScope(urls=urls, prefixes=prefixes, tags=tags, everything=everything, soft=soft,
+                      unknown_hosts=unknown)
 
 
-def expand_url(text: str, host: str, allowed: frozenset[str], field: str) -> list[str]:
-    """Normalised absolute URL(s) for ``text`` (a path gives the http and https forms)."""
+def expand_url(text: str, host: str | None, sites: SiteHosts, allowed: frozenset[str],
+               field: str) -> Expanded:
+    """The URLs ``text`` (an absolute URL, or a path on ``host``, else on the site) stands
+    for; see the module docstring."""
     if not text or _FORBIDDEN.search(text):
         raise PurgeRequestError(field, "must be a non-empty URL without spaces or control "
                                        "characters")
     if text.startswith("/") and not text.startswith("//"):
         path, _, query = text.partition("#")[0].partition("?")
-        return [url_from_parts(scheme, host, path, query) for scheme in ("http", "https")]
+        if host is not None:
+            _refuse_unlisted(host, "http", sites, allowed, "host")
+        pairs = sites.everywhere() if host is None or sites.aliases.match("http", host) else (
+            ("http", host), ("https", host))
+        return Expanded(tuple(url_from_parts(scheme, name, path, query)
+                              for scheme, name in pairs), _unknown(host, "http", sites))
     parts = urlsplit(text)
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
         raise PurgeRequestError(field, f"{text!r} is neither an http(s) URL nor a path "
@@ -115,10 +150,21 @@ def expand_url(text: str, host: str, allowed: frozenset[str], field: str) -> lis
         raise PurgeRequestError(field, "URLs with credentials are not accepted")
     scheme = parts.scheme.lower()
     target = _normalised_host_or_error(parts.netloc, field, scheme)
-    if allowed and target not in allowed:
-        raise PurgeRequestError(field, f"host {target!r} is not served by this proxy "
+    _refuse_unlisted(target, scheme, sites, allowed, field)
+    return Expanded(tuple(url_from_parts(name_scheme, name, parts.path, parts.query)
+                          for name_scheme, name in sites.covered(scheme, target)),
+                    _unknown(target, scheme, sites))
+
+
+def _refuse_unlisted(host: str, scheme: str, sites: SiteHosts, allowed: frozenset[str],
+                     field: str) -> None:
+    if allowed and host not in allowed and not sites.aliases.match(scheme, host):
+        raise PurgeRequestError(field, f"host {host!r} is not served by this proxy "
                                        f"(purge_hosts: {', '.join(sorted(allowed))})")
-    return [url_from_parts(scheme, target, parts.path, parts.query)]
+
+
+def _unknown(host: str | None, scheme: str, sites: SiteHosts) -> str | None:
+    return None if host is None or sites.known(scheme, host) else host
 
 
 def _normalised_host_or_error(host: str, field: str, scheme: str = "http") -> str:
@@ -128,9 +174,9 @@ def _normalised_host_or_error(host: str, field: str, scheme: str = "http") -> st
     return value
 
 
-def _host_field(value: object, default_host: str) -> str:
+def _host_field(value: object) -> str | None:
     if value is None:
-        return normalise_host("http", default_host)
+        return None
     if not isinstance(value, str) or not value:
         raise PurgeRequestError("host", "expected a host name like \"www.example.com\"")
     return _normalised_host_or_error(value, "host")

@@ -91,7 +91,8 @@ class PurgeResult:
         """The admin API's answer (URLs capped at :data:`URLS_SHOWN`)."""
         return {"purged": self.purged, "soft": self.scope.soft, "scope": self.scope.as_json(),
                 "keys": len(self.keys), "urls": list(self.urls[:URLS_SHOWN]),
-                "urls_total": len(self.urls), "version": self.version}
+                "urls_total": len(self.urls), "version": self.version,
+                "unknown_hosts": list(self.scope.unknown_hosts)}
 
 
 def url_of_key(primary_key: str) -> str:
@@ -121,6 +122,11 @@ class Purger:
             result = await self._purge_some(scope)
         log.info("purged %s (%s): %d entries", scope.kind, "soft" if scope.soft else "hard",
                  result.purged)
+        if scope.unknown_hosts:
+            log.warning("purge named hosts this site does not serve: unknown_hosts=%s "
+                        "(%d entries purged); if they are the site's, add them to "
+                        "site_aliases (or site_url)", ",".join(scope.unknown_hosts),
+                        result.purged)
         await self.events.publish(scope, result.keys, result.urls)
         return result
 

@@ -10,6 +10,11 @@ Invariants:
   networks: the TCP peer, or what ``X-Forwarded-For``/``Forwarded`` say when
   the peer is one of ``trusted_proxies`` (never a header from anyone else,
   which the client controls); anyone else gets 403 and nothing is purged.
+- The URL purged is the request's (scheme, ``Host``, target), read as the admin API
+  reads an absolute URL (:func:`~stoker.cache.invalidation.expand_url`): a ``Host``
+  in ``site_aliases`` — the CMS's own address, which Wagtail's and WordPress's purge
+  clients send — purges the page on every one of the site's own hosts, and a ``Host``
+  that is neither the site's nor an alias is named in the answer's ``unknown_hosts``.
 - Every attempt that is not disabled outright is audited with actor
   ``purge-method:<peer address>``; responses are ``no-store``.
 """
@@ -20,8 +25,9 @@ import ipaddress
 import json
 from collections.abc import Iterable, Sequence
 
-from stoker.cache.invalidation import PurgeScope
+from stoker.cache.invalidation import PurgeRequestError, PurgeScope, expand_url
 from stoker.http.headers import get_header
+from stoker.http.site_hosts import SiteHosts
 from stoker.proxy.purge import Auditor, Purger, record_safely
 from stoker.proxy.request import RequestInfo
 from stoker.proxy.respond import ClientSink
@@ -58,10 +64,12 @@ def wants_soft(headers: Sequence[tuple[bytes, bytes]]) -> bool:
 class PurgeMethod:
     """Answers ``PURGE`` requests (see the module invariants)."""
 
-    def __init__(self, purger: Purger, allow: Sequence[Network], audit: Auditor | None) -> None:
+    def __init__(self, purger: Purger, allow: Sequence[Network], audit: Auditor | None,
+                 sites: SiteHosts) -> None:
         self._purger = purger
         self._allow = tuple(allow)
         self._audit = audit
+        self._sites = sites
 
     async def __call__(self, request: RequestInfo, sink: ClientSink) -> None:
         decision = purge_allowed(request.client, self._allow)
@@ -71,7 +79,14 @@ class PurgeMethod:
                           allow=b"GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
             return
         actor = f"purge-method:{request.client or 'unknown'}"
-        scope = PurgeScope(urls=(request.url,), soft=wants_soft(request.headers))
+        try:
+            expanded = expand_url(request.url, None, self._sites, frozenset(), "url")
+        except PurgeRequestError as error:
+            await _answer(sink, 400, {"error": str(error)})
+            return
+        unknown = () if expanded.unknown_host is None else (expanded.unknown_host,)
+        scope = PurgeScope(urls=expanded.urls, soft=wants_soft(request.headers),
+                           unknown_hosts=unknown)
         if decision == "forbidden":
             await self._record(actor, scope, None, "denied")
             await _answer(sink, 403, {"error": f"PURGE is not allowed from {request.client}"})

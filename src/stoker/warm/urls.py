@@ -24,9 +24,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from urllib.parse import SplitResult, quote, urljoin, urlsplit, urlunsplit
+from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
 from stoker.http.keys import canonical_query, normalise_host
+from stoker.http.site_hosts import Aliases
 
 MAX_URL_CHARS = 2048
 """Longest URL kept (sitemaps.org's limit for ``<loc>``)."""
@@ -103,38 +104,22 @@ def origin_of(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _alias_host(alias: str) -> tuple[str, str | None]:
-    """An alias as (host, port or None for any port): ``host``, ``host:port`` or a URL."""
-    netloc = urlsplit(alias if "://" in alias else f"http://{alias}").netloc.lower()
-    colon = netloc.rfind(":")
-    if colon > netloc.rfind("]"):
-        return netloc[:colon], netloc[colon + 1 :] or None
-    return netloc, None
-
-
 class SiteOrigins:
     """The origins of the configured sites and the hosts that are aliases of them."""
 
     def __init__(self, site_urls: Iterable[str], aliases: Iterable[str] = ()) -> None:
         self.origins = frozenset(origin_of(url) for url in site_urls)
-        self._aliases = frozenset(_alias_host(alias) for alias in aliases)
+        self._aliases = Aliases(aliases)
 
     def place(self, url: str, site_origin: str) -> str | None:
         """``url`` (normalised) on a site origin, an alias moved onto ``site_origin``, or None."""
         parts = urlsplit(url)
         if f"{parts.scheme}://{parts.netloc}" in self.origins:
             return url
-        if self._is_alias(parts):
+        if self._aliases.match(parts.scheme, parts.netloc):
             site = urlsplit(site_origin)
             return urlunsplit((site.scheme, site.netloc, parts.path, parts.query, ""))
         return None
-
-    def _is_alias(self, parts: SplitResult) -> bool:
-        host = (parts.hostname or "").lower()
-        if parts.netloc.startswith("["):
-            host = f"[{host}]"
-        port = str(parts.port or (443 if parts.scheme == "https" else 80))
-        return (host, port) in self._aliases or (host, None) in self._aliases
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,14 @@ from typing import Any
 import pytest
 
 from stoker.cache.invalidation import PurgeRequestError, PurgeScope, parse_purge_request
+from stoker.http.site_hosts import Aliases, SiteHosts
 
 HOST = "www.example.com"
+SITES = SiteHosts((HOST,), Aliases(["cms.internal:8000", "http://origin.local"]))
 
 
-def parse(data: Any, allowed: tuple[str, ...] = ()) -> PurgeScope:
-    return parse_purge_request(data, default_host=HOST, allowed_hosts=allowed)
+def parse(data: Any, allowed: tuple[str, ...] = (), sites: SiteHosts = SITES) -> PurgeScope:
+    return parse_purge_request(data, sites=sites, allowed_hosts=allowed)
 
 
 def test_absolute_urls_are_normalised_and_deduplicated() -> None:
@@ -39,6 +41,45 @@ def test_all_alone() -> None:
     assert scope.everything and scope.kind == "all"
     assert scope.as_json() == {"urls": [], "prefixes": [], "tags": [], "all": True,
                                "soft": False}
+
+
+def test_a_path_covers_every_own_host_and_never_the_origin() -> None:
+    sites = SiteHosts.of(site_urls=["https://www.example.com"], purge_hosts=["shop.example"],
+                         listen="0.0.0.0:8080", aliases=[])
+    hosts = {url.split("/")[2] for url in parse({"urls": ["/a"]}, sites=sites).urls}
+    assert hosts == {"www.example.com", "shop.example", "127.0.0.1:8080", "localhost:8080"}
+
+
+@pytest.mark.parametrize("named", ["http://cms.internal:8000/post/", "https://origin.local/post/",
+                                   "http://ORIGIN.local:8080/post/"])
+def test_an_alias_stands_for_the_site(named: str) -> None:
+    scope = parse({"urls": [named]})
+    assert scope.urls == (f"http://{HOST}/post/", f"https://{HOST}/post/")
+    assert scope.unknown_hosts == ()
+
+
+def test_an_alias_in_the_host_field_stands_for_the_site() -> None:
+    assert parse({"prefixes": ["/blog/"], "host": "cms.internal:8000"}).prefixes == (
+        f"http://{HOST}/blog/", f"https://{HOST}/blog/")
+
+
+def test_an_alias_port_must_match() -> None:
+    scope = parse({"urls": ["http://cms.internal:9000/post/"]})
+    assert scope.urls == ("http://cms.internal:9000/post/",)
+    assert scope.unknown_hosts == ("cms.internal:9000",)
+
+
+def test_hosts_that_are_not_the_sites_are_reported() -> None:
+    scope = parse({"urls": ["https://elsewhere.example/a", "/b", "https://elsewhere.example/c"],
+                   "prefixes": ["https://www.example.com/x/"]})
+    assert scope.unknown_hosts == ("elsewhere.example",)
+    assert "https://elsewhere.example/a" in scope.urls  # purged as named all the same
+    assert parse({"urls": ["/b"], "host": "other.example"}).unknown_hosts == ("other.example",)
+
+
+def test_an_alias_passes_purge_hosts() -> None:
+    scope = parse({"urls": ["http://cms.internal:8000/a"]}, allowed=(HOST,))
+    assert scope.urls == (f"http://{HOST}/a", f"https://{HOST}/a")
 
 
 def test_allowed_hosts_restrict_absolute_urls() -> None:
