@@ -19,7 +19,8 @@ Invariants:
   by one of its descendants, or nesting deeper than :data:`MAX_DEPTH`, fails discovery;
   one reached twice by different paths is read once.
 - ``Discovery.urls`` are normalised (:func:`stoker.warm.urls.normalise`), distinct, on
-  one of the site origins (alias hosts moved onto the site whose sitemap named them),
+  one of the site origins (alias hosts moved onto the site whose sitemap or home page
+  named them; links to other hosts counted as ``other_host``),
   at most ``config.max_urls``, in the order of :class:`stoker.warm.urls.Collector`: the
   home pages first, then most hits in ``popularity``, then newest ``lastmod``, then
   discovery order (home page, sitemaps, alternates with their URL, home-page links).
@@ -193,9 +194,11 @@ class _Discoverer:
         status, content_type, body = await self._read_page(home)
         if status != 200 or "html" not in (content_type or "text/html"):
             return []
+        origin = origin_of(home)
         return extract_links(_text(body, content_type), home,
                              allow_query=self.config.allow_query,
-                             max_links=self.config.max_home_links)
+                             max_links=self.config.max_home_links,
+                             place=lambda url: self._place(url, origin, SKIP_OTHER_HOST))
 
     async def _root_sitemaps(self, origin: str) -> list[tuple[str, bool]]:
         """The sitemaps robots.txt lists (listed=True), else ``/sitemap.xml`` (False)."""

@@ -3,7 +3,8 @@
 Invariants:
 - :func:`extract_links` returns at most ``max_links`` distinct normalised URLs, in the
   order of their first ``<a href>``/``<area href>`` (resolved against ``<base href>`` if
-  the page has one before them), all on the origin of ``base``; it never raises.
+  the page has one before them), each as ``place`` puts it on the site (by default:
+  those on the origin of ``base``, as they are); it never raises.
 - :func:`skip_reason` is the one filter: a link is skipped as a ``feed`` (a last path
   segment in :data:`FEED_SEGMENTS` or a feed extension), a ``file`` (an extension that
   is not in :data:`PAGE_EXTENSIONS`), ``admin`` (a first segment in
@@ -15,6 +16,8 @@ Invariants:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import partial
 from html.parser import HTMLParser
 from urllib.parse import urlsplit
 
@@ -78,21 +81,32 @@ class _Anchors(HTMLParser):
         return -1 if end < 0 else end + 1
 
 
+def _on_origin(origin: str, url: str) -> str | None:
+    return url if origin_of(url) == origin else None
+
+
 def extract_links(html: str, base: str, *, allow_query: bool = False,
-                  max_links: int = MAX_LINKS) -> list[str]:
-    """Same-origin page links of ``html`` (a page at ``base``); see module invariants."""
+                  max_links: int = MAX_LINKS,
+                  place: Callable[[str], str | None] | None = None) -> list[str]:
+    """The site's page links of ``html`` (a page at ``base``), each placed on the site by
+    ``place`` (a normalised link → its URL on the site, or None when it is another
+    site's); see module invariants."""
     anchors = _Anchors(base)
     anchors.feed(html)
     anchors.close()
-    origin = origin_of(normalise(base) or base)
+    if place is None:
+        origin = origin_of(normalise(base) or base)
+        place = partial(_on_origin, origin)
     found: dict[str, None] = {}
     for page_base, href in anchors.hrefs:
         joined = join_url(page_base, href)
         url = normalise(joined) if joined else None
-        if (url is None or origin_of(url) != origin
-                or skip_reason(url, allow_query=allow_query) is not None):
+        if url is None or skip_reason(url, allow_query=allow_query) is not None:
             continue
-        found.setdefault(url)
+        placed = place(url)
+        if placed is None:
+            continue
+        found.setdefault(placed)
         if len(found) >= max_links:
             break
     return list(found)
