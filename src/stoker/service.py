@@ -156,13 +156,14 @@ async def _cancel(task: asyncio.Task[None]) -> None:
 async def run_demo(settings: Settings, origin_listen: str, *, pages: int, delay: float,
                    announce: Announce = print, stop: asyncio.Event | None = None) -> None:
     """Serve the bundled demo origin and Stoker in front of it; warm the demo site once
-    it answers, showing the progress.  The re-warm debounce is shortened to
-    :data:`DEMO_REWARM_DELAY` / :data:`DEMO_REWARM_MAX_WAIT` so an edit is seen
-    re-warmed within seconds."""
+    it answers, showing the progress (so not by ``warm_on_start``).  The re-warm
+    debounce is shortened to :data:`DEMO_REWARM_DELAY` / :data:`DEMO_REWARM_MAX_WAIT` so
+    an edit is seen re-warmed within seconds."""
     from stoker.demo.origin import make_demo_app
 
     settings = replace(settings, rewarm_delay=DEMO_REWARM_DELAY,
-                       rewarm_max_wait=DEMO_REWARM_MAX_WAIT)
+                       rewarm_max_wait=DEMO_REWARM_MAX_WAIT,
+                       warm_on_start="never")  # the demo warms once its origin answers
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per probe and purge
     origin = make_demo_app(pages=pages, delay=delay, admin_url=admin_url(settings, {}),
                            admin_token=settings.admin_token)

@@ -258,6 +258,9 @@ FIELDS: dict[str, Field] = {
                            "with, e.g. [{ \"accept-encoding\" = \"gzip, br\" }]"),
     "rewarm_delay": Field(_seconds, "Re-warm purged URLs this long after the last purge"),
     "rewarm_max_wait": Field(_seconds, "... but at most this long after the first purge"),
+    "warm_on_start": Field(_choice("empty", "always", "never"), "A full warm run when "
+                           "Stoker starts: empty (when the cache holds nothing, e.g. a new "
+                           "data_dir), always, or never"),
     "refresh_interval": Field(_seconds, "Full warm run this long after the last one "
                               "finished (0: no daily refresh)"),
     "keep_stale": Field(_seconds, "Keep entries past freshness this long and serve them when "
@@ -325,6 +328,7 @@ class Settings:
     rewarm_delay: float = 60.0
     rewarm_max_wait: float = 300.0
     refresh_interval: float = 86_400.0
+    warm_on_start: str = "empty"
     keep_stale: float = 86_400.0
     access_log: str | None = None
     access_log_format: str = "combined"

@@ -7,8 +7,10 @@ pipeline, subscribes it to purge events and registers the deadlines it owns
 on one :class:`~stoker.schedule.ticker.Ticker`.
 
 Invariants:
-- :meth:`WarmService.run` runs the ticker (every process) and, when
-  ``warm_workers`` > 0, a worker on the ``warm`` queue, until ``stop``.
+- :meth:`WarmService.run` first starts a full warm run as ``warm_on_start`` says
+  (:func:`warms_on_start`; never replacing an active run), then runs the ticker
+  (every process) and, when ``warm_workers`` > 0, a worker on the ``warm`` queue,
+  until ``stop``.
 - Deadlines: ``rewarm`` (purge debounce), ``refresh`` (daily run),
   ``stats_flush`` (hit statistics, every :data:`STATS_EVERY`), ``job_reap``
   (finished jobs older than :data:`KEEP_JOBS`, hit counts of URLs not visited for
@@ -36,8 +38,8 @@ from stoker.schedule.store import Deadline
 from stoker.schedule.ticker import Ticker
 from stoker.version import VERSION
 from stoker.warm.discovery import Discovery, DiscoveryConfig, discover
-from stoker.warm.run import RevisitPolicy
-from stoker.warm.warmer import QUEUE, REFRESH, REWARM, WarmConfig, Warmer
+from stoker.warm.run import RevisitPolicy, Run
+from stoker.warm.warmer import QUEUE, REFRESH, REWARM, WarmBusy, WarmConfig, Warmer
 
 log = logging.getLogger("stoker.warm")
 
@@ -51,6 +53,12 @@ KEEP_HITS: Final = 30 * 86_400.0
 RETRY: Final = 30.0
 RECORD_TIMEOUT: Final = 5.0
 """Seconds a shutdown waits for purged URLs still in memory to reach the pending store."""
+
+
+def warms_on_start(mode: str, cached: int) -> bool:
+    """Whether a process starting with ``cached`` entries in its cache starts a full warm
+    run under ``warm_on_start = mode`` (``empty``: only when nothing is cached).  Pure."""
+    return mode == "always" or (mode == "empty" and cached == 0)
 
 
 @dataclass
@@ -145,9 +153,28 @@ class WarmService:
         await self.stoker.evict_once()
         await self.ticker.arm(L2_RECLAIM, "earliest", EVICT_EVERY)
 
+    async def warm_on_start(self) -> Run | None:
+        """Start the full run ``warm_on_start`` asks for, unless one is active; the run
+        started, or None."""
+        mode = self.stoker.settings.warm_on_start
+        if mode == "never" or not warms_on_start(mode, await self.stoker.store.count()):
+            return None
+        try:
+            created = await self.warmer.start("deploy", None, replace=False)
+        except WarmBusy as busy:
+            log.info("warm_on_start: warm run %d is already running", busy.run.id)
+            return None
+        log.info("warm_on_start = %s: warm run %d started", mode, created.run.id)
+        return created.run
+
     async def run(self, stop: asyncio.Event) -> None:
-        """Run the ticker and (with ``warm_workers`` > 0) a warm worker until ``stop``."""
+        """Start the ``warm_on_start`` run, then run the ticker and (with ``warm_workers``
+        > 0) a warm worker until ``stop``."""
         settings = self.stoker.settings
+        try:
+            await self.warm_on_start()
+        except Exception:  # the origin or the stores are not ready: serving goes on
+            log.exception("could not start the warm_on_start run")
         tasks = [self.ticker.run(stop)]
         if settings.warm_workers > 0:
             worker = Worker(self.stores.queue, self.warmer.handle, self.stoker.clock,

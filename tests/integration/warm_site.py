@@ -158,9 +158,11 @@ class Warming:
 @asynccontextmanager
 async def warming(origin_url: str, data_dir: Path, *, clock: Clock | None = None,
                   **settings: Any) -> AsyncIterator[Warming]:
-    """Stoker in front of ``origin_url`` for :data:`SITE`, its warmer running."""
+    """Stoker in front of ``origin_url`` for :data:`SITE`, its warmer running (no run of
+    its own unless ``settings`` ask: no daily refresh, no ``warm_on_start``)."""
     config = settings_from({"origin": origin_url, "data_dir": str(data_dir), "site_url": SITE,
-                            "admin_token": TOKEN, "refresh_interval": 0, **settings})
+                            "admin_token": TOKEN, "refresh_interval": 0,
+                            "warm_on_start": "never", **settings})
     stoker = await Stoker.open(config, clock=clock)
     try:
         service = await WarmService.open(stoker)
@@ -233,7 +235,8 @@ async def start_serve(origin_url: str, data_dir: Path, log: IO[bytes], **setting
     port, admin_port = free_port(), free_port()
     config = data_dir.parent / "stoker.toml"
     config.write_text("".join(f"{key} = {toml_value(value)}\n" for key, value in
-                              {"site_url": SITE, "refresh_interval": 0, **settings}.items()))
+                              {"site_url": SITE, "refresh_interval": 0,
+                               "warm_on_start": "never", **settings}.items()))
     proc = await stoker_command(
         "serve", "--origin", origin_url, "--listen", f"127.0.0.1:{port}",
         "--admin-listen", f"127.0.0.1:{admin_port}", "--data-dir", str(data_dir),
