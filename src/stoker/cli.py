@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from stoker.cli_common import (
     AdminListenOpt,
@@ -31,6 +30,8 @@ from stoker.cli_common import (
     admin_client,
     console,
     fail,
+    output,
+    print_error,
     serve_or_exit,
     settings_or_exit,
     setup_logging,
@@ -39,7 +40,7 @@ from stoker.settings import SettingsError, describe
 
 app = typer.Typer(
     help="Stoker keeps a website's page cache hot: a caching reverse proxy with a warmer.",
-    no_args_is_help=True, add_completion=False)
+    no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 @app.command()
 def serve(
     config: ConfigOpt = None, origin: OriginOpt = None, listen: ListenOpt = None,
@@ -56,7 +57,7 @@ def serve(
         settings.require_origin()
         settings.require_safe_admin()
     except SettingsError as error:
-        console.print(f"[red]error:[/red] {error}")
+        print_error(error)
         raise typer.Exit(2) from None
     setup_logging(verbose)
     serve_or_exit(run_service(settings, announce=console.print))
@@ -79,7 +80,7 @@ def demo(
     try:
         settings.require_safe_admin()
     except SettingsError as error:
-        console.print(f"[red]error:[/red] {error}")
+        print_error(error)
         raise typer.Exit(2) from None
     setup_logging(False)
     serve_or_exit(run_demo(settings, origin_listen, pages=pages, delay=delay,
@@ -105,7 +106,7 @@ def purge(
     from stoker.admin.client import AdminClientError
 
     if not (url or prefix or tag or everything):
-        console.print("[red]error:[/red] nothing to purge: give --url, --prefix, --tag or --all")
+        print_error("nothing to purge: give --url, --prefix, --tag or --all")
         raise typer.Exit(2)
     body: dict[str, Any] = {"urls": url or [], "prefixes": prefix or [], "tags": tag or [],
                             "all": everything, "soft": soft}
@@ -116,7 +117,7 @@ def purge(
             result = client.purge(body)
     except AdminClientError as error:
         raise fail(error) from None
-    out = Console()
+    out = output()
     how = "made stale" if result["soft"] else "deleted"
     if result["scope"]["all"] and not result["soft"]:
         out.print(f"purged everything: cache version is now {result['version']}; "
@@ -145,7 +146,7 @@ def entry(
             result = client.entry(url, host)
     except AdminClientError as error:
         raise fail(error) from None
-    out = Console()
+    out = output()
     for key in result["keys"]:
         if not key["variants"]:
             out.print(f"{key['url']}: not cached", highlight=False)
@@ -163,7 +164,7 @@ def _print_preset(name: str) -> None:
     try:
         tables = expand([], name)
     except ValueError as error:
-        console.print(f"[red]error:[/red] --preset: {error}")
+        print_error(f"--preset: {error}")
         raise typer.Exit(2) from None
     # Plain print: this is TOML to copy, and rich would read [[rule]] as markup.
     print(f'# preset = "{name}" stands for these rules. Your own [[rule]] tables go between\n'
@@ -183,7 +184,7 @@ def show_settings(preset: Annotated[str | None, typer.Option(
     table = Table("setting", "default", "meaning")
     for key, default, meaning in describe():
         table.add_row(key, default, meaning)
-    Console().print(table)
+    output().print(table)
 
 
 def _mount_subcommands() -> None:

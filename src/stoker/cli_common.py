@@ -1,7 +1,9 @@
 """What the ``stoker`` commands share: option types, settings loading, clear exits.
 
-Invariant: a configuration problem prints one sentence saying what to fix and
-exits with status 2; a failed call to a running Stoker exits with status 1.
+Invariants: a configuration problem prints one sentence saying what to fix and
+exits with status 2; a failed call to a running Stoker exits with status 1.  Text
+is printed as it is, never read as rich markup (``[[rule]]`` in a message stays):
+the consoles here have markup off, and :func:`print_error` colours its prefix only.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from stoker.server import run_async
 from stoker.settings import Settings, SettingsError, admin_url, load_settings
 
-console = Console(stderr=True)
+console = Console(stderr=True, markup=False, soft_wrap=True)
 
 ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", help="stoker.toml to read (default: ./stoker.toml if present, or $STOKER_CONFIG)")]
@@ -45,7 +48,7 @@ def settings_or_exit(config: Path | None, **cli: Any) -> Settings:
     try:
         return load_settings(config_path=config, cli=cli)
     except SettingsError as error:
-        console.print(f"[red]error:[/red] {error}")
+        print_error(error)
         raise typer.Exit(2) from None
 
 
@@ -54,7 +57,7 @@ def serve_or_exit(main: Coroutine[Any, Any, None]) -> None:
     try:
         run_async(main)
     except SettingsError as error:
-        console.print(f"[red]error:[/red] {error}")
+        print_error(error)
         raise typer.Exit(2) from None
 
 
@@ -70,6 +73,16 @@ def admin_client(config: Path | None, url: str | None, token: str | None) -> Any
     return AdminClient(url or admin_url(settings), token or settings.admin_token)
 
 
+def output() -> Console:
+    """A console for a command's output on stdout (markup off, as every console here)."""
+    return Console(markup=False, soft_wrap=True)
+
+
+def print_error(message: object, to: Console = console) -> None:
+    """One ``error: message`` line, ``message`` printed as it is."""
+    to.print(Text.assemble(("error:", "red"), f" {message}"))
+
+
 def fail(error: Exception) -> typer.Exit:
-    console.print(f"[red]error:[/red] {error}")
+    print_error(error)
     return typer.Exit(1)

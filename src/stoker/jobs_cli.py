@@ -14,22 +14,21 @@ from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from stoker.backends import open_queue
+from stoker.cli_common import fail, output, print_error, settings_or_exit
 from stoker.clock import SystemClock
 from stoker.jobs.model import JOB_STATES, JobState, RequeueScope
 from stoker.jobs.queue import JobQueue
-from stoker.settings import Settings, SettingsError, load_settings
+from stoker.settings import Settings, SettingsError
 
 T = TypeVar("T")
 
 jobs_app = typer.Typer(
     help="Inspect the durable job queue: counts, dead letters, requeue.",
-    no_args_is_help=True, add_completion=False)
-out = Console()
-err = Console(stderr=True)
+    no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+out = output()
 
 ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", help="stoker.toml to read (default: ./stoker.toml if present, or $STOKER_CONFIG)")]
@@ -40,12 +39,7 @@ DatabaseUrlOpt = Annotated[str | None, typer.Option(
 
 
 def _settings(config: Path | None, data_dir: Path | None, database_url: str | None) -> Settings:
-    try:
-        return load_settings(
-            config_path=config, cli={"data_dir": data_dir, "database_url": database_url})
-    except SettingsError as error:
-        err.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(2) from None
+    return settings_or_exit(config, data_dir=data_dir, database_url=database_url)
 
 
 def _with_queue(settings: Settings, action: Callable[[JobQueue], Awaitable[T]]) -> T:
@@ -59,8 +53,10 @@ def _with_queue(settings: Settings, action: Callable[[JobQueue], Awaitable[T]]) 
     try:
         return asyncio.run(run())
     except ConnectionError as error:
-        err.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(1) from None
+        raise fail(error) from None
+    except SettingsError as error:
+        print_error(error)
+        raise typer.Exit(2) from None
 
 
 @jobs_app.command()
@@ -86,7 +82,7 @@ def list_jobs(
 ) -> None:
     """Jobs in one state, most recently updated first."""
     if state not in JOB_STATES:
-        err.print(f"[red]error:[/red] --state must be one of {', '.join(JOB_STATES)}, "
+        print_error(f"--state must be one of {', '.join(JOB_STATES)}, "
                   f"got {state!r}")
         raise typer.Exit(2)
     chosen: JobState = state
@@ -127,10 +123,10 @@ def _scope(ids: list[int], key: str | None, run: str | None, all_dead: bool,
            confirm: bool) -> RequeueScope:
     given = sum((bool(ids), key is not None, run is not None, all_dead))
     if given != 1:
-        err.print("[red]error:[/red] give exactly one of --id, --key, --run or --all")
+        print_error("give exactly one of --id, --key, --run or --all")
         raise typer.Exit(2)
     if all_dead and not confirm:
-        err.print("[red]error:[/red] --all requeues every dead job: add --confirm to do it")
+        print_error("--all requeues every dead job: add --confirm to do it")
         raise typer.Exit(2)
     if ids:
         return RequeueScope.by_ids(*ids)

@@ -102,7 +102,7 @@ class Stoker:
         does, as its ``l2_reclaim`` deadline)."""
         clock = clock or SystemClock()
         origin_url = settings.require_origin() if origin is None else None
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        settings.require_data_dir()
         versions = VersionFile(settings.data_dir)
         try:
             state = await versions.load()

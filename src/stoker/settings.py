@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import tempfile
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -369,6 +370,23 @@ class Settings:
         ``origin_host``) and its ``site_aliases``: what purges cover."""
         return SiteHosts.of(site_urls=self.site_url, purge_hosts=self.purge_hosts,
                             listen=self.listen, aliases=self.site_aliases)
+
+    def require_data_dir(self) -> None:
+        """``data_dir`` exists (created, with its parents, if missing) and is a writable
+        directory; else a :class:`SettingsError` naming ``data_dir`` and what is wrong."""
+        path = self.data_dir
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=path):
+                return  # a write works: the database and body files will be written here
+        except (FileExistsError, NotADirectoryError) as error:
+            where = "a file" if isinstance(error, FileExistsError) else "under a file"
+            raise SettingsError(f"data_dir: {path} is {where}, not a directory; point "
+                                "data_dir (or --data-dir) at a directory") from None
+        except OSError as error:
+            raise SettingsError(f"data_dir: {path} is not usable ({error.strerror or error}); "
+                                "make it a directory Stoker may write to, or point data_dir "
+                                "elsewhere") from None
 
     def require_tls_pair(self) -> None:
         """Both ``tls_cert`` and ``tls_key``, or neither, and readable."""

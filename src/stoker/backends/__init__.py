@@ -41,7 +41,7 @@ async def open_queue(settings: Settings, clock: Clock) -> JobQueue:
         return PostgresJobQueue(pool, clock, owns_pool=True)
     from stoker.backends.sqlite.job_queue import SqliteJobQueue
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.require_data_dir()
     return await SqliteJobQueue.open(settings.sqlite_path, clock)
 
 
