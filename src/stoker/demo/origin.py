@@ -7,7 +7,8 @@ Routes (every one waits ``delay`` seconds first, except ``/health`` and ``/__sta
 
 - ``/`` home page: links to the ten collections and the first pages.
 - ``/page/{n}`` (1..pages): 5-20 KB of HTML, ``Surrogate-Key: page-{n} collection-{n % 10}``,
-  ``Cache-Control: public, max-age=60``, a strong ETag and Last-Modified; honours
+  60 s in Stoker and none in browsers (:data:`PAGE_LIFETIME`: ``CDN-Cache-Control:
+  max-age=60``, ``Cache-Control: public, max-age=0``), a strong ETag and Last-Modified; honours
   ``If-None-Match`` (and ``If-Modified-Since`` when no ETag is sent) with 304.
 - ``/collection/{c}`` (0..9): list page linking every page with ``n % 10 == c``,
   ``Surrogate-Key: collection-{c} list``.
@@ -71,6 +72,12 @@ BASE_EPOCH = 1_704_067_200
 
 HTML = b"text/html; charset=utf-8"
 PUBLIC_60 = b"public, max-age=60"
+PAGE_LIFETIME: Headers = [(b"cache-control", b"public, max-age=0"),
+                          (b"cdn-cache-control", b"max-age=60")]
+"""HTML's lifetime: 60 s in Stoker (a CDN-like cache reads CDN-Cache-Control, RFC 9213)
+and none in browsers, which revalidate every visit: once an edit is purged, the
+visitor's next view of the page is the new revision, not the browser's copy."""
+FILES_300: Headers = [(b"cache-control", b"public, max-age=300")]
 _BIG_BLOCK = bytes(range(256)) * (BIG_CHUNK // 256)
 
 _FILLER_TEXT = (
@@ -377,7 +384,7 @@ class DemoOrigin:
             return
         if path == "/":
             await request.representation(
-                self.home_body(), HTML, BASE_EPOCH, PUBLIC_60, b"home list"
+                self.home_body(), HTML, BASE_EPOCH, PAGE_LIFETIME, b"home list"
             )
         elif parts[0] == "page" and len(parts) == 2:
             n = _int_or_none(parts[1])
@@ -386,7 +393,7 @@ class DemoOrigin:
                 return
             key = " ".join(self.page_tags(n)).encode()
             await request.representation(
-                self.page_body(n), HTML, self.last_modified(n), PUBLIC_60, key
+                self.page_body(n), HTML, self.last_modified(n), PAGE_LIFETIME, key
             )
         elif parts[0] == "collection" and len(parts) == 2:
             c = _int_or_none(parts[1])
@@ -397,7 +404,7 @@ class DemoOrigin:
                 self.collection_body(c),
                 HTML,
                 BASE_EPOCH,
-                PUBLIC_60,
+                PAGE_LIFETIME,
                 f"collection-{c} list".encode(),
             )
         elif path == "/robots.txt":
@@ -406,14 +413,14 @@ class DemoOrigin:
                 f"Disallow: /__stats\n\nSitemap: {request.base}/sitemap.xml\n"
             ).encode()
             await request.representation(
-                body, b"text/plain; charset=utf-8", BASE_EPOCH, b"public, max-age=300", b"robots"
+                body, b"text/plain; charset=utf-8", BASE_EPOCH, FILES_300, b"robots"
             )
         elif path == "/sitemap.xml":
             await request.representation(
                 self.sitemap_index(request.base),
                 b"application/xml",
                 BASE_EPOCH,
-                b"public, max-age=300",
+                FILES_300,
                 b"sitemap",
             )
         elif parts[0] == "sitemaps" and len(parts) == 2 and parts[1].endswith(".xml.gz"):
@@ -428,7 +435,7 @@ class DemoOrigin:
                 self.sitemap_child(request.base, i),
                 b"application/gzip",
                 modified,
-                b"public, max-age=300",
+                FILES_300,
                 b"sitemap",
             )
         elif path == "/account":
@@ -451,7 +458,7 @@ class DemoOrigin:
             await self.clock.sleep(ms / 1000)
             await request.respond(
                 200,
-                [(b"cache-control", PUBLIC_60), (b"surrogate-key", b"slow")],
+                [*PAGE_LIFETIME, (b"surrogate-key", b"slow")],
                 _html("Slow", f"<p>Took {ms} ms.</p>\n"),
                 HTML,
             )
@@ -546,13 +553,14 @@ class _Request:
         body: bytes,
         content_type: bytes,
         last_modified: float,
-        cache_control: bytes,
+        lifetime: Headers,
         surrogate_key: bytes,
     ) -> None:
-        """A cacheable 200, or a 304 when the request's validators match (RFC 9110 §13.2.2)."""
+        """A cacheable 200 (``lifetime`` its freshness fields), or a 304 when the
+        request's validators match (RFC 9110 §13.2.2)."""
         etag = _etag(body)
         headers: Headers = [
-            (b"cache-control", cache_control),
+            *lifetime,
             (b"etag", etag),
             (b"last-modified", _http_date(last_modified)),
             (b"surrogate-key", surrogate_key),

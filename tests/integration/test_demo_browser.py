@@ -1,0 +1,45 @@
+"""The demo's edit flow in a real browser (Debian's Chromium, driven by Playwright).
+
+A visitor reads page 7, presses "Edit this page", and follows the saved page's "Back to
+page 7" link: the browser must show revision 2 at once.  The demo origin gives Stoker
+the page's lifetime (``CDN-Cache-Control``) and browsers ``max-age=0``, so the browser
+revalidates through Stoker, whose copy the edit purged, instead of showing its own.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+
+import pytest
+from playwright.async_api import Browser, async_playwright
+from tests.integration.demo_harness import Demo, demo
+
+__all__ = ["demo"]  # the fixture
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+async def test_back_to_the_page_after_an_edit_shows_the_new_revision(
+        demo: Demo, browser: Browser) -> None:
+    page = await browser.new_page()
+    await page.goto(f"{demo.url}/page/7")
+    assert await page.locator("text=Revision 1.").count() == 1
+    await page.get_by_role("button", name="Edit this page").click()
+    await page.wait_for_url("**/page/7/saved**")
+    await page.get_by_role("link", name="Back to page 7").click()
+    await page.wait_for_url("**/page/7")
+    assert await page.locator("text=Revision 2.").count() == 1, await page.content()
