@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from stoker.cli_common import (
+    DEMO_DATA_DIR,
     AdminListenOpt,
     AdminTokenOpt,
     AdminUrlOpt,
@@ -36,11 +37,25 @@ from stoker.cli_common import (
     settings_or_exit,
     setup_logging,
 )
-from stoker.settings import SettingsError, describe
+from stoker.settings import Settings, SettingsError, describe
+from stoker.version import VERSION
 
 app = typer.Typer(
     help="Stoker keeps a website's page cache hot: a caching reverse proxy with a warmer.",
     no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        print(f"stoker {VERSION}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option(
+        "--version", help="Print Stoker's version and exit", is_eager=True,
+        callback=_print_version)] = False) -> None:
+    """Stoker keeps a website's page cache hot: a caching reverse proxy with a warmer."""
 @app.command()
 def serve(
     config: ConfigOpt = None, origin: OriginOpt = None, listen: ListenOpt = None,
@@ -67,7 +82,7 @@ def serve(
 def demo(
     listen: ListenOpt = None, admin_listen: AdminListenOpt = None,
     origin_listen: Annotated[str, typer.Option(help="Demo origin HOST:PORT")] = "127.0.0.1:9080",
-    data_dir: Annotated[Path, typer.Option(help="Data directory")] = Path(".stoker/demo"),
+    data_dir: Annotated[Path, typer.Option(help="Data directory")] = DEMO_DATA_DIR,
     pages: Annotated[int, typer.Option(help="Pages on the demo site")] = 2000,
     delay: Annotated[float, typer.Option(help="Seconds the origin takes per page")] = 0.05,
     server: ServerOpt = None,
@@ -118,12 +133,17 @@ def purge(
     except AdminClientError as error:
         raise fail(error) from None
     out = output()
+    out.print(f"stoker at {client.base_url}:")
     how = "made stale" if result["soft"] else "deleted"
     if result["scope"]["all"] and not result["soft"]:
         out.print(f"purged everything: cache version is now {result['version']}; "
                   f"{result['purged']} old entries are reclaimed in the background")
         return
     out.print(f"purged {result['purged']} entries ({how})")
+    if result.get("unknown_hosts"):
+        out.print(f"note: {', '.join(result['unknown_hosts'])} is not a host of this site "
+                  "(site_url, purge_hosts, the listener) nor in site_aliases: if it is the "
+                  "site's, add it to site_aliases")
     for shown in result["urls"]:
         out.print(f"  {shown}", highlight=False)
     if result["urls_total"] > len(result["urls"]):
@@ -173,18 +193,39 @@ def _print_preset(name: str) -> None:
 
 
 @app.command("settings")
-def show_settings(preset: Annotated[str | None, typer.Option(
-        help="Print the [[rule]] tables this preset expands to, instead")] = None) -> None:
-    """List every setting with its default (file key; the variable is STOKER_<KEY>)."""
-    from rich.table import Table
-
+def show_settings(
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="Show the values this stoker.toml (with STOKER_* variables) gives")
+    ] = None,
+    preset: Annotated[str | None, typer.Option(
+        help="Print the [[rule]] tables this preset expands to, instead")] = None,
+) -> None:
+    """Every setting as stoker.toml lines: its meaning, its variable, its default (with
+    --config: the effective value, and the default where it differs)."""
     if preset is not None:
         _print_preset(preset)
         return
-    table = Table("setting", "default", "meaning")
-    for key, default, meaning in describe():
-        table.add_row(key, default, meaning)
-    output().print(table)
+    settings = settings_or_exit(config) if config is not None else None
+    print(settings_toml(settings, config), end="")
+
+
+def settings_toml(settings: Settings | None, source: Path | None) -> str:
+    """The ``stoker settings`` text: valid TOML, one commented block per setting."""
+    lines = [f"# Stoker's settings: the effective values of {source} and the environment"
+             if source is not None else "# Stoker's settings and their defaults",
+             "# (each also as its STOKER_ variable, or a command's --flag)", ""]
+    for row in describe(settings):
+        lines.append(f"# {row.help} [{row.variable}]")
+        if row.value is None:
+            lines.append(f"# {row.key} =  (not set)")
+        elif row.value != row.default and settings is not None:
+            lines.append(f"{row.key} = {row.value}  # default: {row.default or 'not set'}")
+        else:
+            lines.append(f"{row.key} = {row.value}")
+        lines.append("")
+    if settings is not None and settings.rules:
+        lines.append(f"# and {len(settings.rules)} rules ([[rule]] tables, preset included)")
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def _mount_subcommands() -> None:

@@ -21,6 +21,8 @@ from stoker.server import run_async
 from stoker.settings import Settings, SettingsError, admin_url, load_settings
 
 console = Console(stderr=True, markup=False, soft_wrap=True)
+DEMO_DATA_DIR = Path(".stoker/demo")
+"""Where ``stoker demo`` keeps its data by default (not the site's ``./.stoker``)."""
 
 ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", help="stoker.toml to read (default: ./stoker.toml if present, or $STOKER_CONFIG)")]
@@ -40,7 +42,8 @@ AdminUrlOpt = Annotated[str | None, typer.Option(
 AdminTokenOpt = Annotated[str | None, typer.Option(
     "--admin-token", envvar="STOKER_ADMIN_TOKEN", help="Bearer token of the admin API")]
 HostOpt = Annotated[str | None, typer.Option(
-    "--host", help="Host that paths like /x refer to [purge_hosts[0], origin_host or listen]")]
+    "--host", help="Host that paths like /x refer to [every host of the site: site_url, "
+                   "purge_hosts, the listener]")]
 
 
 def settings_or_exit(config: Path | None, **cli: Any) -> Settings:

@@ -17,7 +17,7 @@ import typer
 from rich.table import Table
 
 from stoker.backends import open_queue
-from stoker.cli_common import fail, output, print_error, settings_or_exit
+from stoker.cli_common import DEMO_DATA_DIR, fail, output, print_error, settings_or_exit
 from stoker.clock import SystemClock
 from stoker.jobs.model import JOB_STATES, JobState, RequeueScope
 from stoker.jobs.queue import JobQueue
@@ -39,7 +39,16 @@ DatabaseUrlOpt = Annotated[str | None, typer.Option(
 
 
 def _settings(config: Path | None, data_dir: Path | None, database_url: str | None) -> Settings:
-    return settings_or_exit(config, data_dir=data_dir, database_url=database_url)
+    """The settings, when they name a queue that exists: reading an empty SQLite file
+    made up on the spot would show nothing, and say nothing about why."""
+    settings = settings_or_exit(config, data_dir=data_dir, database_url=database_url)
+    if settings.database_url is None and not settings.sqlite_path.is_file():
+        demo = " (`stoker demo` keeps its own: add --data-dir .stoker/demo)" if (
+            settings.data_dir != DEMO_DATA_DIR and (DEMO_DATA_DIR / "stoker.db").is_file()) else ""
+        print_error(f"data_dir: there is no Stoker database in {settings.data_dir}: give the "
+                    f"data_dir of the Stoker to look at (--data-dir){demo}")
+        raise typer.Exit(2)
+    return settings
 
 
 def _with_queue(settings: Settings, action: Callable[[JobQueue], Awaitable[T]]) -> T:
@@ -109,10 +118,28 @@ def requeue(
     confirm: Annotated[bool, typer.Option("--confirm", help="Confirm --all")] = False,
     config: ConfigOpt = None, data_dir: DataDirOpt = None, database_url: DatabaseUrlOpt = None,
 ) -> None:
-    """Send dead jobs back to pending (one dedupe key is requeued once)."""
+    """Send dead jobs back to pending (one dedupe key is requeued once).  An --id that is
+    no dead job is an error (exit 1), and nothing is requeued."""
     scope = _scope(job_id or [], key, run, all_dead, confirm)
-    revived = _with_queue(_settings(config, data_dir, database_url), lambda q: q.requeue(scope))
+
+    async def action(queue: JobQueue) -> int:
+        for missing in [await _not_dead(queue, one) for one in scope.job_ids]:
+            if missing:
+                raise fail(ValueError(missing))
+        return await queue.requeue(scope)
+
+    revived = _with_queue(_settings(config, data_dir, database_url), action)
     out.print(f"requeued {revived} dead job{'s' if revived != 1 else ''}")
+
+
+async def _not_dead(queue: JobQueue, job_id: int) -> str:
+    """Why job ``job_id`` cannot be requeued ("" when it is dead)."""
+    job = await queue.get(job_id)
+    if job is None:
+        return f"--id {job_id}: there is no job {job_id} (stoker jobs list --state dead lists them)"
+    if job.state != "dead":
+        return f"--id {job_id}: job {job_id} is {job.state}, not dead: nothing to requeue"
+    return ""
 
 
 def _utc(timestamp: float) -> str:

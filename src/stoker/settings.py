@@ -11,6 +11,8 @@ where it came from; a returned :class:`Settings` is fully validated.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import ipaddress
 import json
 import os
@@ -19,13 +21,13 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from stoker.http.site_hosts import SiteHosts
 from stoker.presets import NAMES as PRESET_NAMES
 from stoker.rules import Rule, parse_rules
-from stoker.units import parse_duration, parse_size
+from stoker.units import format_duration, format_size, parse_duration, parse_size
 
 ENV_PREFIX = "STOKER_"
 # Variables read by client commands (purge, jobs), not by the server's settings.
@@ -95,6 +97,7 @@ def _networks(value: Any) -> tuple[str, ...]:
 
 
 def _optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    @functools.wraps(parse)  # inspect.unwrap finds ``parse`` (see toml_value)
     def wrapped(value: Any) -> Any:
         if value is None or (isinstance(value, str) and not value.strip()):
             return None
@@ -530,11 +533,50 @@ def settings_from(values: Mapping[str, object], rules: tuple[Rule, ...] = ()) ->
     return replace(Settings(rules=rules), **parsed)
 
 
-def describe() -> list[tuple[str, str, str]]:
-    """``(key, default, help)`` for every setting, for ``--help`` and the README."""
+class Described(NamedTuple):
+    """One setting as ``stoker settings`` shows it: values as stoker.toml writes them
+    (None: not set)."""
+
+    key: str
+    variable: str
+    value: str | None
+    default: str | None
+    help: str
+
+
+def describe(settings: Settings | None = None) -> list[Described]:
+    """Every setting with its value in ``settings`` (default: the defaults), its default,
+    its environment variable and its meaning."""
     defaults = Settings()
-    rows = []
-    for spec in fields(Settings):
-        if spec.name in FIELDS:
-            rows.append((spec.name, repr(getattr(defaults, spec.name)), FIELDS[spec.name].help))
-    return rows
+    settings = settings or defaults
+    return [Described(spec.name, f"{ENV_PREFIX}{spec.name.upper()}",
+                      toml_value(spec.name, getattr(settings, spec.name)),
+                      toml_value(spec.name, getattr(defaults, spec.name)), FIELDS[spec.name].help)
+            for spec in fields(Settings) if spec.name in FIELDS]
+
+
+_SHOWN_AS: dict[Callable[[Any], Any], Callable[[Any], str]] = {
+    _seconds: format_duration, _bytes: format_size}
+
+
+def toml_value(key: str, value: Any) -> str | None:
+    """``value`` of setting ``key`` as stoker.toml writes it (durations and sizes in their
+    units: ``"1d"``, ``"256MiB"``); None when it is not set."""
+    if value is None:
+        return None
+    show = _SHOWN_AS.get(inspect.unwrap(FIELDS[key].parse))
+    return json.dumps(show(value)) if show is not None else _toml(value)
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, tuple) and value and all(isinstance(item, tuple) for item in value):
+        return "[" + ", ".join("{ " + ", ".join(f"{json.dumps(name)} = {json.dumps(text)}"
+                                                for name, text in table) + " }"
+                               for table in value) + "]"  # warm_variants: header tables
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
+    return json.dumps(str(value))

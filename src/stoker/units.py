@@ -1,7 +1,10 @@
-"""Parsers for human-written durations and sizes (``"90s"``, ``"5m"``, ``"256MiB"``).
+"""Parsers for human-written durations and sizes (``"90s"``, ``"5m"``, ``"256MiB"``), and
+the inverse: :func:`format_duration` and :func:`format_size`.
 
-Invariant: both parsers accept plain non-negative numbers as seconds/bytes and
-raise ``ValueError`` with the offending text for anything else.
+Invariants: both parsers accept plain non-negative numbers as seconds/bytes and
+raise ``ValueError`` with the offending text for anything else; the formatters give
+the largest unit that states the value exactly, and each parser reads back exactly
+what its formatter wrote.
 """
 
 from __future__ import annotations
@@ -42,3 +45,21 @@ def parse_size(value: Any) -> int:
         raise ValueError(f"expected a size such as 1048576, '512KiB' or '4GiB', got {value!r}")
     unit = (match.group(2) or "").lower()[:1]
     return int(float(match.group(1)) * _SIZE_UNITS[unit])
+
+
+def format_duration(seconds: float) -> str:
+    """``seconds`` as ``"1d"``, ``"5m"``, ``"90s"`` or ``"1500ms"``: the largest exact unit."""
+    for unit in ("d", "h", "m", "s"):
+        count = seconds / _DURATION_UNITS[unit]
+        if count == int(count) and (count or unit == "s"):
+            return f"{int(count)}{unit}"
+    milliseconds = seconds * 1000
+    return f"{int(milliseconds)}ms" if milliseconds == int(milliseconds) else f"{seconds}"
+
+
+def format_size(size: int) -> str:
+    """``size`` bytes as ``"4GiB"``, ``"256KiB"`` or ``"1000"``: the largest exact unit."""
+    for unit in ("t", "g", "m", "k"):
+        if size and size % _SIZE_UNITS[unit] == 0:
+            return f"{size // _SIZE_UNITS[unit]}{unit.upper()}iB"
+    return str(size)

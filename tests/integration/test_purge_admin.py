@@ -271,16 +271,22 @@ async def test_stoker_purge_cli(origin: Origin, tmp_path: Path) -> None:
             _cli, "purge", "--tag", "cli", "--admin-url", admin.url, "--admin-token", "wrong")
         invalid = await asyncio.to_thread(
             _cli, "purge", "--tag", "a b", "--admin-url", admin.url, "--admin-token", TOKEN)
+        stranger = await asyncio.to_thread(
+            _cli, "purge", "--url", "https://elsewhere.example/c", "--admin-url", admin.url,
+            "--admin-token", TOKEN)
         shown = await asyncio.to_thread(
             _cli, "entry", f"{proxy.url}/c", "--admin-url", admin.url, "--admin-token", TOKEN)
     unreachable = await asyncio.to_thread(
         _cli, "purge", "--url", "/x", "--admin-url", f"http://127.0.0.1:{free_port()}")
     nothing = await asyncio.to_thread(_cli, "purge")
     assert by_tag.exit_code == 0, by_tag.output
+    assert by_tag.output.startswith(f"stoker at {admin.url}:\n")  # the one it talked to
     assert "purged 1 entries (deleted)" in by_tag.output and f"{proxy.url}/c" in by_tag.output
     assert by_env.exit_code == 0 and "made stale" in by_env.output
     assert refused.exit_code == 1 and "--admin-token" in refused.output
     assert invalid.exit_code == 1 and "tags[0]" in invalid.output
     assert shown.exit_code == 0 and "not cached" in shown.output
+    assert stranger.exit_code == 0
+    assert "note: elsewhere.example is not a host of this site" in stranger.output
     assert unreachable.exit_code == 1 and "is `stoker serve` running?" in unreachable.output
     assert nothing.exit_code == 2

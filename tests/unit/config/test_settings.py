@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.settings import SettingsError, describe, load_settings
-from stoker.units import parse_duration, parse_size
+from stoker.settings import FIELDS, SettingsError, describe, load_settings
+from stoker.units import format_duration, format_size, parse_duration, parse_size
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -83,8 +83,34 @@ def test_bad_rule_names_its_position(tmp_path: Path) -> None:
 
 
 def test_describe_lists_every_setting() -> None:
-    keys = {key for key, _, _ in describe()}
-    assert {"origin", "listen", "admin_listen", "data_dir", "admin_token"} <= keys
+    rows = {row.key: row for row in describe()}
+    assert set(rows) == set(FIELDS)
+    assert rows["listen"].variable == "STOKER_LISTEN"
+    assert (rows["refresh_interval"].default, rows["l1_max_bytes"].default) == ('"1d"',
+                                                                               '"256MiB"')
+    assert rows["origin"].value is None and rows["compress"].value == "true"
+
+
+def test_every_shown_value_reads_back_as_itself(tmp_path: Path) -> None:
+    path = write(tmp_path, 'listen = "0.0.0.0:80"\nkeep_stale = "90m"\n'
+                           'l2_queue_max_bytes = "8MiB"\nsite_url = ["https://a.example"]\n'
+                           'warm_variants = [{ "accept-encoding" = "br" }]\n')
+    loaded = load_settings(config_path=path, env={})
+    shown = "\n".join(f"{row.key} = {row.value}" for row in describe(loaded)
+                      if row.value is not None)
+    (tmp_path / "again").mkdir()
+    again = write(tmp_path / "again", shown)
+    assert load_settings(config_path=again, env={}) == loaded
+
+
+@given(st.integers(min_value=0, max_value=10**7), st.sampled_from([0.001, 1, 60, 3600, 86400]))
+def test_durations_read_back(count: int, unit: float) -> None:
+    assert parse_duration(format_duration(count * unit)) == count * unit
+
+
+@given(st.integers(min_value=0, max_value=2**50))
+def test_sizes_read_back(size: int) -> None:
+    assert parse_size(format_size(size)) == size
 
 
 @given(st.integers(min_value=0, max_value=10**9))
