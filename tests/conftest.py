@@ -1,4 +1,9 @@
-"""Shared test helpers: free ports and real servers run inside the test's event loop."""
+"""Shared test helpers: free ports and real servers run inside the test's event loop.
+
+Property tests run without hypothesis's per-example deadline: no test depends on how
+fast a loaded machine runs it (a 2-core CI box running the suite beside other work
+would fail a 200 ms deadline at random).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,13 @@ import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
+from hypothesis import settings
+
 from stoker.asgi import ASGIApp
 from stoker.server import Tls, run_apps
+
+settings.register_profile("stoker", deadline=None)
+settings.load_profile("stoker")
 
 
 def free_port() -> int:

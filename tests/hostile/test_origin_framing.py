@@ -112,7 +112,7 @@ async def send_all(requests: list[tuple[str, list[tuple[bytes, bytes]], Body | N
     return parsed
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(REQUESTS)
 def test_the_declared_length_is_the_body_written(
         requests: list[tuple[str, list[tuple[bytes, bytes]], Body | None]]) -> None:

@@ -52,7 +52,7 @@ OPERATIONS = st.lists(st.one_of(
 ), max_size=50)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 @given(OPERATIONS)
 @example([("put", "a", "", {"t0"}), ("purge", "t0", False), ("put", "a", "", {"t0"})])
 @example([("put", "a", "", {"t0"}), ("purge", "t0", True), ("list", "t0"),

@@ -93,7 +93,7 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80)
 @given(operations)
 def test_bytes_stay_within_bound_and_match_entries(ops: list[tuple[str, str, int]]) -> None:
     clock = FakeClock()

@@ -7,7 +7,7 @@ import os
 
 import brotli
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.http.decoding import STEP, CorruptBody, Decoder
@@ -27,7 +27,6 @@ def split(data: bytes, cuts: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
 
 
-@settings(deadline=None)
 @given(st.sampled_from(sorted(ENCODERS)), st.binary(max_size=3000),
        st.lists(st.integers(min_value=0), max_size=8))
 def test_any_split_of_the_coded_body_decodes_to_the_body(coding: str, body: bytes,

@@ -16,7 +16,7 @@ from stoker.proxy.origin import OriginError
 from stoker.proxy.respond import ClientSink
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80)
 @given(pieces=st.lists(st.binary(min_size=1, max_size=300), max_size=40),
        reads=st.lists(st.integers(min_value=0, max_value=5), max_size=40),
        memory=st.integers(min_value=1, max_value=600),

@@ -210,7 +210,7 @@ steps = st.lists(st.one_of(
 ), max_size=40)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(max_concurrency=st.integers(2, 6), steps=steps)
 def test_interleavings_keep_every_invariant(
         max_concurrency: int, steps: list[tuple[str, int | None]]) -> None:

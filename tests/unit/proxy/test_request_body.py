@@ -39,7 +39,7 @@ def receiving(pieces: Sequence[bytes], *, then: str = "end") -> Receive:
     return receive
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50)
 @given(st.lists(st.binary(max_size=40_000), max_size=6))
 def test_the_body_read_is_the_body_sent(tmp_path_factory: pytest.TempPathFactory,
                                         pieces: list[bytes]) -> None:
