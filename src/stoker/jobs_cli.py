@@ -42,6 +42,11 @@ def _settings(config: Path | None, data_dir: Path | None, database_url: str | No
     """The settings, when they name a queue that exists: reading an empty SQLite file
     made up on the spot would show nothing, and say nothing about why."""
     settings = settings_or_exit(config, data_dir=data_dir, database_url=database_url)
+    try:
+        settings.refuse_data_dir_under_a_file()
+    except SettingsError as error:
+        print_error(error)
+        raise typer.Exit(2) from None
     if settings.database_url is None and not settings.sqlite_path.is_file():
         demo = " (`stoker demo` keeps its own: add --data-dir .stoker/demo)" if (
             settings.data_dir != DEMO_DATA_DIR and (DEMO_DATA_DIR / "stoker.db").is_file()) else ""

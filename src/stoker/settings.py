@@ -378,18 +378,27 @@ class Settings:
         """``data_dir`` exists (created, with its parents, if missing) and is a writable
         directory; else a :class:`SettingsError` naming ``data_dir`` and what is wrong."""
         path = self.data_dir
+        self.refuse_data_dir_under_a_file()
         try:
             path.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryFile(dir=path):
                 return  # a write works: the database and body files will be written here
-        except (FileExistsError, NotADirectoryError) as error:
-            where = "a file" if isinstance(error, FileExistsError) else "under a file"
-            raise SettingsError(f"data_dir: {path} is {where}, not a directory; point "
-                                "data_dir (or --data-dir) at a directory") from None
         except OSError as error:
             raise SettingsError(f"data_dir: {path} is not usable ({error.strerror or error}); "
                                 "make it a directory Stoker may write to, or point data_dir "
                                 "elsewhere") from None
+
+    def refuse_data_dir_under_a_file(self) -> None:
+        """A :class:`SettingsError` when ``data_dir`` is a file or lies under one (checked
+        without creating anything)."""
+        path = self.data_dir
+        for place in (path, *path.parents):
+            if place.exists():
+                if not place.is_dir():
+                    where = "a file" if place == path else "under a file"
+                    raise SettingsError(f"data_dir: {path} is {where}, not a directory; "
+                                        "point data_dir (or --data-dir) at a directory")
+                return
 
     def require_tls_pair(self) -> None:
         """Both ``tls_cert`` and ``tls_key``, or neither, and readable."""
