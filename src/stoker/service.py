@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
 from typing import Any, Final
 
@@ -33,6 +33,7 @@ from stoker.runtime import Stoker
 from stoker.server import Tls, ensure_free, run_apps, silence_for
 from stoker.settings import Settings, admin_url
 from stoker.warm.run import Run
+from stoker.warm.run_store import not_stored_text
 from stoker.warming import WarmService
 
 Announce = Callable[[str], None]
@@ -217,7 +218,7 @@ async def follow_warm_run(warm: WarmService, announce: Announce) -> None:
         await warm.stoker.clock.sleep(PROGRESS_EVERY)
         run = await warm.stores.runs.get(run.id)
     if run is not None:
-        announce(summary_line(run))
+        announce(summary_line(run, await warm.stores.runs.not_stored_reasons(run.id)))
 
 
 def progress_line(run: Run) -> str:
@@ -228,8 +229,8 @@ def progress_line(run: Run) -> str:
     return f"warming: {counts.settled}/{counts.total} pages, {counts.failed} failed"
 
 
-def summary_line(run: Run) -> str:
-    """One line for a run that ended."""
+def summary_line(run: Run, reasons: Mapping[str, int]) -> str:
+    """One line for a run that ended, with its ``reasons`` for pages not stored."""
     counts = run.counts
     if run.phase == "failed":
         return f"warm run {run.id} failed: {run.error}"
@@ -237,5 +238,6 @@ def summary_line(run: Run) -> str:
         return f"warm run {run.id} was cancelled (a newer run replaced it)"
     took = (run.finished_at or run.started_at) - run.started_at
     return (f"warmed {counts.total} pages in {took:.1f} s: {counts.warmed} warmed, "
-            f"{counts.not_modified} not modified, {counts.failed} failed, "
+            f"{counts.not_modified} not modified, "
+            f"{not_stored_text(counts.not_stored, reasons)}, {counts.failed} failed, "
             f"{counts.gave_up} gave up")

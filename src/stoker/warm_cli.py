@@ -1,7 +1,8 @@
 """``stoker warm`` (start a warm run, optionally wait for it) and ``stoker worker``.
 
 Invariants: ``stoker warm --wait`` exits 0 only when the run it waited for
-ended ``done`` with no failed URL, and 1 otherwise, listing the failures;
+ended ``done`` with no failed URL, and 1 otherwise, listing the failures (pages
+the cache does not store are no failure: their reasons are listed);
 without ``--wait`` it exits 0 once the run was accepted.  A full run going
 (409) is an error unless ``--replace`` is given.
 """
@@ -29,6 +30,7 @@ from stoker.cli_common import (
     setup_logging,
 )
 from stoker.clock import SystemClock
+from stoker.warm.run_store import not_stored_text
 
 ENDED: Final = frozenset({"done", "failed", "cancelled"})
 POLL: Final = 0.5
@@ -68,10 +70,12 @@ def warm(
 def _follow(client: Any, run_id: int) -> dict[str, Any]:
     """Poll the run with a progress bar until it ends; return its last state."""
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[rate]:.1f}/s  failed {task.fields[failed]}"),
+               TextColumn("{task.fields[rate]:.1f}/s  failed {task.fields[failed]}"
+                          "  not stored {task.fields[not_stored]}"),
                TimeRemainingColumn())
     with Progress(*columns, console=console) as progress:
-        task = progress.add_task(f"run {run_id}", total=None, rate=0.0, failed=0)
+        task = progress.add_task(f"run {run_id}", total=None, rate=0.0, failed=0,
+                                 not_stored=0)
         clock = SystemClock()
         started = clock.monotonic()
         while True:
@@ -80,7 +84,8 @@ def _follow(client: Any, run_id: int) -> dict[str, Any]:
             elapsed = max(clock.monotonic() - started, 1e-6)
             progress.update(task, total=counts["total"] or None, completed=counts["settled"],
                             description=f"run {run_id} {run['phase']}",
-                            rate=counts["settled"] / elapsed, failed=counts["failed"])
+                            rate=counts["settled"] / elapsed, failed=counts["failed"],
+                            not_stored=counts.get("not_stored", 0))
             if run["phase"] in ENDED:
                 return run
             time.sleep(POLL)  # a synchronous CLI: blocking is what it should do here
@@ -96,6 +101,10 @@ def _summary(run: dict[str, Any]) -> None:
     out.print(table)
     if run.get("error"):
         out.print(f"[red]error:[/red] {run['error']}")
+    not_stored = run["counts"].get("not_stored", 0)  # 0 from a Stoker that predates it
+    if not_stored:
+        out.print(not_stored_text(not_stored, run.get("not_stored_reasons", {})),
+                  highlight=False)
     for failed in run.get("failed_urls", []):
         out.print(f"  failed: {failed}", highlight=False)
 

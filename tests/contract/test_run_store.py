@@ -178,6 +178,39 @@ async def test_each_url_counts_once_and_the_last_one_finishes_the_run(store: Run
     assert not (await store.record(run_id, "/c", 1, "warmed", NOW + 10)).counted
 
 
+async def test_pages_not_stored_settle_with_their_reasons_tallied(store: RunStore) -> None:
+    urls = ["/a", "/b", "/c", "/d", "/e", "/f"]
+    run_id = await collecting(store, urls)
+    for url, reason in [("/a", "set-cookie"), ("/b", "private"), ("/c", "set-cookie"),
+                        ("/d", "no-store")]:
+        assert (await store.record(run_id, url, 0, "not_stored", NOW, detail=reason)).counted
+    assert not (await store.record(run_id, "/a", 0, "not_stored", NOW, detail="x")).counted
+    await store.record(run_id, "/e", 0, "failed", NOW, detail="status 500")
+    last = await store.record(run_id, "/f", 0, "warmed", NOW + 1, detail="ignored")
+    assert last.run.counts == Counts(total=6, warmed=1, not_stored=4, failed=1)
+    assert (last.run.phase, last.run.counts.settled) == ("done", 6)
+    assert await store.get(run_id) == last.run
+    assert await store.not_stored_reasons(run_id) == {"set-cookie": 2, "no-store": 1,
+                                                      "private": 1}
+    assert list(await store.not_stored_reasons(run_id)) == ["set-cookie", "no-store", "private"]
+    assert await store.urls(run_id, "not_stored") == ["/a", "/b", "/c", "/d"]
+    assert await store.not_stored_reasons(987654) == {}
+
+
+async def test_a_not_stored_reason_is_cleared_when_the_url_is_queued_again(
+        store: RunStore) -> None:
+    run_id = await collecting(store, ["/a", "/b", "/c"])
+    await store.record(run_id, "/a", 0, "not_stored", NOW, detail="set-cookie")
+    await store.record(run_id, "/b", 0, "not_stored", NOW)
+    assert await store.not_stored_reasons(run_id) == {"": 1, "set-cookie": 1}
+    merged = await store.create("purge", ["/a"], NOW + 1)
+    assert (merged.outcome, merged.run.counts.not_stored) == ("merged", 1)
+    assert await store.not_stored_reasons(run_id) == {"": 1}
+    again = await store.record(run_id, "/a", 1, "not_stored", NOW + 2, detail="private")
+    assert again.counted and again.run.counts.not_stored == 2
+    assert await store.not_stored_reasons(run_id) == {"": 1, "private": 1}
+
+
 async def test_a_stopgap_page_is_revisited_until_it_is_rewarmed(store: RunStore) -> None:
     run_id = await collecting(store, ["/a", "/b"])
     first = await store.record(run_id, "/a", 0, "stopgap", NOW)
@@ -244,14 +277,16 @@ async def test_recent_lists_newest_first(store: RunStore) -> None:
 
 
 async def test_runs_survive_a_restart(target: tuple[str, str], store: RunStore) -> None:
-    run_id = await collecting(store, ["/a", "/b"])
+    run_id = await collecting(store, ["/a", "/b", "/c"])
     await store.record(run_id, "/a", 0, "stopgap", NOW)
+    await store.record(run_id, "/c", 0, "not_stored", NOW, detail="set-cookie")
     await store.aclose()
     reopened = await open_store(target)
     try:
         run = await reopened.active()
         assert run is not None and run.id == run_id
-        assert run.counts == Counts(total=2, stopgap_pending=1)
+        assert run.counts == Counts(total=3, stopgap_pending=1, not_stored=1)
+        assert await reopened.not_stored_reasons(run_id) == {"set-cookie": 1}
         assert (await reopened.record(run_id, "/a", 1, "warmed", NOW + 20)).counted
         assert not (await reopened.record(run_id, "/a", 1, "warmed", NOW + 20)).counted
         done = await reopened.record(run_id, "/b", 0, "warmed", NOW + 21)

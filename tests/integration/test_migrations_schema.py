@@ -204,7 +204,8 @@ async def pg_fill(conn: asyncpg.Connection, schema: str) -> None:
             " AND column_default IS NULL AND is_identity = 'NO'", schema, table)
         names = ", ".join(f'"{name}"' for name, _ in needed)
         values = ", ".join(_PG_VALUES.get(kind, "1") for _, kind in needed)
-        await conn.execute(f'INSERT INTO {schema}."{table}" ({names}) VALUES ({values})')
+        await conn.execute(f'INSERT INTO {schema}."{table}" ({names}) VALUES ({values})'
+                           " ON CONFLICT DO NOTHING")
 
 
 @pytest.fixture

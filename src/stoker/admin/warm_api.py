@@ -5,7 +5,8 @@ Routes (behind :class:`~stoker.admin.guard.AdminGuard`):
   that will do the work (a list merges into the active run; none starts a full
   run), 409 while a full run is going and ``replace`` is false.
 - ``GET /api/warm`` → the active run and the recent ones.
-- ``GET /api/warm/{id}`` → one run, with up to 100 of its failed URLs.
+- ``GET /api/warm/{id}`` → one run, with up to 100 of its failed URLs and why its
+  ``not_stored`` pages were not stored (``not_stored_reasons``: reason → URLs, most first).
 
 Invariants: a request that fails validation is answered 400 naming the
 ``field`` and starts nothing; every start attempt is audited (``ok``,
@@ -39,7 +40,8 @@ def run_json(run: Run) -> dict[str, Any]:
         "id": run.id, "reason": run.reason, "scope": run.scope, "phase": run.phase,
         "started_at": run.started_at, "finished_at": run.finished_at, "error": run.error,
         "counts": {"total": counts.total, "warmed": counts.warmed,
-                   "not_modified": counts.not_modified, "failed": counts.failed,
+                   "not_modified": counts.not_modified, "not_stored": counts.not_stored,
+                   "failed": counts.failed,
                    "stopgap_pending": counts.stopgap_pending, "rewarmed": counts.rewarmed,
                    "gave_up": counts.gave_up, "skipped": counts.skipped,
                    "settled": counts.settled, "open": counts.open},
@@ -120,7 +122,9 @@ def warm_routes(service: WarmService | None) -> list[Route]:
         if run is None:
             return error_response(404, "id", f"no warm run {raw}")
         failed = await service.stores.runs.urls(run.id, "failed", FAILED_SHOWN)
-        return JSONResponse({**run_json(run), "failed_urls": failed})
+        reasons = await service.stores.runs.not_stored_reasons(run.id)
+        return JSONResponse({**run_json(run), "failed_urls": failed,
+                             "not_stored_reasons": reasons})
 
     return [Route("/api/warm", start, methods=["POST"]),
             Route("/api/warm", runs, methods=["GET"]),

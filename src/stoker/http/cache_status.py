@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 import re
 
+from .structured_fields import Params, parse_list
+
 # RFC 9211 §2.2: the fwd values.
 FWD_VALUES: frozenset[str] = frozenset(
     {"bypass", "method", "uri-miss", "vary-miss", "miss", "request", "stale", "partial"}
@@ -81,7 +83,9 @@ def cache_status(
     return "; ".join(parts).encode("ascii")
 
 
-def status_params(member: str) -> set[str]:
-    """The parameters of one Cache-Status member as written (``hit``, ``fwd=stale``, …),
-    for reading back what :func:`cache_status` wrote."""
-    return {part.strip() for part in member.split(";")[1:]}
+def read_status(value: str) -> Params:
+    """The parameters of the last member of a Cache-Status field value (``{"hit": True,
+    "ttl": 60, "detail": "set-cookie"}``): reads back what :func:`cache_status` wrote
+    (tokens compare equal to their text); ``{}`` when the value is not a List."""
+    members = parse_list(value)
+    return members[-1].params if members else {}

@@ -1,13 +1,12 @@
-"""RFC 8941 Structured Field Dictionaries: the parser CDN-Cache-Control needs.
-
-RFC 9213 §2.1: a targeted cache-control field is a Dictionary; a value that
-fails to parse is ignored as a whole.
+"""RFC 8941 Structured Field Dictionaries and Lists: the parsers CDN-Cache-Control
+(a Dictionary, RFC 9213 §2.1; a value that fails to parse is ignored as a whole) and
+Cache-Status (a List, RFC 9211 §2) need.
 
 Invariants:
-- :func:`parse_dictionary` never raises: it returns the parsed members, or
-  None when the input is not a valid Dictionary (RFC 8941 §4.2: any parse
-  error fails the whole field).  It follows the parsing algorithms of RFC 8941
-  §4.2.2 and §4.2.3 to the letter; values are ``int`` (Integer), ``float``
+- :func:`parse_dictionary` and :func:`parse_list` never raise: they return the
+  parsed members, or None when the input is not a valid Dictionary / List (RFC 8941
+  §4.2: any parse error fails the whole field).  They follow the parsing algorithms
+  of RFC 8941 §4.2.1, §4.2.2 and §4.2.3 to the letter; values are ``int`` (Integer), ``float``
   (Decimal), ``str`` (String), :class:`Token`, ``bytes`` (Byte Sequence),
   ``bool`` (Boolean), or a tuple of :class:`Member` (Inner List).
 - Keys are unique; a repeated key keeps its last value, in the position of
@@ -21,8 +20,11 @@ from __future__ import annotations
 import base64
 import binascii
 import string
-from collections.abc import Container
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class Token(str):
@@ -82,6 +84,15 @@ class _Input:
 
 def parse_dictionary(value: str | bytes | None) -> dict[str, Member] | None:
     """The members of a Dictionary field value, or None when it does not parse."""
+    return _parse(value, _dictionary)
+
+
+def parse_list(value: str | bytes | None) -> list[Member] | None:
+    """The members of a List field value, or None when it does not parse."""
+    return _parse(value, _list)
+
+
+def _parse(value: str | bytes | None, grammar: Callable[[_Input], T]) -> T | None:
     if value is None:
         return None
     text = value.decode("latin-1") if isinstance(value, bytes) else value
@@ -90,7 +101,7 @@ def parse_dictionary(value: str | bytes | None) -> dict[str, Member] | None:
     source = _Input(text)
     source.skip(" ")
     try:
-        members = _dictionary(source)
+        members = grammar(source)
     except _Invalid:
         return None
     source.skip(" ")
@@ -106,15 +117,31 @@ def _dictionary(source: _Input) -> dict[str, Member]:
             members[key] = _item_or_inner_list(source)
         else:
             members[key] = Member(True, _parameters(source))
-        source.skip(" \t")
-        if not source.peek():
+        if not _next_member(source):
             break
-        if source.take() != ",":
-            raise _Invalid("expected a comma between members")
-        source.skip(" \t")
-        if not source.peek():
-            raise _Invalid("trailing comma")
     return members
+
+
+def _list(source: _Input) -> list[Member]:
+    members: list[Member] = []
+    while source.peek():
+        members.append(_item_or_inner_list(source))
+        if not _next_member(source):
+            break
+    return members
+
+
+def _next_member(source: _Input) -> bool:
+    """Past the comma before the next member: True, or False at the end of the input."""
+    source.skip(" \t")
+    if not source.peek():
+        return False
+    if source.take() != ",":
+        raise _Invalid("expected a comma between members")
+    source.skip(" \t")
+    if not source.peek():
+        raise _Invalid("trailing comma")
+    return True
 
 
 def _key(source: _Input) -> str:

@@ -26,7 +26,7 @@ from typing import IO, Final
 
 from stoker.asgi import ASGIApp, Message, Receive, Send
 from stoker.clock import Clock
-from stoker.http.cache_status import status_params
+from stoker.http.cache_status import read_status
 from stoker.http.forwarded import TrustedProxies
 from stoker.proxy.request import request_client, request_path
 
@@ -93,13 +93,12 @@ def redact_query(query: str, names: Sequence[str]) -> str:
 
 def cache_outcome(cache_status: str) -> str:
     """``hit``, ``stale``, ``collapsed``, ``bypass`` or ``miss`` from a Cache-Status member."""
-    params = status_params(cache_status)
+    params = read_status(cache_status)
     if "hit" in params:
-        return "stale" if any(p.startswith("detail=stale") for p in params) else "hit"
+        return "stale" if str(params.get("detail", "")).startswith("stale") else "hit"
     if "collapsed" in params:
         return "collapsed"
-    if any(p.startswith("fwd=") and p not in ("fwd=uri-miss", "fwd=vary-miss", "fwd=stale")
-           for p in params):
+    if params.get("fwd", "uri-miss") not in ("uri-miss", "vary-miss", "stale"):
         return "bypass"
     return "miss"
 

@@ -24,7 +24,7 @@ from stoker.proxy.origin import OriginClient
 from stoker.proxy.pipeline import Pipeline
 from stoker.proxy.request import WARM_SCOPE_KEY
 from stoker.warm.discovery import Fetched
-from stoker.warm.visits import VisitResult, classify
+from stoker.warm.visits import VisitResult, judge
 
 
 class PipelineVisitor:
@@ -37,7 +37,7 @@ class PipelineVisitor:
 
     async def visit(self, url: str, headers: Sequence[tuple[bytes, bytes]], *,
                     allowance: int) -> VisitResult:
-        """GET ``url`` through the cache, as a warm visit at the origin; classify it."""
+        """GET ``url`` through the cache, as a warm visit at the origin; judge it."""
         parts = urlsplit(url)
         path = parts.path or "/"
         scope: Message = {
@@ -67,9 +67,10 @@ class PipelineVisitor:
         status = int(sent[0]["status"])
         response_headers = list(sent[0]["headers"])
         retry_after = get_header(response_headers, b"retry-after")
-        return VisitResult(
-            url, status, classify(status, response_headers, stopgap_header=self._stopgap_header),
-            latency, retry_after.decode("latin-1") if retry_after is not None else None)
+        outcome, detail = judge(status, response_headers, stopgap_header=self._stopgap_header)
+        return VisitResult(url, status, outcome, latency,
+                           retry_after.decode("latin-1") if retry_after is not None else None,
+                           detail)
 
 
 class OriginFetch:

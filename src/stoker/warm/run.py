@@ -9,15 +9,19 @@ number it was handed (:class:`Visit`).
 Invariants (tests/unit/warm/test_run.py checks them, with hypothesis):
 - The counts tally the URL states: each URL is in exactly one state, ``queued``
   (not yet visited), ``stopgap`` (a revisit pending; ``stopgap_pending``) or one of
-  the settled states ``warmed``, ``not_modified``, ``failed``, ``rewarmed``,
-  ``gave_up``; so no count exceeds ``total`` and ``settled + stopgap_pending <=
-  total``. ``skipped`` (URLs discovery left out) is outside ``total``.
+  the settled states ``warmed``, ``not_modified``, ``not_stored`` (the cache does not
+  store the page: revisiting cannot warm it), ``failed``, ``rewarmed``, ``gave_up``;
+  so no count exceeds ``total`` and ``settled + stopgap_pending <= total``.
+  ``skipped`` (URLs discovery left out) is outside ``total``.
+- A URL's ``detail`` is set only in the states of :data:`DETAILED_STATES`
+  (``not_stored``: why it was not stored; ``failed``: what failed), from the visit
+  that settled it; queueing a URL again clears it.
 - A visit is counted only when its number is the URL's current one, and counting
   moves the number on: a visit delivered twice (a job rerun after a lost lease)
   counts once, and a stale visit never overrides a newer one.
 - A stopgap answer is revisited ``RevisitPolicy.delay`` later, at most
   ``max_rounds`` more times, with at most ``max_pending`` URLs pending per run;
-  then the URL settles as ``rewarmed`` (or ``failed``) or ``gave_up``.
+  then the URL settles as ``rewarmed`` (or ``failed``, ``not_stored``) or ``gave_up``.
 - A run is ``done`` exactly when it is past collect and every URL is settled:
   each transition that can complete a run finishes it in the same step.
 - A finished run (``done``, ``failed``, ``cancelled``) never changes: every
@@ -36,9 +40,9 @@ from typing import Final, Literal, NamedTuple, get_args
 Reason = Literal["manual", "purge", "edit", "deploy", "daily"]
 Scope = Literal["site", "urls"]
 Phase = Literal["collect", "warm", "done", "failed", "cancelled"]
-Result = Literal["warmed", "not_modified", "failed", "stopgap"]
-UrlStateName = Literal[
-    "queued", "stopgap", "warmed", "not_modified", "failed", "rewarmed", "gave_up"]
+Result = Literal["warmed", "not_modified", "not_stored", "failed", "stopgap"]
+UrlStateName = Literal["queued", "stopgap", "warmed", "not_modified", "not_stored", "failed",
+                       "rewarmed", "gave_up"]
 Plan = Literal["start", "merge", "supersede", "busy"]
 
 REASONS: Final[tuple[Reason, ...]] = get_args(Reason)
@@ -47,13 +51,16 @@ RESULTS: Final[tuple[Result, ...]] = get_args(Result)
 URL_STATES: Final[tuple[UrlStateName, ...]] = get_args(UrlStateName)
 ACTIVE_PHASES: Final[tuple[Phase, ...]] = ("collect", "warm")
 OPEN_STATES: Final[tuple[UrlStateName, ...]] = ("queued", "stopgap")
+DETAILED_STATES: Final[tuple[UrlStateName, ...]] = ("not_stored", "failed")
+"""The states whose URLs keep the ``detail`` their settling visit gave."""
 COLLECT_STALL: Final = 120.0
 """Seconds after which another worker may take over a collect that was claimed."""
 
 # The count each URL state is tallied in (``queued`` is ``total`` minus the rest).
 _TALLY: Final[dict[UrlStateName, str]] = {
     "stopgap": "stopgap_pending", "warmed": "warmed", "not_modified": "not_modified",
-    "failed": "failed", "rewarmed": "rewarmed", "gave_up": "gave_up",
+    "not_stored": "not_stored", "failed": "failed", "rewarmed": "rewarmed",
+    "gave_up": "gave_up",
 }
 
 
@@ -75,6 +82,7 @@ class Counts:
     total: int = 0
     warmed: int = 0
     not_modified: int = 0
+    not_stored: int = 0
     failed: int = 0
     stopgap_pending: int = 0
     rewarmed: int = 0
@@ -84,7 +92,8 @@ class Counts:
     @property
     def settled(self) -> int:
         """URLs whose outcome is final."""
-        return self.warmed + self.not_modified + self.failed + self.rewarmed + self.gave_up
+        return (self.warmed + self.not_modified + self.not_stored + self.failed
+                + self.rewarmed + self.gave_up)
 
     @property
     def open(self) -> int:
@@ -128,11 +137,13 @@ class Run:
 @dataclass(frozen=True)
 class UrlState:
     """Where one URL of a run stands: its state, the number its next visit must
-    carry, and how many stopgap revisits it has had."""
+    carry, how many stopgap revisits it has had, and (in :data:`DETAILED_STATES`) why
+    it was not stored or what failed."""
 
     state: UrlStateName = "queued"
     visit: int = 0
     revisits: int = 0
+    detail: str | None = None
 
 
 class Visit(NamedTuple):
@@ -255,15 +266,19 @@ def collected(run: Run, owner: str, existing: Mapping[str, UrlState], urls: Iter
 
 
 def record(run: Run, url: str, state: UrlState | None, visit: int, result: Result,
-           now: float, policy: RevisitPolicy = DEFAULT_POLICY) -> Recorded:
+           now: float, policy: RevisitPolicy = DEFAULT_POLICY, *,
+           detail: str | None = None) -> Recorded:
     """Apply the ``result`` of visit number ``visit`` of ``url`` (whose state is
-    ``state``; ``None`` when the run does not hold it). See the module invariants."""
+    ``state``; ``None`` when the run does not hold it), ``detail`` saying why it was
+    not stored or what failed. See the module invariants."""
     if result not in RESULTS:
         raise ValueError(f"unknown warm result {result!r}; one of {', '.join(RESULTS)}")
     if not run.active or state is None or state.state not in OPEN_STATES \
             or visit != state.visit:
         return Recorded(run, state, counted=False)
     new = _next_state(run.counts, state, result, policy)
+    if new.state in DETAILED_STATES:
+        new = dataclasses.replace(new, detail=detail)
     after = settle(dataclasses.replace(run, counts=run.counts.moved(state.state, new.state)), now)
     if new.state != "stopgap":
         return Recorded(after, new, counted=True)
@@ -281,7 +296,8 @@ def _next_state(counts: Counts, state: UrlState, result: Result,
     revisits = state.revisits + 1
     if result == "stopgap":
         return UrlState("stopgap" if revisits < policy.max_rounds else "gave_up", visit, revisits)
-    return UrlState("failed" if result == "failed" else "rewarmed", visit, revisits)
+    settled: UrlStateName = result if result in ("failed", "not_stored") else "rewarmed"
+    return UrlState(settled, visit, revisits)
 
 
 def finish(run: Run, phase: Phase, now: float, error: str | None = None) -> Run | None:

@@ -10,12 +10,16 @@ Invariants every implementation keeps:
   active at any time, also across processes and nodes (a partial unique index
   backs this up).
 - The URLs of a run are rows keyed by ``(run, url)``: ``record`` compares the
-  visit number against the row's, so a visit delivered twice counts once.
+  visit number against the row's, so a visit delivered twice counts once; a row
+  keeps its :class:`~stoker.warm.run.UrlState` whole, ``detail`` included.
+- ``not_stored_reasons`` tallies exactly the run's ``not_stored`` rows by their
+  ``detail``, so its counts add up to ``counts.not_stored``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, NamedTuple, Protocol
 
 from stoker.warm.run import (
@@ -33,11 +37,15 @@ from stoker.warm.run import (
 Outcome = Literal["started", "merged", "superseded", "busy"]
 MAX_RECENT: Final = 1000
 
-RUN_COLUMNS: Final = (
-    "id, reason, scope, phase, started_at, total, warmed, not_modified, failed,"
-    " stopgap_pending, rewarmed, gave_up, skipped, finished_at, error,"
-    " collect_owner, collect_claimed_at")
+COUNT_COLUMNS: Final = tuple(field.name for field in dataclasses.fields(Counts))
+"""The count columns, named and ordered as the fields of :class:`Counts`."""
+RUN_UPDATE_COLUMNS: Final = ("phase", *COUNT_COLUMNS, "finished_at", "error",
+                             "collect_owner", "collect_claimed_at")
+"""The mutable run columns, in the order :func:`run_values` gives them (the id follows)."""
+RUN_COLUMNS: Final = ", ".join(("id", "reason", "scope", "phase", "started_at", *COUNT_COLUMNS,
+                                "finished_at", "error", "collect_owner", "collect_claimed_at"))
 """The run columns every backend selects, in the order :func:`run_from_row` reads."""
+_COUNTS_END: Final = 5 + len(COUNT_COLUMNS)
 
 
 class Created(NamedTuple):
@@ -89,10 +97,11 @@ class RunStore(Protocol):
         unless ``owner`` holds the collect claim of an active run."""
 
     async def record(self, run_id: int, url: str, visit: int, result: Result,
-                     now: float) -> Recorded:
-        """Count the ``result`` of visit ``visit`` of ``url``, once; finishes the run
-        ``done`` when it settles the last open URL. Raises ``LookupError`` for an
-        unknown run."""
+                     now: float, *, detail: str | None = None) -> Recorded:
+        """Count the ``result`` of visit ``visit`` of ``url``, once, keeping ``detail``
+        (why it was not stored, what failed) on a ``not_stored`` or ``failed`` URL;
+        finishes the run ``done`` when it settles the last open URL. Raises
+        ``LookupError`` for an unknown run."""
 
     async def finish(self, run_id: int, phase: Literal["done", "failed"], now: float,
                      error: str | None = None) -> Run | None:
@@ -105,6 +114,11 @@ class RunStore(Protocol):
         """Up to ``limit`` (clamped like ``recent``) URLs of the run in ``state``
         (e.g. ``failed``), sorted; ``ValueError`` for an unknown state."""
 
+    async def not_stored_reasons(self, run_id: int) -> dict[str, int]:
+        """Why the run's ``not_stored`` URLs were not stored: each reason (their
+        ``detail``; ``""`` when none was given) with how many URLs, most first (then by
+        reason); empty for an unknown run."""
+
     async def aclose(self) -> None:
         """Release connections (idempotent)."""
 
@@ -112,22 +126,35 @@ class RunStore(Protocol):
 def run_from_row(row: Sequence[Any]) -> Run:
     """A :class:`Run` from a row selected as :data:`RUN_COLUMNS` (a tuple or a record)."""
     values = list(row)
-    counts = Counts(*values[5:13])
-    return Run(values[0], values[1], values[2], values[3], values[4], counts, *values[13:])
+    counts = Counts(*values[5:_COUNTS_END])
+    return Run(values[0], values[1], values[2], values[3], values[4], counts,
+               *values[_COUNTS_END:])
 
 
 def run_values(run: Run) -> tuple[Any, ...]:
-    """The mutable columns of ``run`` in the order of the backends' UPDATE statements:
-    phase, the counts, finished_at, error, collect_owner, collect_claimed_at, then id."""
-    c = run.counts
-    return (run.phase, c.total, c.warmed, c.not_modified, c.failed, c.stopgap_pending,
-            c.rewarmed, c.gave_up, c.skipped, run.finished_at, run.error, run.collect_owner,
+    """The values of :data:`RUN_UPDATE_COLUMNS` for ``run``, then its id."""
+    counts = (getattr(run.counts, column) for column in COUNT_COLUMNS)
+    return (run.phase, *counts, run.finished_at, run.error, run.collect_owner,
             run.collect_claimed_at, run.id)
 
 
+def update_statement(mark: Callable[[int], str]) -> str:
+    """``UPDATE warm_runs`` of :data:`RUN_UPDATE_COLUMNS` by id, taking :func:`run_values`;
+    ``mark(n)`` is the backend's marker of the ``n``-th parameter (from 1)."""
+    sets = ", ".join(f"{column} = {mark(n)}" for n, column in enumerate(RUN_UPDATE_COLUMNS, 1))
+    return f"UPDATE warm_runs SET {sets} WHERE id = {mark(len(RUN_UPDATE_COLUMNS) + 1)}"
+
+
 def url_state_from_row(row: Sequence[Any]) -> tuple[str, UrlState]:
-    """``(url, state)`` from a row ``(url, state, visit, revisits)``."""
-    return row[0], UrlState(row[1], row[2], row[3])
+    """``(url, state)`` from a row ``(url, state, visit, revisits, detail)``."""
+    return row[0], UrlState(row[1], row[2], row[3], row[4])
+
+
+def not_stored_text(count: int, reasons: Mapping[str, int]) -> str:
+    """``"3 not stored (set-cookie: 2, private: 1)"``: ``count`` and the ``reasons``
+    (as :meth:`RunStore.not_stored_reasons` gives them, in their order)."""
+    listed = ", ".join(f"{reason}: {n}" for reason, n in reasons.items())
+    return f"{count} not stored" + (f" ({listed})" if listed else "")
 
 
 def check_limit(limit: int) -> int:

@@ -12,12 +12,18 @@ Invariants:
   (the store ignores a stale or repeated visit number), so a job delivered
   again after a lost lease never counts twice.  Jobs of a run that is no
   longer active (superseded, cancelled) do nothing.
+- A URL's result is its worst variant's (:data:`WORST_FIRST`), with that visit's
+  detail: a page served from cache (``fresh``) counts ``warmed`` (it is stored), a
+  page the cache does not store counts ``not_stored`` with its reason, never
+  ``warmed``.
 - A collect job whose run another worker is collecting is retried later (so a
   collect whose worker died is taken over once its claim is stale), never dropped.
 - A visit that fails at the origin (no answer, 502/504, 5xx) raises while the
   job has attempts left, so the queue retries it with backoff and its circuit
   breaker stops the warming while the origin is down; the last attempt
-  records ``failed``.
+  records ``failed``.  A stale copy served because the origin failed records
+  ``failed`` at once (visitors are answered; its status is the copy's, not the
+  origin's, so it neither counts as the origin down nor teaches the throttle).
 - Purged URLs wait in :class:`~stoker.warm.pending.PendingUrls` behind the
   ``rewarm`` deadline (debounced: ``rewarm_delay`` after the last purge, at
   most ``rewarm_max_wait`` after the first); when it fires they become one
@@ -47,9 +53,9 @@ from stoker.warm.discovery import Discovery, DiscoveryError
 from stoker.warm.pending import PendingUrls
 from stoker.warm.rewarms import RewarmRecorder
 from stoker.warm.run import Reason, Result, Run, Visit
-from stoker.warm.run_store import Created, RunStore
+from stoker.warm.run_store import Created, RunStore, not_stored_text
 from stoker.warm.throttle import ThrottleState, allowed, on_result
-from stoker.warm.visits import Visitor, VisitResult
+from stoker.warm.visits import NOT_STORED, STALE_SERVED, Visitor, VisitResult
 
 log = logging.getLogger("stoker.warm")
 
@@ -58,9 +64,16 @@ REWARM: Final = "rewarm"
 REFRESH: Final = "refresh"
 ORIGIN_FAILURES: Final = frozenset({0, 500, 502, 504})
 _RESULTS: Final[dict[str, Result]] = {
-    "warmed": "warmed", "fresh": "warmed", "passed": "warmed",
-    "not_modified": "not_modified", "stopgap": "stopgap", "failed": "failed",
+    "warmed": "warmed", "fresh": "warmed", "not_modified": "not_modified",
+    "not_stored": "not_stored", "stopgap": "stopgap", "failed": "failed",
 }
+WORST_FIRST: Final[tuple[Result, ...]] = (
+    "failed", "stopgap", "not_stored", "warmed", "not_modified")
+"""The results a URL's variants may give, worst first; the worst is the URL's.
+``failed``: some visitors may get the error.  ``stopgap`` before ``not_stored``: a
+placeholder is revisited, and the revisit may store every variant, while a page not
+stored stays so (revisiting cannot help) — and its visitors miss the cache, so it is
+worse than ``warmed``.  ``not_modified`` last: the stored copy was current."""
 
 Arm = Callable[[str, ArmMode, float, "float | None"], Awaitable[Deadline]]
 Collect = Callable[[Mapping[str, int]], Awaitable[Discovery]]
@@ -189,7 +202,8 @@ class Warmer:
             await self._arm_refresh(max(0.0, start_delay))
         elif run.phase == "done":
             await self._arm_refresh(self.config.refresh_interval)
-        log.info("warm run %d %s: %s", run.id, run.phase, _summary(run))
+        reasons = await self.runs.not_stored_reasons(run.id) if run.counts.not_stored else {}
+        log.info("warm run %d %s: %s", run.id, run.phase, summary(run, reasons))
 
     # -- jobs -------------------------------------------------------------------
 
@@ -236,27 +250,17 @@ class Warmer:
         run = await self.runs.get(run_id)
         if run is None or not run.active:
             return
-        result, origin_down = await self._visit_variants(url)
-        if origin_down and job.attempts < job.max_attempts:
+        results = [await self._throttled(url, headers) for headers in self.config.variants]
+        if _origin_down(results) and job.attempts < job.max_attempts:
             raise OriginDown(f"origin did not answer the warm visit of {url}")
-        recorded = await self.runs.record(run_id, url, visit, result, self.clock.now())
+        result, detail = worst(results)
+        recorded = await self.runs.record(run_id, url, visit, result, self.clock.now(),
+                                          detail=detail)
         if recorded.revisit is not None:
             await self.queue.enqueue([self._visit_job(run_id, recorded.revisit, 0,
                                                       run_at=recorded.revisit_at)])
         if recorded.counted and not recorded.run.active:
             await self._ended(recorded.run)
-
-    async def _visit_variants(self, url: str) -> tuple[Result, bool]:
-        """Visit ``url`` once per configured variant: the worst outcome, and whether
-        the origin failed to answer (worth a retry)."""
-        results = [await self._throttled(url, headers) for headers in self.config.variants]
-        outcomes = {_RESULTS[result.outcome] for result in results}
-        down = any(r.outcome == "failed" and r.status in ORIGIN_FAILURES for r in results)
-        worst: Result
-        for worst in ("failed", "stopgap", "warmed", "not_modified"):
-            if worst in outcomes:
-                return worst, down
-        return "warmed", down
 
     async def _throttled(self, url: str, headers: Headers) -> VisitResult:
         """One visit within the adaptive throttle (waits out Retry-After)."""
@@ -277,7 +281,7 @@ class Warmer:
             self._in_flight -= 1
             async with self._changed:
                 self._changed.notify_all()
-        if result.outcome not in ("fresh", "passed"):  # only what reached the origin
+        if _teaches_throttle(result):
             self.throttle = on_result(self.throttle, result.latency, result.status,
                                       result.retry_after, self.clock.now())
         return result
@@ -290,8 +294,33 @@ class Warmer:
                       priority=rank, run_at=run_at)
 
 
-def _summary(run: Run) -> str:
+def worst(results: Sequence[VisitResult]) -> tuple[Result, str | None]:
+    """The result of a URL from its variants' visits (:data:`WORST_FIRST`; ``warmed``
+    with none) and the detail of the first visit that gave it (a page not stored
+    always has a reason: :data:`~stoker.warm.visits.NOT_STORED` when it gave none)."""
+    if not results:
+        return "warmed", None
+    first = min(results, key=lambda r: WORST_FIRST.index(_RESULTS[r.outcome]))
+    result = _RESULTS[first.outcome]
+    return result, first.detail or (NOT_STORED if result == "not_stored" else None)
+
+
+def _origin_down(results: Sequence[VisitResult]) -> bool:
+    """The origin failed to answer a variant (worth a retry)."""
+    return any(r.outcome == "failed" and r.status in ORIGIN_FAILURES for r in results)
+
+
+def _teaches_throttle(result: VisitResult) -> bool:
+    """Whether a visit's latency and status are the origin's answer to learn from: not a
+    copy from cache (``fresh``, or a stale one standing in for a failing origin) nor a
+    page passed through unstored."""
+    return result.outcome not in ("fresh", "not_stored") and result.detail != STALE_SERVED
+
+
+def summary(run: Run, reasons: Mapping[str, int]) -> str:
+    """One line for a run that ended, with its ``reasons`` for pages not stored."""
     counts = run.counts
     return (f"{counts.total} URLs, {counts.warmed} warmed, {counts.not_modified} not modified, "
-            f"{counts.failed} failed, {counts.rewarmed} rewarmed, {counts.gave_up} gave up"
+            f"{not_stored_text(counts.not_stored, reasons)}, {counts.failed} failed, "
+            f"{counts.rewarmed} rewarmed, {counts.gave_up} gave up"
             + (f"; {run.error}" if run.error else ""))

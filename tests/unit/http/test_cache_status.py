@@ -58,9 +58,11 @@ def test_invalid_fwd_asserts() -> None:
         cache_status(hit=False, fwd="nope")
 
 
-def test_status_params_read_back_what_cache_status_wrote() -> None:
-    from stoker.http.cache_status import cache_status, status_params
+def test_read_status_reads_back_what_cache_status_wrote() -> None:
+    from stoker.http.cache_status import cache_status, read_status
 
     written = cache_status(hit=False, fwd="stale", fwd_status=304, stored=True, ttl=60).decode()
-    assert status_params(written) == {"fwd=stale", "fwd-status=304", "stored", "ttl=60"}
-    assert status_params("") == set()
+    assert read_status(written) == {"fwd": "stale", "fwd-status": 304, "stored": True, "ttl": 60}
+    odd = cache_status(hit=False, fwd="uri-miss", detail='a "quoted"; detail').decode()
+    assert read_status(f"upstream; hit, {odd}")["detail"] == 'a "quoted"; detail'
+    assert read_status("") == {} and read_status("not a ; list,,") == {}

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from stoker.warm import run as machine
 from stoker.warm.run import (
     COLLECT_STALL,
+    DETAILED_STATES,
     RESULTS,
     Counts,
     Result,
@@ -32,10 +33,11 @@ def warming(*urls: str, reason: machine.Reason = "purge") -> tuple[Run, dict[str
 
 
 def visit(run: Run, states: dict[str, UrlState], url: str, result: Result,
-          now: float = NOW, policy: RevisitPolicy = machine.DEFAULT_POLICY
-          ) -> machine.Recorded:
+          now: float = NOW, policy: RevisitPolicy = machine.DEFAULT_POLICY,
+          detail: str | None = None) -> machine.Recorded:
     """Record ``result`` for the URL's current visit and keep ``states`` in step."""
-    recorded = machine.record(run, url, states.get(url), states[url].visit, result, now, policy)
+    recorded = machine.record(run, url, states.get(url), states[url].visit, result, now, policy,
+                              detail=detail)
     if recorded.url is not None:
         states[url] = recorded.url
     return recorded
@@ -129,6 +131,7 @@ def test_collecting_nothing_is_done_at_once() -> None:
 @pytest.mark.parametrize(("result", "state", "count"), [
     ("warmed", "warmed", "warmed"),
     ("not_modified", "not_modified", "not_modified"),
+    ("not_stored", "not_stored", "not_stored"),
     ("failed", "failed", "failed"),
     ("stopgap", "stopgap", "stopgap_pending"),
 ])
@@ -139,6 +142,36 @@ def test_a_first_visit_is_counted_in_its_result(result: Result, state: str, coun
     assert recorded.url == UrlState(state, 1)  # type: ignore[arg-type]
     assert getattr(recorded.run.counts, count) == 1
     assert recorded.run.phase == "warm"
+
+
+def test_a_page_not_stored_is_settled_with_its_reason_and_never_revisited() -> None:
+    run, states = warming("/a", "/b")
+    recorded = visit(run, states, "/a", "not_stored", detail="set-cookie")
+    assert (recorded.url, recorded.revisit) == (UrlState("not_stored", 1, detail="set-cookie"),
+                                                None)
+    assert recorded.run.counts == Counts(total=2, not_stored=1)
+    assert recorded.run.counts.settled == 1
+    last = visit(recorded.run, states, "/b", "warmed", NOW + 1)
+    assert last.run.counts == Counts(total=2, warmed=1, not_stored=1)
+    assert (last.run.phase, last.run.finished_at) == ("done", NOW + 1)
+
+
+@pytest.mark.parametrize(("result", "kept"), [
+    ("not_stored", "private"), ("failed", "private"), ("warmed", None),
+    ("not_modified", None), ("stopgap", None),
+])
+def test_only_a_url_not_stored_or_failed_keeps_its_detail(result: Result,
+                                                          kept: str | None) -> None:
+    run, states = warming("/a")
+    url = visit(run, states, "/a", result, detail="private").url
+    assert url is not None and (url.state, url.detail) == (result, kept)
+
+
+def test_queueing_a_url_again_clears_its_detail() -> None:
+    run, states = warming("/a", "/b")
+    run = visit(run, states, "/a", "failed", detail="status 500").run
+    added = machine.merge(run, states, ["/a"], NOW)
+    assert added.changes == {"/a": UrlState("queued", 1)}
 
 
 def test_a_stopgap_is_revisited_after_the_delay_and_then_counted_rewarmed() -> None:
@@ -154,6 +187,7 @@ def test_a_stopgap_is_revisited_after_the_delay_and_then_counted_rewarmed() -> N
 @pytest.mark.parametrize(("answers", "final"), [
     (["stopgap", "not_modified"], "rewarmed"),
     (["stopgap", "failed"], "failed"),
+    (["stopgap", "not_stored"], "not_stored"),
     (["stopgap", "stopgap", "warmed"], "rewarmed"),
     (["stopgap", "stopgap", "stopgap"], "gave_up"),
 ])
@@ -234,7 +268,7 @@ def test_finish_failed_and_cancel_end_an_active_run_once() -> None:
 URLS = [f"/p{n}" for n in range(6)]
 _op = st.one_of(
     st.tuples(st.just("record"), st.sampled_from(URLS), st.integers(-1, 1),
-              st.sampled_from(RESULTS)),
+              st.sampled_from(RESULTS), st.none() | st.sampled_from(["set-cookie", "status 502"])),
     st.tuples(st.just("merge"), st.lists(st.sampled_from(URLS), max_size=4)),
     st.tuples(st.just("collect"), st.lists(st.sampled_from(URLS), max_size=6)),
     st.tuples(st.just("fail"),),
@@ -247,22 +281,30 @@ def check_tally(run: Run, states: dict[str, UrlState]) -> None:
     tally = Counter(s.state for s in states.values())
     c = run.counts
     assert c.total == len(states)
-    assert (c.warmed, c.not_modified, c.failed, c.rewarmed, c.gave_up, c.stopgap_pending) == (
-        tally["warmed"], tally["not_modified"], tally["failed"], tally["rewarmed"],
-        tally["gave_up"], tally["stopgap"])
+    assert (c.warmed, c.not_modified, c.not_stored, c.failed, c.rewarmed, c.gave_up,
+            c.stopgap_pending) == (
+        tally["warmed"], tally["not_modified"], tally["not_stored"], tally["failed"],
+        tally["rewarmed"], tally["gave_up"], tally["stopgap"])
+    assert c.settled == sum(tally[s] for s in machine.URL_STATES if s not in machine.OPEN_STATES)
     assert all(0 <= getattr(c, f.name) <= c.total
                for f in dataclasses.fields(c) if f.name != "skipped")
+    assert all(s.detail is None for s in states.values() if s.state not in DETAILED_STATES)
 
 
 def apply(run: Run, states: dict[str, UrlState], op: tuple[object, ...],
           policy: RevisitPolicy) -> Run:
     kind = op[0]
     if kind == "record":
-        url, offset, result = op[1], op[2], op[3]
+        url, offset, result, detail = op[1], op[2], op[3], op[4]
         assert isinstance(url, str) and isinstance(offset, int)
+        assert detail is None or isinstance(detail, str)
         state = states.get(url)
         number = (state.visit if state else 0) + offset
-        recorded = machine.record(run, url, state, number, result, NOW, policy)  # type: ignore[arg-type]
+        recorded = machine.record(run, url, state, number, result, NOW, policy,  # type: ignore[arg-type]
+                                  detail=detail)
+        if recorded.counted and recorded.url is not None \
+                and recorded.url.state in DETAILED_STATES:
+            assert recorded.url.detail == detail
         assert recorded.counted == (recorded.run != run or recorded.url != state)
         if recorded.counted and recorded.url is not None:
             states[url] = recorded.url

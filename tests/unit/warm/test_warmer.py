@@ -1,13 +1,15 @@
 """The Warmer's decisions around its ports, on real SQLite stores and a fake clock, with
 a scripted :class:`~stoker.warm.visits.Visitor` and discovery (the injected faults):
-the worst variant decides a URL's result, an origin that does not answer is retried
-until the job's last attempt, runs that ended ignore their jobs, and the daily
-refresh is armed after each run (from its start when it failed) or put off while a
-full run goes."""
+the worst variant decides a URL's result (a page not stored counts as such, with its
+reason), an origin that does not answer is retried until the job's last attempt, a
+stale copy standing in for a failing origin is a failure at once, runs that ended
+ignore their jobs, and the daily refresh is armed after each run (from its start
+when it failed) or put off while a full run goes."""
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +22,17 @@ from stoker.jobs.model import Job
 from stoker.schedule.store import ArmMode, Deadline
 from stoker.settings import settings_from
 from stoker.warm.discovery import Discovery, DiscoveryError
-from stoker.warm.run import RevisitPolicy
-from stoker.warm.visits import VisitResult
-from stoker.warm.warmer import QUEUE, REFRESH, OriginDown, WarmConfig, Warmer
+from stoker.warm.run import Counts, Result, RevisitPolicy, Run
+from stoker.warm.visits import STALE_SERVED, VisitResult
+from stoker.warm.warmer import (
+    QUEUE,
+    REFRESH,
+    OriginDown,
+    WarmConfig,
+    Warmer,
+    summary,
+    worst,
+)
 
 SITE = "http://www.example.test"
 DESKTOP = ((b"user-agent", b"desktop"),)
@@ -33,17 +43,18 @@ STOPGAP_DELAY = 20.0
 
 @dataclass
 class ScriptedVisitor:
-    """Answers ``(url, user-agent)`` with the scripted outcome and status (default: warmed)."""
+    """Answers ``(url, user-agent)`` with the scripted outcome, status and detail (default:
+    warmed)."""
 
-    script: dict[tuple[str, bytes], tuple[str, int]] = field(default_factory=dict)
+    script: dict[tuple[str, bytes], tuple[str, int, str]] = field(default_factory=dict)
     visited: list[tuple[str, bytes]] = field(default_factory=list)
 
     async def visit(self, url: str, headers: Sequence[tuple[bytes, bytes]], *,
                     allowance: int) -> VisitResult:
         agent = dict(headers)[b"user-agent"]
         self.visited.append((url, agent))
-        outcome, status = self.script.get((url, agent), ("warmed", 200))
-        return VisitResult(url, status, outcome, 0.01)
+        outcome, status, detail = self.script.get((url, agent), ("warmed", 200, ""))
+        return VisitResult(url, status, outcome, 0.01, detail=detail)
 
 
 @dataclass
@@ -99,7 +110,7 @@ async def bench(tmp_path: Path) -> AsyncIterator[Bench]:
 
 async def test_the_worst_variant_decides_and_a_stopgap_is_revisited_later(
         bench: Bench) -> None:
-    bench.visitor.script[(f"{SITE}/a", b"mobile")] = ("stopgap", 200)
+    bench.visitor.script[(f"{SITE}/a", b"mobile")] = ("stopgap", 200, "")
     created = await bench.warmer.start("manual", [f"{SITE}/", f"{SITE}/a"])
     await bench.work()
     run = await bench.stores.runs.get(created.run.id)
@@ -115,7 +126,7 @@ async def test_the_worst_variant_decides_and_a_stopgap_is_revisited_later(
 
 async def test_an_origin_that_does_not_answer_is_retried_until_the_last_attempt(
         bench: Bench) -> None:
-    bench.visitor.script[(f"{SITE}/a", b"desktop")] = ("failed", 502)
+    bench.visitor.script[(f"{SITE}/a", b"desktop")] = ("failed", 502, "status 502")
     created = await bench.warmer.start("manual", [f"{SITE}/a"])
     [job] = await bench.jobs()
     assert job.attempts < job.max_attempts
@@ -127,6 +138,67 @@ async def test_an_origin_that_does_not_answer_is_retried_until_the_last_attempt(
     run = await bench.stores.runs.get(created.run.id)
     assert run is not None and (run.phase, run.counts.failed) == ("done", 1)
     assert (await bench.refresh()).due_at == bench.clock.now() + REFRESH_EVERY
+
+
+def visits(*answers: tuple[str, str]) -> list[VisitResult]:
+    return [VisitResult("/a", 200, outcome, 0.01, detail=detail) for outcome, detail in answers]
+
+
+@pytest.mark.parametrize(("answers", "result", "detail"), [
+    ([("fresh", "")], "warmed", None),
+    ([("warmed", ""), ("not_modified", "")], "warmed", None),
+    ([("not_modified", ""), ("fresh", "")], "warmed", None),
+    ([("fresh", ""), ("not_stored", "set-cookie")], "not_stored", "set-cookie"),
+    ([("not_stored", ""), ("warmed", "")], "not_stored", "not stored"),
+    ([("not_stored", "private"), ("not_stored", "set-cookie")], "not_stored", "private"),
+    ([("not_stored", "private"), ("stopgap", "")], "stopgap", None),
+    ([("stopgap", ""), ("failed", STALE_SERVED)], "failed", STALE_SERVED),
+    ([("not_stored", "private"), ("failed", "status 404")], "failed", "status 404"),
+    ([], "warmed", None),
+])
+def test_the_worst_variant_decides_with_its_detail(answers: list[tuple[str, str]],
+                                                   result: Result, detail: str | None) -> None:
+    assert worst(visits(*answers)) == (result, detail)
+
+
+async def test_a_page_not_stored_counts_not_stored_with_its_reason(
+        bench: Bench, caplog: pytest.LogCaptureFixture) -> None:
+    bench.visitor.script[(f"{SITE}/a", b"mobile")] = ("not_stored", 200, "set-cookie")
+    bench.visitor.script[(f"{SITE}/", b"desktop")] = ("fresh", 200, "")
+    with caplog.at_level(logging.INFO, "stoker.warm"):
+        created = await bench.warmer.start("manual", [f"{SITE}/", f"{SITE}/a"])
+        await bench.work()
+    run = await bench.stores.runs.get(created.run.id)
+    assert run is not None and run.phase == "done"
+    assert run.counts == Counts(total=2, warmed=1, not_stored=1)
+    assert await bench.stores.runs.not_stored_reasons(run.id) == {"set-cookie": 1}
+    assert await bench.stores.runs.urls(run.id, "not_stored") == [f"{SITE}/a"]
+    assert "2 URLs, 1 warmed, 0 not modified, 1 not stored (set-cookie: 1), 0 failed" \
+        in caplog.text
+
+
+async def test_a_stale_copy_for_a_failing_origin_fails_at_once_and_teaches_nothing(
+        bench: Bench) -> None:
+    for agent in (b"desktop", b"mobile"):
+        bench.visitor.script[(f"{SITE}/a", agent)] = ("failed", 200, STALE_SERVED)
+    created = await bench.warmer.start("manual", [f"{SITE}/a"])
+    [job] = await bench.jobs()
+    assert job.attempts < job.max_attempts
+    await bench.warmer.handle(job)
+    run = await bench.stores.runs.get(created.run.id)
+    assert run is not None and (run.phase, run.counts.failed) == ("done", 1)
+    assert bench.warmer.throttle.baseline is None  # the origin's latency is unknown
+    assert await bench.stores.runs.urls(run.id, "failed") == [f"{SITE}/a"]
+
+
+def test_the_summary_names_the_reasons_pages_were_not_stored() -> None:
+    run = Run(3, "manual", "site", "done", 0.0,
+              Counts(total=6, warmed=1, not_modified=1, not_stored=3, failed=1))
+    assert summary(run, {"set-cookie": 2, "private": 1}) == (
+        "6 URLs, 1 warmed, 1 not modified, 3 not stored (set-cookie: 2, private: 1), "
+        "1 failed, 0 rewarmed, 0 gave up")
+    assert summary(dataclasses.replace(run, phase="failed", error="sitemap"), {}).endswith(
+        "3 not stored, 1 failed, 0 rewarmed, 0 gave up; sitemap")
 
 
 async def test_jobs_of_a_superseded_run_do_nothing(bench: Bench) -> None:

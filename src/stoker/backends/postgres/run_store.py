@@ -41,6 +41,7 @@ from stoker.warm.run_store import (
     check_urls,
     run_from_row,
     run_values,
+    update_statement,
     url_state_from_row,
 )
 
@@ -58,14 +59,9 @@ _INSERT: Final = f"""
 INSERT INTO warm_runs (reason, scope, phase, started_at) VALUES ($1, $2, $3, $4)
 RETURNING {RUN_COLUMNS}
 """
-_UPDATE: Final = """
-UPDATE warm_runs SET phase = $1, total = $2, warmed = $3, not_modified = $4, failed = $5,
-    stopgap_pending = $6, rewarmed = $7, gave_up = $8, skipped = $9, finished_at = $10,
-    error = $11, collect_owner = $12, collect_claimed_at = $13
-WHERE id = $14
-"""
+_UPDATE: Final = update_statement(lambda n: f"${n}")
 _STATES: Final = """
-SELECT url, state, visit, revisits FROM warm_run_urls
+SELECT url, state, visit, revisits, detail FROM warm_run_urls
 WHERE run_id = $1 AND url = ANY($2::text[])
 FOR UPDATE
 """
@@ -73,13 +69,19 @@ _OPEN_URLS: Final = """
 SELECT url FROM warm_run_urls WHERE run_id = $1 AND state IN ('queued', 'stopgap') ORDER BY url
 """
 _UPSERT_URLS: Final = """
-INSERT INTO warm_run_urls (run_id, url, state, visit, revisits)
-SELECT $1, * FROM unnest($2::text[], $3::text[], $4::int[], $5::int[])
+INSERT INTO warm_run_urls (run_id, url, state, visit, revisits, detail)
+SELECT $1, * FROM unnest($2::text[], $3::text[], $4::int[], $5::int[], $6::text[])
 ON CONFLICT (run_id, url) DO UPDATE
-SET state = excluded.state, visit = excluded.visit, revisits = excluded.revisits
+SET state = excluded.state, visit = excluded.visit, revisits = excluded.revisits,
+    detail = excluded.detail
 """
 _URLS_IN_STATE: Final = """
 SELECT url FROM warm_run_urls WHERE run_id = $1 AND state = $2 ORDER BY url LIMIT $3
+"""
+_NOT_STORED_REASONS: Final = """
+SELECT coalesce(detail, '') AS reason, count(*) AS urls FROM warm_run_urls
+WHERE run_id = $1 AND state = 'not_stored'
+GROUP BY 1 ORDER BY 2 DESC, coalesce(detail, '') COLLATE "C"
 """
 
 
@@ -99,7 +101,7 @@ async def _write(conn: Any, run: Run, changes: Mapping[str, UrlState]) -> None:
         states = list(changes.values())
         await conn.execute(_UPSERT_URLS, run.id, list(changes),
                            [s.state for s in states], [s.visit for s in states],
-                           [s.revisits for s in states])
+                           [s.revisits for s in states], [s.detail for s in states])
 
 
 async def _merge(conn: Any, run: Run, urls: Sequence[str], now: float,
@@ -192,13 +194,14 @@ class PostgresRunStore:
             return Collected(added.run, added.visits)
 
     async def record(self, run_id: int, url: str, visit: int, result: Result,
-                     now: float) -> Recorded:
+                     now: float, *, detail: str | None = None) -> Recorded:
         async with self._pool.acquire() as conn, conn.transaction():
             run = await _one(conn, _BY_ID_LOCKED, run_id)
             if run is None:
                 raise LookupError(f"no warm run {run_id}")
             state = (await _states(conn, run_id, [url])).get(url)
-            recorded = machine.record(run, url, state, visit, result, now, self._policy)
+            recorded = machine.record(run, url, state, visit, result, now, self._policy,
+                                      detail=detail)
             if recorded.counted and recorded.url is not None:
                 await _write(conn, recorded.run, {url: recorded.url})
             return recorded
@@ -214,6 +217,10 @@ class PostgresRunStore:
         rows = await self._pool.fetch(_URLS_IN_STATE, run_id, check_state(state),
                                       check_limit(limit))
         return [row["url"] for row in rows]
+
+    async def not_stored_reasons(self, run_id: int) -> dict[str, int]:
+        rows = await self._pool.fetch(_NOT_STORED_REASONS, run_id)
+        return {row["reason"]: row["urls"] for row in rows}
 
     async def aclose(self) -> None:
         if self._owns_pool:

@@ -40,6 +40,7 @@ from stoker.warm.run_store import (
     check_urls,
     run_from_row,
     run_values,
+    update_statement,
     url_state_from_row,
 )
 
@@ -51,26 +52,27 @@ _ACTIVE: Final = f"{_SELECT} WHERE phase IN ('collect', 'warm')"
 _BY_ID: Final = f"{_SELECT} WHERE id = ?"
 _RECENT: Final = f"{_SELECT} ORDER BY id DESC LIMIT ?"
 _INSERT: Final = "INSERT INTO warm_runs (reason, scope, phase, started_at) VALUES (?, ?, ?, ?)"
-_UPDATE: Final = """
-UPDATE warm_runs SET phase = ?, total = ?, warmed = ?, not_modified = ?, failed = ?,
-    stopgap_pending = ?, rewarmed = ?, gave_up = ?, skipped = ?, finished_at = ?, error = ?,
-    collect_owner = ?, collect_claimed_at = ?
-WHERE id = ?
-"""
+_UPDATE: Final = update_statement(lambda _: "?")
 _STATES: Final = """
-SELECT url, state, visit, revisits FROM warm_run_urls
+SELECT url, state, visit, revisits, detail FROM warm_run_urls
 WHERE run_id = ? AND url IN (SELECT value FROM json_each(?))
 """
 _OPEN_URLS: Final = """
 SELECT url FROM warm_run_urls WHERE run_id = ? AND state IN ('queued', 'stopgap') ORDER BY url
 """
 _UPSERT_URL: Final = """
-INSERT INTO warm_run_urls (run_id, url, state, visit, revisits) VALUES (?, ?, ?, ?, ?)
+INSERT INTO warm_run_urls (run_id, url, state, visit, revisits, detail) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (run_id, url) DO UPDATE
-SET state = excluded.state, visit = excluded.visit, revisits = excluded.revisits
+SET state = excluded.state, visit = excluded.visit, revisits = excluded.revisits,
+    detail = excluded.detail
 """
 _URLS_IN_STATE: Final = """
 SELECT url FROM warm_run_urls WHERE run_id = ? AND state = ? ORDER BY url LIMIT ?
+"""
+_NOT_STORED_REASONS: Final = """
+SELECT coalesce(detail, ''), count(*) FROM warm_run_urls
+WHERE run_id = ? AND state = 'not_stored'
+GROUP BY 1 ORDER BY 2 DESC, 1
 """
 
 
@@ -86,7 +88,7 @@ def _states(conn: sqlite3.Connection, run_id: int, urls: Iterable[str]) -> dict[
 
 def _write(conn: sqlite3.Connection, run: Run, changes: Mapping[str, UrlState]) -> None:
     conn.execute(_UPDATE, run_values(run))
-    conn.executemany(_UPSERT_URL, [(run.id, url, s.state, s.visit, s.revisits)
+    conn.executemany(_UPSERT_URL, [(run.id, url, s.state, s.visit, s.revisits, s.detail)
                                    for url, s in changes.items()])
 
 
@@ -154,13 +156,13 @@ def _set_total(conn: sqlite3.Connection, run_id: int, owner: str, urls: Sequence
 
 
 def _record(conn: sqlite3.Connection, run_id: int, url: str, visit: int, result: Result,
-            now: float, policy: RevisitPolicy) -> Recorded:
+            now: float, policy: RevisitPolicy, detail: str | None) -> Recorded:
     with immediate(conn):
         run = _one(conn, _BY_ID, run_id)
         if run is None:
             raise LookupError(f"no warm run {run_id}")
         state = _states(conn, run_id, [url]).get(url)
-        recorded = machine.record(run, url, state, visit, result, now, policy)
+        recorded = machine.record(run, url, state, visit, result, now, policy, detail=detail)
         if recorded.counted and recorded.url is not None:
             _write(conn, recorded.run, {url: recorded.url})
         return recorded
@@ -218,9 +220,9 @@ class SqliteRunStore:
             lambda conn: _set_total(conn, run_id, owner, urls, now, skipped))
 
     async def record(self, run_id: int, url: str, visit: int, result: Result,
-                     now: float) -> Recorded:
+                     now: float, *, detail: str | None = None) -> Recorded:
         return await self._db.run(
-            lambda conn: _record(conn, run_id, url, visit, result, now, self._policy))
+            lambda conn: _record(conn, run_id, url, visit, result, now, self._policy, detail))
 
     async def finish(self, run_id: int, phase: Literal["done", "failed"], now: float,
                      error: str | None = None) -> Run | None:
@@ -233,6 +235,11 @@ class SqliteRunStore:
         rows = await self._db.run(lambda conn: conn.execute(
             _URLS_IN_STATE, (run_id, check_state(state), check_limit(limit))).fetchall())
         return [row[0] for row in rows]
+
+    async def not_stored_reasons(self, run_id: int) -> dict[str, int]:
+        rows = await self._db.run(
+            lambda conn: conn.execute(_NOT_STORED_REASONS, (run_id,)).fetchall())
+        return dict(rows)
 
     async def aclose(self) -> None:
         await self._db.close()
