@@ -13,7 +13,6 @@ import time
 from typing import Annotated, Any, Final
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -25,6 +24,8 @@ from stoker.cli_common import (
     admin_client,
     console,
     fail,
+    output,
+    print_error,
     serve_or_exit,
     settings_or_exit,
     setup_logging,
@@ -34,6 +35,8 @@ from stoker.warm.run_store import not_stored_text
 
 ENDED: Final = frozenset({"done", "failed", "cancelled"})
 POLL: Final = 0.5
+LINE_EVERY: Final = 2.0
+"""Seconds between progress lines when the output is not a terminal."""
 
 
 def warm(
@@ -55,8 +58,8 @@ def warm(
         with admin_client(config, admin_url_, admin_token) as client:
             started = client.warm(body)
             run = started["run"]
-            Console().print(f"warm run {run['id']} ({run['reason']}, {run['scope']}): "
-                            f"{started['outcome']}", highlight=False)
+            output().print(f"warm run {run['id']} ({run['reason']}, {run['scope']}): "
+                           f"{started['outcome']}", highlight=False)
             if wait:
                 run = _follow(client, int(run["id"]))
     except AdminClientError as error:
@@ -68,7 +71,10 @@ def warm(
 
 
 def _follow(client: Any, run_id: int) -> dict[str, Any]:
-    """Poll the run with a progress bar until it ends; return its last state."""
+    """Poll the run until it ends, showing its progress (a bar on a terminal, else a line
+    every :data:`LINE_EVERY` seconds); return its last state."""
+    if not console.is_terminal:
+        return _follow_in_lines(client, run_id)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[rate]:.1f}/s  failed {task.fields[failed]}"
                           "  not stored {task.fields[not_stored]}"),
@@ -91,8 +97,33 @@ def _follow(client: Any, run_id: int) -> dict[str, Any]:
             time.sleep(POLL)  # a synchronous CLI: blocking is what it should do here
 
 
+def _follow_in_lines(client: Any, run_id: int) -> dict[str, Any]:
+    """:func:`_follow` for a log or a pipe: one progress line per :data:`LINE_EVERY`
+    seconds, and one when the run ends."""
+    clock = SystemClock()
+    started = last = clock.monotonic()
+    while True:
+        run: dict[str, Any] = client.warm_run(run_id)
+        now = clock.monotonic()
+        if run["phase"] in ENDED or now - last >= LINE_EVERY:
+            console.print(progress_text(run, now - started))
+            last = now
+        if run["phase"] in ENDED:
+            return run
+        time.sleep(POLL)
+
+
+def progress_text(run: dict[str, Any], elapsed: float) -> str:
+    """One progress line of a run as the admin API shows it."""
+    counts = run["counts"]
+    rate = counts["settled"] / max(elapsed, 1e-6)
+    return (f"warm run {run['id']} {run['phase']}: {counts['settled']}/{counts['total']} "
+            f"settled, {counts['warmed']} warmed, {counts.get('not_stored', 0)} not stored, "
+            f"{counts['failed']} failed, {rate:.1f}/s")
+
+
 def _summary(run: dict[str, Any]) -> None:
-    out = Console()
+    out = output()
     table = Table(title=f"warm run {run['id']}: {run['phase']}")
     table.add_column("count")
     table.add_column("URLs", justify="right")
@@ -100,7 +131,7 @@ def _summary(run: dict[str, Any]) -> None:
         table.add_row(name, str(value))
     out.print(table)
     if run.get("error"):
-        out.print(f"[red]error:[/red] {run['error']}")
+        print_error(run["error"], out)
     not_stored = run["counts"].get("not_stored", 0)  # 0 from a Stoker that predates it
     if not_stored:
         out.print(not_stored_text(not_stored, run.get("not_stored_reasons", {})),

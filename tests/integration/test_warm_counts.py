@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from tests.integration.conftest import Origin
-from tests.integration.warm_site import SITE, TOKEN, is_hit, stoker_command, warming
+from tests.integration.warm_site import SITE, is_hit, warm_cli, warming
 
 from stoker.warm.run import Counts
 
@@ -53,11 +53,3 @@ async def test_warm_counts_separate_warmed_not_stored_and_failed(
     assert code == 1, out  # a failed URL
     assert "not_stored" in out and "1 not stored (set-cookie: 1)" in out
     assert f"failed: {SITE}/broken" in out
-
-
-async def warm_cli(admin_url: str, *args: str) -> tuple[int, str]:
-    """``stoker warm ARGS`` against ``admin_url``: exit code and output."""
-    proc = await stoker_command("warm", "--admin-url", admin_url, "--admin-token", TOKEN,
-                                *args, log=asyncio.subprocess.PIPE)
-    out, _ = await asyncio.wait_for(proc.communicate(), 120)
-    return await proc.wait(), out.decode()

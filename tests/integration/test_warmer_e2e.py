@@ -5,17 +5,16 @@ exits by the run's outcome, listing failed URLs."""
 
 from __future__ import annotations
 
-import asyncio
+import re
 from pathlib import Path
 
 from tests.integration.warm_site import (
     SITE,
-    TOKEN,
     SiteOrigin,
     not_hits,
     page,
     site_origin,
-    stoker_command,
+    warm_cli,
     warming,
 )
 
@@ -69,15 +68,33 @@ async def test_stoker_warm_wait_exits_by_the_outcome(tmp_path: Path) -> None:
         failed, failed_out = await warm_cli(warm.admin_url, "--wait", "--url",
                                             f"{SITE}{page(98)}", "--url", f"{SITE}{page(99)}")
     assert ok == 0, ok_out
-    assert "done" in ok_out
+    assert re.search(r"^warm run \d+ done: 31/31 settled, 31 warmed, 0 not stored, 0 failed",
+                     ok_out, re.M)  # progress lines, though the output is no terminal
     assert failed == 1, failed_out
     assert f"failed: {SITE}{page(98)}" in failed_out
     assert f"failed: {SITE}{page(99)}" not in failed_out
 
 
-async def warm_cli(admin_url: str, *args: str) -> tuple[int, str]:
-    """``stoker warm ARGS`` against ``admin_url``: exit code and output."""
-    proc = await stoker_command("warm", "--admin-url", admin_url, "--admin-token", TOKEN,
-                                *args, log=asyncio.subprocess.PIPE)
-    out, _ = await asyncio.wait_for(proc.communicate(), 120)
-    return await proc.wait(), out.decode()
+async def test_stoker_warm_names_replace_while_a_run_is_going(tmp_path: Path) -> None:
+    site = SiteOrigin(40, delay=0.05)
+    async with site_origin(site) as origin_url, \
+            warming(origin_url, tmp_path / "data", warm_workers=1) as warm:
+        await warm.admin.post("/api/warm", json={})
+        busy, busy_out = await warm_cli(warm.admin_url)
+    assert busy == 1
+    assert "is still going: replace it with stoker warm --replace" in busy_out
+
+
+async def test_stoker_warm_url_takes_only_the_sites_urls(tmp_path: Path) -> None:
+    async with site_origin(SiteOrigin(5)) as origin_url, \
+            warming(origin_url, tmp_path / "data", site_aliases=["cms.internal:8000"]) as warm:
+        foreign, foreign_out = await warm_cli(warm.admin_url, "--url", "https://elsewhere.example/a")
+        alias = await warm.admin.post("/api/warm", json={
+            "urls": [f"http://cms.internal:8000{page(3)}"]})
+        run = await warm.wait_run(alias.json()["run"]["id"])
+        hits = await not_hits(warm.proxy, [page(3)])
+    assert foreign == 1
+    assert "urls: https://elsewhere.example/a is not on this site (http://www.example.test)" in (
+        " ".join(foreign_out.split()))
+    assert alias.status_code == 202 and run.counts.warmed == 1
+    assert hits == []  # the alias's URL warmed the site's page

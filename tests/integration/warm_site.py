@@ -228,6 +228,15 @@ async def stoker_command(*args: str, log: IO[bytes] | int) -> asyncio.subprocess
         stderr=asyncio.subprocess.STDOUT)
 
 
+async def warm_cli(admin_url: str, *args: str) -> tuple[int, str]:
+    """``stoker warm ARGS`` against ``admin_url`` (its output a pipe, not a terminal):
+    exit code and output."""
+    proc = await stoker_command("warm", "--admin-url", admin_url, "--admin-token", TOKEN,
+                                *args, log=asyncio.subprocess.PIPE)
+    out, _ = await asyncio.wait_for(proc.communicate(), 120)
+    return await proc.wait(), out.decode()
+
+
 async def start_serve(origin_url: str, data_dir: Path, log: IO[bytes], **settings: Any
                       ) -> tuple[asyncio.subprocess.Process, str]:
     """``stoker serve`` for :data:`SITE` in its own process, ``settings`` in its config

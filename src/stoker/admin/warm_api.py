@@ -26,6 +26,7 @@ from starlette.routing import Route
 from stoker.admin.api import MAX_BODY, actor_of, error_response, parse_json, read_limited
 from stoker.proxy.purge import record_safely
 from stoker.warm.run import Run
+from stoker.warm.urls import SiteOrigins, normalise, origin_of
 from stoker.warm.warmer import WarmBusy
 from stoker.warming import WarmService
 
@@ -48,8 +49,11 @@ def run_json(run: Run) -> dict[str, Any]:
     }
 
 
-def parse_warm_request(data: Any) -> tuple[list[str] | None, bool]:
-    """``(urls or None, replace)`` from a request body; ``ValueError`` naming the field."""
+def parse_warm_request(data: Any, sites: SiteOrigins,
+                       home: str) -> tuple[list[str] | None, bool]:
+    """``(urls or None, replace)`` from a request body; ``ValueError`` naming the field.
+    Every URL must be on one of ``sites`` (an alias's is moved onto ``home``, the first
+    site's origin): a warm visit of another site would fill entries no visitor reads."""
     if not isinstance(data, dict):
         raise ValueError("body: expected a JSON object")
     unknown = sorted(set(data) - {"urls", "replace"})
@@ -63,11 +67,17 @@ def parse_warm_request(data: Any) -> tuple[list[str] | None, bool]:
         return None, replace
     if not isinstance(urls, list) or not urls or len(urls) > MAX_URLS:
         raise ValueError(f"urls: expected a non-empty list of at most {MAX_URLS} URLs")
+    placed = []
     for url in urls:
         parts = urlsplit(url) if isinstance(url, str) else None
         if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"urls: {url!r} is not an absolute http(s) URL")
-    return urls, replace
+        on_site = sites.place(normalise(url) or url, home)
+        if on_site is None:
+            raise ValueError(f"urls: {url} is not on this site ({', '.join(sorted(sites.origins))})"
+                             ": if its host is the site's, add it to site_aliases")
+        placed.append(on_site)
+    return placed, replace
 
 
 def warm_routes(service: WarmService | None) -> list[Route]:
@@ -80,6 +90,9 @@ def warm_routes(service: WarmService | None) -> list[Route]:
     async def start(request: Request) -> Response:
         if service is None:
             return unavailable()
+        settings = service.stoker.settings
+        site_urls = [normalise(url) or url for url in settings.site_urls]
+        sites, home = SiteOrigins(site_urls, settings.site_aliases), origin_of(site_urls[0])
         audit = service.stoker.audit
 
         async def record(target: dict[str, Any], outcome: str) -> None:
@@ -90,7 +103,7 @@ def warm_routes(service: WarmService | None) -> list[Route]:
         try:
             if body is None:
                 raise ValueError(f"body: warm requests are limited to {MAX_BODY} bytes")
-            urls, replace = parse_warm_request(parse_json(body or b"{}"))
+            urls, replace = parse_warm_request(parse_json(body or b"{}"), sites, home)
         except ValueError as error:
             message = str(error) if ":" in str(error) else f"body: not valid JSON ({error})"
             await record({"error": message}, "invalid")

@@ -85,8 +85,8 @@ class WarmBusy(Exception):
     """A full run is going and the caller did not ask to replace it."""
 
     def __init__(self, run: Run) -> None:
-        super().__init__(f"warm run {run.id} ({run.reason}) is still going; "
-                         "pass replace to supersede it")
+        super().__init__(f"warm run {run.id} ({run.reason}) is still going: replace it "
+                         "with stoker warm --replace (or \"replace\": true in the API)")
         self.run = run
 
 
