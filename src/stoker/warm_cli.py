@@ -3,8 +3,9 @@
 Invariants: ``stoker warm --wait`` exits 0 only when the run it waited for
 ended ``done`` with no failed URL, and 1 otherwise, listing the failures (pages
 the cache does not store are no failure: their reasons are listed);
-without ``--wait`` it exits 0 once the run was accepted.  A full run going
-(409) is an error unless ``--replace`` is given.
+without ``--wait`` it exits 0 once the run was accepted.  A manual full run going
+(409) is an error unless ``--replace`` is given; an automatic one (``warm_on_start``,
+the daily refresh) is joined and, with ``--wait``, followed.
 """
 
 from __future__ import annotations

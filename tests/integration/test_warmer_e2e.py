@@ -98,3 +98,22 @@ async def test_stoker_warm_url_takes_only_the_sites_urls(tmp_path: Path) -> None
         " ".join(foreign_out.split()))
     assert alias.status_code == 202 and run.counts.warmed == 1
     assert hits == []  # the alias's URL warmed the site's page
+
+
+async def test_a_manual_run_joins_the_run_warm_on_start_began(tmp_path: Path) -> None:
+    site = SiteOrigin(40, delay=0.05)
+    async with site_origin(site) as origin_url, \
+            warming(origin_url, tmp_path / "data", warm_workers=1,
+                    warm_on_start="empty") as warm:
+        (automatic,) = await warm.service.stores.runs.recent()
+        joined = await warm.admin.post("/api/warm", json={})
+        waited, waited_out = await warm_cli(warm.admin_url, "--wait")
+        manual = await warm.admin.post("/api/warm", json={})
+        refused = await warm.admin.post("/api/warm", json={})
+    assert automatic.reason == "deploy"
+    assert joined.status_code == 202 and joined.json()["outcome"] == "joined"
+    assert joined.json()["run"]["id"] == automatic.id
+    assert waited == 0, waited_out  # `stoker warm --wait` right after a first start
+    assert f"warm run {automatic.id} (deploy, site): joined" in waited_out
+    assert manual.json()["outcome"] == "started"
+    assert refused.status_code == 409  # a manual run is not joined: it is refused

@@ -3,7 +3,8 @@
 Routes (behind :class:`~stoker.admin.guard.AdminGuard`):
 - ``POST /api/warm`` ``{"urls": [...]?, "replace": false}`` → 202 with the run
   that will do the work (a list merges into the active run; none starts a full
-  run), 409 while a full run is going and ``replace`` is false.
+  run, or joins an automatic full run that is going: ``joined``), 409 while a manual
+  full run is going and ``replace`` is false.
 - ``GET /api/warm`` → the active run and the recent ones.
 - ``GET /api/warm/{id}`` → one run, with up to 100 of its failed URLs and why its
   ``not_stored`` pages were not stored (``not_stored_reasons``: reason → URLs, most first).

@@ -34,7 +34,9 @@ from stoker.warm.run import (
     Visit,
 )
 
-Outcome = Literal["started", "merged", "superseded", "busy"]
+Outcome = Literal["started", "merged", "superseded", "busy", "joined"]
+"""What asking for a run did; ``joined`` is the warmer's (a manual full run asked while
+an automatic one goes is that run), never a store's."""
 MAX_RECENT: Final = 1000
 
 COUNT_COLUMNS: Final = tuple(field.name for field in dataclasses.fields(Counts))

@@ -8,6 +8,8 @@ pipeline in process (:class:`~stoker.warm.visits.Visitor`), throttled by the
 adaptive :mod:`~stoker.warm.throttle` and the origin's shared limit.
 
 Invariants:
+- A manual full run asked without ``replace`` while a manual full run is going is
+  refused (:class:`WarmBusy`); while an automatic one is going it joins that run.
 - A visit job carries ``(run, url, visit)``; its result is recorded once
   (the store ignores a stale or repeated visit number), so a job delivered
   again after a lost lease never counts twice.  Jobs of a run that is no
@@ -140,10 +142,16 @@ class Warmer:
 
     async def start(self, reason: Reason, urls: Sequence[str] | None = None, *,
                     replace: bool = True) -> Created:
-        """Start (or merge into the active) run; :class:`WarmBusy` when refused."""
+        """Start (or merge into the active) run; :class:`WarmBusy` when refused.  A manual
+        full run asked while an automatic one (``warm_on_start``, the daily refresh, a
+        deploy) is going joins it (outcome ``joined``): that run does the same work."""
         if urls is not None:
             urls = await self._by_popularity(urls)
         created = await self.runs.create(reason, urls, self.clock.now(), replace=replace)
+        if created.outcome == "busy" and reason == "manual" and created.run.reason != "manual":
+            log.info("a manual warm run joins warm run %d (%s), which is going",
+                     created.run.id, created.run.reason)
+            return created._replace(outcome="joined")
         if created.outcome == "busy":
             raise WarmBusy(created.run)
         if created.cancelled is not None:
