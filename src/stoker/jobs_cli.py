@@ -8,7 +8,9 @@ Reads the same configuration as ``stoker serve`` (``--config``/``stoker.toml``,
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -17,7 +19,14 @@ import typer
 from rich.table import Table
 
 from stoker.backends import open_queue
-from stoker.cli_common import DEMO_DATA_DIR, fail, output, print_error, settings_or_exit
+from stoker.cli_common import (
+    DEMO_DATA_DIR,
+    console,
+    fail,
+    output,
+    print_error,
+    settings_or_exit,
+)
 from stoker.clock import SystemClock
 from stoker.jobs.model import JOB_STATES, JobState, RequeueScope
 from stoker.jobs.queue import JobQueue
@@ -39,25 +48,22 @@ DatabaseUrlOpt = Annotated[str | None, typer.Option(
 
 
 def _settings(config: Path | None, data_dir: Path | None, database_url: str | None) -> Settings:
-    """The settings, when they name a queue that exists: reading an empty SQLite file
-    made up on the spot would show nothing, and say nothing about why."""
+    """The settings the command reads the queue of (a ``data_dir`` that is a file is an
+    error, exit 2)."""
     settings = settings_or_exit(config, data_dir=data_dir, database_url=database_url)
     try:
         settings.refuse_data_dir_under_a_file()
     except SettingsError as error:
         print_error(error)
         raise typer.Exit(2) from None
-    if settings.database_url is None and not settings.sqlite_path.is_file():
-        demo = " (`stoker demo` keeps its own: add --data-dir .stoker/demo)" if (
-            settings.data_dir != DEMO_DATA_DIR and (DEMO_DATA_DIR / "stoker.db").is_file()) else ""
-        print_error(f"data_dir: there is no Stoker database in {settings.data_dir}: give the "
-                    f"data_dir of the Stoker to look at (--data-dir){demo}")
-        raise typer.Exit(2)
     return settings
 
 
 def _with_queue(settings: Settings, action: Callable[[JobQueue], Awaitable[T]]) -> T:
-    async def run() -> T:
+    """``action`` on the queue ``settings`` name.  A ``data_dir`` with no database yet is
+    an empty queue, said so on stderr and read from a throwaway file: nothing is made
+    up in the ``data_dir`` (the demo's, say, is elsewhere)."""
+    async def run(settings: Settings) -> T:
         queue = await open_queue(settings, SystemClock())
         try:
             return await action(queue)
@@ -65,7 +71,11 @@ def _with_queue(settings: Settings, action: Callable[[JobQueue], Awaitable[T]]) 
             await queue.aclose()
 
     try:
-        return asyncio.run(run())
+        if settings.database_url is None and not settings.sqlite_path.is_file():
+            _say_empty(settings.data_dir)
+            with tempfile.TemporaryDirectory(prefix="stoker-empty-") as empty:
+                return asyncio.run(run(replace(settings, data_dir=Path(empty))))
+        return asyncio.run(run(settings))
     except ConnectionError as error:
         raise fail(error) from None
     except SettingsError as error:
@@ -145,6 +155,13 @@ async def _not_dead(queue: JobQueue, job_id: int) -> str:
     if job.state != "dead":
         return f"--id {job_id}: job {job_id} is {job.state}, not dead: nothing to requeue"
     return ""
+
+
+def _say_empty(data_dir: Path) -> None:
+    demo = "; `stoker demo` keeps its own: add --data-dir .stoker/demo" if (
+        data_dir != DEMO_DATA_DIR and (DEMO_DATA_DIR / "stoker.db").is_file()) else ""
+    console.print(f"note: no Stoker has run with data_dir {data_dir} yet: its queue is "
+                  f"empty (--data-dir names another){demo}")
 
 
 def _utc(timestamp: float) -> str:

@@ -44,14 +44,16 @@ def test_settings_with_config_are_the_effective_values(tmp_path: Path) -> None:
 
 def test_jobs_without_a_database_say_which_data_dir_they_read(tmp_path: Path) -> None:
     result = stoker("jobs", "counts", cwd=tmp_path)
-    assert result.returncode == 2
-    assert result.stderr == ("error: data_dir: there is no Stoker database in .stoker: give "
-                             "the data_dir of the Stoker to look at (--data-dir)\n")
+    assert result.returncode == 0  # an empty queue, and said so
+    assert result.stderr == ("note: no Stoker has run with data_dir .stoker yet: its queue is "
+                             "empty (--data-dir names another)\n")
     assert not (tmp_path / ".stoker").exists()  # nothing made up on the spot
     asyncio.run(_queue_with(tmp_path / ".stoker" / "demo"))  # a demo has run here
-    hinted = stoker("jobs", "counts", cwd=tmp_path)
-    assert "`stoker demo` keeps its own: add --data-dir .stoker/demo" in hinted.stderr
-    assert stoker("jobs", "counts", "--data-dir", ".stoker/demo", cwd=tmp_path).returncode == 0
+    hinted = stoker("jobs", "list", cwd=tmp_path)
+    assert "; `stoker demo` keeps its own: add --data-dir .stoker/demo" in hinted.stderr
+    demo = stoker("jobs", "list", "--state", "pending", "--data-dir", ".stoker/demo",
+                  cwd=tmp_path)
+    assert demo.returncode == 0 and demo.stderr == "" and "warm" in demo.stdout
 
 
 def test_requeue_of_a_job_that_is_not_dead_says_so(tmp_path: Path) -> None:
