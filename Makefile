@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test test-fast lint bench clean
 
 install: $(STAMP)
 
@@ -20,6 +20,9 @@ demo: install
 
 test: install
 	$(PY) -m pytest -q
+
+test-fast: install   # unit and contract tests: no HTTP servers, no browser
+	$(PY) -m pytest -q tests/unit tests/contract
 
 lint: install
 	$(VENV)/bin/ruff check src tests bench

@@ -90,7 +90,8 @@ def stoker_system(
     data.mkdir()
     config = tmp / "stoker.toml"
     lines = [
-        f"{key} = {json.dumps(value)}" for key, value in {"warm_workers": 0, **settings}.items()
+        f"{key} = {json.dumps(value)}"
+        for key, value in {"warm_workers": 0, "warm_on_start": "never", **settings}.items()
     ]
     config.write_text("\n".join(lines) + "\n")
     port, admin_port = free_port(), free_port()

@@ -177,7 +177,8 @@ async def scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
     gc.callbacks.append(pauses)
     with tempfile.TemporaryDirectory() as tmp:
         settings = settings_from({"origin": f"http://127.0.0.1:{origin_port}",
-                                  "data_dir": tmp, "admin_token": TOKEN})
+                                  "data_dir": tmp, "admin_token": TOKEN,
+                                  "warm_on_start": "never"})
         stoker = await Stoker.open(settings)
         warming = await WarmService.open(stoker) if args.warmer else None
         proxy_url = f"http://127.0.0.1:{proxy_port}"

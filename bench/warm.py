@@ -344,7 +344,8 @@ def stoker_env(args: argparse.Namespace, origin: str, data_dir: str) -> dict[str
             "STOKER_DATA_DIR": data_dir, "STOKER_ADMIN_TOKEN": TOKEN,
             "STOKER_WARM_WORKERS": str(args.warm_workers),
             "STOKER_WARM_MAX_CONCURRENCY": str(args.warm_max_concurrency),
-            "STOKER_ORIGIN_MAX_CONCURRENCY": str(args.origin_max_concurrency)}
+            "STOKER_ORIGIN_MAX_CONCURRENCY": str(args.origin_max_concurrency),
+            "STOKER_WARM_ON_START": "never"}  # the run measured is the one this bench starts
 
 
 async def warm_run(session: Any, admin: str, timeout: float) -> dict[str, Any]:

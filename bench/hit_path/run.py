@@ -1,5 +1,8 @@
 """Fresh-hit throughput and p99 of Stoker vs nginx proxy_cache, Varnish and a raw ASGI ceiling.
 
+Two scenarios, both in every round (:data:`SCENARIOS`): ``identical`` sends one URL with
+one request head; ``browser`` sends ``--pages`` URLs (2,000), each request with its own
+User-Agent, Accept-Language and Referer (``browser.lua``), all cached before it runs.
 Every system serves the same 20 KB page (``Cache-Control: public, max-age=3600``) from
 its cache, pinned to one core (``--server-core``, default 1) while wrk runs on another
 (``--client-core``, default 0) with one thread and ``--connections`` connections. Each
@@ -201,13 +204,12 @@ def stoker_argv(
     ``stoker-granian`` on granian (``server = "granian"``)."""
     data = tmp / f"{name}-data"
     data.mkdir()
-    config: list[str] = []
     special = {"stoker-l2": "l1_max_bytes = 0\n", "stoker-granian": 'server = "granian"\n'}
-    if name in special:
-        (tmp / f"{name}.toml").write_text(special[name])
-        config = ["--config", str(tmp / f"{name}.toml")]
+    # no warm run of its own: the origin counts only what the benchmark asked for
+    (tmp / f"{name}.toml").write_text('warm_on_start = "never"\n' + special.get(name, ""))
     return [
-        args.stoker_bin, "serve", *config, "--origin", f"http://127.0.0.1:{origin}",
+        args.stoker_bin, "serve", "--config", str(tmp / f"{name}.toml"),
+        "--origin", f"http://127.0.0.1:{origin}",
         "--listen", f"127.0.0.1:{port}", "--admin-listen", f"127.0.0.1:{free_port()}",
         "--data-dir", str(data), *args.stoker_arg,
     ]  # fmt: skip
@@ -317,9 +319,15 @@ class Measure:
     bytes_per_request: float
 
 
-def run_wrk(url: str, duration: float, connections: int, core: int | None) -> Measure:
-    argv = pinned(core, ["wrk", "-t1", f"-c{connections}", f"-d{duration:g}s", "--latency", url])
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 60)
+def run_wrk(url: str, duration: float, connections: int, core: int | None, *,
+            script: Path | None = None, pages: int = 0) -> Measure:
+    """wrk against ``url``; with ``script`` (a wrk Lua script) its requests, ``PAGES`` in
+    its environment."""
+    extra = ["-s", str(script)] if script is not None else []
+    argv = pinned(core, ["wrk", "-t1", f"-c{connections}", f"-d{duration:g}s", "--latency",
+                         *extra, url])
+    env = {**os.environ, "PAGES": str(pages)}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 60, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"wrk failed ({done.returncode}): {done.stderr or done.stdout}")
     return parse_wrk(done.stdout)
@@ -410,13 +418,27 @@ def running(names: list[str], args: argparse.Namespace) -> Iterator[list[System]
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def main(argv: list[str] | None = None) -> int:
+SCENARIOS = ("identical", "browser")
+"""``identical``: one URL, one request head, over and over (what a memo of heads serves);
+``browser``: ``--pages`` URLs, each request with its own User-Agent, Accept-Language and
+Referer (``browser.lua``), as browsers and bots behind CDNs send them."""
+BROWSER_GOALS = {"varnish": 1.0, "raw": 1.2}
+"""Issue 21's goals for browser-like hits: req/s at least this times theirs (and p99 no
+worse than Varnish's)."""
+BROWSER_SCRIPT = HERE / "browser.lua"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument(
         "--systems",
         default="stoker,raw,varnish,nginx",
         help=f"comma-separated, from {', '.join(ALL_SYSTEMS)}",
     )
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS),
+                        help=f"comma-separated, from {', '.join(SCENARIOS)}")
+    parser.add_argument("--pages", type=int, default=2000,
+                        help="pages of the browser scenario, each cached once before it runs")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per wrk run")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of wrk per system first")
@@ -442,10 +464,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-tmp", action="store_true")
     args = parser.parse_args(argv)  # fmt: skip
 
-    names = [n.strip() for n in args.systems.split(",") if n.strip()]
-    unknown = sorted(set(names) - set(ALL_SYSTEMS))
-    if unknown or not names or len(set(names)) != len(names):
+    args.names = [n.strip() for n in args.systems.split(",") if n.strip()]
+    unknown = sorted(set(args.names) - set(ALL_SYSTEMS))
+    if unknown or not args.names or len(set(args.names)) != len(args.names):
         parser.error(f"--systems takes distinct names from {', '.join(ALL_SYSTEMS)}")
+    args.scenario_names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
+    if not args.scenario_names or set(args.scenario_names) - set(SCENARIOS):
+        parser.error(f"--scenarios takes names from {', '.join(SCENARIOS)}")
     if args.no_pin:
         args.server_core = args.client_core = None
     elif (os.cpu_count() or 1) <= max(args.server_core, args.client_core):
@@ -453,7 +478,119 @@ def main(argv: list[str] | None = None) -> int:
     for tool in ("wrk", *(["taskset"] if not args.no_pin else [])):
         if shutil.which(tool) is None:
             parser.error(f"{tool} is not installed")
+    return args
+
+
+def measure(system: System, scenario: str, args: argparse.Namespace, duration: float) -> Measure:
+    """One wrk run of ``scenario`` against ``system``."""
+    script = BROWSER_SCRIPT if scenario == "browser" else None
+    return run_wrk(system.url, duration, args.connections, args.client_core, script=script,
+                   pages=args.pages)
+
+
+def fill(system: System, pages: int) -> None:
+    """Cache every page of the browser scenario once (one keep-alive connection)."""
+    conn = http.client.HTTPConnection("127.0.0.1", system.port, timeout=10)
+    try:
+        for n in range(1, pages + 1):
+            conn.request("GET", f"/p/{n}")
+            response = conn.getresponse()
+            if response.status != 200 or response.read() != PAGE:
+                raise RuntimeError(f"{system.name} answered /p/{n} with {response.status}")
+    finally:
+        conn.close()
+
+
+def warm_up(systems: list[System], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Fill each system's cache for every scenario and run a short warm-up of each; the
+    origin must then have been asked once per URL."""
+    info: dict[str, dict[str, Any]] = {}
+    urls = (1 if "identical" in args.scenario_names else 0) + (
+        args.pages if "browser" in args.scenario_names else 0)
+    for system in systems:
+        if "browser" in args.scenario_names:
+            fill(system, args.pages)
+        warmed = {scenario: measure(system, scenario, args, args.warmup).rps
+                  for scenario in args.scenario_names}
+        hits = system.origin.hits if system.origin else 0
+        system.origin_hits_after_warm = hits
+        info[system.name] = {"command": system.argv, "warmup_rps": warmed}
+        flag = "" if system.origin is None or hits == urls else f"  <-- NOT {urls} ORIGIN HITS"
+        cells = "  ".join(f"{scenario} {rps:.0f} req/s" for scenario, rps in warmed.items())
+        print(f"warmed {system.name:<14} {cells}, origin hits {hits}{flag}", flush=True)
+    return info
+
+
+Rounds = list[dict[str, dict[str, Measure]]]
+"""Per round: scenario → system → what wrk measured."""
+
+
+def measure_rounds(systems: list[System], args: argparse.Namespace) -> Rounds:
+    """``args.rounds`` rounds; in each, every scenario on every system, interleaved (the
+    systems' order rotates every round)."""
+    rounds: Rounds = []
+    for index in range(args.rounds):
+        shift = index % len(systems)
+        order = systems[shift:] + systems[:shift]
+        results = {scenario: {system.name: measure(system, scenario, args, args.duration)
+                              for system in order} for scenario in args.scenario_names}
+        rounds.append(results)
+        load = os.getloadavg()[0]
+        for scenario, measured in results.items():
+            cells = "  ".join(f"{n} {measured[n].rps:>8.0f}/s p99 {measured[n].p99_ms:>6.2f}ms"
+                              for n in args.names)
+            print(f"round {index + 1}/{args.rounds} {scenario:<9} (load {load:.2f}): {cells}",
+                  flush=True)
+            for n, m in measured.items():
+                if m.errors or m.non_2xx or abs(m.bytes_per_request - len(PAGE)) > 2048:
+                    print(f"  warning: {n} had {m.errors} socket errors, {m.non_2xx} "
+                          f"non-2xx, {m.bytes_per_request:.0f} B/request")  # fmt: skip
+    return rounds
+
+
+def report_scenario(scenario: str, rounds: list[dict[str, Measure]], names: list[str],
+                    info: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Print and return one scenario's medians and ratios with their goals."""
     subject = "stoker" if "stoker" in names else "raw" if "raw" in names else names[0]
+    summary: dict[str, Any] = {}
+    print(f"\n{scenario}: medians over {len(rounds)} rounds:")
+    for n in names:
+        rps = statistics.median(r[n].rps for r in rounds)
+        p99 = statistics.median(r[n].p99_ms for r in rounds)
+        summary[n] = {"rps_median": rps, "p99_ms_median": p99}
+        print(f"  {n:<14} {rps:>9.0f} req/s   p99 {p99:6.2f} ms   "
+              f"origin hits {info[n]['origin_hits']}")  # fmt: skip
+    goals = BROWSER_GOALS if scenario == "browser" else GOALS
+    comparisons: dict[str, Any] = {}
+    subjects = [subject, *(["stoker-granian"] if subject == "stoker" and "stoker-granian" in names
+                           else [])]
+    for this in subjects:
+        others = [n for n in names if n not in subjects and n != "stoker-l2"]
+        if others:
+            print(f"{scenario}: median of per-round ratios ({this} / other; req/s higher is "
+                  "better, p99 lower is better):")
+        for other in others:
+            r = ratios(rounds, this, other)
+            comparisons[f"{this}/{other}"] = r
+            goal = goals.get(other) if this in STOKERS else None
+            verdict = ""
+            if goal is not None:
+                met = r["rps_ratio_median"] >= goal and (
+                    scenario != "browser" or other != "varnish" or r["p99_ratio_median"] <= 1.0)
+                p99_goal = ", p99 <= 1x" if scenario == "browser" and other == "varnish" else ""
+                verdict = f"   goal >= {goal}x{p99_goal}: {'met' if met else 'MISSED'}"
+            print(f"  {this}/{other:<14} req/s {r['rps_ratio_median']:.3f}x   "
+                  f"p99 {r['p99_ratio_median']:.3f}x{verdict}")  # fmt: skip
+    if "stoker-granian" in subjects:
+        comparisons["stoker/stoker-granian"] = ratios(rounds, "stoker", "stoker-granian")
+    if scenario == "identical" and subject == "stoker" and "stoker-l2" in names:
+        comparisons["stoker-l2/stoker"] = l2_verdict(rounds)
+    return {"rounds": [{n: vars(m) for n, m in r.items()} for r in rounds],
+            "summary": summary, "ratios": comparisons}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
 
     # Ctrl-C raises KeyboardInterrupt; make SIGTERM do the same so cleanup always runs.
     def on_term(signum: int, frame: Any) -> None:
@@ -462,82 +599,29 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-    rounds: list[dict[str, Measure]] = []
-    info: dict[str, dict[str, Any]] = {}
     try:
-        with running(names, args) as systems:
-            for system in systems:
-                warm = run_wrk(system.url, args.warmup, args.connections, args.client_core)
-                hits = system.origin.hits if system.origin else 0
-                system.origin_hits_after_warm = hits
-                info[system.name] = {"command": system.argv, "warmup_rps": warm.rps}
-                flag = "" if system.origin is None or hits == 1 else "  <-- NOT ONE ORIGIN HIT"
-                print(f"warmed {system.name:<12} {warm.rps:>9.0f} req/s, "
-                      f"origin hits {hits}{flag}", flush=True)  # fmt: skip
-            for index in range(args.rounds):
-                shift = index % len(systems)
-                order = systems[shift:] + systems[:shift]
-                results: dict[str, Measure] = {}
-                for system in order:
-                    results[system.name] = run_wrk(
-                        system.url, args.duration, args.connections, args.client_core
-                    )
-                rounds.append(results)
-                load = os.getloadavg()[0]
-                cells = "  ".join(
-                    f"{n} {results[n].rps:>8.0f}/s p99 {results[n].p99_ms:>6.2f}ms" for n in names
-                )
-                print(f"round {index + 1}/{args.rounds} (load {load:.2f}): {cells}", flush=True)
-                for n in names:
-                    m = results[n]
-                    if m.errors or m.non_2xx or abs(m.bytes_per_request - len(PAGE)) > 2048:
-                        print(f"  warning: {n} had {m.errors} socket errors, {m.non_2xx} "
-                              f"non-2xx, {m.bytes_per_request:.0f} B/request")  # fmt: skip
+        with running(args.names, args) as systems:
+            info = warm_up(systems, args)
+            rounds = measure_rounds(systems, args)
             for system in systems:
                 info[system.name]["origin_hits"] = system.origin.hits if system.origin else 0
     except KeyboardInterrupt:
         print("\ninterrupted; servers stopped", file=sys.stderr)
         return 130
 
-    summary: dict[str, Any] = {}
-    print(f"\nmedians over {len(rounds)} rounds ({args.duration:g} s each, "
-          f"{args.connections} connections):")  # fmt: skip
-    for n in names:
-        rps = statistics.median(r[n].rps for r in rounds)
-        p99 = statistics.median(r[n].p99_ms for r in rounds)
-        summary[n] = {"rps_median": rps, "p99_ms_median": p99, **info[n]}
-        print(f"  {n:<12} {rps:>9.0f} req/s   p99 {p99:6.2f} ms   "
-              f"origin hits {info[n]['origin_hits']}")  # fmt: skip
-    comparisons: dict[str, Any] = {}
-    subjects = [subject, *(["stoker-granian"] if subject == "stoker" and "stoker-granian" in names
-                           else [])]
-    for this in subjects:
-        others = [n for n in names if n not in subjects and n != "stoker-l2"]
-        if others:
-            print(f"median of per-round ratios ({this} / other; req/s higher is better, "
-                  "p99 lower is better):")
-        for other in others:
-            r = ratios(rounds, this, other)
-            comparisons[f"{this}/{other}"] = r
-            goal = GOALS.get(other) if this in STOKERS else None
-            verdict = ""
-            if goal is not None:
-                met = "met" if r["rps_ratio_median"] >= goal else "MISSED"
-                verdict = f"   goal >= {goal}x: {met}"
-            print(f"  {this}/{other:<12} req/s {r['rps_ratio_median']:.3f}x   "
-                  f"p99 {r['p99_ratio_median']:.3f}x{verdict}")  # fmt: skip
-    if "stoker-granian" in subjects:
-        comparisons["stoker/stoker-granian"] = ratios(rounds, "stoker", "stoker-granian")
-    if subject == "stoker" and "stoker-l2" in names:
-        comparisons["stoker-l2/stoker"] = l2_verdict(rounds)
-
+    print(f"\n{args.rounds} rounds, {args.duration:g} s per run, {args.connections} "
+          f"connections, browser scenario over {args.pages} pages")
+    scenarios = {scenario: report_scenario(scenario, [r[scenario] for r in rounds],
+                                           args.names, info)
+                 for scenario in args.scenario_names}
     args.output.parent.mkdir(parents=True, exist_ok=True)
     report = {
         "benchmark": "hit_path",
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "config": {
-            "systems": names,
-            "subject": subject,
+            "systems": args.names,
+            "scenarios": args.scenario_names,
+            "pages": args.pages,
             "rounds": args.rounds,
             "duration_s": args.duration,
             "warmup_s": args.warmup,
@@ -548,9 +632,8 @@ def main(argv: list[str] | None = None) -> int:
             "page_bytes": len(PAGE),
         },
         "versions": versions(),
-        "rounds": [{n: vars(m) for n, m in r.items()} for r in rounds],
-        "summary": summary,
-        "ratios": comparisons,
+        "systems": info,
+        "scenarios": scenarios,
     }
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.output}")
