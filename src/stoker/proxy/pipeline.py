@@ -1,6 +1,7 @@
 """The request pipeline shared by the reverse proxy and the ASGI middleware.
 
-request → bypass? → key → L1 → L2 → FRESH | STALE_SWR | STALE_SIE | EXPIRED | MISS
+request → bypass? → key → L1 → L2 → :func:`~stoker.proxy.decide.decide` → serve
+(hit, stale-while-revalidate, stale-if-error) | forward (collapsed) with its ``fwd``
 
 Invariants:
 - A bypassed request (unsafe method, a rule's ``bypass``, a bypass cookie,
@@ -93,6 +94,7 @@ from stoker.http.policy import shareable_with_authorization
 from stoker.http.ranges import FULL, RangeDecision, decide_range
 from stoker.proxy.client_feed import relay
 from stoker.proxy.codings import Codings, wants_coding
+from stoker.proxy.decide import Serve, decide
 from stoker.proxy.fetch import SERVE_KINDS, Fetch, Fetcher, Outcome
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
@@ -273,46 +275,29 @@ class Pipeline:
         if entry is not None and not lookup.may_reuse(entry):
             entry = None
         now = self.clock.now()
-        forced = self._client_forces_revalidation(request) or (
-            request.warm and entry is not None and entry.freshness(now) is not Freshness.FRESH)
+        action = decide(entry, now, other_variants=bool(entries),
+                        client_no_cache=self._client_forces_revalidation(request),
+                        warm=request.warm, origin=self.health)
         if entry is not None and len(entries) > 1:
             self.store.touch(entry)
         counted = not request.warm
-        if entry is not None and not forced:
-            state = entry.freshness(now)
-            if state is Freshness.FRESH:
-                self.stats["hit"] += 1
-                if counted:
-                    self.hits.hit(request.url)
-                status = cache_status(hit=True, ttl=entry.ttl(now), name=self._name)
-                if await self._serve(sink, request, entry, now, status):
-                    return
-            elif state is Freshness.STALE_SWR or self._origin_down(entry, now):
-                self.stats["stale"] += 1
-                if counted:
-                    self.hits.hit(request.url)
-                if state is Freshness.STALE_SWR or self.health.probe_due():
-                    self._revalidate_in_background(lookup, entry)
-                detail = ("stale-while-revalidate" if state is Freshness.STALE_SWR
-                          else "stale-if-error")
-                status = cache_status(hit=True, ttl=entry.ttl(now), detail=detail,
-                                      name=self._name)
-                if await self._serve(sink, request, entry, now, status):
-                    return
-        if forced and entry is not None:
-            fwd = "request"
-        else:
-            fwd = "stale" if entry else ("vary-miss" if entries else "uri-miss")
+        if action.serve is not None and entry is not None:
+            self.stats["hit" if action.serve is Serve.HIT else "stale"] += 1
+            if counted:
+                self.hits.hit(request.url)
+            if action.revalidate:
+                self._revalidate_in_background(lookup, entry)
+            detail = None if action.serve is Serve.HIT else action.serve.value
+            status = cache_status(hit=True, ttl=entry.ttl(now), detail=detail, name=self._name)
+            if await self._serve(sink, request, entry, now, status):
+                return
+        fwd = action.fwd
         self.stats["miss"] += 1
         if counted:
             self.hits.miss(request.url)
         variant = entry.variant if entry else (
             variant_of(entries[0].vary, lookup.varying) if entries else "")
         await self._collapsed(lookup, entry, variant, fwd, sink)
-
-    def _origin_down(self, entry: CacheEntry, now: float) -> bool:
-        """The origin keeps failing and ``entry`` may answer on error: no need to ask."""
-        return now < entry.error_until and self.health.is_down()
 
     def key_for_parts(self, scheme: str, host: str, path: str, query: str,
                       rule: Rule | None) -> str:

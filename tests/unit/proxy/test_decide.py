@@ -1,0 +1,98 @@
+"""The per-request decision (stoker.proxy.decide), over every window and health."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stoker.cache.entry import CacheEntry, Freshness
+from stoker.proxy.decide import Action, Serve, decide
+
+NOW = 1_000_000.0
+
+
+@dataclass
+class Health:
+    down: bool = False
+    due: bool = False
+
+    def is_down(self) -> bool:
+        return self.down
+
+    def probe_due(self) -> bool:
+        return self.due
+
+
+def entry(fresh: float, swr: float = 0.0, sie: float = 0.0) -> CacheEntry:
+    """An entry fresh for ``fresh`` more seconds (negative: stale that long), with
+    stale-while-revalidate and stale-if-error windows of ``swr`` and ``sie`` seconds."""
+    fresh_until = NOW + fresh
+    return CacheEntry(
+        primary_key="1|http://a.test/", variant="", url="http://a.test/", status=200,
+        headers=(), body=b"x", body_file=None, body_size=1, response_time=NOW - 10,
+        initial_age=0, fresh_until=fresh_until, stale_until=fresh_until + swr,
+        error_until=fresh_until + sie, keep_until=fresh_until + max(swr, sie) + 60)
+
+
+def act(stored: CacheEntry | None, *, other: bool = False, no_cache: bool = False,
+        warm: bool = False, health: Health | None = None) -> Action:
+    return decide(stored, NOW, other_variants=other, client_no_cache=no_cache, warm=warm,
+                  origin=health or Health())
+
+
+@pytest.mark.parametrize(("stored", "health", "expected"), [
+    (entry(60), Health(), Action(Serve.HIT, "stale")),
+    (entry(60), Health(down=True), Action(Serve.HIT, "stale")),
+    (entry(-5, swr=30), Health(), Action(Serve.STALE_SWR, "stale", revalidate=True)),
+    (entry(-5, swr=30), Health(down=True), Action(Serve.STALE_SWR, "stale", revalidate=True)),
+    (entry(-5, sie=30), Health(), Action(None, "stale")),  # the origin is up: ask it
+    (entry(-5, sie=30), Health(down=True), Action(Serve.STALE_ERROR, "stale")),
+    (entry(-5, sie=30), Health(down=True, due=True),
+     Action(Serve.STALE_ERROR, "stale", revalidate=True)),
+    (entry(-50, sie=30), Health(down=True), Action(None, "stale")),  # past stale-if-error
+    (entry(-5), Health(), Action(None, "stale")),
+])
+def test_what_is_stored_decides(stored: CacheEntry, health: Health, expected: Action) -> None:
+    assert act(stored, health=health) == expected
+
+
+def test_nothing_stored_is_a_uri_or_vary_miss() -> None:
+    assert act(None) == Action(None, "uri-miss")
+    assert act(None, other=True) == Action(None, "vary-miss")
+
+
+@pytest.mark.parametrize("stored", [entry(60), entry(-5, swr=30), entry(-5, sie=30)])
+def test_a_client_no_cache_forces_a_request(stored: CacheEntry) -> None:
+    assert act(stored, no_cache=True, health=Health(down=True)) == Action(None, "request")
+
+
+def test_a_warm_visit_never_takes_a_stale_entry() -> None:
+    assert act(entry(60), warm=True) == Action(Serve.HIT, "stale")
+    assert act(entry(-5, swr=30), warm=True) == Action(None, "request")
+    assert act(entry(-5, sie=30), warm=True, health=Health(down=True)) == Action(None, "request")
+
+
+@given(st.floats(-100, 100), st.floats(0, 100), st.floats(0, 100), st.booleans(),
+       st.booleans(), st.booleans(), st.booleans(), st.booleans())
+def test_invariants(fresh: float, swr: float, sie: float, other: bool, no_cache: bool,
+                    warm: bool, down: bool, due: bool) -> None:
+    stored = entry(fresh, swr, sie)
+    action = act(stored, other=other, no_cache=no_cache, warm=warm,
+                 health=Health(down=down, due=due))
+    state = stored.freshness(NOW)
+    forced = no_cache or (warm and state is not Freshness.FRESH)
+    assert (action.fwd == "request") is forced
+    if forced:
+        assert action.serve is None
+    if action.serve is Serve.HIT:
+        assert state is Freshness.FRESH
+    if action.serve is Serve.STALE_ERROR:
+        assert down and stored.error_until > NOW and state is not Freshness.STALE_SWR
+    if action.serve is None and not forced:
+        assert state is not Freshness.FRESH and state is not Freshness.STALE_SWR
+        assert not (down and stored.error_until > NOW)
+    assert action.revalidate is (action.serve is Serve.STALE_SWR or (
+        action.serve is Serve.STALE_ERROR and due))
