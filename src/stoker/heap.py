@@ -33,11 +33,15 @@ from __future__ import annotations
 
 import enum
 import gc
+import sys
 from collections.abc import Callable
 from typing import Any
 
 from stoker.clock import Clock, SystemClock
 
+MEASURED_ON = ((3, 11),)
+"""The CPython versions this policy was measured on; elsewhere :func:`applies` is False and
+the serving process keeps the collector's own policy (3.12 and 3.14 changed the collector)."""
 FREEZE_EVERY = 10.0
 """Seconds between two freezes at least (each may set aside what was in flight)."""
 DEEP_EVERY = 3600.0
@@ -82,6 +86,11 @@ def set_aside_young() -> None:
     if any(isinstance(callback, HeapKeeper) for callback in gc.callbacks):
         gc.collect(1)
         gc.freeze()
+
+
+def applies() -> bool:
+    """Whether this interpreter is one the policy was measured on (:data:`MEASURED_ON`)."""
+    return sys.implementation.name == "cpython" and sys.version_info[:2] in MEASURED_ON
 
 
 def freeze_heap() -> None:

@@ -35,6 +35,7 @@ from stoker.cache.memory import MemoryStore
 from stoker.cache.tiered import TieredStore
 from stoker.cache.version_file import VersionFile
 from stoker.clock import Clock, SystemClock
+from stoker.heap import set_aside_young
 from stoker.http.forwarded import TrustedProxies
 from stoker.http.policy import StaleDefaults
 from stoker.proxy.fetch import FetchConfig, Fetcher
@@ -121,7 +122,8 @@ class Stoker:
         memory = share_memory(settings.l1_max_bytes, settings.l2_queue_max_bytes)
         store = TieredStore(MemoryStore(memory.l1_bytes, clock), l2, clock,
                             max_queue_bytes=memory.queue_bytes,
-                            write_timeout=settings.l2_write_timeout)
+                            write_timeout=settings.l2_write_timeout,
+                            after_soft_step=set_aside_young)
         if origin is None:
             assert origin_url is not None
             origin = HttpOrigin(origin_url, timeout=settings.origin_timeout)

@@ -29,6 +29,7 @@ from typing import Any, Protocol, cast
 from stoker.asgi import ASGIApp
 from stoker.connection_reaper import ConnectionReaper
 from stoker.heap import HeapKeeper, freeze_heap
+from stoker.heap import applies as heap_policy_applies
 from stoker.settings import Settings, SettingsError
 
 log = logging.getLogger("stoker.server")
@@ -324,10 +325,12 @@ async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
 
 def run_async(main: Coroutine[Any, Any, None]) -> None:
     """Run ``main`` to completion on uvloop when installed (it serves faster), else asyncio;
-    the heap built so far is frozen first, and the process's full collections follow
-    :mod:`stoker.heap`'s policy from then on."""
-    freeze_heap()
-    HeapKeeper().install()
+    where :mod:`stoker.heap`'s policy applies (the CPython versions it was measured on),
+    the heap built so far is frozen first, and the process's full collections follow the
+    policy from then on."""
+    if heap_policy_applies():
+        freeze_heap()
+        HeapKeeper().install()
     try:
         import uvloop
     except ImportError:

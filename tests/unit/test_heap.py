@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -158,3 +159,26 @@ def test_young_objects_are_set_aside_only_where_a_keeper_runs_the_collector() ->
     done = subprocess.run([sys.executable, "-c", SET_ASIDE], capture_output=True, text=True,
                           check=True)
     assert done.stdout.split() == ["0", "True", "(0,", "0)"]
+
+
+RUN_ASYNC = """
+import asyncio, gc, sys
+import stoker.heap
+from stoker.heap import HeapKeeper
+from stoker.server import run_async
+stoker.heap.MEASURED_ON = {measured}
+async def main():
+    print(any(isinstance(c, HeapKeeper) for c in gc.callbacks), gc.get_freeze_count() > 0)
+run_async(main())
+"""
+
+
+@pytest.mark.parametrize(("measured", "expected"), [
+    ("((sys.version_info[0], sys.version_info[1]),)", "True True"),  # measured here
+    ("((2, 7),)", "False False"),  # an interpreter it was not measured on
+])
+def test_the_policy_is_installed_only_where_it_was_measured(measured: str,
+                                                            expected: str) -> None:
+    done = subprocess.run([sys.executable, "-c", RUN_ASYNC.format(measured=measured)],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == expected

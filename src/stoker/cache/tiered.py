@@ -91,7 +91,6 @@ from stoker.cache.memory import MemoryStore
 from stoker.cache.steps import STEP_BUDGET, Steps
 from stoker.cache.store import PRIMARY_KEY, CacheStore, EntryRef, sorted_refs
 from stoker.clock import Clock
-from stoker.heap import set_aside_young
 from stoker.http.encoding import Encoded
 
 T = TypeVar("T")
@@ -162,8 +161,13 @@ class TieredStore:
         step_budget: float = STEP_BUDGET,
         settle_budget: float = SETTLE_BUDGET,
         settle_pause: float = SETTLE_PAUSE,
+        after_soft_step: Callable[[], None] | None = None,
     ) -> None:
+        """``after_soft_step`` runs after each step of a soft purge, which copies the
+        entries it makes stale (the serving process's collector policy passes one:
+        :func:`stoker.heap.set_aside_young`)."""
         self._l1 = l1
+        self._after_soft_step = after_soft_step
         self._l2 = l2
         self._clock = clock
         self._retry_delay = retry_delay
@@ -438,7 +442,7 @@ class TieredStore:
                              for prefix in prefixes)
         covered, primary_keys = 0, set[str]()
         async for chunk in self._steps.chunks(_union(found), L1_CHUNK,
-                                              set_aside_young if mark.soft else None):
+                                              self._after_soft_step if mark.soft else None):
             live = self._l1.purge_nowait(chunk, mark.now if mark.soft else None)
             covered += len(live)
             primary_keys.update(map(PRIMARY_KEY, live))
@@ -457,7 +461,7 @@ class TieredStore:
             return bool(deferred.refs)
 
         task = asyncio.get_running_loop().create_task(self._settle_steps.repeat(
-            settle, set_aside_young if mark.soft else None))  # soft: copies, see there
+            settle, self._after_soft_step if mark.soft else None))  # soft: copies
         self._settling.add(task)
         task.add_done_callback(self._settling.discard)
         return covered, primary_keys
