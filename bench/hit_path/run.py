@@ -634,6 +634,9 @@ def main(argv: list[str] | None = None) -> int:
         "versions": versions(),
         "systems": info,
         "scenarios": scenarios,
+        # the first scenario's figures where this report always had them (readers of
+        # earlier reports: rounds, summary, ratios)
+        **scenarios[args.scenario_names[0]],
     }
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.output}")
