@@ -217,8 +217,8 @@ def settings_toml(settings: Settings | None, source: Path | None) -> str:
     for row in describe(settings):
         lines.append(f"# {row.help} [{row.variable}]")
         if row.value is None:
-            lines.append(f"# {row.key} =  (not set)")
-        elif row.value != row.default and settings is not None:
+            lines.append(f"# {row.key} = (not set)")
+        elif row.value != row.default:  # only with settings: describe() is the defaults
             lines.append(f"{row.key} = {row.value}  # default: {row.default or 'not set'}")
         else:
             lines.append(f"{row.key} = {row.value}")

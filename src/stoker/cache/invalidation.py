@@ -138,10 +138,9 @@ def expand_url(text: str, host: str | None, sites: SiteHosts, allowed: frozenset
         path, _, query = text.partition("#")[0].partition("?")
         if host is not None:
             _refuse_unlisted(host, "http", sites, allowed, "host")
-        pairs = sites.everywhere() if host is None or sites.aliases.match("http", host) else (
-            ("http", host), ("https", host))
         return Expanded(tuple(url_from_parts(scheme, name, path, query)
-                              for scheme, name in pairs), _unknown(host, "http", sites))
+                              for scheme, name in sites.covered_by_path(host)),
+                        _unknown(host, "http", sites))
     parts = urlsplit(text)
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
         raise PurgeRequestError(field, f"{text!r} is neither an http(s) URL nor a path "

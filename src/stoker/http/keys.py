@@ -39,7 +39,8 @@ from typing import Protocol, TypeVar
 from .encoding import origin_offer
 from .headers import HeaderInput, get_all
 
-_DEFAULT_PORTS = {"http": "80", "https": "443"}
+DEFAULT_PORTS = {"http": "80", "https": "443"}
+"""Each scheme's default port, as a host's port is written."""
 _WHITESPACE_RUN = re.compile("[ \t]+")
 _TCHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
 _SEPARATORS = frozenset(",;=")
@@ -52,7 +53,7 @@ def normalise_host(scheme: str, host: str) -> str:
     # A colon inside an IPv6 literal ("[::1]") is not a port separator.
     if colon != -1 and colon > host.rfind("]"):
         port = host[colon + 1 :]
-        if port == "" or port == _DEFAULT_PORTS.get(scheme.lower()):
+        if port == "" or port == DEFAULT_PORTS.get(scheme.lower()):
             host = host[:colon]
     return host
 
@@ -112,9 +113,9 @@ def normalise_field_value(name: str, values: Sequence[bytes]) -> str:
     Accept-Encoding becomes the offer a cache fetch would send the origin for it.
     Accept-Language (whose grammar has no quoted-strings) is lower-cased (language
     tags are case-insensitive), loses all whitespace and empty members, and has its
-    members sorted: member order carries no meaning, the weights do.  Any other field keeps its
-    case and order; outside quoted-strings a run of SP/HTAB becomes one SP and
-    whitespace next to ``,``, ``;`` or ``=`` and at either end is dropped.
+    members sorted: member order carries no meaning, the weights do.  Any other field
+    keeps its case and order; outside quoted-strings a run of SP/HTAB becomes one SP
+    and whitespace next to ``,``, ``;`` or ``=`` and at either end is dropped.
     """
     text = ",".join(value.decode("latin-1") for value in values)
     if name.lower() == "accept-encoding":

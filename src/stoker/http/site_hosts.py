@@ -23,9 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from stoker.http.keys import normalise_host
+from stoker.http.keys import DEFAULT_PORTS, normalise_host
 
-DEFAULT_PORTS = {"http": 80, "https": 443}
 _LOOPBACK_V4 = frozenset({"0.0.0.0", "127.0.0.1", "localhost"})
 _LOOPBACK_V6 = frozenset({"::", "[::]", "[::1]", "::1"})
 
@@ -45,9 +44,6 @@ class Aliases:
     def __init__(self, aliases: Iterable[str] = ()) -> None:
         self._hosts = frozenset(_alias_host(alias) for alias in aliases)
 
-    def __bool__(self) -> bool:
-        return bool(self._hosts)
-
     def match(self, scheme: str, netloc: str) -> bool:
         """Whether ``netloc`` (``host[:port]``) of a ``scheme`` URL names an alias."""
         parts = urlsplit(f"{scheme}://{netloc}")
@@ -58,7 +54,7 @@ class Aliases:
         host = (parts.hostname or "").lower()
         if parts.netloc.startswith("["):
             host = f"[{host}]"
-        port_text = str(port or DEFAULT_PORTS.get(scheme.lower(), 80))
+        port_text = str(port) if port else DEFAULT_PORTS.get(scheme.lower(), "80")
         return (host, port_text) in self._hosts or (host, None) in self._hosts
 
 
@@ -95,6 +91,13 @@ class SiteHosts:
         if self.aliases.match(scheme, host):
             return self.everywhere()
         return ((scheme, host),)
+
+    def covered_by_path(self, host: str | None) -> tuple[tuple[str, str], ...]:
+        """The ``(scheme, host)`` pairs a purge of a path on ``host`` covers, in both
+        schemes: the site's own hosts for an alias or no host, else ``host``."""
+        if host is None or self.aliases.match("http", host):
+            return self.everywhere()
+        return (("http", host), ("https", host))
 
     def everywhere(self) -> tuple[tuple[str, str], ...]:
         """Every own host in both schemes (a key holds the scheme a visitor used)."""

@@ -50,3 +50,10 @@ def test_an_alias_covers_every_own_host_in_both_schemes() -> None:
         ("http", "a.example"), ("https", "a.example"), ("http", "b.example"),
         ("https", "b.example"))
     assert sites.covered("https", "a.example") == (("https", "a.example"),)
+
+
+def test_a_path_covers_the_named_host_or_the_whole_site() -> None:
+    sites = SiteHosts(("a.example",), Aliases(["cms.internal"]))
+    assert sites.covered_by_path(None) == sites.covered_by_path("cms.internal:8000") == (
+        ("http", "a.example"), ("https", "a.example"))
+    assert sites.covered_by_path("b.example") == (("http", "b.example"), ("https", "b.example"))
