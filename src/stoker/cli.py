@@ -32,10 +32,10 @@ from stoker.cli_common import (
     console,
     fail,
     output,
-    print_error,
     serve_or_exit,
     settings_or_exit,
     setup_logging,
+    usage_error,
 )
 from stoker.settings import Settings, SettingsError, describe
 from stoker.version import VERSION
@@ -72,8 +72,7 @@ def serve(
         settings.require_origin()
         settings.require_safe_admin()
     except SettingsError as error:
-        print_error(error)
-        raise typer.Exit(2) from None
+        raise usage_error(error) from None
     setup_logging(verbose)
     serve_or_exit(run_service(settings, announce=console.print))
 
@@ -95,8 +94,7 @@ def demo(
     try:
         settings.require_safe_admin()
     except SettingsError as error:
-        print_error(error)
-        raise typer.Exit(2) from None
+        raise usage_error(error) from None
     setup_logging(False)
     serve_or_exit(run_demo(settings, origin_listen, pages=pages, delay=delay,
                            announce=console.print))
@@ -121,8 +119,7 @@ def purge(
     from stoker.admin.client import AdminClientError
 
     if not (url or prefix or tag or everything):
-        print_error("nothing to purge: give --url, --prefix, --tag or --all")
-        raise typer.Exit(2)
+        raise usage_error("nothing to purge: give --url, --prefix, --tag or --all")
     body: dict[str, Any] = {"urls": url or [], "prefixes": prefix or [], "tags": tag or [],
                             "all": everything, "soft": soft}
     if host:
@@ -184,8 +181,7 @@ def _print_preset(name: str) -> None:
     try:
         tables = expand([], name)
     except ValueError as error:
-        print_error(f"--preset: {error}")
-        raise typer.Exit(2) from None
+        raise usage_error(f"--preset: {error}") from None
     # Plain print: this is TOML to copy, and rich would read [[rule]] as markup.
     print(f'# preset = "{name}" stands for these rules. Your own [[rule]] tables go between\n'
           "# the bypass rules and the last rule, and get its lists and lifetimes.\n")

@@ -51,8 +51,7 @@ def settings_or_exit(config: Path | None, **cli: Any) -> Settings:
     try:
         return load_settings(config_path=config, cli=cli)
     except SettingsError as error:
-        print_error(error)
-        raise typer.Exit(2) from None
+        raise usage_error(error) from None
 
 
 def serve_or_exit(main: Coroutine[Any, Any, None]) -> None:
@@ -60,8 +59,7 @@ def serve_or_exit(main: Coroutine[Any, Any, None]) -> None:
     try:
         run_async(main)
     except SettingsError as error:
-        print_error(error)
-        raise typer.Exit(2) from None
+        raise usage_error(error) from None
 
 
 def setup_logging(verbose: bool) -> None:
@@ -87,5 +85,12 @@ def print_error(message: object, to: Console = console) -> None:
 
 
 def fail(error: Exception) -> typer.Exit:
+    """Print ``error``; the exit of a failed call to a running Stoker (status 1)."""
     print_error(error)
     return typer.Exit(1)
+
+
+def usage_error(message: object) -> typer.Exit:
+    """Print ``message``; the exit of a configuration or usage problem (status 2)."""
+    print_error(message)
+    return typer.Exit(2)

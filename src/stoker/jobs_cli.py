@@ -21,11 +21,12 @@ from rich.table import Table
 from stoker.backends import open_queue
 from stoker.cli_common import (
     DEMO_DATA_DIR,
+    ConfigOpt,
     console,
     fail,
     output,
-    print_error,
     settings_or_exit,
+    usage_error,
 )
 from stoker.clock import SystemClock
 from stoker.jobs.model import JOB_STATES, JobState, RequeueScope
@@ -39,8 +40,6 @@ jobs_app = typer.Typer(
     no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 out = output()
 
-ConfigOpt = Annotated[Path | None, typer.Option(
-    "--config", help="stoker.toml to read (default: ./stoker.toml if present, or $STOKER_CONFIG)")]
 DataDirOpt = Annotated[Path | None, typer.Option(
     "--data-dir", help="Directory of the SQLite database [./.stoker]")]
 DatabaseUrlOpt = Annotated[str | None, typer.Option(
@@ -54,8 +53,7 @@ def _settings(config: Path | None, data_dir: Path | None, database_url: str | No
     try:
         settings.refuse_data_dir_under_a_file()
     except SettingsError as error:
-        print_error(error)
-        raise typer.Exit(2) from None
+        raise usage_error(error) from None
     return settings
 
 
@@ -79,8 +77,7 @@ def _with_queue(settings: Settings, action: Callable[[JobQueue], Awaitable[T]]) 
     except ConnectionError as error:
         raise fail(error) from None
     except SettingsError as error:
-        print_error(error)
-        raise typer.Exit(2) from None
+        raise usage_error(error) from None
 
 
 @jobs_app.command()
@@ -106,9 +103,7 @@ def list_jobs(
 ) -> None:
     """Jobs in one state, most recently updated first."""
     if state not in JOB_STATES:
-        print_error(f"--state must be one of {', '.join(JOB_STATES)}, "
-                  f"got {state!r}")
-        raise typer.Exit(2)
+        raise usage_error(f"--state must be one of {', '.join(JOB_STATES)}, got {state!r}")
     chosen: JobState = state
     jobs = _with_queue(_settings(config, data_dir, database_url),
                        lambda q: q.list(chosen, limit, offset))
@@ -172,11 +167,9 @@ def _scope(ids: list[int], key: str | None, run: str | None, all_dead: bool,
            confirm: bool) -> RequeueScope:
     given = sum((bool(ids), key is not None, run is not None, all_dead))
     if given != 1:
-        print_error("give exactly one of --id, --key, --run or --all")
-        raise typer.Exit(2)
+        raise usage_error("give exactly one of --id, --key, --run or --all")
     if all_dead and not confirm:
-        print_error("--all requeues every dead job: add --confirm to do it")
-        raise typer.Exit(2)
+        raise usage_error("--all requeues every dead job: add --confirm to do it")
     if ids:
         return RequeueScope.by_ids(*ids)
     if key is not None:
