@@ -334,7 +334,7 @@ def cli() -> None:
     parser.add_argument("--warmer", action="store_true",
                         help="subscribe the warmer to purges, as `stoker serve` does: a purge "
                              "call then also records its URLs for the debounced re-warm")
-    parser.add_argument("--server", default="stoker", choices=("stoker", "granian", "uvicorn"),
+    parser.add_argument("--server", default="stoker", choices=("stoker", "granian"),
                         help="the HTTP server of the proxy and admin listeners")
     args = parser.parse_args()
     # as `stoker serve`: uvloop, and the heap frozen once imports are done (run_async)

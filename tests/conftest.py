@@ -12,6 +12,7 @@ import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
+import uvicorn
 from hypothesis import settings
 
 from stoker.asgi import ASGIApp
@@ -48,18 +49,33 @@ async def wait_listening(port: int, timeout: float = 10.0) -> None:
 async def serving(app: ASGIApp, *, kind: str = "uvicorn", port: int | None = None,
                   tls: Tls | None = None) -> AsyncIterator[str]:
     """Serve ``app`` on a real server of ``kind`` (HTTPS with ``tls``); yield its base URL;
-    stop on exit."""
+    stop on exit.  ``kind`` is a ``server`` setting (``stoker``, ``granian``) or
+    ``uvicorn``: uvicorn itself, as the framework apps our origins stand for are run."""
     port = port or free_port()
     address = f"127.0.0.1:{port}"
     stop = asyncio.Event()
-    task = asyncio.create_task(run_apps(kind, [(app, address)], stop,
-                                        {address: tls} if tls else None))
+    task = asyncio.create_task(_uvicorn(app, port, stop, tls) if kind == "uvicorn" else (
+        run_apps(kind, [(app, address)], stop, {address: tls} if tls else None)))
     try:
         await wait_listening(port)
         yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     finally:
         stop.set()
         await asyncio.wait_for(task, 15)
+
+
+async def _uvicorn(app: ASGIApp, port: int, stop: asyncio.Event, tls: Tls | None) -> None:
+    """uvicorn serving ``app`` on 127.0.0.1:``port`` until ``stop`` is set."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off",
+                            access_log=False, log_level="warning",
+                            ssl_certfile=str(tls.cert) if tls else None,
+                            ssl_keyfile=str(tls.key) if tls else None)
+    server = uvicorn.Server(config)
+    serve = asyncio.create_task(server.serve())
+    await asyncio.wait([serve, asyncio.create_task(stop.wait())],
+                       return_when=asyncio.FIRST_COMPLETED)
+    server.should_exit = True
+    await serve
 
 
 HANG_GUARD = 20.0

@@ -34,8 +34,8 @@ DataDirOpt = Annotated[Path | None, typer.Option(
     help="Where the cache database and large bodies live [./.stoker]")]
 TokenOpt = Annotated[str | None, typer.Option(help="Bearer token for the admin API")]
 ServerOpt = Annotated[str | None, typer.Option(
-    help="HTTP server: stoker (its own HTTP/1.1 front: fastest hits; HTTP/2 relayed to "
-         "granian, TLS served by granian), granian, or uvicorn [stoker]")]
+    help="HTTP server: stoker (its own HTTP/1.1 front: fastest hits; a TLS listener is "
+         "served by granian) or granian (HTTP/1.1 and HTTP/2) [stoker]")]
 AdminUrlOpt = Annotated[str | None, typer.Option(
     "--admin-url", envvar="STOKER_ADMIN_URL",
     help="Admin API of the running Stoker [http://<admin_listen>]")]

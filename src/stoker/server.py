@@ -1,5 +1,5 @@
-"""Serving ASGI apps on real HTTP servers (Stoker's HTTP/1.1 front, granian embedded, or
-uvicorn) in one process.
+"""Serving ASGI apps on real HTTP servers (Stoker's HTTP/1.1 front, or granian embedded)
+in one process.
 
 The proxy and the admin listener run in the same event loop so a purge on the
 admin side reaches the proxy's memory tier directly.
@@ -21,7 +21,7 @@ import logging
 import resource
 import signal
 import socket
-from collections.abc import Collection, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -37,7 +37,8 @@ log = logging.getLogger("stoker.server")
 
 class _Server(Protocol):
     granian_ports: tuple[int, ...]
-    """The ports of this server's granian listeners (their silent connections are reaped)."""
+    """The ports of this server's granian listeners (their silent connections are reaped;
+    the front closes its own)."""
 
     async def serve(self) -> None: ...
 
@@ -53,8 +54,8 @@ def silence_for(origin_timeout: float = Settings.origin_timeout,
     """Seconds without a byte either way after which a connection to a granian listener
     is closed (:mod:`stoker.connection_reaper`): beyond every pause Stoker allows a live
     one (the origin's answer, ``client_body_timeout``, and the front's
-    :data:`~stoker.http1_front.HEAD_TIMEOUT`), 65 s with the defaults."""
-    from stoker.http1_front import HEAD_TIMEOUT
+    :data:`~stoker.front.connection.HEAD_TIMEOUT`), 65 s with the defaults."""
+    from stoker.front.connection import HEAD_TIMEOUT
 
     return max(HEAD_TIMEOUT, origin_timeout, client_body_timeout) + REAP_EVERY
 
@@ -119,7 +120,7 @@ class _Granian:
     itself would wait for them however long they take)."""
 
     def __init__(self, app: ASGIApp, address: str, tls: Tls | None, *,
-                 http2_only: bool = False, grace: float | None = None) -> None:
+                 grace: float | None = None) -> None:
         from granian.constants import HTTPModes, Interfaces
         from granian.server.embed import Server
 
@@ -127,7 +128,7 @@ class _Granian:
         self.granian_ports: tuple[int, ...] = (port,)
         # HTTP/1.1 and HTTP/2 (h2c with prior knowledge; ALPN under TLS)
         self._server = Server(app, address=host, port=port, interface=Interfaces.ASGINL,
-                              http=HTTPModes.http2 if http2_only else HTTPModes.auto,
+                              http=HTTPModes.auto,
                               log_enabled=False, backlog=BACKLOG,
                               backpressure=max(BACKLOG, open_file_limit()),
                               ssl_cert=tls.cert if tls else None,
@@ -147,121 +148,6 @@ class _Granian:
         self._server.stop()  # type: ignore[no-untyped-call]
 
 
-class _Uvicorn:
-    def __init__(self, app: ASGIApp, address: str, tls: Tls | None, *,
-                 protocol: type[asyncio.Protocol] | None = None,
-                 grace: float | None = None) -> None:
-        import uvicorn
-
-        from stoker.http1_front import Http1Protocol
-
-        class Server(uvicorn.Server):
-            @contextlib.contextmanager
-            def capture_signals(self) -> Iterator[None]:  # run_apps owns the signals
-                yield
-
-        host, port = split_address(address)
-        # proxy_headers off: the pipeline reads forwarding headers itself, from trusted peers
-        # only (trusted_proxies); uvicorn's own rewrite would hand it a forged client address.
-        # No Server or Date of uvicorn's own on the proxy (as granian): a cache sends the
-        # stored Date, never a second one, and the front writes its hits without uvicorn.
-        proxy = _is_proxy(app)
-        config = uvicorn.Config(app, host=host, port=port, lifespan="off", access_log=False,
-                                log_level="warning", backlog=BACKLOG, proxy_headers=False,
-                                server_header=not proxy, date_header=not proxy,
-                                http=protocol or Http1Protocol,
-                                # typed int by uvicorn; it is a wait_for timeout: any number
-                                timeout_graceful_shutdown=cast("int | None", grace),
-                                ssl_certfile=str(tls.cert) if tls else None,
-                                ssl_keyfile=str(tls.key) if tls else None)
-        self._server = Server(config)
-        self.granian_ports: tuple[int, ...] = ()
-
-    async def serve(self) -> None:
-        await self._server.serve()
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-
-
-class _Front:
-    """``server = "stoker"`` on a plain-HTTP listener: Stoker's HTTP/1.1 front, and the
-    granian listener (loopback, HTTP/2 only) it relays HTTP/2 connections to.
-
-    The relay listener accepts connections before the front does, and stops after it.
-    Its port is held from construction (:func:`_reserve_loopback_port`) until it listens,
-    and is none of ``avoid`` (the other listeners' ports), so no listener of this
-    process or another can be given it meanwhile."""
-
-    def __init__(self, app: ASGIApp, address: str, avoid: Collection[int] = (),
-                 grace: float | None = None) -> None:
-        from stoker.http1_front import front_protocol
-        from stoker.http2_relay import Peers, RelayTarget
-        from stoker.proxy.asgi_proxy import ProxyApp
-
-        self._placeholder = _reserve_loopback_port(avoid)
-        self.relay = RelayTarget("127.0.0.1", self._placeholder.getsockname()[1], Peers())
-        """The relay listener's address and the relayed connections' ends."""
-        self._relay = _Granian(self.relay.peers.wrap(app), f"127.0.0.1:{self.relay.port}",
-                               None, http2_only=True, grace=grace)
-        protocol = front_protocol(self.relay, app.hot if isinstance(app, ProxyApp) else None)
-        self._front = _Uvicorn(app, address, None, protocol=protocol, grace=grace)
-        self.granian_ports: tuple[int, ...] = (self.relay.port,)
-        """The relay listener: granian's, so its silent connections are reaped."""
-
-    async def serve(self) -> None:
-        relay = asyncio.create_task(self._relay.serve())
-        try:
-            await _accepting(self.relay.port, relay)
-            self._placeholder.close()
-            await self._front.serve()
-        finally:
-            self._placeholder.close()
-            self._relay.stop()
-            await relay
-
-    def stop(self) -> None:
-        self._front.stop()
-
-
-def _reserve_loopback_port(avoid: Collection[int]) -> socket.socket:
-    """A socket bound (``SO_REUSEPORT``, not listening) to a free 127.0.0.1 port that is
-    none of ``avoid``.  Until it is closed, only a ``SO_REUSEPORT`` socket of this user
-    (granian's listener) can bind that port too, and only a listening one is connected to."""
-    rejected = []
-    try:
-        while True:
-            sock = socket.socket()
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            sock.bind(("127.0.0.1", 0))
-            if sock.getsockname()[1] not in avoid:
-                return sock
-            rejected.append(sock)  # held until the loop ends, so bind() moves on
-    finally:
-        for sock in rejected:
-            sock.close()
-
-
-async def _accepting(port: int, server: asyncio.Task[None], timeout: float = 10.0) -> None:
-    """Return once 127.0.0.1:``port`` accepts connections; raise if ``server`` ends first
-    or ``timeout`` seconds pass."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not server.done():
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-        except OSError:
-            if loop.time() > deadline:
-                break
-            await asyncio.sleep(0.01)
-        else:
-            writer.close()
-            return
-    if server.done():
-        server.result()
-    raise RuntimeError(f"the HTTP/2 relay listener on 127.0.0.1:{port} did not start")
-
-
 def _is_proxy(app: ASGIApp) -> bool:
     """Whether ``app`` is the proxy (bare, or behind its access log)."""
     from stoker.proxy.access_log import AccessLogApp
@@ -271,17 +157,19 @@ def _is_proxy(app: ASGIApp) -> bool:
 
 
 def make_server(kind: str, app: ASGIApp, address: str, tls: Tls | None = None,
-                avoid: Collection[int] = (), grace: float | None = None) -> _Server:
-    """A server of ``kind`` for ``app`` on ``address``: ``granian``, ``uvicorn``, or
-    ``stoker`` (Stoker's HTTP/1.1 front relaying HTTP/2 to granian on a loopback port that
-    is none of ``avoid``; on a TLS listener, granian itself, which negotiates HTTP/2 by
+                grace: float | None = None) -> _Server:
+    """A server of ``kind`` for ``app`` on ``address``: ``granian``, or ``stoker``
+    (Stoker's HTTP/1.1 front; on a TLS listener, granian, which negotiates HTTP/2 by
     ALPN).  Once stopped, a server lets requests in flight finish for ``grace`` seconds
     (default: as long as they take), then cancels them."""
-    if kind == "granian" or (kind == "stoker" and tls is not None):
+    if kind == "granian" or tls is not None:
         return _Granian(app, address, tls, grace=grace)
-    if kind == "stoker":
-        return _Front(app, address, avoid, grace)
-    return _Uvicorn(app, address, tls, grace=grace)
+    from stoker.front.listener import FrontServer
+    from stoker.proxy.asgi_proxy import ProxyApp
+
+    host, port = split_address(address)
+    return FrontServer(app, host, port, hot=app.hot if isinstance(app, ProxyApp) else None,
+                       date_header=not _is_proxy(app), grace=grace)
 
 
 async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
@@ -299,8 +187,7 @@ async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, stop.set)
-    ports = {split_address(address)[1] for _, address in apps}
-    servers = [make_server(kind, app, address, (tls or {}).get(address), ports, grace)
+    servers = [make_server(kind, app, address, (tls or {}).get(address), grace)
                for app, address in apps]
     tasks = [asyncio.create_task(server.serve()) for server in servers]
     granian = [port for server in servers for port in server.granian_ports]

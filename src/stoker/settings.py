@@ -188,9 +188,9 @@ FIELDS: dict[str, Field] = {
     "database_url": Field(
         _optional(_text), "postgresql://… for queue/runs/deadlines (default: SQLite in data_dir)"
     ),
-    "server": Field(_choice("granian", "uvicorn", "stoker"),
+    "server": Field(_choice("stoker", "granian"),
                     "HTTP server that runs the proxy (stoker: its own HTTP/1.1 front, fastest "
-                    "hits, HTTP/2 relayed to granian)"),
+                    "hits; granian: HTTP/1.1 and HTTP/2, for clients that speak h2c)"),
     "l1_max_bytes": Field(_bytes, "Memory for cached pages and per-URL tables, e.g. 256MiB"),
     "l2_max_bytes": Field(_bytes, "Persistent (L2) cache bound, e.g. 4GiB"),
     "body_file_threshold": Field(_bytes, "Bodies larger than this are stored in files"),

@@ -16,7 +16,7 @@ from tests.integration.conftest import origin  # noqa: F401 (the scripted origin
 
 from stoker.asgi import Message, Receive, Send
 
-SERVER_MODES = ("stoker", "granian", "uvicorn")
+SERVER_MODES = ("stoker", "granian")
 """Every ``server`` setting: each hostile case runs on all of them."""
 
 

@@ -41,7 +41,7 @@ SMUGGLE = (b"POST /post/1 HTTP/1.1\r\nHost: a.test\r\nContent-Length: 6\r\n"
 
 async def test_content_length_with_transfer_encoding_smuggles_nothing(
         framework: FrameworkOrigin, tmp_path: Path, mode: str) -> None:
-    """The front and uvicorn answer 400; granian does what RFC 9112 §6.3 also allows: it
+    """The front answers 400; granian does what RFC 9112 §6.3 also allows: it
     drops Content-Length, reads the chunked body and closes the connection after its
     answer (the pipeline never sees the Content-Length).  In no mode does the origin see
     a request the client did not send as one."""

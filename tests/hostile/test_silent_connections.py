@@ -3,8 +3,8 @@ server mode.
 
 granian (``server = "granian"``, the TLS listener, the HTTP/2 relay's listener) never
 closed them, and about 2,048 of them (its default cap, the backlog) stopped every new
-client; the front and uvicorn close a connection that sends no head within
-:data:`~stoker.http1_front.HEAD_TIMEOUT`.
+client; the front closes a connection that sends no head within
+:data:`~stoker.front.connection.HEAD_TIMEOUT`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import pytest
 from tests.hostile.conftest import FrameworkOrigin
 from tests.integration.conftest import running_proxy
 
-from stoker import http1_front, server
+from stoker import server
+from stoker.front import connection as front_connection
 
 SILENT = 2048 + 52  # more than granian's old cap (its backlog)
 SILENCE = 2.0
@@ -54,7 +55,7 @@ async def test_silent_connections_neither_block_new_clients_nor_stay_open(
         monkeypatch: pytest.MonkeyPatch) -> None:
     if resource.getrlimit(resource.RLIMIT_NOFILE)[1] < 4 * SILENT:
         pytest.skip("needs an open-file limit for 4 x 2,100 descriptors")
-    monkeypatch.setattr(http1_front, "HEAD_TIMEOUT", SILENCE)  # the front's own bound
+    monkeypatch.setattr(front_connection, "HEAD_TIMEOUT", SILENCE)  # the front's own bound
     monkeypatch.setattr(server, "silence_for", lambda: SILENCE)  # granian's reaper
     async with running_proxy(framework.url, tmp_path, kind=mode) as proxy:
         url = proxy.url

@@ -35,7 +35,7 @@ def held(request: pytest.FixtureRequest) -> Iterator[str]:
         yield f"127.0.0.1:{sock.getsockname()[1]}"
 
 
-@pytest.mark.parametrize("kind", ["granian", "uvicorn", "stoker"])
+@pytest.mark.parametrize("kind", ["granian", "stoker"])
 async def test_run_apps_refuses_a_busy_address(kind: str, held: str) -> None:
     with pytest.raises(AddressInUse, match=f"{held} is already in use by another process"):
         await asyncio.wait_for(run_apps(kind, [(_app, held)]), 10)
@@ -54,7 +54,7 @@ async def test_service_names_the_setting_and_opens_nothing(setting: str, held: s
     assert not data.exists()
 
 
-@pytest.mark.parametrize("server", ["granian", "uvicorn", "stoker"])
+@pytest.mark.parametrize("server", ["granian", "stoker"])
 def test_cli_serve_exits_non_zero_with_the_message(server: str, held: str,
                                                    tmp_path: Path) -> None:
     command = [sys.executable, "-m", "stoker", "serve", "--origin", "http://127.0.0.1:9",

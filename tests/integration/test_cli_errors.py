@@ -52,4 +52,5 @@ def test_brackets_in_an_error_are_printed_as_they_are(tmp_path: Path) -> None:
 def test_help_shows_every_bracket(tmp_path: Path) -> None:
     result = stoker("serve", "--help", cwd=tmp_path)
     assert result.returncode == 0
-    assert "or uvicorn [stoker]" in " ".join(result.stdout.split())  # was eaten as markup
+    help_text = " ".join(result.stdout.split())
+    assert "(HTTP/1.1 and HTTP/2) [stoker]" in help_text  # was eaten as markup

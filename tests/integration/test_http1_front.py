@@ -13,15 +13,16 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.conftest import serving
 from tests.integration.conftest import Origin
 
-from stoker import http1_front
 from stoker.asgi import Message, Send
 from stoker.cache.invalidation import PurgeScope
 from stoker.clock import FakeClock
+from stoker.front import heads as front_heads
 from stoker.proxy.access_log import AccessLogApp
 from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.runtime import Stoker
@@ -47,13 +48,13 @@ class Front:
         app.hot.try_serve = counted  # type: ignore[method-assign]
         self.parsed = 0
         """Requests the front looked up from their parsed head (not from its bytes)."""
-        key = app.hot.key
+        key_of = app.hot.key_of
 
-        def counted_key(scope: Message) -> str | None:
+        def counted_key(*args: Any) -> str | None:
             self.parsed += 1
-            return key(scope)
+            return key_of(*args)
 
-        app.hot.key = counted_key  # type: ignore[method-assign]
+        app.hot.key_of = counted_key  # type: ignore[method-assign]
 
 
 @asynccontextmanager
@@ -298,7 +299,7 @@ async def test_an_http10_head_answered_from_its_bytes_still_closes(origin: Origi
 
 async def test_the_oldest_known_head_is_forgotten_first(origin: Origin, front: Front,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(http1_front, "KNOWN_HEADS", 1)
+    monkeypatch.setattr(front_heads, "KNOWN_HEADS", 1)
     origin.app.set("/a", headers=CACHEABLE, body=b"a")
     origin.app.set("/b", headers=CACHEABLE, body=b"b")
     await reads(front.front, get("/a"), get("/a"), get("/b"), get("/b"), responses=4)

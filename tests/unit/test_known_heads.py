@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.http1_front import KNOWN_HEAD_BYTES, UNREMEMBERED, rememberable
+from stoker.front.heads import KNOWN_HEAD_BYTES, UNREMEMBERED, rememberable
 
 HEAD = b"GET /a HTTP/1.1\r\nHost: site.test\r\n\r\n"
 PLAIN = [(b"host", b"site.test")]

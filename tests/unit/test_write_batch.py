@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from stoker.http1_front import WriteBatch
+from stoker.front.batch import WriteBatch
 
 
 class Holder:

@@ -8,9 +8,9 @@ promoted), is answered here with two ASGI sends; everything else returns
 slowly.  This module decides nothing the pipeline would decide differently:
 it only skips work whose outcome is known.
 
-Invariants: the memo maps ``(version, scheme, Host, path, query)`` — the
+Invariants: the memo maps ``(version, scheme, Host, target)`` — the
 scheme as the pipeline resolves it (trusted proxies' ``X-Forwarded-Proto``
-included), the path as the scope gives it (``raw_path``, else ``path``) — to
+included), the target as sent (``raw_path``, else ``path``, and the query) — to
 the primary key :meth:`Pipeline.key_for` computes for the parsed request, so
 the fast path and the pipeline share one key function; a version bump never
 reads old keys.  The memo holds at most ``config.memory.memo_keys`` keys (its
@@ -26,6 +26,7 @@ pipeline, which makes it.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 
 from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
@@ -36,14 +37,13 @@ from stoker.proxy.request import (
     LOOKED_UP_SCOPE_KEY,
     MAX_HEADER_BYTES,
     MAX_HEADERS,
-    TARGET_SCOPE_KEY,
     BadRequest,
     parse_request,
     request_scheme,
 )
 from stoker.rules import match_rule
 
-MemoKey = tuple[str, str, bytes, bytes | str, bytes]
+MemoKey = tuple[str, str, bytes, bytes]
 
 # Any of these makes a request need the full pipeline (bypass, revalidation, 304s; a
 # Transfer-Encoding the pipeline may refuse, HTTP/1.0's).
@@ -121,13 +121,27 @@ class HotPath:
 
     def key(self, scope: Message) -> str | None:
         """The primary key of a plain ``GET`` the fast path may answer, else ``None``."""
-        if scope["method"] != "GET" or TARGET_SCOPE_KEY in scope or (  # absolute-form
-                scope["http_version"] not in HTTP_VERSIONS):  # the pipeline refuses it
+        if scope["method"] != "GET":
             return None
+        target = scope.get("raw_path") or scope["path"].encode("latin-1")
+        query = scope.get("query_string")
+        if query:
+            target += b"?" + query
+        return self.key_of(scope["http_version"], target, scope["headers"],
+                           scope.get("scheme") or "http", lambda: scope)
+
+    def key_of(self, http_version: str, target: bytes, headers: list[tuple[bytes, bytes]],
+               scheme: str, scope: Callable[[], Message]) -> str | None:
+        """The primary key of a ``GET`` of ``target`` (origin-form, query included) with
+        ``headers``, on a connection of ``scheme``, if the fast path may answer it, else
+        ``None``.  ``scope`` gives the request's ASGI scope; it is called only when the
+        request carries forwarding headers or its target is not memoised yet."""
+        if http_version not in HTTP_VERSIONS or not target.startswith(b"/"):
+            return None  # the pipeline refuses it, or it is absolute-form
         host = b""
         forwarded = False
         size = 0
-        for name, value in scope["headers"]:
+        for name, value in headers:
             size += len(name) + len(value)
             if name in SLOW_HEADERS:
                 return None
@@ -137,11 +151,11 @@ class HotPath:
                 host = value
             elif name in FORWARDING_HEADERS:
                 forwarded = True
-        if size > MAX_HEADER_BYTES or len(scope["headers"]) > MAX_HEADERS or not host:
+        if size > MAX_HEADER_BYTES or len(headers) > MAX_HEADERS or not host:
             return None  # the pipeline refuses it (or, for HTTP/1.0, gives the default host)
-        scheme = request_scheme(scope, scope["headers"], self._pipeline.config.trusted) if (
-            forwarded) else scope.get("scheme") or "http"
-        return self._primary_key(scope, scheme, host)
+        if forwarded:
+            scheme = request_scheme(scope(), headers, self._pipeline.config.trusted)
+        return self._primary_key(scheme, host, target, scope)
 
     @staticmethod
     def _fresh(headers: list[tuple[bytes, bytes]], entries: list[CacheEntry],
@@ -160,16 +174,17 @@ class HotPath:
         self._pipeline.stats["hit"] += 1
         self._pipeline.hits.hit(entry.url)
 
-    def _primary_key(self, scope: Message, scheme: str, host: bytes) -> str | None:
+    def _primary_key(self, scheme: str, host: bytes, target: bytes,
+                     scope: Callable[[], Message]) -> str | None:
         pipeline = self._pipeline
-        memo_key = (pipeline.version, scheme, host, scope.get("raw_path") or scope["path"],
-                    scope.get("query_string") or b"")
+        memo_key = (pipeline.version, scheme, host, target)
         try:
             return self._memo[memo_key]
         except KeyError:
             pass
         try:
-            request = parse_request(scope, pipeline.config.default_host, pipeline.config.trusted)
+            request = parse_request(scope(), pipeline.config.default_host,
+                                    pipeline.config.trusted)
         except BadRequest:
             return None
         rule = match_rule(pipeline.config.rules, request.host, request.path)

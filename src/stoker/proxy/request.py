@@ -98,11 +98,6 @@ WARM_SCOPE_KEY = "stoker.warm"
 """Scope key marking an in-process warm visit (a server never sets it; clients cannot)."""
 LOOKED_UP_SCOPE_KEY = "stoker.looked_up"
 """Scope key where the fast path leaves what it read from L2 (so it is read once)."""
-TARGET_SCOPE_KEY = "stoker.target"
-"""Scope key of the request target as sent, set by servers that do not keep it in
-``raw_path`` (uvicorn's httptools protocol drops an absolute-form target's authority)."""
-
-
 def peer_of(scope: Mapping[str, Any]) -> str | None:
     """The TCP peer's address from an ASGI scope."""
     client = scope.get("client")
@@ -131,8 +126,8 @@ def request_client(scope: Mapping[str, Any], headers: list[tuple[bytes, bytes]],
 
 def request_target(scope: Mapping[str, Any]) -> tuple[str | None, str]:
     """The authority of an absolute-form target (``None`` otherwise) and the path, as sent
-    (:data:`TARGET_SCOPE_KEY` or ``raw_path`` when the server gives them, else ``path``)."""
-    raw_path = scope.get(TARGET_SCOPE_KEY) or scope.get("raw_path")
+    (``raw_path`` when the server gives it, else ``path``)."""
+    raw_path = scope.get("raw_path")
     target = raw_path.decode("latin-1") if raw_path else str(scope.get("path") or "")
     authority = None
     absolute = _ABSOLUTE_FORM.match(target)

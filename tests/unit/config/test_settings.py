@@ -53,7 +53,7 @@ def test_unknown_environment_variable_names_it() -> None:
     ("l1_max_bytes", "lots", "size"),
     ("default_sie", "-3", "duration"),
     ("strip_tag_headers", "maybe", "true or false"),
-    ("server", "apache", "granian, uvicorn"),
+    ("server", "apache", "stoker, granian"),
 ])
 def test_bad_values_name_the_setting(key: str, value: str, words: str) -> None:
     with pytest.raises(SettingsError) as raised:

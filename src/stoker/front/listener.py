@@ -1,0 +1,126 @@
+"""The front's listening socket, its connections, and the one timer they share.
+
+Invariants:
+- One timer per listener, every :data:`SWEEP_EVERY` seconds, closes each connection
+  whose :attr:`~stoker.front.connection.Connection.deadline` has passed: a deadline is
+  one float set per response or head, never a timer handle, so a keep-alive costs no
+  timer per response (a timeout fires at most :data:`SWEEP_EVERY` late).
+- On :meth:`FrontServer.stop` the socket stops accepting, idle connections close, and
+  each busy one closes after its current response; requests still running after
+  ``grace`` seconds (``None``: however long they take) are cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from math import inf
+
+from stoker.asgi import ASGIApp
+from stoker.clock import SystemClock
+from stoker.front.batch import WriteBatch
+from stoker.front.connection import Connection
+from stoker.front.exchange import Exchange
+from stoker.front.heads import KnownHeads
+from stoker.http.dates import format_http_date
+from stoker.proxy.hot_path import HotPath
+
+log = logging.getLogger("stoker.server")
+
+SWEEP_EVERY = 0.5
+BACKLOG = 2048
+
+
+class Listener:
+    """What the connections of one listener share: the app, its fast path, the heads
+    remembered, the write batch, the live connections and the running requests."""
+
+    def __init__(self, app: ASGIApp, hot: HotPath | None, *, date_header: bool) -> None:
+        self.app = app
+        self.hot = hot
+        """The proxy's fast path, whose fresh hits are answered without ASGI."""
+        self.loop = asyncio.get_running_loop()
+        self.known = KnownHeads()
+        self.batch = WriteBatch()
+        self.connections: set[Connection] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self._date_header = date_header
+        self._date: tuple[int, list[tuple[bytes, bytes]]] = (-1, [])
+        self._clock = SystemClock()
+
+    def default_headers(self) -> list[tuple[bytes, bytes]]:
+        """Headers the front adds to every ASGI response: a ``Date`` for apps that are not
+        the proxy (a cache sends the stored ``Date``, never a second one)."""
+        if not self._date_header:
+            return []
+        second = int(self._clock.now())
+        if self._date[0] != second:
+            self._date = (second, [(b"date", format_http_date(second).encode())])
+        return self._date[1]
+
+    def run(self, exchange: Exchange) -> None:
+        """Answer ``exchange`` with the app, in a task of its own."""
+        task = self.loop.create_task(exchange.run(self.app))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def sweep(self) -> None:
+        """Close the connections whose deadline has passed."""
+        now = self.loop.time()
+        for connection in [c for c in self.connections if c.deadline <= now]:
+            connection.deadline = inf
+            connection.transport.close()
+
+
+class FrontServer:
+    """``server = "stoker"`` on one plain-HTTP address (``serve`` / ``stop``, as
+    :mod:`stoker.server` runs its servers)."""
+
+    granian_ports: tuple[int, ...] = ()
+
+    def __init__(self, app: ASGIApp, host: str, port: int, *, hot: HotPath | None,
+                 date_header: bool, grace: float | None = None) -> None:
+        self._app, self._host, self._port = app, host, port
+        self._hot, self._date_header, self._grace = hot, date_header, grace
+        self._stopped = asyncio.Event()
+
+    async def serve(self) -> None:
+        """Accept connections until :meth:`stop`, then wind them down."""
+        listener = Listener(self._app, self._hot, date_header=self._date_header)
+        server = await listener.loop.create_server(
+            lambda: Connection(listener), self._host or None, self._port, backlog=BACKLOG,
+            reuse_address=True)
+        sweeping = asyncio.create_task(self._sweep(listener))
+        try:
+            await self._stopped.wait()
+        finally:
+            server.close()
+            for connection in list(listener.connections):
+                connection.shutdown()
+            await self._finish(listener)
+            sweeping.cancel()
+            for connection in list(listener.connections):
+                connection.transport.close()
+            await server.wait_closed()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    async def _sweep(self, listener: Listener) -> None:
+        while True:
+            await asyncio.sleep(SWEEP_EVERY)
+            listener.sweep()
+
+    async def _finish(self, listener: Listener) -> None:
+        """Let the requests in flight finish within the grace, then cancel them."""
+        if not listener.tasks:
+            return
+        _, late = await asyncio.wait(set(listener.tasks), timeout=self._grace)
+        if late:
+            log.warning("front on port %d: %d requests still running %g s after the stop "
+                        "were cancelled", self._port, len(late), self._grace)
+            for task in late:
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(*late, return_exceptions=True)
