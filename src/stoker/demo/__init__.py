@@ -1,7 +1,7 @@
 """A deliberately slow demo website, used by ``stoker demo`` and by integration tests.
 
-The app lives in :mod:`stoker.demo.origin` (``make_demo_app``); this package
-imports nothing eagerly so ``python -m stoker.demo.origin`` runs cleanly.
+The app lives in :mod:`stoker.demo.origin` (``make_demo_app``); ``stoker demo`` serves it
+(``--origin-listen``); this package imports nothing eagerly.
 """
 
 from __future__ import annotations

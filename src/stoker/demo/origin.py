@@ -39,7 +39,6 @@ Absolute URLs (robots.txt, sitemaps) use the request's scheme and Host header.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import hashlib
 import json
@@ -632,24 +631,3 @@ def make_demo_app(
     ``admin_url`` (and ``admin_token``) name the Stoker admin API an edit purges through."""
     return DemoOrigin(pages=pages, delay=delay, sitemap_chunk=sitemap_chunk, clock=clock,
                       admin_url=admin_url, admin_token=admin_token)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Run the slow Stoker demo origin.")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=9000)
-    parser.add_argument("--pages", type=int, default=2000)
-    parser.add_argument("--delay", type=float, default=0.05, help="seconds per request")
-    parser.add_argument("--sitemap-chunk", type=int, default=500)
-    parser.add_argument("--admin-url", help="Stoker admin API that page edits purge through")
-    parser.add_argument("--admin-token", help="Bearer token of that admin API")
-    args = parser.parse_args(argv)
-    import uvicorn
-
-    app = make_demo_app(pages=args.pages, delay=args.delay, sitemap_chunk=args.sitemap_chunk,
-                        admin_url=args.admin_url, admin_token=args.admin_token)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-
-
-if __name__ == "__main__":
-    main()

@@ -10,10 +10,10 @@ Invariants:
 - Revalidation is forced by a client's ``Cache-Control: no-cache`` (when honoured) and
   by a warm visit to an entry that is not fresh; a forced request is never served from
   cache and goes forward as ``fwd=request``.
-- A fresh entry is served (:attr:`Serve.HIT`).  A stale entry inside its
-  stale-while-revalidate window is served (:attr:`Serve.STALE_SWR`) and revalidated in
+- A fresh entry is served (:attr:`Kind.HIT`).  A stale entry inside its
+  stale-while-revalidate window is served (:attr:`Kind.STALE_SWR`) and revalidated in
   the background.  A stale entry inside its stale-if-error window while the origin is
-  down is served (:attr:`Serve.STALE_ERROR`), revalidated in the background only when a
+  down is served (:attr:`Kind.STALE_ERROR`), revalidated in the background only when a
   probe of the origin is due.  Nothing else is served.
 - ``fwd`` is always the reason the request would go forward: ``request`` (forced, with
   an entry), ``stale`` (an entry that may not be served), ``vary-miss`` (only other
@@ -25,11 +25,11 @@ Invariants:
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Protocol
 
 from stoker.cache.entry import CacheEntry, Freshness
+from stoker.cache.outcome import Kind
 
 
 class OriginState(Protocol):
@@ -40,20 +40,13 @@ class OriginState(Protocol):
     def probe_due(self) -> bool: ...
 
 
-class Serve(enum.Enum):
-    """How a stored response is served."""
-
-    HIT = "hit"
-    STALE_SWR = "stale-while-revalidate"
-    STALE_ERROR = "stale-if-error"
-
-
 @dataclass(frozen=True, slots=True)
 class Action:
     """What the pipeline does with one cacheable request (see the module invariants)."""
 
-    serve: Serve | None
-    """The stored response is served so; None: the request goes forward."""
+    serve: Kind | None
+    """The stored response is served so (one of :data:`~stoker.cache.outcome.FROM_CACHE`);
+    None: the request goes forward."""
     fwd: str
     revalidate: bool = False
     """Revalidate the served stale entry in the background."""
@@ -70,9 +63,9 @@ def decide(entry: CacheEntry | None, now: float, *, other_variants: bool,
     if client_no_cache or (warm and state is not Freshness.FRESH):
         return Action(None, "request")
     if state is Freshness.FRESH:
-        return Action(Serve.HIT, "stale")
+        return Action(Kind.HIT, "stale")
     if state is Freshness.STALE_SWR:
-        return Action(Serve.STALE_SWR, "stale", revalidate=True)
+        return Action(Kind.STALE_SWR, "stale", revalidate=True)
     if now < entry.error_until and origin.is_down():
-        return Action(Serve.STALE_ERROR, "stale", revalidate=origin.probe_due())
+        return Action(Kind.STALE_ERROR, "stale", revalidate=origin.probe_due())
     return Action(None, "stale")

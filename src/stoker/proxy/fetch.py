@@ -55,11 +55,11 @@ from stoker.cache.bodies import BodySpool, BodyStore
 from stoker.cache.collapse import Flight
 from stoker.cache.entry import CacheEntry
 from stoker.cache.ledger import PurgeLedger
+from stoker.cache.outcome import Kind, Outcome
 from stoker.cache.store import EntryRef
 from stoker.cache.tags import tags_from_headers
 from stoker.cache.tiered import TieredStore
 from stoker.clock import Clock
-from stoker.http.cache_status import cache_status
 from stoker.http.conditional import merge_not_modified, revalidation_headers
 from stoker.http.decoding import CorruptBody, Decoder
 from stoker.http.encoding import IDENTITY, compressible, stored_coding, weakened
@@ -76,7 +76,7 @@ from stoker.proxy.respond import ClientSink
 log = logging.getLogger("stoker.proxy")
 
 SERVE_KINDS = frozenset({"refreshed", "stale", "unshared"})
-"""Outcome kinds whose entry the caller must still send to the client."""
+"""FetchResult kinds whose entry the caller must still send to the client."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +121,7 @@ class Fetch:
 
 
 @dataclass(slots=True)
-class Outcome:
+class FetchResult:
     """How a fetch ended: what the client was sent and what may be shared."""
 
     kind: str  # "stored" | "refreshed" | "unshared" | "passed" | "stale" | "failed"
@@ -142,16 +142,8 @@ class Fetcher:
         self._bodies = bodies
         self._clock = clock
 
-    def status_header(self, fwd: str, fwd_status: int, *, stored: bool = False,
-                      collapsed: bool = False, ttl: float | None = None,
-                      detail: str = "") -> tuple[bytes, bytes]:
-        """A Cache-Status field for a response that went forward to the origin."""
-        return (b"cache-status", cache_status(
-            hit=False, fwd=fwd, fwd_status=fwd_status, stored=stored, collapsed=collapsed,
-            ttl=ttl, detail=detail or None, name=self.config.cache_name))
-
-    async def run(self, fetch: Fetch) -> Outcome:
-        """Fetch from the origin; answer the client unless the caller must (see Outcome)."""
+    async def run(self, fetch: Fetch) -> FetchResult:
+        """Fetch from the origin; answer the client unless the caller must (see FetchResult)."""
         stale = fetch.stale
         extra = revalidation_headers(etag=stale.etag, last_modified=stale.last_modified) if (
             stale is not None) else []
@@ -179,14 +171,14 @@ class Fetcher:
         keep = self.config.keep_stale if decision.stale_on_error_ok else 0.0
         return fresh_until + max(decision.sie, keep)
 
-    def _fallback(self, stale: CacheEntry | None, status: int, detail: str) -> Outcome:
+    def _fallback(self, stale: CacheEntry | None, status: int, detail: str) -> FetchResult:
         """Stale-if-error when allowed, else a failure the caller reports."""
         if stale is not None and self._clock.now() < stale.error_until:
-            return Outcome("stale", stale, status, detail)
-        return Outcome("failed", None, status, detail)
+            return FetchResult("stale", stale, status, detail)
+        return FetchResult("failed", None, status, detail)
 
     async def _handle(self, fetch: Fetch, response: OriginResponse,
-                      request_time: float, since: int) -> Outcome:
+                      request_time: float, since: int) -> FetchResult:
         response_time = self._clock.now()
         stale = fetch.stale
         if response.status in FAILING_STATUSES:
@@ -209,11 +201,11 @@ class Fetcher:
             if fetch.flight is not None:
                 fetch.flight.share(None)  # followers must not wait for, or share, this response
             await self._pass_through(fetch, response, decision)
-            return Outcome("passed", None, response.status, decision.reason)
+            return FetchResult("passed", None, response.status, decision.reason)
         entry = await self._stream_and_store(fetch, response, decision, response_time, since)
         if isinstance(entry, str):  # not stored: followers must not share it
-            return Outcome("passed", None, response.status, entry)
-        return Outcome("stored", entry, response.status)
+            return FetchResult("passed", None, response.status, entry)
+        return FetchResult("stored", entry, response.status)
 
     def _size_limit(self, decision: StorageDecision,
                     headers: Sequence[tuple[bytes, bytes]]) -> StorageDecision:
@@ -228,8 +220,10 @@ class Fetcher:
         if sink is None:
             return
         headers = client_response_headers(response.headers, self.config.hidden_headers)
-        fwd = "bypass" if decision.reason == "cookie" else fetch.fwd
-        headers.append(self.status_header(fwd, response.status, detail=decision.reason))
+        kind, fwd = (Kind.BYPASS, "bypass") if decision.reason == "cookie" else (
+            Kind.PASS, fetch.fwd)
+        headers.append(sink.stamp(Outcome(kind, fwd=fwd, fwd_status=response.status,
+                                          detail=decision.reason or None)))
         await relay(sink, response.status, headers, response, self._bodies.directory)
 
     async def _stream_and_store(self, fetch: Fetch, response: OriginResponse,
@@ -240,7 +234,8 @@ class Fetcher:
         stored.  The origin
         response is closed (its slot free) before the client is waited for."""
         feed = None if fetch.sink is None else feed_for(
-            fetch.sink, response.status, self._stored_response_headers(fetch, response, decision),
+            fetch.sink, response.status,
+            self._stored_response_headers(fetch.sink, fetch, response, decision),
             self._bodies.directory, length=content_length(response.headers), hold_last=True)
         try:
             stored = await self._read_and_store(fetch, response, decision, response_time,
@@ -292,13 +287,15 @@ class Fetcher:
                       size: int) -> bool:
         return self.config.compress and compressible(status, headers, size)
 
-    def _stored_response_headers(self, fetch: Fetch, response: OriginResponse,
+    def _stored_response_headers(self, sink: ClientSink, fetch: Fetch,
+                                 response: OriginResponse,
                                  decision: StorageDecision) -> list[tuple[bytes, bytes]]:
         headers = client_response_headers(response.headers, self.config.hidden_headers)
         if decision.strip_set_cookie:
             headers = [(k, v) for k, v in headers if k != b"set-cookie"]
-        headers.append(self.status_header(fetch.fwd, response.status, stored=True,
-                                          ttl=decision.fresh_for - decision.initial_age))
+        headers.append(sink.stamp(Outcome(Kind.MISS, fwd=fetch.fwd, fwd_status=response.status,
+                                          stored=True,
+                                          ttl=decision.fresh_for - decision.initial_age)))
         return headers
 
     async def _save(self, fetch: Fetch, built: CacheEntry, since: int) -> CacheEntry | str:
@@ -374,7 +371,7 @@ class Fetcher:
         )
 
     async def _refresh(self, fetch: Fetch, stale: CacheEntry, response: OriginResponse,
-                       request_time: float, response_time: float, since: int) -> Outcome:
+                       request_time: float, response_time: float, since: int) -> FetchResult:
         """A 304 answered our conditional: update the stored entry, keep its body (§4.3.4)."""
         merged = merge_not_modified(stale.headers, response.headers)
         if stale.etag is not None and stale.etag.startswith("W/"):
@@ -385,7 +382,7 @@ class Fetcher:
             rule=fetch.rule_ttl, defaults=self.config.defaults)
         if not decision.store:
             await self._store.delete_primary([stale.primary_key])
-            return Outcome("stale", stale, 304, decision.reason)
+            return FetchResult("stale", stale, 304, decision.reason)
         fresh_until = response_time + decision.fresh_for - decision.initial_age
         coded = self._may_compress(stale.status, merged, stale.body_size)  # no-transform?
         refreshed = replace(
@@ -407,11 +404,11 @@ class Fetcher:
         )
         screened = self._screen(refreshed, since)
         if screened is None:
-            return Outcome("unshared", refreshed, 304, "purged")
+            return FetchResult("unshared", refreshed, 304, "purged")
         await self._store.put(screened)
         if fetch.flight is not None:
             fetch.flight.share(screened)
-        return Outcome("refreshed", screened, 304)
+        return FetchResult("refreshed", screened, 304)
 
 
 class _StoredCopy:

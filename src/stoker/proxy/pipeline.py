@@ -75,10 +75,10 @@ from stoker.cache.budget import MemoryBudget, share_memory
 from stoker.cache.collapse import Collapser, Flight
 from stoker.cache.entry import CacheEntry, Freshness
 from stoker.cache.hits import HitCounter
+from stoker.cache.outcome import Kind, Outcome
 from stoker.cache.tiered import TieredStore
 from stoker.clock import Clock
 from stoker.http.cache_control import parse_cache_control
-from stoker.http.cache_status import cache_status
 from stoker.http.conditional import not_modified_headers, should_answer_not_modified
 from stoker.http.encoding import IDENTITY, choose_encoding
 from stoker.http.forwarded import TrustedProxies
@@ -94,8 +94,8 @@ from stoker.http.policy import shareable_with_authorization
 from stoker.http.ranges import FULL, RangeDecision, decide_range
 from stoker.proxy.client_feed import relay
 from stoker.proxy.codings import Codings, wants_coding
-from stoker.proxy.decide import Serve, decide
-from stoker.proxy.fetch import SERVE_KINDS, Fetch, Fetcher, Outcome
+from stoker.proxy.decide import decide
+from stoker.proxy.fetch import SERVE_KINDS, Fetch, Fetcher, FetchResult
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
 from stoker.proxy.origin_health import OriginHealth
@@ -188,17 +188,20 @@ class Pipeline:
         self._name = fetcher.config.cache_name
         self.purge_method: PurgeMethodHandler | None = None
         self._via = (b"via", fetcher.config.via)
-        # Responses Stoker makes itself (PURGE answers, refusals) neither hit nor go forward.
-        self._own_status = (b"cache-status", cache_status(hit=False, detail="generated",
-                                                          name=self._name))
 
     async def handle(self, scope: Message, receive: Receive, send: Send) -> None:
         """Answer one HTTP request."""
+        await self.answer(scope, receive, send)
+
+    async def answer(self, scope: Message, receive: Receive, send: Send) -> ClientSink:
+        """Answer one HTTP request; the sink it was answered through (which holds the
+        response's :class:`~stoker.cache.outcome.Outcome`)."""
         try:
             request = parse_request(scope, self.config.default_host, self.config.trusted)
         except BadRequest as error:
-            await self._refuse(scope, self.sink(send, head_only=False), error)
-            return
+            sink = self.sink(send, head_only=False)
+            await self._refuse(scope, sink, error)
+            return sink
         sink = self.sink(send, head_only=request.method == "HEAD")
         rule = match_rule(self.config.rules, request.host, request.path)
         try:
@@ -210,23 +213,22 @@ class Pipeline:
             log.warning("response to %s truncated: %s", request.url, error)
             if not sink.started:
                 await self._fail(sink, 502, "uri-miss", str(error))
+        return sink
 
     async def _refuse(self, scope: Message, sink: ClientSink, error: BadRequest) -> None:
         """Answer a request Stoker will not forward with ``error``'s status; on HTTP/1
         the connection closes after it (what is left of the request is never read)."""
         if sink.started:
             return
-        extra = [(b"cache-status", cache_status(hit=False, detail="bad-request",
-                                                name=self._name))]
+        extra = [sink.stamp(Outcome(Kind.ERROR, detail="bad-request"))]
         if str(scope.get("http_version", "1.1")).startswith("1"):
             extra.append((b"connection", b"close"))
         headers, body = error_response(error.status, str(error), extra)
         await sink.whole(error.status, headers, body)
 
     def sink(self, send: Send, *, head_only: bool) -> ClientSink:
-        """A response channel that stamps ``Via`` and a fallback ``Cache-Status``."""
-        return ClientSink(send, head_only=head_only, via=self._via,
-                          fallback_status=self._own_status)
+        """A response channel that stamps ``Via`` and the response's ``Cache-Status``."""
+        return ClientSink(send, head_only=head_only, via=self._via, name=self._name)
 
     async def _route(self, request: RequestInfo, rule: Rule | None, receive: Receive,
                      sink: ClientSink) -> None:
@@ -282,14 +284,15 @@ class Pipeline:
             self.store.touch(entry)
         counted = not request.warm
         if action.serve is not None and entry is not None:
-            self.stats["hit" if action.serve is Serve.HIT else "stale"] += 1
+            self.stats["hit" if action.serve is Kind.HIT else "stale"] += 1
             if counted:
                 self.hits.hit(request.url)
             if action.revalidate:
                 self._revalidate_in_background(lookup, entry)
-            detail = None if action.serve is Serve.HIT else action.serve.value
-            status = cache_status(hit=True, ttl=entry.ttl(now), detail=detail, name=self._name)
-            if await self._serve(sink, request, entry, now, status):
+            kind = action.serve
+            outcome = Outcome(kind, ttl=entry.ttl(now),
+                              detail=None if kind is Kind.HIT else kind.value)
+            if await self._serve(sink, request, entry, now, outcome):
                 return
         fwd = action.fwd
         self.stats["miss"] += 1
@@ -343,9 +346,9 @@ class Pipeline:
                     shared.variant == variant_of(shared.vary, lookup.varying)):
                 self.stats["collapsed"] += 1
                 now = self.clock.now()
-                status = cache_status(hit=False, fwd=fwd, fwd_status=shared.status,
-                                      collapsed=True, ttl=shared.ttl(now), name=self._name)
-                if await self._serve(sink, lookup.request, shared, now, status):
+                outcome = Outcome(Kind.COLLAPSED, fwd=fwd, fwd_status=shared.status,
+                                  ttl=shared.ttl(now))
+                if await self._serve(sink, lookup.request, shared, now, outcome):
                     return
             await self._fetch(lookup, entry, fwd, sink, None)
             return
@@ -353,15 +356,15 @@ class Pipeline:
         if landed is not None:  # a flight for this key landed while we read L2
             self.collapser.land(key, flight, landed)
             now = self.clock.now()
-            status = cache_status(hit=True, ttl=landed.ttl(now), name=self._name)
-            if not await self._serve(sink, lookup.request, landed, now, status):
+            hit = Outcome(Kind.HIT, ttl=landed.ttl(now))
+            if not await self._serve(sink, lookup.request, landed, now, hit):
                 await self._fetch(lookup, None, fwd, sink, None)
             return
-        outcome: Outcome | None = None
+        result: FetchResult | None = None
         try:
-            outcome = await self._fetch(lookup, entry, fwd, sink, flight)
+            result = await self._fetch(lookup, entry, fwd, sink, flight)
         finally:
-            shared_entry = outcome.entry if outcome and outcome.kind in SHAREABLE else None
+            shared_entry = result.entry if result and result.kind in SHAREABLE else None
             self.collapser.land(key, flight, shared_entry)
 
     def _fresh_in_l1(self, lookup: Lookup) -> CacheEntry | None:
@@ -373,35 +376,37 @@ class Pipeline:
         return entry if entry.freshness(self.clock.now()) is Freshness.FRESH else None
 
     async def _fetch(self, lookup: Lookup, entry: CacheEntry | None, fwd: str,
-                     sink: ClientSink | None, flight: Flight | None) -> Outcome:
+                     sink: ClientSink | None, flight: Flight | None) -> FetchResult:
         request, rule = lookup.request, lookup.rule
         target = cache_target(request.path, request.query, rule.ignore_query if rule else ())
-        outcome = await self.fetcher.run(Fetch(
+        result = await self.fetcher.run(Fetch(
             request=request, primary_key=lookup.primary, target=target,
             rule_ttl=rule.ttl if rule else None,
             cookie=self._origin_cookie(request, rule), stale=entry, sink=sink, fwd=fwd,
             flight=flight, varying=lookup.varying, siblings=lookup.siblings,
             personal=lookup.personal))
-        if outcome.detail == "cookie":
+        if result.detail == "cookie":
             self._count_cookie_bypass(lookup.personal)
         if sink is None:
-            return outcome
-        if outcome.kind == "stored" and outcome.entry is not None and wants_coding(
-                request.headers, outcome.entry):
-            self.codings.prefetch(outcome.entry)  # the response has ended: off its path
-        if outcome.kind in SERVE_KINDS and outcome.entry is not None:
+            return result
+        if result.kind == "stored" and result.entry is not None and wants_coding(
+                request.headers, result.entry):
+            self.codings.prefetch(result.entry)  # the response has ended: off its path
+        if result.kind in SERVE_KINDS and result.entry is not None:
             now = self.clock.now()
-            stale = outcome.kind == "stale"
-            status = cache_status(
-                hit=stale, fwd=None if stale else fwd, fwd_status=None if stale else 304,
-                stored=outcome.kind == "refreshed", ttl=outcome.entry.ttl(now),
-                detail="stale-if-error" if stale else None, name=self._name)
-            if await self._serve(sink, request, outcome.entry, now, status):
-                return outcome
+            ttl = result.entry.ttl(now)
+            outcome = Outcome(Kind.STALE_ERROR, ttl=ttl, detail=Kind.STALE_ERROR.value) if (
+                result.kind == "stale") else Outcome(
+                Kind.REVALIDATED, fwd=fwd, fwd_status=304, stored=result.kind == "refreshed",
+                ttl=ttl)
+            if await self._serve(sink, request, result.entry, now, outcome):
+                return result
             await self._fail(sink, 502, fwd, "cached body missing")
-        elif outcome.kind == "failed":
-            await self._fail(sink, outcome.status, fwd, outcome.detail)
-        return outcome
+        elif result.kind == "failed":
+            await self._fail(sink, result.status, fwd, result.detail)
+        elif result.kind == "passed" and sink.outcome is not None and sink.outcome.stored:
+            sink.outcome = sink.outcome.not_stored(result.detail)  # sent as stored, then not
+        return result
 
     def _count_cookie_bypass(self, names: Sequence[str]) -> None:
         counts = self.cookie_bypasses
@@ -431,7 +436,7 @@ class Pipeline:
 
     async def _background(self, lookup: Lookup, entry: CacheEntry, key: str,
                           flight: Flight) -> None:
-        outcome: Outcome | None = None
+        outcome: FetchResult | None = None
         try:
             outcome = await self._fetch(lookup, entry, "stale", None, flight)
         except Exception:
@@ -441,7 +446,7 @@ class Pipeline:
             self.collapser.land(key, flight, shared)
 
     async def _serve(self, sink: ClientSink, request: RequestInfo, entry: CacheEntry,
-                     now: float, status: bytes) -> bool:
+                     now: float, outcome: Outcome) -> bool:
         """Answer from ``entry``; False (nothing sent) if its body file has vanished.
 
         Order of RFC 9110 §13.2.2: a conditional GET/HEAD may get 304, then a
@@ -450,7 +455,7 @@ class Pipeline:
         if wants_coding(request.headers, entry):
             entry = await self.codings.coded(entry)
         entry = served_form(request.headers, entry)
-        extra = ((b"age", str(int(entry.age(now))).encode()), (b"cache-status", status))
+        extra = ((b"age", str(int(entry.age(now))).encode()), sink.stamp(outcome))
         if entry.status == 200 and _has_conditional(request.headers) and (
                 should_answer_not_modified(request.headers, etag=entry.etag,
                                            last_modified=entry.last_modified,
@@ -533,7 +538,7 @@ class Pipeline:
             if invalidate and 200 <= response.status < 400:
                 await self._invalidate_after_unsafe(request, response.headers)
             out = client_response_headers(response.headers, config.hidden_headers)
-            out.append(self.fetcher.status_header(fwd, response.status))
+            out.append(sink.stamp(Outcome(Kind.BYPASS, fwd=fwd, fwd_status=response.status)))
             await relay(sink, response.status, out, response, self.bodies.directory)
         finally:
             await response.close()
@@ -563,8 +568,9 @@ class Pipeline:
     async def _fail(self, sink: ClientSink, status: int, fwd: str, detail: str) -> None:
         self.stats["error"] += 1
         text = "origin timed out" if status == 504 else "origin unavailable"
-        headers, body = error_response(status, text, [self.fetcher.status_header(
-            fwd, status, detail="origin-timeout" if status == 504 else "origin-error")])
+        headers, body = error_response(status, text, [sink.stamp(Outcome(
+            Kind.ERROR, fwd=fwd, fwd_status=status,
+            detail="origin-timeout" if status == 504 else "origin-error"))])
         log.info("answering %d: %s", status, detail)
         await sink.whole(status, headers, body)
 

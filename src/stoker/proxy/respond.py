@@ -4,7 +4,9 @@ Invariants: a :class:`ClientSink` sends exactly one response start; after the
 client goes away every further send is a no-op (the caller may keep reading
 the origin to finish a store others wait for); a HEAD sink sends headers
 only.  Every response start carries this proxy's ``Via`` (RFC 9110 §7.6.3)
-and a ``Cache-Status`` (the sink's fallback when the caller gave none).
+and a ``Cache-Status``: the one :meth:`ClientSink.stamp` made for the response's
+:class:`~stoker.cache.outcome.Outcome`, which the sink keeps (:attr:`ClientSink.outcome`),
+else :data:`~stoker.cache.outcome.GENERATED`'s.
 Error responses from Stoker itself are never cacheable downstream.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from stoker.asgi import Message, Send
+from stoker.cache.outcome import GENERATED, Outcome
 
 Header = tuple[bytes, bytes]
 Headers = list[Header]
@@ -21,16 +24,22 @@ Headers = list[Header]
 class ClientSink:
     """One response to one client."""
 
-    __slots__ = ("_fallback_status", "_head_only", "_send", "_via", "gone", "started")
+    __slots__ = ("_head_only", "_name", "_send", "_via", "gone", "outcome", "started")
 
-    def __init__(self, send: Send, *, head_only: bool, via: Header,
-                 fallback_status: Header) -> None:
+    def __init__(self, send: Send, *, head_only: bool, via: Header, name: str) -> None:
         self._send = send
         self._head_only = head_only
         self._via = via
-        self._fallback_status = fallback_status
+        self._name = name
         self.started = False
         self.gone = False
+        self.outcome: Outcome | None = None
+        """What the cache did for this response (set by :meth:`stamp`)."""
+
+    def stamp(self, outcome: Outcome) -> Header:
+        """The ``Cache-Status`` field for ``outcome``, now this response's outcome."""
+        self.outcome = outcome
+        return (b"cache-status", outcome.cache_status(self._name))
 
     async def _emit(self, message: Message) -> None:
         if self.gone:
@@ -44,8 +53,8 @@ class ClientSink:
         """Send the status line and headers (plus ``Via``, and ``Cache-Status`` if missing)."""
         self.started = True
         stamped = [*headers, self._via]
-        if not any(name == b"cache-status" for name, _ in headers):
-            stamped.append(self._fallback_status)
+        if self.outcome is None:
+            stamped.append(self.stamp(GENERATED))
         await self._emit({"type": "http.response.start", "status": status, "headers": stamped})
 
     async def chunk(self, data: bytes) -> None:

@@ -59,7 +59,7 @@ class PipelineVisitor:
 
         started = self._clock.monotonic()
         with warm_visits(allowance), origin_waits() as waits:
-            await self._pipeline.handle(scope, receive, send)
+            sink = await self._pipeline.answer(scope, receive, send)
         # the throttle judges the origin: its own answer time, not Stoker's work around it
         latency = sum(waits) if waits else self._clock.monotonic() - started
         if not sent:
@@ -67,7 +67,8 @@ class PipelineVisitor:
         status = int(sent[0]["status"])
         response_headers = list(sent[0]["headers"])
         retry_after = get_header(response_headers, b"retry-after")
-        outcome, detail = judge(status, response_headers, stopgap_header=self._stopgap_header)
+        outcome, detail = judge(status, response_headers, sink.outcome,
+                                stopgap_header=self._stopgap_header)
         return VisitResult(url, status, outcome, latency,
                            retry_after.decode("latin-1") if retry_after is not None else None,
                            detail)

@@ -6,21 +6,21 @@ exactly the path a visitor's request takes — same key, same rules, same
 storage decisions — without an extra HTTP hop.
 
 Invariants of :func:`judge` (pure):
-- It reads Stoker's own Cache-Status (RFC 9211), the last ``Cache-Status`` field: an
-  origin's or an upstream cache's come before it.
+- It reads the response's :class:`~stoker.cache.outcome.Outcome` (what the cache did),
+  never the text of a response header but the stopgap header's name.
 - A stopgap answer (the configured header, or status 202/503) is ``"stopgap"``
   whatever else it says; it was not stored.
 - ``"failed"``: Stoker or the origin answered with an error (4xx/5xx), or the origin
-  failed and Stoker served its stale copy instead (``hit; detail=stale-if-error``):
-  the page was not refreshed.
+  failed and Stoker served its stale copy instead (:attr:`~Kind.STALE_ERROR`): the page
+  was not refreshed.
 - ``"fresh"``: any other answer from cache without asking the origin (stored already,
   nothing to do); ``"warmed"``: fetched and stored (or shared from the fetch that
   stored it, ``collapsed``); ``"not_modified"``: a conditional request refreshed the
   stored copy (304); ``"not_stored"``: the origin answered but Stoker did not store
   the response (set-cookie, private, …) — visitors will miss it too.
-- ``detail`` is non-empty exactly for ``"not_stored"`` (the Cache-Status ``detail``:
-  the storage decision's reason, else :data:`NOT_STORED`) and ``"failed"`` (what
-  failed: ``status N``, or :data:`STALE_SERVED`).
+- ``detail`` is non-empty exactly for ``"not_stored"`` (the outcome's ``detail``: the
+  storage decision's reason, else :data:`NOT_STORED`) and ``"failed"`` (what failed:
+  ``status N``, or :data:`STALE_SERVED`).
 """
 
 from __future__ import annotations
@@ -29,13 +29,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, NamedTuple, Protocol
 
-from stoker.http.cache_status import read_status
-from stoker.http.structured_fields import Params
+from stoker.cache.outcome import FROM_CACHE, Kind, Outcome
 
 STOPGAP_STATUSES = frozenset({202, 503})
 OUTCOMES = ("warmed", "not_modified", "fresh", "not_stored", "stopgap", "failed")
 NOT_STORED: Final = "not stored"
-"""The reason of a page not stored when Cache-Status gives none."""
+"""The reason of a page not stored when the outcome gives none."""
 STALE_SERVED: Final = "origin error; stale served"
 """The detail of a visit answered with a stale copy because the origin failed."""
 
@@ -70,24 +69,18 @@ class Visitor(Protocol):
         at most ``allowance`` warm visits may be at the origin at once."""
 
 
-def judge(status: int, headers: Sequence[tuple[bytes, bytes]], *,
+def judge(status: int, headers: Sequence[tuple[bytes, bytes]], outcome: Outcome | None, *,
           stopgap_header: bytes) -> Verdict:
-    """The outcome of a visit and its detail from its status and response headers
-    (see the module invariants)."""
+    """The outcome of a visit and its detail from its status, its response headers and
+    what the cache did (see the module invariants)."""
     if status in STOPGAP_STATUSES or any(name == stopgap_header for name, _ in headers):
         return Verdict("stopgap")
-    if status >= 400:
+    if status >= 400 or outcome is None or outcome.kind is Kind.ERROR:
         return Verdict("failed", f"status {status}")
-    params = _own_status(headers)
-    detail = str(params.get("detail", ""))
-    if "hit" in params:
-        return Verdict("failed", STALE_SERVED) if detail == "stale-if-error" else Verdict("fresh")
-    if "stored" in params or "collapsed" in params:  # collapsed: another fetch stored it
-        return Verdict("not_modified" if params.get("fwd-status") == 304 else "warmed")
-    return Verdict("not_stored", detail or NOT_STORED)
-
-
-def _own_status(headers: Sequence[tuple[bytes, bytes]]) -> Params:
-    """The parameters of Stoker's own Cache-Status: the last member of the last field line."""
-    fields = [value.decode("latin-1") for name, value in headers if name == b"cache-status"]
-    return read_status(fields[-1]) if fields else {}
+    if outcome.kind is Kind.STALE_ERROR:
+        return Verdict("failed", STALE_SERVED)
+    if outcome.kind in FROM_CACHE:
+        return Verdict("fresh")
+    if outcome.stored or outcome.kind is Kind.COLLAPSED:  # collapsed: another fetch stored it
+        return Verdict("not_modified" if outcome.fwd_status == 304 else "warmed")
+    return Verdict("not_stored", outcome.detail or NOT_STORED)

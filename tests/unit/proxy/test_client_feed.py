@@ -102,8 +102,7 @@ class Recorder:
 
 
 def sink_for(send: Recorder) -> ClientSink:
-    return ClientSink(send, head_only=False, via=(b"via", b"1.1 t"),
-                      fallback_status=(b"cache-status", b"t"))
+    return ClientSink(send, head_only=False, via=(b"via", b"1.1 t"), name="t")
 
 
 async def test_holding_the_last_piece_sends_it_with_the_end_only_after_end(

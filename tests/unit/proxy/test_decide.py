@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.cache.entry import CacheEntry, Freshness
-from stoker.proxy.decide import Action, Serve, decide
+from stoker.cache.outcome import Kind
+from stoker.proxy.decide import Action, decide
 
 NOW = 1_000_000.0
 
@@ -44,14 +45,14 @@ def act(stored: CacheEntry | None, *, other: bool = False, no_cache: bool = Fals
 
 
 @pytest.mark.parametrize(("stored", "health", "expected"), [
-    (entry(60), Health(), Action(Serve.HIT, "stale")),
-    (entry(60), Health(down=True), Action(Serve.HIT, "stale")),
-    (entry(-5, swr=30), Health(), Action(Serve.STALE_SWR, "stale", revalidate=True)),
-    (entry(-5, swr=30), Health(down=True), Action(Serve.STALE_SWR, "stale", revalidate=True)),
+    (entry(60), Health(), Action(Kind.HIT, "stale")),
+    (entry(60), Health(down=True), Action(Kind.HIT, "stale")),
+    (entry(-5, swr=30), Health(), Action(Kind.STALE_SWR, "stale", revalidate=True)),
+    (entry(-5, swr=30), Health(down=True), Action(Kind.STALE_SWR, "stale", revalidate=True)),
     (entry(-5, sie=30), Health(), Action(None, "stale")),  # the origin is up: ask it
-    (entry(-5, sie=30), Health(down=True), Action(Serve.STALE_ERROR, "stale")),
+    (entry(-5, sie=30), Health(down=True), Action(Kind.STALE_ERROR, "stale")),
     (entry(-5, sie=30), Health(down=True, due=True),
-     Action(Serve.STALE_ERROR, "stale", revalidate=True)),
+     Action(Kind.STALE_ERROR, "stale", revalidate=True)),
     (entry(-50, sie=30), Health(down=True), Action(None, "stale")),  # past stale-if-error
     (entry(-5), Health(), Action(None, "stale")),
 ])
@@ -70,7 +71,7 @@ def test_a_client_no_cache_forces_a_request(stored: CacheEntry) -> None:
 
 
 def test_a_warm_visit_never_takes_a_stale_entry() -> None:
-    assert act(entry(60), warm=True) == Action(Serve.HIT, "stale")
+    assert act(entry(60), warm=True) == Action(Kind.HIT, "stale")
     assert act(entry(-5, swr=30), warm=True) == Action(None, "request")
     assert act(entry(-5, sie=30), warm=True, health=Health(down=True)) == Action(None, "request")
 
@@ -87,12 +88,12 @@ def test_invariants(fresh: float, swr: float, sie: float, other: bool, no_cache:
     assert (action.fwd == "request") is forced
     if forced:
         assert action.serve is None
-    if action.serve is Serve.HIT:
+    if action.serve is Kind.HIT:
         assert state is Freshness.FRESH
-    if action.serve is Serve.STALE_ERROR:
+    if action.serve is Kind.STALE_ERROR:
         assert down and stored.error_until > NOW and state is not Freshness.STALE_SWR
     if action.serve is None and not forced:
         assert state is not Freshness.FRESH and state is not Freshness.STALE_SWR
         assert not (down and stored.error_until > NOW)
-    assert action.revalidate is (action.serve is Serve.STALE_SWR or (
-        action.serve is Serve.STALE_ERROR and due))
+    assert action.revalidate is (action.serve is Kind.STALE_SWR or (
+        action.serve is Kind.STALE_ERROR and due))

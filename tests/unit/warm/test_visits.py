@@ -1,4 +1,5 @@
-"""Classifying a warm visit from what the pipeline answered: its outcome and detail."""
+"""Classifying a warm visit from what the pipeline answered: its status, its headers (for
+the stopgap header) and its typed outcome."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.http.cache_status import cache_status
+from stoker.cache.outcome import FROM_CACHE, Kind, Outcome
 from stoker.warm.visits import (
     NOT_STORED,
     OUTCOMES,
@@ -19,104 +20,81 @@ from stoker.warm.visits import (
 STOPGAP = b"x-stoker-stopgap"
 
 
-def cs(*values: str) -> list[tuple[bytes, bytes]]:
-    return [(b"cache-status", value.encode()) for value in values]
-
-
-# Every Cache-Status the pipeline writes on a warm visit (proxy/pipeline.py, fetch.py).
-@pytest.mark.parametrize(("status", "headers", "verdict"), [
+# Every outcome the pipeline gives a warm visit (proxy/pipeline.py, fetch.py).
+@pytest.mark.parametrize(("status", "outcome", "verdict"), [
     # from cache: fresh, landed while reading L2, or stale standing in for the origin
-    (200, cs("stoker; hit; ttl=30"), Verdict("fresh")),
-    (200, cs("stoker; hit; ttl=3; detail=stale-while-revalidate"), Verdict("fresh")),
-    (200, cs("stoker; hit; ttl=-5; detail=stale-if-error"), Verdict("failed", STALE_SERVED)),
-    (301, cs("stoker; hit; ttl=-5; detail=stale-if-error"), Verdict("failed", STALE_SERVED)),
+    (200, Outcome(Kind.HIT, ttl=30), Verdict("fresh")),
+    (200, Outcome(Kind.STALE_SWR, ttl=3, detail="stale-while-revalidate"), Verdict("fresh")),
+    (200, Outcome(Kind.STALE_ERROR, ttl=-5, detail="stale-if-error"),
+     Verdict("failed", STALE_SERVED)),
+    (301, Outcome(Kind.STALE_ERROR, ttl=-5), Verdict("failed", STALE_SERVED)),
     # fetched and stored, shared from the fetch that stored it, refreshed by a 304
-    (200, cs("stoker; fwd=uri-miss; fwd-status=200; stored; ttl=60"), Verdict("warmed")),
-    (301, cs("stoker; fwd=uri-miss; fwd-status=301; stored"), Verdict("warmed")),
-    (200, cs("stoker; fwd=uri-miss; fwd-status=200; collapsed; ttl=60"), Verdict("warmed")),
-    (200, cs("stoker; fwd=request; fwd-status=304; stored; ttl=60"), Verdict("not_modified")),
+    (200, Outcome(Kind.MISS, fwd="uri-miss", fwd_status=200, stored=True, ttl=60),
+     Verdict("warmed")),
+    (301, Outcome(Kind.MISS, fwd="uri-miss", fwd_status=301, stored=True), Verdict("warmed")),
+    (200, Outcome(Kind.COLLAPSED, fwd="uri-miss", fwd_status=200, ttl=60), Verdict("warmed")),
+    (200, Outcome(Kind.REVALIDATED, fwd="request", fwd_status=304, stored=True, ttl=60),
+     Verdict("not_modified")),
     # passed through: the storage decision's reason
-    (200, cs("stoker; fwd=uri-miss; fwd-status=200; detail=set-cookie"),
-     Verdict("not_stored", "set-cookie")),
-    (200, cs("stoker; fwd=uri-miss; fwd-status=200; detail=private"),
-     Verdict("not_stored", "private")),
-    (200, cs("stoker; fwd=request; fwd-status=200; detail=no-store"),
-     Verdict("not_stored", "no-store")),
-    (200, cs("stoker; fwd=uri-miss; fwd-status=200; detail=no-freshness"),
-     Verdict("not_stored", "no-freshness")),
-    (200, cs("stoker; fwd=bypass; fwd-status=200; detail=cookie"),
+    *[(200, Outcome(Kind.PASS, fwd="uri-miss", fwd_status=200, detail=reason),
+       Verdict("not_stored", reason))
+      for reason in ("set-cookie", "private", "no-store", "no-freshness", "too-large",
+                     "corrupt-coding")],
+    (200, Outcome(Kind.BYPASS, fwd="bypass", fwd_status=200, detail="cookie"),
      Verdict("not_stored", "cookie")),
-    (200, cs("stoker; fwd=uri-miss; fwd-status=200; detail=too-large"),
-     Verdict("not_stored", "too-large")),
-    (200, cs("stoker; fwd=uri-miss; fwd-status=200; detail=corrupt-coding"),
-     Verdict("not_stored", "corrupt-coding")),
-    (200, cs("stoker; fwd=bypass; fwd-status=200"), Verdict("not_stored", NOT_STORED)),
-    (200, cs("stoker; fwd=request; fwd-status=304"), Verdict("not_stored", NOT_STORED)),
-    (200, [], Verdict("not_stored", NOT_STORED)),
-    # errors, whatever Cache-Status says
-    (404, cs("stoker; fwd=uri-miss; fwd-status=404; stored"), Verdict("failed", "status 404")),
-    (500, cs("stoker; fwd=uri-miss; fwd-status=500; detail=status"),
-     Verdict("failed", "status 500")),
-    (502, cs("stoker; fwd=uri-miss; fwd-status=502; detail=origin-error"),
+    (200, Outcome(Kind.BYPASS, fwd="bypass", fwd_status=200),
+     Verdict("not_stored", NOT_STORED)),
+    (200, Outcome(Kind.REVALIDATED, fwd="request", fwd_status=304),
+     Verdict("not_stored", NOT_STORED)),
+    (200, Outcome(Kind.MISS, fwd="uri-miss", fwd_status=200, stored=True).not_stored("purged"),
+     Verdict("not_stored", "purged")),
+    # errors, whatever the outcome says
+    (404, Outcome(Kind.MISS, fwd="uri-miss", fwd_status=404, stored=True),
+     Verdict("failed", "status 404")),
+    (502, Outcome(Kind.ERROR, fwd="uri-miss", fwd_status=502, detail="origin-error"),
      Verdict("failed", "status 502")),
-    (504, cs("stoker; fwd=uri-miss; fwd-status=504; detail=origin-timeout"),
+    (504, Outcome(Kind.ERROR, fwd="uri-miss", fwd_status=504, detail="origin-timeout"),
      Verdict("failed", "status 504")),
+    (200, Outcome(Kind.ERROR, detail="generated"), Verdict("failed", "status 200")),
+    (200, None, Verdict("failed", "status 200")),
     # placeholders
-    (503, cs("stoker; fwd=uri-miss; fwd-status=503"), Verdict("stopgap")),
-    (202, cs("stoker; fwd=uri-miss; fwd-status=202"), Verdict("stopgap")),
-    (200, [(STOPGAP, b"1"), *cs("stoker; fwd=uri-miss; fwd-status=200; detail=stopgap")],
-     Verdict("stopgap")),
+    (503, Outcome(Kind.PASS, fwd="uri-miss", fwd_status=503), Verdict("stopgap")),
+    (202, Outcome(Kind.PASS, fwd="uri-miss", fwd_status=202), Verdict("stopgap")),
 ])
-def test_judge(status: int, headers: list[tuple[bytes, bytes]], verdict: Verdict) -> None:
-    assert judge(status, headers, stopgap_header=STOPGAP) == verdict
+def test_judge(status: int, outcome: Outcome | None, verdict: Verdict) -> None:
+    assert judge(status, [], outcome, stopgap_header=STOPGAP) == verdict
 
 
-def test_stokers_own_cache_status_is_the_last_field() -> None:
-    headers = cs("nginx; hit", "stoker; fwd=uri-miss; fwd-status=200; detail=set-cookie")
-    assert judge(200, headers, stopgap_header=STOPGAP) == Verdict("not_stored", "set-cookie")
-    stored = cs("upstream; fwd=uri-miss; detail=private", "stoker; hit; ttl=10")
-    assert judge(200, stored, stopgap_header=STOPGAP) == Verdict("fresh")
+def test_the_stopgap_header_makes_a_stopgap_whatever_the_outcome() -> None:
+    passed = Outcome(Kind.PASS, fwd="uri-miss", fwd_status=200, detail="stopgap")
+    assert judge(200, [(STOPGAP, b"1")], passed, stopgap_header=STOPGAP) == Verdict("stopgap")
 
 
-def test_a_detail_string_is_read_back_whole() -> None:
-    headers = cs('stoker; fwd=uri-miss; fwd-status=200; detail="a; b=\\"c\\", hit"')
-    assert judge(200, headers, stopgap_header=STOPGAP) == Verdict("not_stored", 'a; b="c", hit')
+# --- properties, over every outcome ------------------------------------------------------
+
+_outcomes = st.builds(
+    Outcome, st.sampled_from(list(Kind)),
+    st.none() | st.sampled_from(["uri-miss", "request", "stale", "bypass"]),
+    st.none() | st.sampled_from([200, 301, 304, 404]), st.booleans(),
+    st.none() | st.floats(-1e6, 1e6), st.none() | st.text(max_size=30))
 
 
-# --- properties, over every Cache-Status member Stoker can write ------------------------
-
-_details = st.none() | st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E),
-                                max_size=30)
-_members = st.builds(
-    lambda hit, fwd, fwd_status, stored, collapsed, ttl, detail: (
-        dict(hit=hit, fwd=fwd, fwd_status=fwd_status, stored=stored, collapsed=collapsed,
-             detail=detail),
-        cache_status(hit=hit, fwd=fwd, fwd_status=fwd_status, stored=stored,
-                     collapsed=collapsed, ttl=ttl, detail=detail)),
-    st.booleans(), st.none() | st.sampled_from(["uri-miss", "request", "stale", "bypass"]),
-    st.none() | st.sampled_from([200, 301, 304, 404]), st.booleans(), st.booleans(),
-    st.none() | st.floats(-1e6, 1e6), _details)
-
-
-@given(status=st.integers(100, 599), member=_members, stopgap=st.booleans(),
-       upstream=st.lists(st.sampled_from(["nginx; hit", "cdn; fwd=miss; stored"]), max_size=2))
+@given(status=st.integers(100, 599), outcome=_outcomes, stopgap=st.booleans())
 def test_outcome_and_detail_follow_the_module_invariants(
-        status: int, member: tuple[dict[str, object], bytes], stopgap: bool,
-        upstream: list[str]) -> None:
-    params, value = member
-    headers = [*cs(*upstream), (b"cache-status", value)] + ([(STOPGAP, b"1")] if stopgap else [])
-    outcome, detail = judge(status, headers, stopgap_header=STOPGAP)
-    assert outcome in OUTCOMES
-    assert bool(detail) == (outcome in ("not_stored", "failed"))
+        status: int, outcome: Outcome, stopgap: bool) -> None:
+    headers = [(STOPGAP, b"1")] if stopgap else []
+    verdict, detail = judge(status, headers, outcome, stopgap_header=STOPGAP)
+    assert verdict in OUTCOMES
+    assert bool(detail) == (verdict in ("not_stored", "failed"))
     if stopgap or status in STOPGAP_STATUSES:
         expected = "stopgap"
-    elif status >= 400:
+    elif status >= 400 or outcome.kind is Kind.ERROR:
         expected = "failed"
-    elif params["hit"]:
-        expected = "failed" if params["detail"] == "stale-if-error" else "fresh"
-    elif params["stored"] or params["collapsed"]:
-        expected = "not_modified" if params["fwd_status"] == 304 else "warmed"
+    elif outcome.kind in FROM_CACHE:
+        expected = "failed" if outcome.kind is Kind.STALE_ERROR else "fresh"
+    elif outcome.stored or outcome.kind is Kind.COLLAPSED:
+        expected = "not_modified" if outcome.fwd_status == 304 else "warmed"
     else:
         expected = "not_stored"
-        assert detail == (params["detail"] or NOT_STORED)
-    assert outcome == expected
+        assert detail == (outcome.detail or NOT_STORED)
+    assert verdict == expected
