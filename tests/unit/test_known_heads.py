@@ -1,11 +1,20 @@
-"""Which request heads the HTTP/1.1 front may answer again from their bytes alone."""
+"""Which request heads the HTTP/1.1 front may answer again from their bytes alone, and
+when it remembers them."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.front.heads import KNOWN_HEAD_BYTES, UNREMEMBERED, rememberable
+from stoker.front import heads as front_heads
+from stoker.front.heads import (
+    KNOWN_HEAD_BYTES,
+    UNREMEMBERED,
+    KnownHead,
+    KnownHeads,
+    rememberable,
+)
 
 HEAD = b"GET /a HTTP/1.1\r\nHost: site.test\r\n\r\n"
 PLAIN = [(b"host", b"site.test")]
@@ -35,3 +44,35 @@ def test_framing_forwarding_and_upgrade_headers_keep_a_head_unremembered(
         names: list[bytes]) -> None:
     headers = [(name, b"v") for name in names]
     assert rememberable(HEAD, headers) == UNREMEMBERED.isdisjoint(names)
+
+
+def known(data: bytes) -> KnownHead:
+    return KnownHead("1", data.decode(), [], close=False)
+
+
+def test_a_head_is_remembered_the_second_time_it_is_answered() -> None:
+    heads = KnownHeads()
+    heads.remember(HEAD, known(HEAD))
+    assert HEAD not in heads
+    heads.remember(HEAD, known(HEAD))
+    assert heads[HEAD] == known(HEAD)
+
+
+def test_a_full_table_is_forgotten_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(front_heads, "KNOWN_HEADS", 3)
+    heads = KnownHeads()
+    many = [HEAD.replace(b"/a", b"/%d" % i) for i in range(4)]
+    for data in many:
+        heads.remember(data, known(data))
+        heads.remember(data, known(data))
+    assert list(heads) == [many[3]]
+
+
+@given(st.lists(st.integers(0, 40), max_size=300))
+def test_the_table_and_its_sightings_stay_bounded(picks: list[int]) -> None:
+    heads = KnownHeads()
+    for pick in picks:
+        data = b"GET /%d HTTP/1.1\r\n\r\n" % pick
+        heads.remember(data, known(data))
+        assert len(heads) <= front_heads.KNOWN_HEADS
+        assert all(heads[key].primary == key.decode() for key in heads)

@@ -4,9 +4,14 @@ A load balancer's health check, a bot's or a benchmark's request often arrives a
 very bytes of an earlier one: one dict lookup by those bytes then gives its key and
 headers.
 
-Invariant: a head is remembered only when it is exactly one read holding one whole head,
+Invariants: a head is remembered only when it is exactly one read holding one whole head,
 without body or forwarding headers (:func:`rememberable`), that was answered as a hit under
-the cache version it records; at most :data:`KNOWN_HEADS` are kept, oldest forgotten first.
+the cache version it records, and only the second time its bytes are answered so within
+:data:`KNOWN_HEADS` such answers: browsers' heads, each with its own ``User-Agent`` and
+``Referer``, rarely come twice, and remembering each would cost more than it saves.  At
+most :data:`KNOWN_HEADS` are kept; when full, all are forgotten at once (a dict that
+drops its oldest entry one by one is scanned past its removed entries on every
+eviction).
 """
 
 from __future__ import annotations
@@ -48,8 +53,20 @@ def rememberable(data: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
 class KnownHeads(dict[bytes, KnownHead]):
     """The heads one listener remembers, by their bytes."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[int] = set()
+        """Hashes of the heads answered once and not remembered yet."""
+
     def remember(self, data: bytes, head: KnownHead) -> None:
-        """Remember ``head`` as what ``data`` means, forgetting the oldest when full."""
+        """Remember ``head`` as what ``data`` means if its bytes were answered before."""
+        seen = hash(data)
+        if seen not in self._seen:
+            if len(self._seen) >= KNOWN_HEADS:
+                self._seen.clear()
+            self._seen.add(seen)
+            return
+        self._seen.discard(seen)
         if len(self) >= KNOWN_HEADS:
-            del self[next(iter(self))]
+            self.clear()
         self[data] = head
