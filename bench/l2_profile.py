@@ -1,16 +1,19 @@
-"""Where a fresh hit's time goes, L1 hit vs L2 hit: a py-spy sample of ``stoker serve``.
+"""Where a fresh hit's time goes, L1 hit vs L2 hit, for both hit-path scenarios: a py-spy
+sample of ``stoker serve``.
 
-For each tier a fresh Stoker (pinned to ``--stoker-core``) serves one cached 20 KB
-page (``bench/origin_app.py`` is the origin; ``l2`` runs with ``l1_max_bytes = 0``, so
+For each tier a fresh Stoker (pinned to ``--stoker-core``) serves cached 20 KB pages
+(``bench/origin_app.py`` is the origin; ``l2`` runs with ``l1_max_bytes = 0``, so
 every hit is read from SQLite) to wrk (``--connections`` connections, pinned to
-``--client-core``) in two runs of ``--duration`` seconds; the origin's counter must not
-move during them.  Run 1, without the profiler: req/s, p99 and CPU µs per request of
-each thread (``/proc/PID/task/*/stat``, threads named through ``py-spy dump``).  Run 2:
-``py-spy record --gil --nonblocking`` samples the thread holding the GIL (functions
-without line numbers); printed are the functions with the largest share of samples,
-inclusive (on the stack) and self (on top).
+``--client-core``), per scenario (``--scenarios``: ``identical``, one URL with one request
+head; ``browser``, ``--pages`` pages with varied heads, ``bench/hit_path/browser.lua``)
+in two runs of ``--duration`` seconds; the origin's counter must not move during them.
+Run 1, without the profiler: req/s, p99 and CPU µs per request of each thread
+(``/proc/PID/task/*/stat``, threads named through ``py-spy dump``).  Run 2: ``py-spy
+record --gil --nonblocking`` samples the thread holding the GIL (functions without line
+numbers); printed are the functions with the largest share of samples, inclusive (on the
+stack) and self (on top).
 
-    PYTHONPATH=src .venv/bin/python bench/l2_profile.py      # --duration 8 --top 25
+    PYTHONPATH=src .venv/bin/python bench/l2_profile.py      # --duration 8 --top 25 --pages 2000
 
 Needs py-spy (``pip install py-spy``, in the dev extras) and permission to ptrace.
 """
@@ -35,7 +38,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))
 
-from bench.hit_path.run import VENV_BIN, Measure, run_wrk  # noqa: E402
+from bench.hit_path.run import BROWSER_SCRIPT, SCENARIOS, VENV_BIN, Measure, fill  # noqa: E402
+from bench.hit_path.run import run_wrk as wrk  # noqa: E402
 from bench.procs import Stack, serving  # noqa: E402
 
 TIERS = {"l1": {}, "l2": {"l1_max_bytes": 0}}
@@ -71,10 +75,17 @@ def thread_names(py_spy: str, pid: int) -> dict[int, str]:
     return {int(m.group(1)): m.group(2) or "(unnamed Python thread)" for m in THREAD.finditer(dump)}
 
 
-def cpu_per_hit(stack: Stack, args: argparse.Namespace) -> tuple[Measure, dict[str, float]]:
+def run_wrk(stack: Stack, scenario: str, args: argparse.Namespace) -> Measure:
+    """wrk against the stack's Stoker with ``scenario``'s requests."""
+    return wrk(stack.stoker.url, args.duration, args.connections, args.client_core,
+               script=BROWSER_SCRIPT if scenario == "browser" else None, pages=args.pages)
+
+
+def cpu_per_hit(stack: Stack, scenario: str,
+                args: argparse.Namespace) -> tuple[Measure, dict[str, float]]:
     """wrk without the profiler; CPU µs per request per thread (grouped by name)."""
     before = thread_cpu(stack.pid)
-    measure = run_wrk(stack.stoker.url, args.duration, args.connections, args.client_core)
+    measure = run_wrk(stack, scenario, args)
     return measure, cpu_since(stack.pid, before, measure.requests, args.py_spy)
 
 
@@ -90,10 +101,9 @@ def cpu_since(pid: int, before: dict[int, float], requests: int,
     return dict(per_name)
 
 
-def profile(stack: Stack, args: argparse.Namespace, out: Path) -> None:
-    """Run wrk against the cached page while py-spy samples the GIL holder into ``out``."""
-    sampled(stack.pid, args, out, lambda: run_wrk(stack.stoker.url, args.duration,
-                                                  args.connections, args.client_core))
+def profile(stack: Stack, scenario: str, args: argparse.Namespace, out: Path) -> None:
+    """Run wrk against the cached pages while py-spy samples the GIL holder into ``out``."""
+    sampled(stack.pid, args, out, lambda: run_wrk(stack, scenario, args))
 
 
 def sampled(pid: int, args: argparse.Namespace, out: Path, load: Callable[[], object]) -> None:
@@ -146,6 +156,10 @@ def report(tier: str, measure: Measure, cpu: dict[str, float], collapsed: str, t
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--tiers", default="l1,l2", help="comma-separated, from l1, l2")
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS),
+                        help=f"comma-separated, from {', '.join(SCENARIOS)}")
+    parser.add_argument("--pages", type=int, default=2000,
+                        help="pages of the browser scenario, each cached once before it runs")
     parser.add_argument("--duration", type=float, default=8.0)
     parser.add_argument("--connections", type=int, default=50)
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
@@ -157,23 +171,34 @@ def main(argv: list[str] | None = None) -> int:
     tiers = [t.strip() for t in args.tiers.split(",") if t.strip()]
     if not tiers or set(tiers) - set(TIERS):
         parser.error(f"--tiers takes names from {', '.join(TIERS)}")
+    scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    if not scenarios or set(scenarios) - set(SCENARIOS):
+        parser.error(f"--scenarios takes names from {', '.join(SCENARIOS)}")
     for tool in ("wrk", "taskset", args.py_spy):
         if shutil.which(tool) is None:
             parser.error(f"{tool} is not installed")
     for tier in tiers:
         with serving(TIERS[tier], latency_ms=0, stoker_core=args.stoker_core,
-                     origin_core=args.client_core) as stack, \
-                tempfile.TemporaryDirectory() as tmp:  # fmt: skip
+                     origin_core=args.client_core) as stack:
+            if "browser" in scenarios:
+                fill(stack.stoker, args.pages)
             settle(stack)
-            hits = stack.origin_hits()
-            measure, cpu = cpu_per_hit(stack, args)
-            out = Path(tmp) / "stacks.txt"
-            profile(stack, args, out)
-            missed = stack.origin_hits() - hits
-            report(tier, measure, cpu, out.read_text(), args.top)
-        if missed:
-            print(f"  warning: the origin served {missed} pages during the runs; expected 0")
+            for scenario in scenarios:
+                profile_scenario(stack, f"{tier} {scenario}", scenario, args)
     return 0
+
+
+def profile_scenario(stack: Stack, title: str, scenario: str, args: argparse.Namespace) -> None:
+    """Measure, then sample, one scenario on a running stack; report both."""
+    with tempfile.TemporaryDirectory() as tmp:
+        hits = stack.origin_hits()
+        measure, cpu = cpu_per_hit(stack, scenario, args)
+        out = Path(tmp) / "stacks.txt"
+        profile(stack, scenario, args, out)
+        missed = stack.origin_hits() - hits
+        report(title, measure, cpu, out.read_text(), args.top)
+    if missed:
+        print(f"  warning: the origin served {missed} pages during the runs; expected 0")
 
 
 if __name__ == "__main__":
