@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from math import inf
 from typing import TYPE_CHECKING, Any
 
 import httptools
 
+from stoker.asgi import Scope, http_scope
 from stoker.front import heads
 from stoker.front.exchange import HIGH_WATER, Exchange
 from stoker.proxy.request import MAX_HEADER_BYTES
@@ -65,6 +67,26 @@ BAD_REQUEST = refusal(400, b"Bad Request", b"Invalid HTTP request received.")
 TOO_LARGE = refusal(431, b"Request Header Fields Too Large", b"request head is too large")
 
 
+class Answered:
+    """The request being parsed, answered from its head alone (a hit): its body, if it has
+    one, is read and dropped."""
+
+    done = True
+    body = b""
+
+    def add_body(self, data: bytes) -> None:
+        """Dropped."""
+
+    def body_complete(self) -> None:
+        """Nothing waits for it."""
+
+    def lost(self) -> None:
+        """Nothing waits for it."""
+
+
+ANSWERED = Answered()
+
+
 class Connection(asyncio.Protocol):
     """The front's protocol for one connection (see the module's invariants)."""
 
@@ -90,7 +112,7 @@ class Connection(asyncio.Protocol):
         self._head_bytes = 0
         """Bytes received in the reads after the one the current head began in (-1 within
         that read), while the head is incomplete."""
-        self._parsing: Exchange | None = None
+        self._parsing: Exchange | Answered | None = None
         """The request whose body the parser is reading."""
         self._active: Exchange | None = None
         """The request the app is answering."""
@@ -170,18 +192,35 @@ class Connection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         self._in_head = False
         parser = self._parser
-        version = parser.get_http_version()
+        method, version = parser.get_method(), parser.get_http_version()
         keep_alive = version != "1.0" and parser.should_keep_alive() and (
             not parser.should_upgrade())
-        exchange = self._parsing = Exchange(
-            self, parser.get_method(), self._url, version, self._headers,
-            keep_alive=keep_alive, expect_continue=self._expect)
-        if self._active is None and not self._queue:
+        idle = self._active is None and not self._queue
+        if idle:
             self._head_clock = False
+            if method == b"GET" and self.listener.hot is not None and not self.write_paused:
+                wire = self._hit(version, self._url, self._headers, keep_alive,
+                                 self._head_scope)
+                if wire is not None:  # answered from the head: no exchange needed
+                    self._parsing = ANSWERED
+                    self._send_hit(wire, close=not keep_alive)
+                    if not self.transport.is_closing():
+                        self._idle()
+                    return
+        exchange = self._parsing = Exchange(
+            self, method, self._url, version, self._headers, keep_alive=keep_alive,
+            expect_continue=self._expect)
+        if idle:
             self._start(exchange)
         else:
             self._queue.append(exchange)
             self._pause_reading()
+
+    def _head_scope(self) -> Scope:
+        """The ASGI scope of the head just parsed (only within ``on_headers_complete``)."""
+        return http_scope(self._parser.get_method(), self._url,
+                          self._parser.get_http_version(), self._headers, scheme="http",
+                          client=self.client, server=self.server)
 
     def on_body(self, body: bytes) -> None:
         exchange = self._parsing
@@ -202,7 +241,8 @@ class Connection(asyncio.Protocol):
         hot = self.listener.hot
         while True:
             if hot is not None and exchange.method == b"GET" and not self.write_paused:
-                wire = self._hit(exchange)
+                wire = self._hit(exchange.http_version, exchange.target, exchange.headers,
+                                 exchange.keep_alive, exchange.scope)
                 if wire is not None:
                     exchange.done = True
                     self._send_hit(wire, close=not exchange.keep_alive)
@@ -242,22 +282,22 @@ class Connection(asyncio.Protocol):
             self._head_clock = True
             self.deadline = self.loop.time() + HEAD_TIMEOUT
 
-    def _hit(self, exchange: Exchange) -> list[bytes] | None:
-        """The hit's bytes (remembering the head if it came as one whole read), or
-        ``None``."""
+    def _hit(self, http_version: str, target: bytes, headers: list[tuple[bytes, bytes]],
+             keep_alive: bool, scope: Callable[[], Scope]) -> list[bytes] | None:
+        """The bytes of the hit a ``GET`` of ``target`` is (remembering its head if it came
+        as one whole read), or ``None``."""
         hot = self.listener.hot
         assert hot is not None
-        headers = exchange.headers
-        primary = hot.key_of(exchange.http_version, exchange.target, headers, "http",
-                             exchange.scope)
+        primary = hot.key_of(http_version, target, headers, "http", scope)
         if primary is None:
             return None
-        close = not exchange.keep_alive
+        close = not keep_alive
         wire = hot.wire_for(primary, headers, close=close)
         whole, self._whole = self._whole, None
-        if wire is not None and whole is not None and heads.rememberable(whole, headers):
-            self.listener.known.remember(whole, heads.KnownHead(hot.version, primary,
-                                                                headers, close))
+        known = self.listener.known
+        if wire is not None and whole is not None and known.second_time(whole) and (
+                heads.rememberable(whole, headers)):
+            known.keep(whole, heads.KnownHead(hot.version, primary, headers, close))
         return wire
 
     def _answer_known(self, head: heads.KnownHead) -> bool:
@@ -294,7 +334,7 @@ class Connection(asyncio.Protocol):
         self._unread = True
         self._pause_reading()
         broken, self._parsing = self._parsing, None
-        if broken is not None and not broken.done:  # its body will never arrive whole
+        if isinstance(broken, Exchange) and not broken.done:  # its body never arrives whole
             broken.lost()
             if broken is self._active:
                 self._active = None

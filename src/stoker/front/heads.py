@@ -58,15 +58,20 @@ class KnownHeads(dict[bytes, KnownHead]):
         self._seen: set[int] = set()
         """Hashes of the heads answered once and not remembered yet."""
 
-    def remember(self, data: bytes, head: KnownHead) -> None:
-        """Remember ``head`` as what ``data`` means if its bytes were answered before."""
+    def second_time(self, data: bytes) -> bool:
+        """Whether the head read as ``data`` was answered as a hit before (since it was
+        last remembered or forgotten); counts this answer."""
         seen = hash(data)
-        if seen not in self._seen:
-            if len(self._seen) >= KNOWN_HEADS:
-                self._seen.clear()
-            self._seen.add(seen)
-            return
-        self._seen.discard(seen)
+        if seen in self._seen:
+            self._seen.discard(seen)
+            return True
+        if len(self._seen) >= KNOWN_HEADS:
+            self._seen.clear()
+        self._seen.add(seen)
+        return False
+
+    def keep(self, data: bytes, head: KnownHead) -> None:
+        """Remember ``head`` as what ``data`` means (all are forgotten first when full)."""
         if len(self) >= KNOWN_HEADS:
             self.clear()
         self[data] = head
