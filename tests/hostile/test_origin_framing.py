@@ -130,4 +130,4 @@ def test_the_declared_length_is_the_body_written(
         if body is not None:
             assert lengths == [str(body.size).encode()]
         else:
-            assert lengths in ([], [b"0"])  # aiohttp gives POST/PUT/PATCH an explicit 0
+            assert lengths in ([], [b"0"])  # POST/PUT/PATCH say an explicit 0 (RFC 9110 §8.6)
