@@ -23,8 +23,9 @@ class ProxyApp:
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
-            if not await self.hot.try_serve(scope, send):
-                await self.pipeline.handle(scope, receive, send)
+            attempt = await self.hot.try_serve(scope, send)
+            if not attempt.served:
+                await self.pipeline.answer(scope, receive, send, looked_up=attempt.looked_up)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1003})
         elif kind == "lifespan":

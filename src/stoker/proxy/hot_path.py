@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
@@ -34,10 +35,10 @@ from stoker.proxy.codings import wants_coding
 from stoker.proxy.pipeline import Pipeline, served_coding, served_form
 from stoker.proxy.request import (
     HTTP_VERSIONS,
-    LOOKED_UP_SCOPE_KEY,
     MAX_HEADER_BYTES,
     MAX_HEADERS,
     BadRequest,
+    LookedUp,
     parse_request,
     request_scheme,
 )
@@ -51,6 +52,22 @@ SLOW_HEADERS = frozenset({b"authorization", b"cookie", b"cache-control", b"pragm
                           b"if-none-match", b"if-modified-since", b"range", b"if-range",
                           b"transfer-encoding"})
 FORWARDING_HEADERS = frozenset({b"x-forwarded-proto", b"forwarded"})
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """What :meth:`HotPath.try_serve` did: answered (truthy), or not, with what it read
+    from L2 for the request's primary key, if it read it."""
+
+    served: bool
+    looked_up: LookedUp | None = None
+
+    def __bool__(self) -> bool:
+        return self.served
+
+
+SERVED = Attempt(True)
+NOT_SERVED = Attempt(False)
 
 
 class HotPath:
@@ -74,24 +91,26 @@ class HotPath:
         """Keys the memo holds now (at most ``config.memory.memo_keys``)."""
         return len(self._memo)
 
-    async def try_serve(self, scope: Message, send: Send) -> bool:
-        """Answer ``scope`` if it is a fresh single-variant hit (L1, else L2); else ``False``."""
+    async def try_serve(self, scope: Message, send: Send) -> Attempt:
+        """Answer ``scope`` if it is a fresh single-variant hit (L1, else L2); else say
+        what was read from L2 on the way, for the pipeline (which then reads no more)."""
         primary = self.key(scope)
         if primary is None:
-            return False
+            return NOT_SERVED
         pipeline = self._pipeline
         entries = pipeline.store.get_l1(primary)
+        looked_up = None
         if entries is None:  # an L2 hit is served here too (read once, promoted to L1)
             entries = await pipeline.store.get(primary)
-            scope[LOOKED_UP_SCOPE_KEY] = (primary, entries)  # the pipeline reads no more
+            looked_up = (primary, entries)
         now = pipeline.clock.now()
         entry = self._fresh(scope["headers"], entries, now)
         if entry is None:
-            return False
+            return Attempt(False, looked_up) if looked_up is not None else NOT_SERVED
         self._count(entry)
         await _send_entry(send, served_form(scope["headers"], entry), now, self._prefix,
                           self._via)
-        return True
+        return SERVED
 
     def wire_for(self, primary: str, headers: list[tuple[bytes, bytes]], *,
                  close: bool) -> list[bytes] | None:

@@ -99,7 +99,7 @@ from stoker.proxy.fetch import SERVE_KINDS, Fetch, Fetcher, FetchResult
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
 from stoker.proxy.origin_health import OriginHealth
-from stoker.proxy.request import BadRequest, RequestInfo, parse_request
+from stoker.proxy.request import BadRequest, LookedUp, RequestInfo, parse_request
 from stoker.proxy.request_body import RequestBody, discard_body, read_body
 from stoker.proxy.respond import ClientSink, error_response
 from stoker.rules import (
@@ -193,11 +193,14 @@ class Pipeline:
         """Answer one HTTP request."""
         await self.answer(scope, receive, send)
 
-    async def answer(self, scope: Message, receive: Receive, send: Send) -> ClientSink:
-        """Answer one HTTP request; the sink it was answered through (which holds the
+    async def answer(self, scope: Message, receive: Receive, send: Send, *,
+                     warm: bool = False, looked_up: LookedUp | None = None) -> ClientSink:
+        """Answer one HTTP request (a warm visit if ``warm``; ``looked_up``: what the fast
+        path read from L2 for it); the sink it was answered through (which holds the
         response's :class:`~stoker.cache.outcome.Outcome`)."""
         try:
-            request = parse_request(scope, self.config.default_host, self.config.trusted)
+            request = parse_request(scope, self.config.default_host, self.config.trusted,
+                                    warm=warm, looked_up=looked_up)
         except BadRequest as error:
             sink = self.sink(send, head_only=False)
             await self._refuse(scope, sink, error)

@@ -62,6 +62,10 @@ class HeadersTooLarge(BadRequest):
     status = 431
 
 
+LookedUp = tuple[str, Any]
+"""``(primary key, entries)``: what the fast path read from L2 for a request."""
+
+
 @dataclass(slots=True)
 class RequestInfo:
     """A parsed client request.  ``headers`` are the ASGI raw headers (lower-case names)."""
@@ -75,8 +79,8 @@ class RequestInfo:
     client: str | None
     peer: str | None = None
     warm: bool = False
-    """A warm visit (the scope carries :data:`WARM_SCOPE_KEY`), not a visitor's request."""
-    looked_up: tuple[str, Any] | None = None
+    """A warm visit, not a visitor's request."""
+    looked_up: LookedUp | None = None
     """``(primary key, entries)`` the fast path already read from L2 for this request."""
     declares_body: bool = False
     """The request's framing announces a body (``Content-Length`` above 0, or
@@ -94,10 +98,6 @@ class RequestInfo:
 
 
 NO_PROXIES = TrustedProxies(())
-WARM_SCOPE_KEY = "stoker.warm"
-"""Scope key marking an in-process warm visit (a server never sets it; clients cannot)."""
-LOOKED_UP_SCOPE_KEY = "stoker.looked_up"
-"""Scope key where the fast path leaves what it read from L2 (so it is read once)."""
 def peer_of(scope: Mapping[str, Any]) -> str | None:
     """The TCP peer's address from an ASGI scope."""
     client = scope.get("client")
@@ -172,8 +172,10 @@ def as_forwarded(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]
 
 
 def parse_request(scope: Mapping[str, Any], default_host: str,
-                  trusted: TrustedProxies = NO_PROXIES) -> RequestInfo:
-    """Build a :class:`RequestInfo` from an ASGI HTTP scope or raise :class:`BadRequest`."""
+                  trusted: TrustedProxies = NO_PROXIES, *, warm: bool = False,
+                  looked_up: LookedUp | None = None) -> RequestInfo:
+    """Build a :class:`RequestInfo` from an ASGI HTTP scope (a warm visit's if ``warm``;
+    ``looked_up``: what the fast path read from L2 for it) or raise :class:`BadRequest`."""
     headers: list[tuple[bytes, bytes]] = list(scope.get("headers") or ())
     check_header_limits(headers)
     authority, path = request_target(scope)
@@ -210,7 +212,7 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
         headers=forwarded,
         client=request_client(scope, headers, trusted),  # forwarding fields are ours to read
         peer=peer_of(scope),
-        warm=bool(scope.get(WARM_SCOPE_KEY)),
-        looked_up=scope.get(LOOKED_UP_SCOPE_KEY),
+        warm=warm,
+        looked_up=looked_up,
         declares_body=declares_body(headers),
     )

@@ -3,8 +3,8 @@ and discovery's fetches from the origin (:class:`OriginFetch`).
 
 Invariants: a visit is a plain GET built from the absolute URL — its scheme
 and Host are the site's, so it fills exactly the entry visitors read — with
-only the headers the warmer gives (never a visitor's cookies); the scope is
-marked ``stoker.warm`` so the pipeline refreshes a stale entry synchronously
+only the headers the warmer gives (never a visitor's cookies); it is answered as
+a warm visit (``Pipeline.answer(warm=True)``), so the pipeline refreshes a stale entry synchronously
 (a conditional request) instead of serving it stale, and leaves the visit out
 of the hit statistics.  The body is read to the end (so the store completes)
 and dropped.
@@ -22,7 +22,6 @@ from stoker.proxy.access_log import origin_waits
 from stoker.proxy.limited_origin import warm_visits
 from stoker.proxy.origin import OriginClient
 from stoker.proxy.pipeline import Pipeline
-from stoker.proxy.request import WARM_SCOPE_KEY
 from stoker.warm.discovery import Fetched
 from stoker.warm.visits import VisitResult, judge
 
@@ -46,7 +45,7 @@ class PipelineVisitor:
             "raw_path": path.encode("latin-1"), "query_string": parts.query.encode("latin-1"),
             "headers": [(b"host", parts.netloc.encode("latin-1")),
                         *((name.lower(), value) for name, value in headers)],
-            "client": None, "server": None, WARM_SCOPE_KEY: True,
+            "client": None, "server": None,
         }
         sent: list[Message] = []
 
@@ -59,7 +58,7 @@ class PipelineVisitor:
 
         started = self._clock.monotonic()
         with warm_visits(allowance), origin_waits() as waits:
-            sink = await self._pipeline.answer(scope, receive, send)
+            sink = await self._pipeline.answer(scope, receive, send, warm=True)
         # the throttle judges the origin: its own answer time, not Stoker's work around it
         latency = sum(waits) if waits else self._clock.monotonic() - started
         if not sent:
