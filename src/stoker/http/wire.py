@@ -1,11 +1,13 @@
 """HTTP/1.1 response heads as bytes on the wire (RFC 9112 §4, §5).  Pure.
 
-Invariant: :func:`http1_head` writes exactly what uvicorn's HTTP/1.1 protocol
-writes for the same ``http.response.start`` message with no default headers
-(status line with the standard reason phrase, each header as ``name: value``
-with the name lower-cased, in order), without the blank line that ends the
-head; and it refuses (``None``) any name or value such a server refuses, and
-empty names, so nothing can be smuggled into the head.
+The one renderer of Stoker's response heads: the front's ASGI exchange writes every head
+with it, and the heads stored in L2 rows and answered by the front's hits are its output.
+
+Invariant: :func:`http1_head` writes the status line with the standard reason phrase,
+then each header as ``name: value`` with the name lower-cased, in order, without the
+blank line that ends the head (the framing fields the front adds follow it); and it
+refuses (``None``) any name with a separator or control byte, any value with a control
+byte other than tab, and empty names, so nothing can be smuggled into the head.
 """
 
 from __future__ import annotations
