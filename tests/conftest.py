@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 import uvicorn
 from hypothesis import settings
 
-from stoker.asgi import ASGIApp
+from stoker.asgi import ASGIApp, Receive
 from stoker.server import Tls, run_apps
 
 settings.register_profile("stoker", deadline=None)
@@ -76,6 +76,16 @@ async def _uvicorn(app: ASGIApp, port: int, stop: asyncio.Event, tls: Tls | None
                        return_when=asyncio.FIRST_COMPLETED)
     server.should_exit = True
     await serve
+
+
+async def request_body(receive: Receive) -> bytes:
+    """The whole body of the request an ASGI test app is answering."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
 
 
 HANG_GUARD = 20.0

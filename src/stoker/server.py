@@ -28,6 +28,7 @@ from typing import Any, Protocol, cast
 
 from stoker.asgi import ASGIApp
 from stoker.connection_reaper import ConnectionReaper
+from stoker.front.listener import BACKLOG, FrontServer
 from stoker.heap import HeapKeeper, freeze_heap
 from stoker.heap import applies as heap_policy_applies
 from stoker.settings import Settings, SettingsError
@@ -45,7 +46,6 @@ class _Server(Protocol):
     def stop(self) -> None: ...
 
 
-BACKLOG = 2048
 REAP_EVERY = 5.0
 
 
@@ -164,7 +164,6 @@ def make_server(kind: str, app: ASGIApp, address: str, tls: Tls | None = None,
     (default: as long as they take), then cancels them."""
     if kind == "granian" or tls is not None:
         return _Granian(app, address, tls, grace=grace)
-    from stoker.front.listener import FrontServer
     from stoker.proxy.asgi_proxy import ProxyApp
 
     host, port = split_address(address)

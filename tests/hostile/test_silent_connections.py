@@ -1,7 +1,7 @@
 """Connections that never send a byte cannot block new clients, and are closed, in every
 server mode.
 
-granian (``server = "granian"``, the TLS listener, the HTTP/2 relay's listener) never
+granian (``server = "granian"``, the TLS listener) never
 closed them, and about 2,048 of them (its default cap, the backlog) stopped every new
 client; the front closes a connection that sends no head within
 :data:`~stoker.front.connection.HEAD_TIMEOUT`.

@@ -16,11 +16,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.conftest import serving
+from tests.conftest import request_body, serving
 
 from stoker.asgi import Message, Receive, Send
 from stoker.proxy.asgi_proxy import ProxyApp
@@ -36,12 +37,7 @@ async def echo(scope: Message, receive: Receive, send: Send) -> None:
     in its body; ``/hot/`` pages are cacheable, the rest are not."""
     if scope["type"] != "http":
         return
-    body = b""
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            break
+    body = await request_body(receive)
     text = f"{scope['method']} {scope['path']} {len(body)}".encode()
     cacheable = scope["path"].startswith("/hot/") and scope["method"] == "GET"
     await send({"type": "http.response.start", "status": 200, "headers": [
@@ -128,9 +124,9 @@ def exchange(port: int, sent: list[Sent], cuts: list[int]) -> list[tuple[bytes, 
         return [read_response(reader, head_only=request.method == "HEAD") for request in sent]
 
 
-def read_response(reader: socket.SocketIO | object, *, head_only: bool) -> tuple[bytes, bytes]:
+def read_response(reader: BinaryIO, *, head_only: bool) -> tuple[bytes, bytes]:
     lines = []
-    while (line := reader.readline()) not in (b"\r\n", b""):  # type: ignore[attr-defined]
+    while (line := reader.readline()) not in (b"\r\n", b""):
         lines.append(line)
     head = b"".join(lines)
     fields = {name.strip().lower(): value.strip() for name, _, value in
@@ -139,12 +135,12 @@ def read_response(reader: socket.SocketIO | object, *, head_only: bool) -> tuple
         return head, b""
     if fields.get(b"transfer-encoding") == b"chunked":
         body = b""
-        while (size := int(reader.readline().strip(), 16)):  # type: ignore[attr-defined]
-            body += reader.read(size)  # type: ignore[attr-defined]
-            reader.readline()  # type: ignore[attr-defined]
-        reader.readline()  # type: ignore[attr-defined]
+        while (size := int(reader.readline().strip(), 16)):
+            body += reader.read(size)
+            reader.readline()
+        reader.readline()
         return head, body
-    return head, reader.read(int(fields[b"content-length"]))  # type: ignore[attr-defined]
+    return head, reader.read(int(fields[b"content-length"]))
 
 
 @settings(max_examples=80, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -1,8 +1,9 @@
 """Stoker's HTTP/1.1 front (``server = "stoker"``): fresh hits answered in the protocol.
 
 Raw sockets, so the bytes themselves are compared: a hit written by the front must be
-exactly what uvicorn writes for the same hit through the ASGI app, responses must keep
-the requests' order when they are pipelined, and connections close when uvicorn would.
+exactly what the front's ASGI exchange writes for the same hit through the app,
+responses must keep the requests' order when they are pipelined, and connections close
+when the request asks for it (HTTP/1.0, ``Connection: close``).
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ log = logging.getLogger("stoker.server")
 
 SWEEP_EVERY = 0.5
 BACKLOG = 2048
+"""Connections a listener (the front's, or granian's) queues before it accepts them."""
 
 
 class Listener:

@@ -117,9 +117,10 @@ class HotPath:
         """The whole HTTP/1.1 response to a request whose :meth:`key` is ``primary`` and
         whose headers are ``headers``, if it is a fresh single-variant hit in L1, or in L2
         where L2 reads without waiting (else ``None``: everything else takes
-        :meth:`try_serve` or the pipeline): byte for byte what an HTTP/1.1 ASGI server
-        writes for :meth:`try_serve`'s messages, ``Connection: close`` included when
-        ``close``.  Synchronous, for a server's protocol callbacks."""
+        :meth:`try_serve` or the pipeline): byte for byte what the front's ASGI exchange
+        (:mod:`stoker.front.exchange`) writes for :meth:`try_serve`'s messages,
+        ``Connection: close`` included when ``close``.  Synchronous, for the front's
+        protocol callbacks."""
         pipeline = self._pipeline
         entries = pipeline.store.read_now(primary)  # an L2 hit read here is promoted
         if entries is None:

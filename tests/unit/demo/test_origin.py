@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from tests.conftest import free_port, serving
+from tests.conftest import free_port, request_body, serving
 
 from stoker.asgi import Receive, Scope, Send
 from stoker.clock import FakeClock
@@ -222,12 +222,7 @@ class RecordingAdmin:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await request_body(receive)
         token = dict(scope["headers"]).get(b"authorization")
         self.calls.append((scope["method"], scope["path"],
                            token.decode() if token else None, json.loads(body or b"null")))
