@@ -17,7 +17,8 @@ import asyncio
 
 from stoker.asgi import ASGIApp, Message, Receive, Send
 from stoker.clock import Clock
-from stoker.proxy.asgi_origin import AsgiOrigin, current_scope
+from stoker.proxy.asgi_origin import AsgiOrigin
+from stoker.proxy.asgi_reply import answer
 from stoker.rules import Rule
 from stoker.runtime import Stoker
 from stoker.settings import Settings, settings_from
@@ -47,11 +48,7 @@ class CacheMiddleware:
         kind = scope["type"]
         if kind == "http":
             stoker = await self._ready()
-            token = current_scope.set(scope)
-            try:
-                await stoker.pipeline.handle(scope, receive, send)
-            finally:
-                current_scope.reset(token)
+            await answer(stoker.pipeline, scope, receive, send)  # the app is called with scope
         elif kind == "lifespan":
             await self.app(scope, receive, self._lifespan_send(send))
         else:

@@ -90,7 +90,7 @@ async def run_worker(settings: Settings, *, announce: Announce = print,
 
 def proxy_app(stoker: Stoker) -> ASGIApp:
     """The public listener's app: the proxy, behind the access log when one is configured."""
-    app: ASGIApp = ProxyApp(stoker.pipeline)
+    app = ProxyApp(stoker.pipeline)
     settings = stoker.settings
     if settings.access_log is None:
         return app

@@ -16,6 +16,7 @@ import inspect
 import ipaddress
 import json
 import os
+import re
 import tempfile
 import tomllib
 from collections.abc import Callable, Mapping
@@ -108,6 +109,20 @@ def _optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 def _text(value: Any) -> str:
     return str(value)
+
+
+_CACHE_NAME = re.compile(r"[A-Za-z*][A-Za-z0-9!#$%&'*+\-.^_`|~:/]{0,63}")
+
+
+def _cache_name(value: Any) -> str:
+    """An RFC 8941 token of at most 64 characters (RFC 9211 §2: Cache-Status names the
+    cache with one; it is written into ``Via`` too), so no response head can be broken
+    by it."""
+    text = str(value)
+    if not _CACHE_NAME.fullmatch(text):
+        raise ValueError(f"expected a token such as \"stoker\" or \"edge-1\" (a letter, "
+                         f"then letters, digits or -._:/ at most 64 in all), got {text!r}")
+    return text
 
 
 def _path(value: Any) -> Path:
@@ -206,7 +221,7 @@ FIELDS: dict[str, Field] = {
                                  "is asked"),
     "client_max_body_size": Field(_bytes, "Largest request body accepted (then 413); "
                                   "beyond 64 KiB it waits in a temporary file"),
-    "cache_name": Field(_text, "Name used in Cache-Status and Via"),
+    "cache_name": Field(_cache_name, "Name used in Cache-Status and Via (a token)"),
     "tag_headers": Field(_str_list, "Response headers carrying cache tags"),
     "strip_tag_headers": Field(_bool, "Remove tag headers from responses to clients"),
     "honor_client_no_cache": Field(

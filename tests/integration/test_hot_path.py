@@ -17,6 +17,7 @@ from tests.integration.conftest import Origin
 
 from stoker.asgi import Message
 from stoker.clock import FakeClock
+from stoker.proxy.asgi_reply import answer
 from stoker.proxy.hot_path import HotPath
 from stoker.rules import Rule
 from stoker.runtime import Stoker
@@ -83,7 +84,7 @@ async def no_body() -> Message:
 
 async def through_pipeline(stack: Stack, request: Message) -> Capture:
     sent = Capture()
-    await stack.stoker.pipeline.handle(request, no_body, sent)
+    await answer(stack.stoker.pipeline, request, no_body, sent)
     return sent
 
 
@@ -264,7 +265,7 @@ async def test_the_memo_keeps_its_share_of_memory_oldest_key_out_first(
         paths = [f"/m/{i}" for i in range(limit + 20)]
         for path in paths:
             origin.app.set(path, headers=CACHEABLE, body=path.encode())
-            await stoker.pipeline.handle(scope(path), no_body, Capture())
+            await answer(stoker.pipeline, scope(path), no_body, Capture())
             sent = Capture()
             assert await hot.try_serve(scope(path), sent) and sent.body == path.encode()
             assert hot.memoised <= limit

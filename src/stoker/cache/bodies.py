@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import os
 import uuid
-from collections.abc import AsyncIterator, Container
+from collections.abc import AsyncGenerator, Container
 from pathlib import Path
 from typing import BinaryIO
 
@@ -52,7 +52,7 @@ class BodyStore:
         return self.directory / name
 
     async def open(self, name: str, chunk_size: int = 65536, *, offset: int = 0,
-                   length: int | None = None) -> AsyncIterator[bytes]:
+                   length: int | None = None) -> AsyncGenerator[bytes, None]:
         """Yield the body in chunks: ``length`` bytes from ``offset`` (default: all).
 
         Only the requested bytes are read (fewer if the file ends first).

@@ -153,14 +153,6 @@ class CacheEntry:
             else:
                 self._wire = head
 
-    def served_wire(self, coding: str) -> tuple[bytes | None, bytes | None]:
-        """``(wire_head, body)`` of :meth:`served` for ``coding``: its age and freshness are
-        this entry's own.  An identity head that came with the entry needs no form."""
-        if coding == IDENTITY and self._identity_wire:
-            return self._identity_wire, self.body
-        form = self.served(coding)
-        return form.wire_head(), form.body
-
     def wire_head(self) -> bytes | None:
         """Status line and headers as an HTTP/1.1 server writes them (made once per entry;
         ``None`` when a header is not writable, see :func:`~stoker.http.wire.http1_head`)."""

@@ -3,7 +3,8 @@ order, fresh hits written without ASGI.
 
 A fresh hit through ASGI costs a task, a scope, two message dicts and their rendering;
 here it costs the parse, one header scan, one memoised key, one dict lookup and one
-``writelines`` of bytes kept per entry (:meth:`~stoker.proxy.hot_path.HotPath.wire_for`).
+``writelines`` of bytes kept per entry (:meth:`~stoker.proxy.hot_path.HotPath.reply_now`,
+rendered by :func:`~stoker.front.render.reply_bytes`).
 A read that is the very bytes of a head answered as a hit before is not even parsed
 (:mod:`~stoker.front.heads`).  Everything else runs the listener's ASGI app
 (:class:`~stoker.front.exchange.Exchange`).
@@ -41,6 +42,7 @@ import httptools
 from stoker.asgi import Scope, http_scope
 from stoker.front import heads
 from stoker.front.exchange import HIGH_WATER, Exchange
+from stoker.front.render import reply_bytes
 from stoker.proxy.request import MAX_HEADER_BYTES
 
 if TYPE_CHECKING:
@@ -292,7 +294,8 @@ class Connection(asyncio.Protocol):
         if primary is None:
             return None
         close = not keep_alive
-        wire = hot.wire_for(primary, headers, close=close)
+        reply = hot.reply_now(primary, headers)
+        wire = None if reply is None else reply_bytes(reply, close=close)
         whole, self._whole = self._whole, None
         known = self.listener.known
         if wire is not None and whole is not None and known.second_time(whole) and (
@@ -305,7 +308,8 @@ class Connection(asyncio.Protocol):
         assert hot is not None
         if self.write_paused or head.version != hot.version:
             return False
-        wire = hot.wire_for(head.primary, head.headers, close=head.close)
+        reply = hot.reply_now(head.primary, head.headers)
+        wire = None if reply is None else reply_bytes(reply, close=head.close)
         if wire is None:
             return False
         self._send_hit(wire, close=head.close)

@@ -1,9 +1,10 @@
 """The access log: one line per request, combined format (cache status appended) or JSON.
 
 Off unless ``access_log`` names ``-`` (standard output) or a file.  :class:`AccessLogApp`
-wraps the proxy's ASGI app: it watches the response it sends (status, body bytes,
-``Cache-Status``) and the time spent waiting for the origin (reported by
-:class:`~stoker.proxy.origin_health.MonitoredOrigin` through :func:`origin_wait`).
+wraps the proxy's ASGI app: it watches the response it sends (status, body bytes), and
+reads what the cache did (the :class:`~stoker.cache.outcome.Outcome`) and the time spent
+waiting for the origin (the request's :class:`~stoker.proxy.context.RequestContext`, to
+which :class:`~stoker.proxy.origin_health.MonitoredOrigin` adds it).
 
 Invariants:
 - A line never holds a cookie, an ``Authorization`` value or the value of a query
@@ -17,41 +18,20 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO, Final
 
-from stoker.asgi import ASGIApp, Message, Receive, Send
+from stoker.asgi import Message, Receive, Send
+from stoker.cache.outcome import FROM_CACHE, Kind, Outcome
 from stoker.clock import Clock
-from stoker.http.cache_status import read_status
 from stoker.http.forwarded import TrustedProxies
+from stoker.proxy.asgi_proxy import ProxyApp
+from stoker.proxy.context import RequestContext
 from stoker.proxy.request import request_client, request_path
 
 REDACTED: Final = "REDACTED"
-_origin_wait: ContextVar[list[float] | None] = ContextVar("stoker_origin_wait", default=None)
-
-
-@contextmanager
-def origin_waits() -> Iterator[list[float]]:
-    """Collect, in the block, the seconds each origin request waited for its answer."""
-    waits: list[float] = []
-    token = _origin_wait.set(waits)
-    try:
-        yield waits
-    finally:
-        _origin_wait.reset(token)
-
-
-def origin_wait(seconds: float) -> None:
-    """Add ``seconds`` of waiting for the origin to the request being logged (if any)."""
-    waits = _origin_wait.get()
-    if waits is not None:
-        waits.append(seconds)
-
-
 @dataclass(frozen=True, slots=True)
 class Entry:
     """What one line says."""
@@ -76,7 +56,7 @@ class _Seen:
 
     status: int = 0
     size: int = 0
-    cache: str = ""
+    cache: str = "miss"
 
 
 def redact_query(query: str, names: Sequence[str]) -> str:
@@ -91,14 +71,15 @@ def redact_query(query: str, names: Sequence[str]) -> str:
     return "&".join(members)
 
 
-def cache_outcome(cache_status: str) -> str:
-    """``hit``, ``stale``, ``collapsed``, ``bypass`` or ``miss`` from a Cache-Status member."""
-    params = read_status(cache_status)
-    if "hit" in params:
-        return "stale" if str(params.get("detail", "")).startswith("stale") else "hit"
-    if "collapsed" in params:
+def cache_outcome(outcome: Outcome) -> str:
+    """``hit``, ``stale``, ``collapsed``, ``bypass`` or ``miss``: the log's word for it."""
+    if outcome.kind is Kind.HIT:
+        return "hit"
+    if outcome.kind in FROM_CACHE:
+        return "stale"
+    if outcome.kind is Kind.COLLAPSED:
         return "collapsed"
-    if params.get("fwd", "uri-miss") not in ("uri-miss", "vary-miss", "stale"):
+    if outcome.fwd not in (None, "uri-miss", "vary-miss", "stale"):
         return "bypass"
     return "miss"
 
@@ -135,9 +116,9 @@ def _header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str:
 class AccessLogApp:
     """Wraps the proxy app and writes one line per HTTP request (see module invariants)."""
 
-    def __init__(self, app: ASGIApp, stream: IO[str], clock: Clock, *, json_format: bool,
+    def __init__(self, proxy: ProxyApp, stream: IO[str], clock: Clock, *, json_format: bool,
                  redact: Sequence[str], trusted: TrustedProxies) -> None:
-        self._app = app
+        self.proxy = proxy
         self._stream = stream
         self._clock = clock
         self._format = json_line if json_format else combined_line
@@ -146,7 +127,7 @@ class AccessLogApp:
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            await self._app(scope, receive, send)
+            await self.proxy(scope, receive, send)
             return
         started, at = self._clock.monotonic(), self._clock.now()
         seen = _Seen()
@@ -154,17 +135,15 @@ class AccessLogApp:
         async def watch(message: Message) -> None:
             if message["type"] == "http.response.start":
                 seen.status = int(message["status"])
-                seen.cache = _header(message.get("headers", ()), b"cache-status")
             elif message["type"] == "http.response.body":
                 seen.size += len(message.get("body", b""))
             await send(message)
 
-        with origin_waits() as waits:
-            try:
-                await self._app(scope, receive, watch)
-            finally:
-                self._write(scope, at, self._clock.monotonic() - started, sum(waits), seen)
-
+        context = RequestContext(scope=scope)
+        try:
+            seen.cache = cache_outcome(await self.proxy.respond(scope, receive, watch, context))
+        finally:
+            self._write(scope, at, self._clock.monotonic() - started, context.origin_wait, seen)
     def _write(self, scope: Message, at: float, duration: float, origin: float,
                seen: _Seen) -> None:
         headers = list(scope.get("headers") or ())
@@ -176,7 +155,7 @@ class AccessLogApp:
             method=str(scope.get("method", "-")), target=target,
             protocol=f"HTTP/{scope.get('http_version', '1.1')}", status=seen.status,
             size=seen.size, duration=duration, origin=origin,
-            cache=cache_outcome(seen.cache), referer=_header(headers, b"referer"),
+            cache=seen.cache, referer=_header(headers, b"referer"),
             agent=_header(headers, b"user-agent"))
         self._stream.write(self._format(entry) + "\n")
 

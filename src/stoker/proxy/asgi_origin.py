@@ -1,8 +1,9 @@
 """An ``OriginClient`` that answers from a wrapped ASGI app (used by the middleware).
 
-The wrapped app sees the client's original scope with the method, target and
-headers the pipeline chose (e.g. a HEAD miss fetched as GET, our own
-validators on a revalidation).
+The wrapped app sees the client's original scope (the one its request's
+:class:`~stoker.proxy.context.RequestContext` carries; :data:`BARE_SCOPE` for a request
+made for no client's) with the method, target and headers the pipeline chose (e.g. a
+HEAD miss fetched as GET, our own validators on a revalidation).
 
 Invariants: the app's body reaches the pipeline through a bounded queue, so a
 slow consumer applies back-pressure to the app instead of buffering; an app
@@ -16,14 +17,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextvars import ContextVar
 from urllib.parse import unquote
 
 from stoker.asgi import ASGIApp, Message, Scope
+from stoker.proxy.context import RequestContext
 from stoker.proxy.origin import Body, Headers, OriginError, OriginResponse, framed
 
-current_scope: ContextVar[Scope] = ContextVar("stoker_current_scope")
 _DONE = object()
+BARE_SCOPE: Scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                     "scheme": "http", "client": None, "server": None}
+"""The scope of a request made for no client request's (a warm visit's, discovery's)."""
 
 
 class AsgiOrigin:
@@ -32,10 +35,11 @@ class AsgiOrigin:
     def __init__(self, app: ASGIApp) -> None:
         self._app = app
 
-    async def fetch(self, method: str, target: str, headers: Headers,
-                    body: Body | None) -> OriginResponse:
+    async def fetch(self, method: str, target: str, headers: Headers, body: Body | None,
+                    context: RequestContext | None = None) -> OriginResponse:
         path, _, query = target.partition("?")
-        scope = dict(current_scope.get())
+        scope = dict(context.scope) if context is not None and context.scope is not None else (
+            dict(BARE_SCOPE))
         scope.update(method=method, path=unquote(path), raw_path=path.encode("latin-1"),
                      query_string=query.encode("latin-1"), headers=framed(headers, body))
         started: asyncio.Future[tuple[int, Headers]] = asyncio.get_running_loop().create_future()

@@ -1,14 +1,18 @@
 """The reverse proxy as an ASGI application.
 
-Invariant: only HTTP requests reach the pipeline; a WebSocket handshake is
-refused (the proxy does not tunnel WebSockets), lifespan events are
-acknowledged (the process, not the server, owns the stores' lifecycle).
+Invariant: only HTTP requests reach the pipeline (the fresh-hit fast path first, then
+the core through :func:`~stoker.proxy.asgi_reply.answer`); a WebSocket handshake is
+refused (the proxy does not tunnel WebSockets), lifespan events are acknowledged (the
+process, not the server, owns the stores' lifecycle).
 """
 
 from __future__ import annotations
 
 from stoker.asgi import Message, Receive, Send, acknowledge_lifespan
-from stoker.proxy.hot_path import HotPath
+from stoker.cache.outcome import Outcome
+from stoker.proxy.asgi_reply import answer
+from stoker.proxy.context import RequestContext
+from stoker.proxy.hot_path import FAST_HIT, HotPath
 from stoker.proxy.pipeline import Pipeline
 
 
@@ -23,11 +27,19 @@ class ProxyApp:
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
-            attempt = await self.hot.try_serve(scope, send)
-            if not attempt.served:
-                await self.pipeline.answer(scope, receive, send, looked_up=attempt.looked_up)
+            await self.respond(scope, receive, send)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1003})
         elif kind == "lifespan":
             await acknowledge_lifespan(receive, send)
 
+    async def respond(self, scope: Message, receive: Receive, send: Send,
+                      context: RequestContext | None = None) -> Outcome:
+        """Answer one HTTP request (``context``: its request context, else a visitor's);
+        what the cache did (:data:`FAST_HIT` for the fast path's hits)."""
+        attempt = await self.hot.try_serve(scope, send)
+        if attempt.served:
+            return FAST_HIT
+        reply = await answer(self.pipeline, scope, receive, send,
+                             looked_up=attempt.looked_up, context=context)
+        return reply.outcome

@@ -4,15 +4,17 @@ is read at its own (nginx's proxy buffering).
 An origin request holds one of ``origin_max_concurrency``'s slots until its body has been
 read, so a client that reads slowly (or not at all) must not set the pace of that read:
 the body goes into a :class:`ResponseBuffer` — memory up to :data:`MEMORY` bytes, then an
-unnamed temporary file up to :data:`FILE_LIMIT` — from which a :class:`ClientFeed`, a task
-of its own, sends it to the client; a body declared to fit in :data:`MEMORY` is simply
-kept whole and sent once the origin is done (:class:`WholeReply`).  The origin is done
+unnamed temporary file up to :data:`FILE_LIMIT` — from which a :class:`ClientFeed`, the
+reply's body stream, gives it to whoever sends it to the client; a body declared to fit
+in :data:`MEMORY` is simply kept whole and sent once the origin is done
+(:class:`WholeReply`).  The origin is done
 (and its slot free) when its body has been read, however long the client takes.
 
 Invariants:
 - The client gets the bytes in the order the origin sent them, each once, after the
-  response head; the head is sent from the feed's task too, so a client not reading
-  cannot stall the reader of the origin even there.
+  response head; the head is given out (as the :class:`~stoker.proxy.reply.Reply`) without
+  waiting for anyone, so a client not reading cannot stall the reader of the origin
+  even there.
 - :meth:`ClientFeed.put` waits only while the buffer holds :data:`MEMORY` bytes in memory
   and :data:`FILE_LIMIT` in its file: past that, the origin is read at the client's pace
   (as nginx does past ``proxy_max_temp_file_size``), and so it is after the file failed
@@ -23,9 +25,10 @@ Invariants:
   a hit).  Without ``hold_last`` every piece is sent as soon as the client takes it.
 - A client gone away is never waited for: the buffer then drops what it is given, and
   :attr:`ClientFeed.gone` tells a caller with nobody else to read for to stop.
-- After :meth:`Feed.fail` (the origin broke off), the client's response is never ended:
-  :meth:`Feed.finished` raises the error, so the server drops the connection (or, nothing
-  sent yet, the pipeline answers 502) and a truncated body is never passed off as whole.
+- After :meth:`Feed.fail` (the origin broke off) or :meth:`Feed.cancel`, the client's
+  response is never ended: its body stream raises, and so does :meth:`Feed.finished`, so
+  the server drops the connection (or, nothing sent yet, the pipeline answers 502) and a
+  truncated body is never passed off as whole.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from typing import Protocol
 
 from stoker.http.headers import content_length
 from stoker.proxy.origin import OriginError, OriginResponse
-from stoker.proxy.respond import ClientSink
+from stoker.proxy.reply import ReplySink
 from stoker.proxy.transit_file import TransitFile
 
 log = logging.getLogger("stoker.proxy")
@@ -178,7 +181,7 @@ class Feed(Protocol):
         """Stop now (the caller gave up); nothing more reaches the client."""
 
 
-def feed_for(sink: ClientSink, status: int, headers: Sequence[tuple[bytes, bytes]],
+def feed_for(sink: ReplySink, status: int, headers: Sequence[tuple[bytes, bytes]],
              directory: Path, *, length: int | None, hold_last: bool = False) -> Feed:
     """A :class:`WholeReply` for a body declared to fit in :data:`MEMORY` (most pages: a
     task and a buffer would cost more than they save), else a :class:`ClientFeed`."""
@@ -192,7 +195,7 @@ class WholeReply:
     response when :meth:`finished` is awaited, after the origin is done with; an origin
     that broke off is raised there with nothing sent (the pipeline answers 502)."""
 
-    def __init__(self, sink: ClientSink, status: int,
+    def __init__(self, sink: ReplySink, status: int,
                  headers: Sequence[tuple[bytes, bytes]]) -> None:
         self._sink = sink
         self._status = status
@@ -216,21 +219,25 @@ class WholeReply:
     async def finished(self) -> None:
         if self._error is not None:
             raise self._error
-        await self._sink.whole(self._status, self._headers, b"".join(self._pieces))
+        self._sink.whole(self._status, self._headers, b"".join(self._pieces))
 
     def cancel(self) -> None:
         self._pieces = []
 
 
 class ClientFeed:
-    """Sends one response to its client from a :class:`ResponseBuffer`, in a task."""
+    """One response body handed to its client from a :class:`ResponseBuffer`: the reply's
+    :class:`~stoker.proxy.reply.BodyStream`, read by whoever sends it, at its pace."""
 
-    def __init__(self, sink: ClientSink, status: int, headers: Sequence[tuple[bytes, bytes]],
+    def __init__(self, sink: ReplySink, status: int, headers: Sequence[tuple[bytes, bytes]],
                  directory: Path, *, hold_last: bool = False) -> None:
         self._sink = sink
         self._buffer = ResponseBuffer(directory)
         self._hold_last = hold_last
-        self._task = asyncio.create_task(self._send(status, headers))
+        self._held = b""  # with hold_last, the latest piece: it goes out once the body ends
+        self._done = asyncio.Event()  # the client has had everything, or went away
+        self._error: BaseException | None = None
+        sink.stream(status, headers, self)
 
     @property
     def gone(self) -> bool:
@@ -250,38 +257,63 @@ class ClientFeed:
         self._buffer.end(error)
 
     async def finished(self) -> None:
-        """Wait until the client has been sent everything; raise the error of :meth:`fail`."""
+        """Wait until the client has had everything (or went away); raise the error its
+        body stream raised."""
         try:
-            await self._task
+            await self._done.wait()
         finally:
             self._buffer.close()
+        if self._error is not None:
+            raise self._error
 
     def cancel(self) -> None:
-        """Stop sending now (the caller gave up); nothing more reaches the client."""
-        self._task.cancel()
-        self._buffer.drop()
+        """Stop now (the caller gave up): the client's response is never ended."""
+        if not self._done.is_set():
+            self._error = OriginError("the response was abandoned before its end")
+            self._buffer.end(self._error)
+            self._buffer.drop()
 
-    async def _send(self, status: int, headers: Sequence[tuple[bytes, bytes]]) -> None:
-        sink = self._sink
+    def __aiter__(self) -> ClientFeed:
+        return self
+
+    async def __anext__(self) -> bytes:
         try:
-            await sink.start(status, headers)
-            held = b""  # with hold_last, the last piece goes out with the end
-            while (piece := await self._buffer.get()) is not None:
-                if sink.gone:
-                    return
-                if self._hold_last:
-                    piece, held = held, piece
-                await sink.chunk(piece)
-            await sink.end(held)
+            while True:
+                piece = await self._buffer.get()
+                if self._error is not None:  # cancelled: what was dropped must not look whole
+                    raise self._error
+                if piece is None:
+                    piece, self._held = self._held, b""
+                    if piece:
+                        return piece
+                    self._done.set()
+                    raise StopAsyncIteration
+                if not self._hold_last:
+                    return piece
+                piece, self._held = self._held, piece
+                if piece:
+                    return piece
         except OSError as error:  # the file failed a read: the response cannot be whole
-            raise OriginError(f"a response body could not be read back from disk: "
-                              f"{error}") from error
-        finally:
-            if sink.gone:
-                self._buffer.drop()
+            self._stop(OriginError(f"a response body could not be read back from disk: "
+                                   f"{error}"))
+            raise self._error from error  # type: ignore[misc]
+        except OriginError as error:
+            self._stop(error)
+            raise
+
+    async def aclose(self) -> None:
+        """The client went away: drop what is held and what comes."""
+        if not self._done.is_set():
+            self._sink.gone = True
+            self._buffer.drop()
+            self._done.set()
+
+    def _stop(self, error: BaseException) -> None:
+        self._error = self._error or error
+        self._done.set()
 
 
-async def relay(sink: ClientSink, status: int, headers: Sequence[tuple[bytes, bytes]],
+async def relay(sink: ReplySink, status: int, headers: Sequence[tuple[bytes, bytes]],
                 response: OriginResponse, directory: Path) -> None:
     """Pass ``response`` through to ``sink``: its body read at the origin's pace into the
     :class:`Feed` :func:`feed_for` picks, the response closed (its origin slot free) once

@@ -70,8 +70,8 @@ from stoker.proxy.client_feed import Feed, feed_for, relay
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers, stored_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginResponse, OriginTimeout
 from stoker.proxy.origin_health import FAILING_STATUSES
+from stoker.proxy.reply import ReplySink
 from stoker.proxy.request import RequestInfo
-from stoker.proxy.respond import ClientSink
 
 log = logging.getLogger("stoker.proxy")
 
@@ -109,7 +109,7 @@ class Fetch:
     rule_ttl: RuleTTL | None
     cookie: str | bool | None
     stale: CacheEntry | None
-    sink: ClientSink | None
+    sink: ReplySink | None
     fwd: str
     flight: Flight | None = None
     varying: Sequence[tuple[bytes, bytes]] | None = None
@@ -153,7 +153,8 @@ class Fetcher:
         request_time = self._clock.now()
         since = self.ledger.seq
         try:
-            response = await self._origin.fetch("GET", fetch.target, headers, None)
+            response = await self._origin.fetch("GET", fetch.target, headers, None,
+                                               fetch.request.context)
         except OriginError as error:
             status = 504 if isinstance(error, OriginTimeout) else 502
             outcome = self._fallback(stale, status, str(error))
@@ -287,7 +288,7 @@ class Fetcher:
                       size: int) -> bool:
         return self.config.compress and compressible(status, headers, size)
 
-    def _stored_response_headers(self, sink: ClientSink, fetch: Fetch,
+    def _stored_response_headers(self, sink: ReplySink, fetch: Fetch,
                                  response: OriginResponse,
                                  decision: StorageDecision) -> list[tuple[bytes, bytes]]:
         headers = client_response_headers(response.headers, self.config.hidden_headers)

@@ -2,7 +2,8 @@
 
 A plain ``GET`` (no cookies, credentials, cache directives or conditionals)
 whose URL holds exactly one variant, fresh in L1 (or in L2, read once and
-promoted), is answered here with two ASGI sends; everything else returns
+promoted), is answered here (a :class:`~stoker.proxy.reply.Reply` of its own, sent by
+the one ASGI renderer, or rendered to bytes by the front); everything else returns
 ``False`` and goes through the full
 :class:`~stoker.proxy.pipeline.Pipeline`, which gives the same answer more
 slowly.  This module decides nothing the pipeline would decide differently:
@@ -16,8 +17,8 @@ the fast path and the pipeline share one key function; a version bump never
 reads old keys.  The memo holds at most ``config.memory.memo_keys`` keys (its
 share of ``l1_max_bytes``); when full, the oldest key leaves first; URLs whose rule
 bypasses the cache map to ``None`` and always take the full pipeline.  The
-response (headers, ``Age``, ``Cache-Status``, ``Via``) is the one the
-pipeline would send for the same hit, in the same coding
+reply (headers, ``Age``, ``Cache-Status``, ``Via``) is the one the
+pipeline would give for the same hit, in the same coding
 (:func:`~stoker.proxy.pipeline.served_form`); a hit that would get a coding
 not made yet (:func:`~stoker.proxy.codings.wants_coding`) is left to the
 pipeline, which makes it.
@@ -31,8 +32,11 @@ from dataclasses import dataclass
 
 from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
+from stoker.cache.outcome import Kind, Outcome
+from stoker.proxy.asgi_reply import send_reply
 from stoker.proxy.codings import wants_coding
-from stoker.proxy.pipeline import Pipeline, served_coding, served_form
+from stoker.proxy.pipeline import Pipeline, served_form
+from stoker.proxy.reply import Reply
 from stoker.proxy.request import (
     HTTP_VERSIONS,
     MAX_HEADER_BYTES,
@@ -45,6 +49,9 @@ from stoker.proxy.request import (
 from stoker.rules import match_rule
 
 MemoKey = tuple[str, str, bytes, bytes]
+
+FAST_HIT = Outcome(Kind.HIT)
+"""The outcome of every reply the fast path gives (its ``Cache-Status`` says the ttl)."""
 
 # Any of these makes a request need the full pipeline (bypass, revalidation, 304s; a
 # Transfer-Encoding the pipeline may refuse, HTTP/1.0's).
@@ -103,41 +110,39 @@ class HotPath:
         if entries is None:  # an L2 hit is served here too (read once, promoted to L1)
             entries = await pipeline.store.get(primary)
             looked_up = (primary, entries)
-        now = pipeline.clock.now()
-        entry = self._fresh(scope["headers"], entries, now)
-        if entry is None:
+        reply = self._reply(scope["headers"], entries)
+        if reply is None:
             return Attempt(False, looked_up) if looked_up is not None else NOT_SERVED
-        self._count(entry)
-        await _send_entry(send, served_form(scope["headers"], entry), now, self._prefix,
-                          self._via)
+        await send_reply(send, reply, head=False, http1=scope["http_version"].startswith("1"))
         return SERVED
 
-    def wire_for(self, primary: str, headers: list[tuple[bytes, bytes]], *,
-                 close: bool) -> list[bytes] | None:
-        """The whole HTTP/1.1 response to a request whose :meth:`key` is ``primary`` and
-        whose headers are ``headers``, if it is a fresh single-variant hit in L1, or in L2
-        where L2 reads without waiting (else ``None``: everything else takes
-        :meth:`try_serve` or the pipeline): byte for byte what the front's ASGI exchange
-        (:mod:`stoker.front.exchange`) writes for :meth:`try_serve`'s messages,
-        ``Connection: close`` included when ``close``.  Synchronous, for the front's
-        protocol callbacks."""
-        pipeline = self._pipeline
-        entries = pipeline.store.read_now(primary)  # an L2 hit read here is promoted
-        if entries is None:
+    def reply_now(self, primary: str, headers: list[tuple[bytes, bytes]]) -> Reply | None:
+        """The reply to a request whose :meth:`key` is ``primary`` and whose headers are
+        ``headers``, if it is a fresh single-variant hit in L1, or in L2 where L2 reads
+        without waiting (else ``None``: everything else takes :meth:`try_serve` or the
+        pipeline).  Synchronous, for the front's protocol callbacks."""
+        entries = self._pipeline.store.read_now(primary)  # an L2 hit read here is promoted
+        return None if entries is None else self._reply(headers, entries)
+
+    def _reply(self, headers: list[tuple[bytes, bytes]],
+               entries: list[CacheEntry]) -> Reply | None:
+        """The hit's reply, if ``entries`` is one fresh, inline, Vary-less entry whose
+        coding for this request exists (counted as a hit), else ``None``."""
+        if len(entries) != 1:
             return None
-        now = pipeline.clock.now()
-        entry = self._fresh(headers, entries, now)
-        if entry is None:
+        entry = entries[0]
+        now = self._pipeline.clock.now()
+        if entry.vary or now >= entry.fresh_until or entry.body is None or (
+                wants_coding(headers, entry)):  # the pipeline makes the coding
             return None
-        head, body = entry.served_wire(served_coding(headers, entry))
-        if head is None:  # a header no HTTP/1.1 server would write: the ASGI path refuses it
-            return None
-        self._count(entry)
-        tail = b"age: %d\r\ncache-status: %s%d\r\n%s%s\r\n" % (
-            entry.age(now), self._prefix, entry.fresh_until - now, self._wire_via,
-            b"connection: close\r\n" if close else b"")
-        assert body is not None  # _fresh passes inline bodies only
-        return [head, tail, body]
+        self._pipeline.stats["hit"] += 1
+        self._pipeline.hits.hit(entry.url)
+        form = served_form(headers, entry)
+        assert form.body is not None  # a coding made is inline too
+        # As Pipeline._serve: Age is int(entry.age(now)); ttl > 0 here, so %d floors it.
+        return Reply(form.status, form.headers, form.body, FAST_HIT, form, extra=(
+            (b"age", b"%d" % form.age(now)),
+            (b"cache-status", self._prefix + b"%d" % (form.fresh_until - now)), self._via))
 
     def key(self, scope: Message) -> str | None:
         """The primary key of a plain ``GET`` the fast path may answer, else ``None``."""
@@ -177,23 +182,6 @@ class HotPath:
             scheme = request_scheme(scope(), headers, self._pipeline.config.trusted)
         return self._primary_key(scheme, host, target, scope)
 
-    @staticmethod
-    def _fresh(headers: list[tuple[bytes, bytes]], entries: list[CacheEntry],
-               now: float) -> CacheEntry | None:
-        """The entry if ``entries`` is one fresh, inline, Vary-less entry whose coding for
-        this request exists, else ``None``."""
-        if len(entries) != 1:
-            return None
-        entry = entries[0]
-        if entry.vary or now >= entry.fresh_until or entry.body is None or (
-                wants_coding(headers, entry)):  # the pipeline makes the coding
-            return None
-        return entry
-
-    def _count(self, entry: CacheEntry) -> None:
-        self._pipeline.stats["hit"] += 1
-        self._pipeline.hits.hit(entry.url)
-
     def _primary_key(self, scheme: str, host: bytes, target: bytes,
                      scope: Callable[[], Message]) -> str | None:
         pipeline = self._pipeline
@@ -214,16 +202,3 @@ class HotPath:
         self._memo[memo_key] = primary
         return primary
 
-
-async def _send_entry(send: Send, entry: CacheEntry, now: float, prefix: bytes,
-                      via: tuple[bytes, bytes]) -> None:
-    # As Pipeline._serve: Age is int(entry.age(now)); ttl > 0 here, so %d floors it.
-    headers = [*entry.headers,
-               (b"age", b"%d" % entry.age(now)),
-               (b"cache-status", prefix + b"%d" % (entry.fresh_until - now)),
-               via]
-    try:
-        await send({"type": "http.response.start", "status": entry.status, "headers": headers})
-        await send({"type": "http.response.body", "body": entry.body, "more_body": False})
-    except (OSError, RuntimeError):  # the client went away; nothing to clean up
-        return

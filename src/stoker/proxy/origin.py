@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from stoker.proxy.context import RequestContext
 from stoker.proxy.http_client import Endpoint, Pool
 from stoker.proxy.http_exchange import CHUNK, Exchange
 from stoker.proxy.origin_errors import OriginConnectionLost, OriginError, OriginTimeout
@@ -68,9 +69,10 @@ class Body(Protocol):
 class OriginClient(Protocol):
     """Something that can answer a request: a remote origin or a wrapped ASGI app."""
 
-    async def fetch(self, method: str, target: str, headers: Headers,
-                    body: Body | None) -> OriginResponse:
-        """Send the request; return once response headers are in."""
+    async def fetch(self, method: str, target: str, headers: Headers, body: Body | None,
+                    context: RequestContext | None = None) -> OriginResponse:
+        """Send the request (made for the client request ``context`` is of; ``None``: for
+        none, as a visitor's); return once response headers are in."""
 
     async def close(self) -> None:
         """Release connections."""
@@ -102,8 +104,8 @@ class HttpOrigin:
         self._endpoint = Endpoint.parse(base_url, timeout)
         self._pool = Pool(self._endpoint, size=pool_size, keepalive=KEEPALIVE_TIMEOUT)
 
-    async def fetch(self, method: str, target: str, headers: Headers,
-                    body: Body | None) -> OriginResponse:
+    async def fetch(self, method: str, target: str, headers: Headers, body: Body | None,
+                    context: RequestContext | None = None) -> OriginResponse:
         fields = framed(headers, body)
         if body is None and method in DECLARES_EMPTY:
             fields.append((b"content-length", b"0"))

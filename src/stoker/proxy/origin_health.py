@@ -23,7 +23,7 @@ from typing import Final
 from stoker.clock import Clock
 from stoker.jobs import breaker
 from stoker.jobs.breaker import BreakerState
-from stoker.proxy.access_log import origin_wait
+from stoker.proxy.context import RequestContext
 from stoker.proxy.origin import Body, Headers, OriginClient, OriginError, OriginResponse
 
 THRESHOLD: Final = 5
@@ -80,12 +80,12 @@ class MonitoredOrigin:
         self.health = health
         self._clock = clock
 
-    async def fetch(self, method: str, target: str, headers: Headers,
-                    body: Body | None) -> OriginResponse:
+    async def fetch(self, method: str, target: str, headers: Headers, body: Body | None,
+                    context: RequestContext | None = None) -> OriginResponse:
         request_id = self.health.begin()
         started = self._clock.monotonic()
         try:
-            response = await self._origin.fetch(method, target, headers, body)
+            response = await self._origin.fetch(method, target, headers, body, context)
         except OriginError:
             self.health.report(request_id, ok=False)
             raise
@@ -93,7 +93,8 @@ class MonitoredOrigin:
             self.health.abandon(request_id)
             raise
         finally:
-            origin_wait(self._clock.monotonic() - started)
+            if context is not None:
+                context.origin_waits.append(self._clock.monotonic() - started)
         self.health.report(request_id, ok=True)  # it answered: it is up
         return response
 

@@ -65,11 +65,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
-from stoker.asgi import Message, Receive, Send
 from stoker.cache.bodies import BodyStore
 from stoker.cache.budget import MemoryBudget, share_memory
 from stoker.cache.collapse import Collapser, Flight
@@ -99,9 +98,9 @@ from stoker.proxy.fetch import SERVE_KINDS, Fetch, Fetcher, FetchResult
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
 from stoker.proxy.origin_health import OriginHealth
-from stoker.proxy.request import BadRequest, LookedUp, RequestInfo, parse_request
+from stoker.proxy.reply import Reply, ReplySink, error_response
+from stoker.proxy.request import BadRequest, RequestInfo
 from stoker.proxy.request_body import RequestBody, discard_body, read_body
-from stoker.proxy.respond import ClientSink, error_response
 from stoker.rules import (
     Rule,
     has_cookie,
@@ -113,7 +112,7 @@ from stoker.rules import (
 from stoker.settings import Settings
 
 log = logging.getLogger("stoker.proxy")
-PurgeMethodHandler = Callable[[RequestInfo, ClientSink], Awaitable[None]]
+PurgeMethodHandler = Callable[[RequestInfo, ReplySink], Awaitable[None]]
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 CONDITIONALS = (b"if-none-match", b"if-modified-since")
@@ -185,69 +184,79 @@ class Pipeline:
         """The origin's breaker (the origin client given reports to it)."""
         self.cookie_bypasses: Counter[str] = Counter()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._producing: set[asyncio.Future[None]] = set()
         self._name = fetcher.config.cache_name
         self.purge_method: PurgeMethodHandler | None = None
         self._via = (b"via", fetcher.config.via)
 
-    async def handle(self, scope: Message, receive: Receive, send: Send) -> None:
-        """Answer one HTTP request."""
-        await self.answer(scope, receive, send)
+    async def serve(self, request: RequestInfo, body: AsyncIterator[bytes]) -> Reply:
+        """Answer one parsed request whose body is ``body`` (its pieces, as they arrive;
+        raising :class:`~stoker.proxy.request_body.BodyBrokenOff` if it breaks off): the
+        :class:`~stoker.proxy.reply.Reply`, given as soon as its head is known.
 
-    async def answer(self, scope: Message, receive: Receive, send: Send, *,
-                     warm: bool = False, looked_up: LookedUp | None = None) -> ClientSink:
-        """Answer one HTTP request (a warm visit if ``warm``; ``looked_up``: what the fast
-        path read from L2 for it); the sink it was answered through (which holds the
-        response's :class:`~stoker.cache.outcome.Outcome`)."""
+        The work runs in a task of its own, which outlives this call while the reply's
+        body is read (it may go on reading the origin after the client has gone, to
+        finish a store); cancelling this call before the reply is given cancels it."""
+        sink = ReplySink(via=self._via, name=self._name)
+        task = asyncio.ensure_future(self._produce(request, body, sink))
+        self._producing.add(task)
+        task.add_done_callback(self._producing.discard)
         try:
-            request = parse_request(scope, self.config.default_host, self.config.trusted,
-                                    warm=warm, looked_up=looked_up)
-        except BadRequest as error:
-            sink = self.sink(send, head_only=False)
-            await self._refuse(scope, sink, error)
-            return sink
-        sink = self.sink(send, head_only=request.method == "HEAD")
+            return await sink.reply
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+
+    def refusal(self, error: BadRequest) -> Reply:
+        """The reply to a request Stoker will not forward: ``error``'s status, and on
+        HTTP/1 the connection closes after it (what is left of the request is never
+        read)."""
+        sink = ReplySink(via=self._via, name=self._name)
+        self._refuse(sink, error)
+        return sink.reply.result()
+
+    async def _produce(self, request: RequestInfo, body: AsyncIterator[bytes],
+                       sink: ReplySink) -> None:
         rule = match_rule(self.config.rules, request.host, request.path)
         try:
-            await self._route(request, rule, receive, sink)
+            await self._route(request, rule, body, sink)
         except BadRequest as error:  # its body could not be read: nothing was forwarded
             log.info("refused %s %s: %s", request.method, request.url, error)
-            await self._refuse(scope, sink, error)
-        except OriginError as error:  # broke off mid-body: the server drops the connection
+            self._refuse(sink, error)
+        except OriginError as error:  # broke off mid-body: the body stream raised it
             log.warning("response to %s truncated: %s", request.url, error)
             if not sink.started:
-                await self._fail(sink, 502, "uri-miss", str(error))
-        return sink
+                self._fail(sink, 502, "uri-miss", str(error))
+        except BaseException as error:
+            sink.fail(error)
+            if not isinstance(error, Exception):
+                raise
+            log.exception("answering %s %s failed", request.method, request.url)
+        else:
+            sink.fail(RuntimeError("the pipeline gave no reply"))
 
-    async def _refuse(self, scope: Message, sink: ClientSink, error: BadRequest) -> None:
-        """Answer a request Stoker will not forward with ``error``'s status; on HTTP/1
-        the connection closes after it (what is left of the request is never read)."""
+    def _refuse(self, sink: ReplySink, error: BadRequest) -> None:
         if sink.started:
             return
-        extra = [sink.stamp(Outcome(Kind.ERROR, detail="bad-request"))]
-        if str(scope.get("http_version", "1.1")).startswith("1"):
-            extra.append((b"connection", b"close"))
-        headers, body = error_response(error.status, str(error), extra)
-        await sink.whole(error.status, headers, body)
+        headers, body = error_response(error.status, str(error), [
+            sink.stamp(Outcome(Kind.ERROR, detail="bad-request"))])
+        sink.whole(error.status, headers, body, close=True)
 
-    def sink(self, send: Send, *, head_only: bool) -> ClientSink:
-        """A response channel that stamps ``Via`` and the response's ``Cache-Status``."""
-        return ClientSink(send, head_only=head_only, via=self._via, name=self._name)
-
-    async def _route(self, request: RequestInfo, rule: Rule | None, receive: Receive,
-                     sink: ClientSink) -> None:
+    async def _route(self, request: RequestInfo, rule: Rule | None,
+                     body: AsyncIterator[bytes], sink: ReplySink) -> None:
         if request.method == "PURGE":
             await self._purge(request, sink)
             return
         if request.method not in ("GET", "HEAD"):
-            await self._forward(request, receive, sink, "method",
+            await self._forward(request, body, sink, "method",
                                 invalidate=request.method not in SAFE_METHODS)
             return
         reason = self._bypass(request, rule)
         if reason is not None:
-            await self._forward(request, receive, sink, reason, invalidate=False)
+            await self._forward(request, body, sink, reason, invalidate=False)
             return
         if request.declares_body:  # a cache fetch sends none: read it, so none is pending
-            await discard_body(receive, timeout=self.config.client_body_timeout,
+            await discard_body(body, timeout=self.config.client_body_timeout,
                                limit=self.config.client_max_body_size)
         await self._cacheable(request, rule, sink)
 
@@ -267,7 +276,7 @@ class Pipeline:
     # -- cacheable requests -------------------------------------------------
 
     async def _cacheable(self, request: RequestInfo, rule: Rule | None,
-                         sink: ClientSink) -> None:
+                         sink: ReplySink) -> None:
         primary = self.key_for(request, rule)
         entries = self.store.get_l1(primary)
         if entries is None:
@@ -323,10 +332,10 @@ class Pipeline:
         rule = match_rule(self.config.rules, host, path)
         return self.key_for_parts(parts.scheme, host, path, parts.query, rule)
 
-    async def _purge(self, request: RequestInfo, sink: ClientSink) -> None:
+    async def _purge(self, request: RequestInfo, sink: ReplySink) -> None:
         if self.purge_method is None:
             headers, body = error_response(405, "the PURGE method is not enabled")
-            await sink.whole(405, headers, body)
+            sink.whole(405, headers, body)
             return
         await self.purge_method(request, sink)
 
@@ -337,7 +346,7 @@ class Pipeline:
         return value is not None and parse_cache_control(value).no_cache
 
     async def _collapsed(self, lookup: Lookup, entry: CacheEntry | None, variant: str,
-                         fwd: str, sink: ClientSink) -> None:
+                         fwd: str, sink: ReplySink) -> None:
         if lookup.personal:  # a personalised answer is never shared with waiting requests
             await self._fetch(lookup, entry, fwd, sink, None)
             return
@@ -379,7 +388,7 @@ class Pipeline:
         return entry if entry.freshness(self.clock.now()) is Freshness.FRESH else None
 
     async def _fetch(self, lookup: Lookup, entry: CacheEntry | None, fwd: str,
-                     sink: ClientSink | None, flight: Flight | None) -> FetchResult:
+                     sink: ReplySink | None, flight: Flight | None) -> FetchResult:
         request, rule = lookup.request, lookup.rule
         target = cache_target(request.path, request.query, rule.ignore_query if rule else ())
         result = await self.fetcher.run(Fetch(
@@ -404,9 +413,9 @@ class Pipeline:
                 ttl=ttl)
             if await self._serve(sink, request, result.entry, now, outcome):
                 return result
-            await self._fail(sink, 502, fwd, "cached body missing")
+            self._fail(sink, 502, fwd, "cached body missing")
         elif result.kind == "failed":
-            await self._fail(sink, result.status, fwd, result.detail)
+            self._fail(sink, result.status, fwd, result.detail)
         elif result.kind == "passed" and sink.outcome is not None and sink.outcome.stored:
             sink.outcome = sink.outcome.not_stored(result.detail)  # sent as stored, then not
         return result
@@ -448,7 +457,7 @@ class Pipeline:
             shared = outcome.entry if outcome and outcome.kind in SHAREABLE else None
             self.collapser.land(key, flight, shared)
 
-    async def _serve(self, sink: ClientSink, request: RequestInfo, entry: CacheEntry,
+    async def _serve(self, sink: ReplySink, request: RequestInfo, entry: CacheEntry,
                      now: float, outcome: Outcome) -> bool:
         """Answer from ``entry``; False (nothing sent) if its body file has vanished.
 
@@ -463,29 +472,31 @@ class Pipeline:
                 should_answer_not_modified(request.headers, etag=entry.etag,
                                            last_modified=entry.last_modified,
                                            date=_text(get_header(entry.headers, b"date")))):
-            await sink.whole(304, [*not_modified_headers(entry.headers), *extra], b"")
+            sink.whole(304, [*not_modified_headers(entry.headers), *extra], b"", entry=entry)
             return True
         length = len(entry.body) if entry.body is not None else entry.body_size
         part = _range_for(request, entry, length)
         if part.status == 416:
             headers = [*not_modified_headers(entry.headers), *extra,
                        (b"content-range", part.content_range(length)), (b"content-length", b"0")]
-            await sink.whole(416, headers, b"")
+            sink.whole(416, headers, b"", entry=entry)
             return True
         if part.status == 206:
             headers = [*without(entry.headers, (b"content-length",)), *extra,
                        (b"content-range", part.content_range(length)),
                        (b"content-length", str(part.size).encode())]
             return await self._send_body(sink, entry, 206, headers, part.start, part.size)
-        return await self._send_body(sink, entry, entry.status, [*entry.headers, *extra])
+        return await self._send_body(sink, entry, entry.status, entry.headers, extra=extra)
 
-    async def _send_body(self, sink: ClientSink, entry: CacheEntry, code: int,
-                         headers: list[tuple[bytes, bytes]], offset: int = 0,
-                         size: int | None = None) -> bool:
+    async def _send_body(self, sink: ReplySink, entry: CacheEntry, code: int,
+                         headers: Sequence[tuple[bytes, bytes]], offset: int = 0,
+                         size: int | None = None, *,
+                         extra: Sequence[tuple[bytes, bytes]] = ()) -> bool:
         """Send ``size`` body bytes (default: all) from ``offset``; False if the file vanished."""
         if entry.body is not None:
             end = None if size is None else offset + size
-            await sink.whole(code, headers, entry.body[offset:end])
+            body = entry.body if offset == 0 and end is None else entry.body[offset:end]
+            sink.whole(code, headers, body, entry=entry, extra=extra)
             return True
         chunks = self._open_body(entry, offset, size)
         try:
@@ -496,25 +507,19 @@ class Pipeline:
             log.warning("body file of %s is missing; dropping the entry", entry.url)
             await self.store.delete_primary([entry.primary_key])
             return False
-        await sink.start(code, headers)
-        await sink.chunk(first)
-        async for data in chunks:
-            await sink.chunk(data)
-            if sink.gone:
-                break
-        await sink.end()
+        sink.stream(code, headers, _after(first, chunks), entry=entry, extra=extra)
         return True
 
     def _open_body(self, entry: CacheEntry, offset: int,
-                   size: int | None) -> AsyncIterator[bytes]:
+                   size: int | None) -> AsyncGenerator[bytes, None]:
         assert entry.body_file is not None
         return self.bodies.open(entry.body_file, offset=offset, length=size)
 
     # -- pass-through ------------------------------------------------------
 
-    async def _forward(self, request: RequestInfo, receive: Receive, sink: ClientSink,
-                       fwd: str, *, invalidate: bool) -> None:
-        body = await read_body(receive, timeout=self.config.client_body_timeout,
+    async def _forward(self, request: RequestInfo, pieces: AsyncIterator[bytes],
+                       sink: ReplySink, fwd: str, *, invalidate: bool) -> None:
+        body = await read_body(pieces, timeout=self.config.client_body_timeout,
                                limit=self.config.client_max_body_size,
                                directory=self.bodies.directory) if (
             request.declares_body) else None
@@ -525,17 +530,17 @@ class Pipeline:
                 body.close()
 
     async def _forward_whole(self, request: RequestInfo, body: RequestBody | None,
-                             sink: ClientSink, fwd: str, *, invalidate: bool) -> None:
+                             sink: ReplySink, fwd: str, *, invalidate: bool) -> None:
         """:meth:`_forward` once the request's body (if any) has arrived whole."""
         self.stats["bypass"] += 1
         config = self.fetcher.config
         headers = origin_request_headers(request, via=config.via, origin_host=config.origin_host,
                                          for_cache=False)
         try:
-            response = await self.origin.fetch(request.method, request.target, headers, body)
+            response = await self.origin.fetch(request.method, request.target, headers, body,
+                                              request.context)
         except OriginError as error:
-            await self._fail(sink, 504 if isinstance(error, OriginTimeout) else 502, fwd,
-                             str(error))
+            self._fail(sink, 504 if isinstance(error, OriginTimeout) else 502, fwd, str(error))
             return
         try:
             if invalidate and 200 <= response.status < 400:
@@ -568,14 +573,14 @@ class Pipeline:
         self.fetcher.ledger.record(soft=False, now=self.clock.now(), keys=keys)
         await self.store.delete_primary(keys)
 
-    async def _fail(self, sink: ClientSink, status: int, fwd: str, detail: str) -> None:
+    def _fail(self, sink: ReplySink, status: int, fwd: str, detail: str) -> None:
         self.stats["error"] += 1
         text = "origin timed out" if status == 504 else "origin unavailable"
         headers, body = error_response(status, text, [sink.stamp(Outcome(
             Kind.ERROR, fwd=fwd, fwd_status=status,
             detail="origin-timeout" if status == 504 else "origin-error"))])
         log.info("answering %d: %s", status, detail)
-        await sink.whole(status, headers, body)
+        sink.whole(status, headers, body)
 
     def pending(self) -> int:
         """Background revalidations and compressions running now (cancelling
@@ -611,6 +616,17 @@ def _range_for(request: RequestInfo, entry: CacheEntry, length: int) -> RangeDec
         return FULL
     return decide_range(range_header, get_joined(request.headers, b"if-range"),
                         etag=entry.etag, last_modified=entry.last_modified, length=length)
+
+
+async def _after(first: bytes,
+                 rest: AsyncGenerator[bytes, None]) -> AsyncGenerator[bytes, None]:
+    """``first``, then ``rest``'s pieces (``rest`` closed however this ends)."""
+    try:
+        yield first
+        async for piece in rest:
+            yield piece
+    finally:
+        await rest.aclose()
 
 
 def _text(value: bytes | None) -> str | None:

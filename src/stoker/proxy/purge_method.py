@@ -29,8 +29,8 @@ from stoker.cache.invalidation import PurgeRequestError, PurgeScope, expand_url
 from stoker.http.headers import get_header
 from stoker.http.site_hosts import SiteHosts
 from stoker.proxy.purge import Auditor, Purger, record_safely
+from stoker.proxy.reply import ReplySink
 from stoker.proxy.request import RequestInfo
-from stoker.proxy.respond import ClientSink
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 SOFT_HEADERS = (b"x-purge-soft", b"stoker-soft")
@@ -71,7 +71,7 @@ class PurgeMethod:
         self._audit = audit
         self._sites = sites
 
-    async def __call__(self, request: RequestInfo, sink: ClientSink) -> None:
+    async def __call__(self, request: RequestInfo, sink: ReplySink) -> None:
         decision = purge_allowed(request.client, self._allow)
         if decision == "disabled":
             await _answer(sink, 405, {"error": "the PURGE method is disabled; set purge_allow "
@@ -101,11 +101,11 @@ class PurgeMethod:
                             count=count, outcome=outcome)
 
 
-async def _answer(sink: ClientSink, status: int, body: object, *,
+async def _answer(sink: ReplySink, status: int, body: object, *,
                   allow: bytes | None = None) -> None:
     data = (json.dumps(body) + "\n").encode()
     headers = [(b"content-type", b"application/json"),
                (b"content-length", str(len(data)).encode()), (b"cache-control", b"no-store")]
     if allow is not None:
         headers.append((b"allow", allow))
-    await sink.whole(status, headers, data)
+    sink.whole(status, headers, data)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from stoker.http.forwarded import (
@@ -34,6 +34,7 @@ from stoker.http.forwarded import (
 )
 from stoker.http.headers import connection_tokens, get_all, get_header
 from stoker.http.keys import normalise_host, url_from_parts
+from stoker.proxy.context import RequestContext
 
 _HOST = re.compile(r"^(?:[A-Za-z0-9.\-_~]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$")
 _FORBIDDEN_PATH = re.compile(r"[\x00-\x20\x7f]")
@@ -78,13 +79,19 @@ class RequestInfo:
     headers: list[tuple[bytes, bytes]]
     client: str | None
     peer: str | None = None
-    warm: bool = False
-    """A warm visit, not a visitor's request."""
+    context: RequestContext = field(default_factory=RequestContext)
+    """What its origin requests read and report (a warm visit's allowance, the ASGI
+    scope, the time waited for the origin)."""
     looked_up: LookedUp | None = None
     """``(primary key, entries)`` the fast path already read from L2 for this request."""
     declares_body: bool = False
     """The request's framing announces a body (``Content-Length`` above 0, or
     ``Transfer-Encoding``)."""
+
+    @property
+    def warm(self) -> bool:
+        """A warm visit, not a visitor's request."""
+        return self.context.warm
 
     @property
     def target(self) -> str:
@@ -172,10 +179,12 @@ def as_forwarded(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]
 
 
 def parse_request(scope: Mapping[str, Any], default_host: str,
-                  trusted: TrustedProxies = NO_PROXIES, *, warm: bool = False,
+                  trusted: TrustedProxies = NO_PROXIES, *,
+                  context: RequestContext | None = None,
                   looked_up: LookedUp | None = None) -> RequestInfo:
-    """Build a :class:`RequestInfo` from an ASGI HTTP scope (a warm visit's if ``warm``;
-    ``looked_up``: what the fast path read from L2 for it) or raise :class:`BadRequest`."""
+    """Build a :class:`RequestInfo` from an ASGI HTTP scope (``context``: its request
+    context, else a visitor's with the scope; ``looked_up``: what the fast path read from
+    L2 for it) or raise :class:`BadRequest`."""
     headers: list[tuple[bytes, bytes]] = list(scope.get("headers") or ())
     check_header_limits(headers)
     authority, path = request_target(scope)
@@ -212,7 +221,7 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
         headers=forwarded,
         client=request_client(scope, headers, trusted),  # forwarding fields are ours to read
         peer=peer_of(scope),
-        warm=warm,
+        context=context if context is not None else RequestContext(scope=scope),
         looked_up=looked_up,
         declares_body=declares_body(headers),
     )

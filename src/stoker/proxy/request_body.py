@@ -92,14 +92,14 @@ class RequestBody:
             self._file.close()
 
 
-async def read_body(receive: Receive, *, timeout: float, limit: int,
+async def read_body(body: AsyncIterator[bytes], *, timeout: float, limit: int,
                     directory: Path) -> RequestBody:
     """Read the request body whole (see the module invariants); the caller closes it."""
     memory: list[bytes] = []
     file: TransitFile | None = None
     size = 0
     try:
-        async for piece in _pieces(receive, timeout, limit):
+        async for piece in _pieces(body, timeout, limit):
             if file is None and size + len(piece) > MEMORY:
                 file = await TransitFile.create(directory)
                 await file.write_at(0, memory)
@@ -119,29 +119,47 @@ async def read_body(receive: Receive, *, timeout: float, limit: int,
     return RequestBody(memory, file, size)
 
 
-async def discard_body(receive: Receive, *, timeout: float, limit: int) -> None:
+async def discard_body(body: AsyncIterator[bytes], *, timeout: float, limit: int) -> None:
     """Read the request body to its end and drop it (same refusals as :func:`read_body`)."""
-    async for _ in _pieces(receive, timeout, limit):
+    async for _ in _pieces(body, timeout, limit):
         pass
 
 
-async def _pieces(receive: Receive, timeout: float, limit: int) -> AsyncIterator[bytes]:
+async def _pieces(body: AsyncIterator[bytes], timeout: float,
+                  limit: int) -> AsyncIterator[bytes]:
     """The body's pieces as the server hands them over, to the last; refusals raised."""
     size = 0
     while True:
         try:
-            message = await asyncio.wait_for(receive(), timeout)
+            piece = await asyncio.wait_for(anext(body), timeout)
+        except StopAsyncIteration:
+            return
         except TimeoutError:
             raise BodyTimeout(f"the request body stalled for more than {timeout:g} s "
                               "(client_body_timeout)") from None
-        if message["type"] == "http.disconnect":
-            raise BodyBrokenOff("the request body ended before its end")
-        piece = bytes(message.get("body", b""))
         size += len(piece)
         if size > limit:
             raise BodyTooLarge(f"the request body is larger than {limit} bytes "
                                "(client_max_body_size)")
+        yield piece
+
+
+async def no_body() -> AsyncIterator[bytes]:
+    """The body of a request that has none."""
+    nothing: tuple[bytes, ...] = ()
+    for piece in nothing:
+        yield piece
+
+
+async def asgi_body(receive: Receive) -> AsyncIterator[bytes]:
+    """The pieces of the body an ASGI server hands over through ``receive``, to the last;
+    :class:`BodyBrokenOff` if the client goes away before its end."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise BodyBrokenOff("the request body ended before its end")
+        piece = message.get("body", b"")
         if piece:
-            yield piece
+            yield bytes(piece)
         if not message.get("more_body", False):
             return

@@ -3,11 +3,12 @@ and discovery's fetches from the origin (:class:`OriginFetch`).
 
 Invariants: a visit is a plain GET built from the absolute URL — its scheme
 and Host are the site's, so it fills exactly the entry visitors read — with
-only the headers the warmer gives (never a visitor's cookies); it is answered as
-a warm visit (``Pipeline.answer(warm=True)``), so the pipeline refreshes a stale entry synchronously
-(a conditional request) instead of serving it stale, and leaves the visit out
-of the hit statistics.  The body is read to the end (so the store completes)
-and dropped.
+only the headers the warmer gives (never a visitor's cookies); it is answered by the
+request core (:meth:`Pipeline.serve`) as a warm visit (its context has a warm allowance),
+so the pipeline refreshes a stale entry synchronously (a conditional request) instead of
+serving it stale, and leaves the visit out of the hit statistics; the visit is judged on
+the reply's :class:`~stoker.cache.outcome.Outcome`, never on header text.  The body is
+read to the end (so the store completes) and dropped.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from stoker.asgi import Message
 from stoker.clock import Clock
 from stoker.http.headers import get_header
-from stoker.proxy.access_log import origin_waits
-from stoker.proxy.limited_origin import warm_visits
+from stoker.http.keys import normalise_host
+from stoker.proxy.context import RequestContext, warm_context
 from stoker.proxy.origin import OriginClient
 from stoker.proxy.pipeline import Pipeline
+from stoker.proxy.request import RequestInfo
+from stoker.proxy.request_body import no_body
 from stoker.warm.discovery import Fetched
 from stoker.warm.visits import VisitResult, judge
 
@@ -37,40 +39,38 @@ class PipelineVisitor:
     async def visit(self, url: str, headers: Sequence[tuple[bytes, bytes]], *,
                     allowance: int) -> VisitResult:
         """GET ``url`` through the cache, as a warm visit at the origin; judge it."""
-        parts = urlsplit(url)
-        path = parts.path or "/"
-        scope: Message = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-            "method": "GET", "scheme": parts.scheme, "path": path,
-            "raw_path": path.encode("latin-1"), "query_string": parts.query.encode("latin-1"),
-            "headers": [(b"host", parts.netloc.encode("latin-1")),
-                        *((name.lower(), value) for name, value in headers)],
-            "client": None, "server": None,
-        }
-        sent: list[Message] = []
-
-        async def receive() -> Message:
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        async def send(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                sent.append(message)
-
+        request = visit_request(url, headers, warm_context(allowance))
         started = self._clock.monotonic()
-        with warm_visits(allowance), origin_waits() as waits:
-            sink = await self._pipeline.answer(scope, receive, send, warm=True)
+        reply = await self._pipeline.serve(request, no_body())
+        try:
+            if not isinstance(reply.body, bytes):
+                async for _ in reply.body:  # read to the end, so the store completes
+                    pass
+        finally:
+            if not isinstance(reply.body, bytes):
+                await reply.body.aclose()
         # the throttle judges the origin: its own answer time, not Stoker's work around it
+        waits = request.context.origin_waits
         latency = sum(waits) if waits else self._clock.monotonic() - started
-        if not sent:
-            return VisitResult(url, 0, "failed", latency, detail="no response")
-        status = int(sent[0]["status"])
-        response_headers = list(sent[0]["headers"])
-        retry_after = get_header(response_headers, b"retry-after")
-        outcome, detail = judge(status, response_headers, sink.outcome,
+        retry_after = get_header(reply.headers, b"retry-after")
+        outcome, detail = judge(reply.status, reply.headers, reply.outcome,
                                 stopgap_header=self._stopgap_header)
-        return VisitResult(url, status, outcome, latency,
+        return VisitResult(url, reply.status, outcome, latency,
                            retry_after.decode("latin-1") if retry_after is not None else None,
                            detail)
+
+
+def visit_request(url: str, headers: Sequence[tuple[bytes, bytes]],
+                  context: RequestContext) -> RequestInfo:
+    """The plain GET of absolute ``url`` a warm visit makes: the site's scheme and Host,
+    only ``headers`` (names lower-cased) besides Host."""
+    parts = urlsplit(url)
+    return RequestInfo(
+        method="GET", scheme=parts.scheme, host=normalise_host(parts.scheme, parts.netloc),
+        path=parts.path or "/", query=parts.query,
+        headers=[(b"host", parts.netloc.encode("latin-1")),
+                 *((name.lower(), value) for name, value in headers)],
+        client=None, context=context)
 
 
 class OriginFetch:
@@ -90,6 +90,5 @@ class OriginFetch:
         headers = [(b"host", host.encode("latin-1")), (b"user-agent", self._user_agent),
                    (b"accept-encoding", b"gzip"),
                    (b"x-forwarded-proto", parts.scheme.encode("latin-1"))]
-        with warm_visits(1):
-            response = await self._origin.fetch("GET", target, headers, None)
+        response = await self._origin.fetch("GET", target, headers, None, warm_context(1))
         return Fetched(response.status, response.headers, response.chunks, response.close)

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from stoker.cache.outcome import GENERATED, Kind, Outcome
 from stoker.proxy.access_log import (
     REDACTED,
     Entry,
@@ -55,16 +56,21 @@ def test_a_redacted_value_never_survives(query: str) -> None:
             assert value == REDACTED
 
 
-@pytest.mark.parametrize(("cache_status", "outcome"), [
-    ("stoker; hit; ttl=30", "hit"),
-    ("stoker; hit; ttl=-1; detail=stale-while-revalidate", "stale"),
-    ("stoker; hit; detail=stale-if-error", "stale"),
-    ("stoker; fwd=uri-miss; fwd-status=200; collapsed", "collapsed"),
-    ("stoker; fwd=bypass; fwd-status=200; detail=cookie", "bypass"),
-    ("stoker; fwd=method; fwd-status=201", "bypass"),
-    ("stoker; fwd=uri-miss; fwd-status=200; stored", "miss"),
-    ("stoker; fwd=stale; fwd-status=304; stored", "miss"),
-    ("", "miss"),
+@pytest.mark.parametrize(("outcome", "word"), [
+    (Outcome(Kind.HIT, ttl=30), "hit"),
+    (Outcome(Kind.STALE_SWR, ttl=-1, detail="stale-while-revalidate"), "stale"),
+    (Outcome(Kind.STALE_ERROR, detail="stale-if-error"), "stale"),
+    (Outcome(Kind.COLLAPSED, fwd="uri-miss", fwd_status=200), "collapsed"),
+    (Outcome(Kind.BYPASS, fwd="bypass", fwd_status=200, detail="cookie"), "bypass"),
+    (Outcome(Kind.BYPASS, fwd="method", fwd_status=201), "bypass"),
+    (Outcome(Kind.BYPASS, fwd="request", fwd_status=200), "bypass"),
+    (Outcome(Kind.MISS, fwd="uri-miss", fwd_status=200, stored=True), "miss"),
+    (Outcome(Kind.MISS, fwd="vary-miss", fwd_status=200, stored=True), "miss"),
+    (Outcome(Kind.PASS, fwd="uri-miss", fwd_status=200, detail="no-freshness"), "miss"),
+    (Outcome(Kind.REVALIDATED, fwd="stale", fwd_status=304, stored=True), "miss"),
+    (Outcome(Kind.ERROR, fwd="uri-miss", fwd_status=502, detail="origin-error"), "miss"),
+    (Outcome(Kind.ERROR, detail="bad-request"), "miss"),
+    (GENERATED, "miss"),
 ])
-def test_cache_outcome(cache_status: str, outcome: str) -> None:
-    assert cache_outcome(cache_status) == outcome
+def test_cache_outcome(outcome: Outcome, word: str) -> None:
+    assert cache_outcome(outcome) == word

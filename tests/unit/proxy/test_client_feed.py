@@ -11,9 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stoker.asgi import Message
+from stoker.proxy.asgi_reply import send_reply
 from stoker.proxy.client_feed import MEMORY, ClientFeed, ResponseBuffer, WholeReply, feed_for
 from stoker.proxy.origin import OriginError
-from stoker.proxy.respond import ClientSink
+from stoker.proxy.reply import ReplySink
 
 
 @settings(max_examples=80)
@@ -101,53 +102,94 @@ class Recorder:
         self.messages.append(message)
 
 
-def sink_for(send: Recorder) -> ClientSink:
-    return ClientSink(send, head_only=False, via=(b"via", b"1.1 t"), name="t")
+def sink_for() -> ReplySink:
+    return ReplySink(via=(b"via", b"1.1 t"), name="t")
 
 
-async def test_holding_the_last_piece_sends_it_with_the_end_only_after_end(
-        tmp_path: Path) -> None:
+async def sending(sink: ReplySink, send: Recorder) -> asyncio.Task[None]:
+    """The sending of ``sink``'s reply to ``send``, as an ASGI server would, in a task."""
+    reply = await sink.reply
+    return asyncio.create_task(send_reply(send, reply, head=False, http1=True))
+
+
+def body_messages(send: Recorder) -> list[tuple[bytes, bool]]:
+    return [(m["body"], m["more_body"]) for m in send.messages
+            if m["type"] == "http.response.body"]
+
+
+async def test_holding_the_last_piece_sends_it_only_after_end(tmp_path: Path) -> None:
     send = Recorder()
-    feed = ClientFeed(sink_for(send), 200, [], tmp_path, hold_last=True)
+    sink = sink_for()
+    feed = ClientFeed(sink, 200, [], tmp_path, hold_last=True)
+    sender = await sending(sink, send)
     await feed.put(b"one")
     await feed.put(b"two")
     await asyncio.sleep(0.05)
-    bodies = [m for m in send.messages if m["type"] == "http.response.body"]
-    assert [m["body"] for m in bodies] == [b"one"]  # "two" waits for the end
+    assert body_messages(send) == [(b"one", True)]  # "two" waits for the end
     feed.end()
     await feed.finished()
-    bodies = [m for m in send.messages if m["type"] == "http.response.body"]
-    assert [(m["body"], m["more_body"]) for m in bodies] == [(b"one", True), (b"two", False)]
+    await sender
+    assert body_messages(send) == [(b"one", True), (b"two", True), (b"", False)]
 
 
 async def test_a_slow_client_never_slows_the_writer(tmp_path: Path) -> None:
     send = Recorder()
     send.gate.clear()  # the client reads nothing
-    feed = ClientFeed(sink_for(send), 200, [], tmp_path)
+    sink = sink_for()
+    feed = ClientFeed(sink, 200, [], tmp_path)
+    sender = await sending(sink, send)
     for _ in range(100):
         await asyncio.wait_for(feed.put(b"x" * 65536), 1)  # 6.25 MiB, into the file
     feed.end()
     send.gate.set()
     await feed.finished()
-    sent = b"".join(m.get("body", b"") for m in send.messages
-                    if m["type"] == "http.response.body")
-    assert sent == b"x" * 65536 * 100
+    await sender
+    assert b"".join(body for body, _ in body_messages(send)) == b"x" * 65536 * 100
 
 
 async def test_a_failed_feed_never_ends_the_response(tmp_path: Path) -> None:
     send = Recorder()
-    feed = ClientFeed(sink_for(send), 200, [], tmp_path)
+    sink = sink_for()
+    feed = ClientFeed(sink, 200, [], tmp_path)
+    sender = await sending(sink, send)
     await feed.put(b"part")
     feed.fail(OriginError("broke off"))
     with pytest.raises(OriginError):
         await feed.finished()
-    assert not any(m["type"] == "http.response.body" and not m.get("more_body", False)
-                   for m in send.messages)
+    await sender
+    assert body_messages(send) == [(b"part", True)]  # never ended
+
+
+async def test_a_cancelled_feed_never_ends_the_response(tmp_path: Path) -> None:
+    """Even after its end was put: what was held is dropped, so it must not look whole."""
+    send = Recorder()
+    send.gate.clear()
+    sink = sink_for()
+    feed = ClientFeed(sink, 200, [], tmp_path)
+    sender = await sending(sink, send)
+    await feed.put(b"part")
+    feed.end()
+    feed.cancel()
+    send.gate.set()
+    await sender
+    assert all(more for _, more in body_messages(send))
+
+
+async def test_a_client_gone_drops_the_rest_without_waiting(tmp_path: Path) -> None:
+    sink = sink_for()
+    feed = ClientFeed(sink, 200, [], tmp_path)
+    reply = await sink.reply
+    assert not isinstance(reply.body, bytes)
+    await reply.body.aclose()
+    assert sink.gone
+    for _ in range(100):
+        await asyncio.wait_for(feed.put(b"x" * 65536), 1)
+    feed.end()
+    await asyncio.wait_for(feed.finished(), 1)
 
 
 async def test_a_body_declared_to_fit_in_memory_is_kept_whole(tmp_path: Path) -> None:
-    sink = sink_for(Recorder())
-    feeds = [feed_for(sink, 200, [], tmp_path, length=length)
+    feeds = [feed_for(sink_for(), 200, [], tmp_path, length=length)
              for length in (MEMORY, MEMORY + 1, None)]
     for feed in feeds:
         feed.cancel()
@@ -156,18 +198,18 @@ async def test_a_body_declared_to_fit_in_memory_is_kept_whole(tmp_path: Path) ->
 
 async def test_a_whole_reply_sends_only_when_finished_and_nothing_after_a_failure(
         tmp_path: Path) -> None:
-    send = Recorder()
-    reply = WholeReply(sink_for(send), 200, [(b"x", b"1")])
+    sink = sink_for()
+    reply = WholeReply(sink, 200, [(b"x", b"1")])
     await reply.put(b"a")
     await reply.put(b"b")
     reply.end()
-    assert send.messages == []
+    assert not sink.reply.done()
     await reply.finished()
-    assert [m.get("body") for m in send.messages] == [None, b"ab"]
-    broken = Recorder()
-    failed = WholeReply(sink_for(broken), 200, [])
+    assert (await sink.reply).body == b"ab"
+    broken = sink_for()
+    failed = WholeReply(broken, 200, [])
     await failed.put(b"a")
     failed.fail(OriginError("broke off"))
     with pytest.raises(OriginError):
         await failed.finished()
-    assert broken.messages == []  # nothing sent: the pipeline answers 502
+    assert not broken.reply.done()  # nothing given: the pipeline answers 502

@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stoker.asgi import Message, Receive
+from stoker.asgi import Message
 from stoker.proxy.request_body import (
     MEMORY,
     BodyBrokenOff,
     BodyTimeout,
     BodyTooLarge,
+    asgi_body,
     discard_body,
     read_body,
 )
 
 
-def receiving(pieces: Sequence[bytes], *, then: str = "end") -> Receive:
-    """An ASGI receive giving ``pieces``, then the end (or a disconnect, or nothing)."""
+def receiving(pieces: Sequence[bytes], *, then: str = "end") -> AsyncIterator[bytes]:
+    """The body an ASGI receive gives: ``pieces``, then the end (or a disconnect, or
+    nothing)."""
     messages: list[Message] = [{"type": "http.request", "body": piece, "more_body": True}
                                for piece in pieces]
     if then == "end":
@@ -36,7 +38,7 @@ def receiving(pieces: Sequence[bytes], *, then: str = "end") -> Receive:
         await asyncio.Event().wait()  # a client that sends nothing more
         raise AssertionError("unreachable")
 
-    return receive
+    return asgi_body(receive)
 
 
 @settings(max_examples=50)

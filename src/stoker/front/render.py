@@ -1,0 +1,31 @@
+"""A :class:`~stoker.proxy.reply.Reply` with a whole body as HTTP/1.1 bytes: the front's
+one renderer of replies (the hits it answers without an exchange).
+
+Invariant: :func:`reply_bytes` writes byte for byte what the front's ASGI exchange
+(:mod:`~stoker.front.exchange`) writes for the same reply sent by the one ASGI renderer
+(:func:`~stoker.proxy.asgi_reply.send_reply`) on a proxy listener: the head of
+:func:`~stoker.http.wire.http1_head` for the reply's fields, ``Connection: close`` when
+the connection closes after it, then the body; a reply whose fields are a stored entry's
+own list reuses that entry's head (made once per entry), and one with a field that is
+not writable is not rendered (``None``: the exchange refuses it too).
+"""
+
+from __future__ import annotations
+
+from stoker.http.wire import http1_head
+from stoker.proxy.reply import Reply
+
+CLOSE = b"connection: close\r\n"
+
+
+def reply_bytes(reply: Reply, *, close: bool) -> list[bytes] | None:
+    """The whole response for ``reply`` (its body bytes, its ``Content-Length`` among its
+    fields), ``Connection: close`` included when ``close``; ``None`` if not writable."""
+    entry = reply.entry
+    head = entry.wire_head() if entry is not None and reply.headers is entry.headers else (
+        http1_head(reply.status, reply.headers))
+    body = reply.body
+    if head is None or not isinstance(body, bytes):
+        return None
+    tail = b"".join([b"%s: %s\r\n" % field for field in reply.extra])
+    return [head, tail + CLOSE + b"\r\n" if close else tail + b"\r\n", body]

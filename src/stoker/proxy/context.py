@@ -1,0 +1,43 @@
+"""What travels with one client request to every origin request made for it.
+
+Invariant: a :class:`RequestContext` belongs to one request (a visitor's, or one warm
+visit) and is handed, as an argument, to each origin request made on its behalf —
+its cache fetch, its pass-through, the background revalidation it starts — so what
+those layers need to know or report (the warm allowance, the client's ASGI scope for a
+wrapped app, the time spent waiting for the origin) never travels in a context variable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """The side of one request that origin clients read and write."""
+
+    warm_allowance: int | None = None
+    """For a warm visit: how many warm requests may reach the origin at once (``None``:
+    a visitor's request, which takes a visitor's slot)."""
+    scope: Mapping[str, Any] | None = None
+    """The client's ASGI scope, when the request came through ASGI (a wrapped app, as
+    :class:`~stoker.middleware.CacheMiddleware`'s origin, is called with it)."""
+    origin_waits: list[float] = field(default_factory=list)
+    """Seconds each origin request made for it waited for its answer, in order."""
+
+    @property
+    def warm(self) -> bool:
+        """A warm visit, not a visitor's request."""
+        return self.warm_allowance is not None
+
+    @property
+    def origin_wait(self) -> float:
+        """Seconds spent waiting for the origin in all."""
+        return sum(self.origin_waits)
+
+
+def warm_context(allowance: int) -> RequestContext:
+    """The context of one warm visit, at most ``allowance`` (at least one) at once."""
+    return RequestContext(warm_allowance=max(1, allowance))
