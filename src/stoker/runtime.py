@@ -183,10 +183,10 @@ class Stoker:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._maintenance
         await budget.run("flushing queued L2 writes", self._first_flush, self._unwritten)
-        await budget.run("draining background revalidations and compressions",
+        await budget.run("draining requests, background revalidations and compressions",
                          self.pipeline.drain(),
-                         lambda: f"{self.pipeline.pending()} background revalidations and "
-                                 "compressions")
+                         lambda: f"{self.pipeline.pending()} requests, background "
+                                 "revalidations and compressions")
         await budget.run("draining reclaims", self.purger.drain(),
                          lambda: f"{self.purger.pending()} reclaims (resumed at the next start)")
         await budget.run("flushing the L2 writes of drained work", self.store.flush(),

@@ -132,7 +132,7 @@ async def test_a_slow_revalidation_is_abandoned_at_shutdown_timeout_and_the_writ
         pages = [await c.get(f"/page/{i}") for i in range(3)]
     with caplog.at_level(logging.WARNING):
         await running.close()
-    assert ("while draining background revalidations and compressions; abandoned 1 background"
+    assert ("while draining requests, background revalidations and compressions; abandoned 1 "
             in caplog.text)
     assert "flushing" not in caplog.text
     async with running_proxy(origin.url, tmp_path / "data", port=port) as restarted:

@@ -12,6 +12,8 @@ not writable is not rendered (``None``: the exchange refuses it too).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from stoker.http.wire import http1_head
 from stoker.proxy.reply import Reply
 
@@ -27,5 +29,13 @@ def reply_bytes(reply: Reply, *, close: bool) -> list[bytes] | None:
     body = reply.body
     if head is None or not isinstance(body, bytes):
         return None
-    tail = b"".join([b"%s: %s\r\n" % field for field in reply.extra])
-    return [head, tail + CLOSE + b"\r\n" if close else tail + b"\r\n", body]
+    return [head, _tail(reply.extra, CLOSE if close else b""), body]
+
+
+def _tail(extra: Sequence[tuple[bytes, bytes]], close: bytes) -> bytes:
+    """``extra`` as field lines, then ``close``, then the blank line ending the head."""
+    if len(extra) == 3:  # every hit's Age, Cache-Status and Via: one format, not four
+        (age, age_value), (status, status_value), (via, via_value) = extra
+        return b"%s: %s\r\n%s: %s\r\n%s: %s\r\n%s\r\n" % (
+            age, age_value, status, status_value, via, via_value, close)
+    return b"".join([b"%s: %s\r\n" % field for field in extra]) + close + b"\r\n"

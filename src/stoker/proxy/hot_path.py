@@ -140,7 +140,7 @@ class HotPath:
         form = served_form(headers, entry)
         assert form.body is not None  # a coding made is inline too
         # As Pipeline._serve: Age is int(entry.age(now)); ttl > 0 here, so %d floors it.
-        return Reply(form.status, form.headers, form.body, FAST_HIT, form, extra=(
+        return Reply(form.status, form.headers, form.body, FAST_HIT, form, (
             (b"age", b"%d" % form.age(now)),
             (b"cache-status", self._prefix + b"%d" % (form.fresh_until - now)), self._via))
 

@@ -583,14 +583,16 @@ class Pipeline:
         sink.whole(status, headers, body)
 
     def pending(self) -> int:
-        """Background revalidations and compressions running now (cancelling
-        :meth:`drain` cancels them)."""
-        return len(self._tasks) + self.codings.pending()
+        """Requests still being answered after their reply was given (their body read,
+        their store finished), background revalidations and compressions running now
+        (cancelling :meth:`drain` cancels them)."""
+        return len(self._producing) + len(self._tasks) + self.codings.pending()
 
     async def drain(self) -> None:
-        """Wait for background revalidations and compressions (shutdown and tests)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        """Wait for requests still being answered, background revalidations and
+        compressions (shutdown and tests)."""
+        while self._producing or self._tasks:
+            await asyncio.gather(*self._producing, *self._tasks, return_exceptions=True)
         await self.codings.drain()
 
 

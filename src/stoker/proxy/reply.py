@@ -47,7 +47,7 @@ class Reply:
     __slots__ = ("body", "close", "entry", "extra", "headers", "outcome", "status")
 
     def __init__(self, status: int, headers: Sequence[Header], body: bytes | BodyStream,
-                 outcome: Outcome, entry: CacheEntry | None = None, *,
+                 outcome: Outcome, entry: CacheEntry | None = None,
                  extra: Sequence[Header] = (), close: bool = False) -> None:
         self.status = status
         self.headers = headers

@@ -54,11 +54,19 @@ def test_unknown_environment_variable_names_it() -> None:
     ("default_sie", "-3", "duration"),
     ("strip_tag_headers", "maybe", "true or false"),
     ("server", "apache", "stoker, granian"),
+    ("cache_name", "edge\r\nx-injected: 1", "token"),
+    ("cache_name", "two words", "token"),
+    ("cache_name", "9lives", "token"),
 ])
 def test_bad_values_name_the_setting(key: str, value: str, words: str) -> None:
     with pytest.raises(SettingsError) as raised:
         load_settings(env={}, cli={key: value})
     assert key in str(raised.value) and words in str(raised.value)
+
+
+@pytest.mark.parametrize("name", ["stoker", "edge-1", "cdn.example:eu/1", "X" * 64])
+def test_a_cache_name_is_a_token(name: str) -> None:
+    assert load_settings(env={}, cli={"cache_name": name}).cache_name == name
 
 
 def test_invalid_toml_and_missing_file_are_clear(tmp_path: Path) -> None:
