@@ -27,7 +27,7 @@ from tests.integration.raw_origin import RawRequest, chunked, raw_origin, respon
 from tests.integration.test_http2 import self_signed
 
 from stoker.proxy import origin as origin_module
-from stoker.proxy.http_exchange import CHUNK, Connection, Exchange
+from stoker.proxy.http_exchange import CHUNK, OriginConnection, OriginExchange
 from stoker.proxy.origin import (
     HttpOrigin,
     OriginConnectionLost,
@@ -114,12 +114,12 @@ class Wire(asyncio.Transport):
 
 @dataclass
 class Home:
-    released: list[Connection] = field(default_factory=list)
+    released: list[OriginConnection] = field(default_factory=list)
 
-    def release(self, connection: Connection) -> None:
+    def release(self, connection: OriginConnection) -> None:
         self.released.append(connection)
 
-    def discard(self, connection: Connection) -> None:
+    def discard(self, connection: OriginConnection) -> None:
         pass
 
 
@@ -128,9 +128,9 @@ async def parse_cut(wire: bytes, cuts: list[int], *, head_only: bool = False,
     """``wire`` read in the pieces ``cuts`` makes (then the connection closed, with
     ``close``): the status, headers, body, and whether the connection was kept."""
     home = Home()
-    connection = Connection("http://o.test", 5.0, home)
+    connection = OriginConnection("http://o.test", 5.0, home)
     connection.connection_made(Wire())
-    exchange = Exchange(connection, head_only=head_only)
+    exchange = OriginExchange(connection, head_only=head_only)
     await exchange.send(b"GET / HTTP/1.1\r\n\r\n", None)
     for start, end in pairwise([0, *sorted(set(cuts)), len(wire)]):
         connection.data_received(wire[start:end])
@@ -201,10 +201,10 @@ def test_a_head_that_does_not_end_is_a_malformed_response(wire: bytes) -> None:
 
 
 async def test_a_connection_closed_before_its_exchange_began_is_lost_not_a_timeout() -> None:
-    connection = Connection("http://o.test", 30.0, Home())
+    connection = OriginConnection("http://o.test", 30.0, Home())
     connection.connection_made(Wire())
     connection.connection_lost(None)  # the origin hung up while the request was on its way
-    exchange = Exchange(connection, head_only=False)
+    exchange = OriginExchange(connection, head_only=False)
     await exchange.send(b"GET / HTTP/1.1\r\n\r\n", None)
     with pytest.raises(OriginConnectionLost):
         await asyncio.wait_for(exchange.response_head(), 5)

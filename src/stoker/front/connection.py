@@ -47,6 +47,7 @@ from stoker.proxy.request import MAX_HEADER_BYTES
 
 if TYPE_CHECKING:
     from stoker.front.listener import Listener
+    from stoker.proxy.hot_path import HotPath
 
 HEAD_LIMIT = MAX_HEADER_BYTES + 16 * 1024
 """Bytes a request's head may take before it is complete (its headers may reach
@@ -294,8 +295,7 @@ class Connection(asyncio.Protocol):
         if primary is None:
             return None
         close = not keep_alive
-        reply = hot.reply_now(primary, headers)
-        wire = None if reply is None else reply_bytes(reply, close=close)
+        wire = _hit_bytes(hot, primary, headers, close)
         whole, self._whole = self._whole, None
         known = self.listener.known
         if wire is not None and whole is not None and known.second_time(whole) and (
@@ -308,8 +308,7 @@ class Connection(asyncio.Protocol):
         assert hot is not None
         if self.write_paused or head.version != hot.version:
             return False
-        reply = hot.reply_now(head.primary, head.headers)
-        wire = None if reply is None else reply_bytes(reply, close=head.close)
+        wire = _hit_bytes(hot, head.primary, head.headers, head.close)
         if wire is None:
             return False
         self._send_hit(wire, close=head.close)
@@ -413,3 +412,15 @@ class Connection(asyncio.Protocol):
 
 def _address(value: Any) -> tuple[str, int] | None:
     return (str(value[0]), int(value[1])) if isinstance(value, tuple) else None
+
+
+def _hit_bytes(hot: HotPath, primary: str, headers: list[tuple[bytes, bytes]],
+               close: bool) -> list[bytes] | None:
+    """The bytes of the fresh hit a request for ``primary`` with ``headers`` is (counted),
+    else ``None``."""
+    reply = hot.reply_now(primary, headers)
+    wire = None if reply is None else reply_bytes(reply, close=close)
+    if wire is not None:
+        assert reply is not None
+        hot.count(reply)
+    return wire

@@ -86,7 +86,6 @@ class HotPath:
         self._memo_keys = pipeline.config.memory.memo_keys
         self._prefix = f"{pipeline.fetcher.config.cache_name}; hit; ttl=".encode()
         self._via = (b"via", pipeline.fetcher.config.via)
-        self._wire_via = b"via: %s\r\n" % pipeline.fetcher.config.via
 
     @property
     def version(self) -> str:
@@ -113,6 +112,7 @@ class HotPath:
         reply = self._reply(scope["headers"], entries)
         if reply is None:
             return Attempt(False, looked_up) if looked_up is not None else NOT_SERVED
+        self.count(reply)
         await send_reply(send, reply, head=False, http1=scope["http_version"].startswith("1"))
         return SERVED
 
@@ -120,14 +120,15 @@ class HotPath:
         """The reply to a request whose :meth:`key` is ``primary`` and whose headers are
         ``headers``, if it is a fresh single-variant hit in L1, or in L2 where L2 reads
         without waiting (else ``None``: everything else takes :meth:`try_serve` or the
-        pipeline).  Synchronous, for the front's protocol callbacks."""
+        pipeline); :meth:`count` it once it is sent.  Synchronous, for the front's
+        protocol callbacks."""
         entries = self._pipeline.store.read_now(primary)  # an L2 hit read here is promoted
         return None if entries is None else self._reply(headers, entries)
 
     def _reply(self, headers: list[tuple[bytes, bytes]],
                entries: list[CacheEntry]) -> Reply | None:
         """The hit's reply, if ``entries`` is one fresh, inline, Vary-less entry whose
-        coding for this request exists (counted as a hit), else ``None``."""
+        coding for this request exists, else ``None``."""
         if len(entries) != 1:
             return None
         entry = entries[0]
@@ -135,8 +136,6 @@ class HotPath:
         if entry.vary or now >= entry.fresh_until or entry.body is None or (
                 wants_coding(headers, entry)):  # the pipeline makes the coding
             return None
-        self._pipeline.stats["hit"] += 1
-        self._pipeline.hits.hit(entry.url)
         form = served_form(headers, entry)
         assert form.body is not None  # a coding made is inline too
         # As Pipeline._serve: Age is int(entry.age(now)); ttl > 0 here, so %d floors it.
@@ -181,6 +180,12 @@ class HotPath:
         if forwarded:
             scheme = request_scheme(scope(), headers, self._pipeline.config.trusted)
         return self._primary_key(scheme, host, target, scope)
+
+    def count(self, reply: Reply) -> None:
+        """Count ``reply``, sent, as a visitor's hit."""
+        assert reply.entry is not None
+        self._pipeline.stats["hit"] += 1
+        self._pipeline.hits.hit(reply.entry.url)
 
     def _primary_key(self, scheme: str, host: bytes, target: bytes,
                      scope: Callable[[], Message]) -> str | None:

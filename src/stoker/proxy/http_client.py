@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from math import inf
 from urllib.parse import urlsplit
 
-from stoker.proxy.http_exchange import Connection, Exchange
+from stoker.proxy.http_exchange import OriginConnection, OriginExchange
 from stoker.proxy.origin_errors import OriginError, OriginTimeout
 
 DNS_TTL = 60.0
@@ -90,17 +90,17 @@ class Pool:
         self._endpoint = endpoint
         self._size = size
         self._keepalive = keepalive
-        self._idle: deque[Connection] = deque()
+        self._idle: deque[OriginConnection] = deque()
         self._closed = False
         self._addresses: list[str] = []
         self._resolved_until = -inf
 
     async def request(self, head: bytes, body: AsyncIterable[bytes] | None, *,
-                      head_only: bool, fresh: bool) -> Exchange:
+                      head_only: bool, fresh: bool) -> OriginExchange:
         """Send a request (``head_only``: one whose response has no body, a HEAD); the
         exchange once the response head is in.  On any failure the connection is closed."""
         connection = (None if fresh else self._take()) or await self._open()
-        exchange = Exchange(connection, head_only=head_only)
+        exchange = OriginExchange(connection, head_only=head_only)
         try:
             await exchange.send(head, body)
             await exchange.response_head()
@@ -109,7 +109,7 @@ class Pool:
             raise
         return exchange
 
-    def _take(self) -> Connection | None:
+    def _take(self) -> OriginConnection | None:
         """The newest idle connection, if it is within its keep-alive (older ones close)."""
         now = asyncio.get_running_loop().time()
         while self._idle:
@@ -120,7 +120,7 @@ class Pool:
             connection.close()
         return None
 
-    async def _open(self) -> Connection:
+    async def _open(self) -> OriginConnection:
         url = self._endpoint.url
         try:
             async with asyncio.timeout(self._endpoint.timeout):
@@ -143,21 +143,21 @@ class Pool:
             self._resolved_until = loop.time() + DNS_TTL
         return self._addresses
 
-    async def _connect(self, address: str) -> Connection:
+    async def _connect(self, address: str) -> OriginConnection:
         endpoint = self._endpoint
         _, connection = await asyncio.get_running_loop().create_connection(
-            lambda: Connection(endpoint.url, endpoint.timeout, self), address, endpoint.port,
+            lambda: OriginConnection(endpoint.url, endpoint.timeout, self), address, endpoint.port,
             ssl=endpoint.tls, server_hostname=endpoint.host if endpoint.tls else None)
         return connection
 
-    def release(self, connection: Connection) -> None:
+    def release(self, connection: OriginConnection) -> None:
         if self._closed or len(self._idle) >= self._size:
             connection.close()
         else:
             connection.rest(self._keepalive)
             self._idle.append(connection)
 
-    def discard(self, connection: Connection) -> None:
+    def discard(self, connection: OriginConnection) -> None:
         with contextlib.suppress(ValueError):
             self._idle.remove(connection)
 

@@ -1,9 +1,9 @@
 """One HTTP/1.1 connection to the origin and the exchanges it carries, one at a time.
 
-:class:`Connection` is the asyncio protocol; an :class:`Exchange` is one request and its
-response: :meth:`~Exchange.send` writes the request, :meth:`~Exchange.response_head`
+:class:`OriginConnection` is the asyncio protocol; an :class:`OriginExchange` is one request and its
+response: :meth:`~OriginExchange.send` writes the request, :meth:`~OriginExchange.response_head`
 waits for the response's head, the exchange itself iterates the body, and
-:meth:`~Exchange.close` hands the connection back.  httptools' ``HttpResponseParser``
+:meth:`~OriginExchange.close` hands the connection back.  httptools' ``HttpResponseParser``
 (its public API) reads the origin's bytes.
 
 Invariants:
@@ -62,15 +62,15 @@ SLACK = 0.001
 class Home(Protocol):
     """Where a connection rests between exchanges: the pool."""
 
-    def release(self, connection: Connection) -> None:
+    def release(self, connection: OriginConnection) -> None:
         """Keep ``connection`` for another exchange (or close it)."""
 
-    def discard(self, connection: Connection) -> None:
+    def discard(self, connection: OriginConnection) -> None:
         """Forget ``connection``, which closed (if it was resting here)."""
 
 
-class Connection(asyncio.Protocol):
-    """A connection to the origin: one :class:`Exchange` at a time, resting in its
+class OriginConnection(asyncio.Protocol):
+    """A connection to the origin: one :class:`OriginExchange` at a time, resting in its
     :class:`Home` in between."""
 
     def __init__(self, url: str, timeout: float, home: Home) -> None:
@@ -79,7 +79,7 @@ class Connection(asyncio.Protocol):
         self.timeout = timeout
         self._home = home
         self.transport: asyncio.Transport
-        self.exchange: Exchange | None = None
+        self.exchange: OriginExchange | None = None
         self.closed = False
         self.write_paused = False
         self.idle_since = 0.0
@@ -136,8 +136,8 @@ class Connection(asyncio.Protocol):
                 self._home.discard(self)
 
 
-class Exchange:
-    """One request and its response on a :class:`Connection` (see the module's invariants).
+class OriginExchange:
+    """One request and its response on a :class:`OriginConnection` (see the module's invariants).
 
     ``status`` and ``headers`` (names lower-cased, in the origin's order) are the final
     response's, once :meth:`response_head` has returned."""
@@ -146,7 +146,7 @@ class Exchange:
                  "_head_bytes", "_head_done", "_head_only", "_keep_alive", "_loop", "_mark",
                  "_parser", "_paused", "_pieces", "_sent", "_waiter", "headers", "status")
 
-    def __init__(self, connection: Connection, *, head_only: bool) -> None:
+    def __init__(self, connection: OriginConnection, *, head_only: bool) -> None:
         self._connection = connection
         self._head_only = head_only
         self._loop = asyncio.get_running_loop()
@@ -206,7 +206,7 @@ class Exchange:
             if not await self._wait():
                 raise OriginTimeout(f"origin {self._connection.url} did not answer in time")
 
-    def __aiter__(self) -> Exchange:
+    def __aiter__(self) -> OriginExchange:
         return self
 
     async def __anext__(self) -> bytes:

@@ -34,7 +34,7 @@ from typing import Protocol
 
 from stoker.proxy.context import RequestContext
 from stoker.proxy.http_client import Endpoint, Pool
-from stoker.proxy.http_exchange import CHUNK, Exchange
+from stoker.proxy.http_exchange import CHUNK, OriginExchange
 from stoker.proxy.origin_errors import OriginConnectionLost, OriginError, OriginTimeout
 
 __all__ = [
@@ -119,7 +119,7 @@ class HttpOrigin:
         return OriginResponse(exchange.status, exchange.headers, exchange, exchange.close)
 
     async def _send(self, method: str, head: bytes, body: Body | None, *,
-                    fresh: bool) -> Exchange:
+                    fresh: bool) -> OriginExchange:
         pieces = body.chunks() if body is not None and body.size else None
         return await self._pool.request(head, pieces, head_only=method == "HEAD", fresh=fresh)
 
