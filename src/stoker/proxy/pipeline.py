@@ -1,9 +1,13 @@
-"""The request pipeline shared by the reverse proxy and the ASGI middleware.
+"""The request core, shared by every transport: :meth:`Pipeline.serve` takes a parsed
+request and its body and gives a :class:`~stoker.proxy.reply.Reply`; the front, granian,
+the middleware (through :mod:`~stoker.proxy.asgi_reply`) and the warmer are adapters.
 
 request → bypass? → key → L1 → L2 → :func:`~stoker.proxy.decide.decide` → serve
 (hit, stale-while-revalidate, stale-if-error) | forward (collapsed) with its ``fwd``
 
 Invariants:
+- Nothing here knows a transport: no ASGI scope, message or ``send``; what travels with
+  a request to its origin requests is its :class:`~stoker.proxy.context.RequestContext`.
 - A bypassed request (unsafe method, a rule's ``bypass``, a bypass cookie,
   a request ``no-store``) is neither served from nor stored in the cache.
 - A request with ``Authorization`` is answered from cache only with an entry
