@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint bench clean
+.PHONY: install demo test test-fast lint settings-table bench clean
 
 install: $(STAMP)
 
@@ -28,6 +28,9 @@ lint: install
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+
+settings-table: install   # the README's settings table, from the settings' declaration
+	$(PY) -m stoker.settings.readme README.md
 
 bench: install
 	$(PY) bench/hit_path/run.py --rounds 5 --duration 8

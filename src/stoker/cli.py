@@ -37,7 +37,8 @@ from stoker.cli_common import (
     setup_logging,
     usage_error,
 )
-from stoker.settings import Settings, SettingsError, describe
+from stoker.settings import SettingsError, require_origin, require_safe_admin
+from stoker.settings.rendering import markdown_table, settings_toml
 from stoker.version import VERSION
 
 app = typer.Typer(
@@ -69,8 +70,8 @@ def serve(
     settings = settings_or_exit(config, origin=origin, listen=listen, admin_listen=admin_listen,
                                 data_dir=data_dir, admin_token=admin_token, server=server)
     try:
-        settings.require_origin()
-        settings.require_safe_admin()
+        require_origin(settings)
+        require_safe_admin(settings)
     except SettingsError as error:
         raise usage_error(error) from None
     setup_logging(verbose)
@@ -92,7 +93,7 @@ def demo(
     settings = settings_or_exit(None, origin=f"http://{origin_listen}", listen=listen,
                                 admin_listen=admin_listen, data_dir=data_dir, server=server)
     try:
-        settings.require_safe_admin()
+        require_safe_admin(settings)
     except SettingsError as error:
         raise usage_error(error) from None
     setup_logging(False)
@@ -195,33 +196,19 @@ def show_settings(
     ] = None,
     preset: Annotated[str | None, typer.Option(
         help="Print the [[rule]] tables this preset expands to, instead")] = None,
+    markdown: Annotated[bool, typer.Option(
+        "--markdown", help="Print the README's settings table (markdown), instead")] = False,
 ) -> None:
     """Every setting as stoker.toml lines: its meaning, its variable, its default (with
     --config: the effective value, and the default where it differs)."""
     if preset is not None:
         _print_preset(preset)
         return
+    if markdown:
+        print(markdown_table())
+        return
     settings = settings_or_exit(config) if config is not None else None
     print(settings_toml(settings, config), end="")
-
-
-def settings_toml(settings: Settings | None, source: Path | None) -> str:
-    """The ``stoker settings`` text: valid TOML, one commented block per setting."""
-    lines = [f"# Stoker's settings: the effective values of {source} and the environment"
-             if source is not None else "# Stoker's settings and their defaults",
-             "# (each also as its STOKER_ variable, or a command's --flag)", ""]
-    for row in describe(settings):
-        lines.append(f"# {row.help} [{row.variable}]")
-        if row.value is None:
-            lines.append(f"# {row.key} = (not set)")
-        elif row.value != row.default:  # only with settings: describe() is the defaults
-            lines.append(f"{row.key} = {row.value}  # default: {row.default or 'not set'}")
-        else:
-            lines.append(f"{row.key} = {row.value}")
-        lines.append("")
-    if settings is not None and settings.rules:
-        lines.append(f"# and {len(settings.rules)} rules ([[rule]] tables, preset included)")
-    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def _mount_subcommands() -> None:

@@ -18,24 +18,31 @@ from rich.console import Console
 from rich.text import Text
 
 from stoker.server import run_async
-from stoker.settings import Settings, SettingsError, admin_url, load_settings
+from stoker.settings import FIELDS, Settings, SettingsError, admin_url, load_settings
+from stoker.settings.declared import flag_name
+from stoker.settings.rendering import plain_default
 
 console = Console(stderr=True, markup=False, soft_wrap=True)
 DEMO_DATA_DIR = Path(".stoker/demo")
 """Where ``stoker demo`` keeps its data by default (not the site's ``./.stoker``)."""
 
+
+
+def setting_option(key: str) -> Any:
+    """The ``--flag`` of setting ``key``: the setting's help, with its default."""
+    shown = plain_default(key)
+    return typer.Option(flag_name(key), help=FIELDS[key].help + (f" [{shown}]" if shown else ""))
+
+
 ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", help="stoker.toml to read (default: ./stoker.toml if present, or $STOKER_CONFIG)")]
-OriginOpt = Annotated[str | None, typer.Option(help="Origin base URL, e.g. http://127.0.0.1:9000")]
-ListenOpt = Annotated[str | None, typer.Option(help="Public listener HOST:PORT [127.0.0.1:8080]")]
-AdminListenOpt = Annotated[str | None, typer.Option(
-    help="Admin listener HOST:PORT [127.0.0.1:8081]")]
-DataDirOpt = Annotated[Path | None, typer.Option(
-    help="Where the cache database and large bodies live [./.stoker]")]
-TokenOpt = Annotated[str | None, typer.Option(help="Bearer token for the admin API")]
-ServerOpt = Annotated[str | None, typer.Option(
-    help="HTTP server: stoker (its own HTTP/1.1 front: fastest hits; a TLS listener is "
-         "served by granian) or granian (HTTP/1.1 and HTTP/2) [stoker]")]
+OriginOpt = Annotated[str | None, setting_option("origin")]
+ListenOpt = Annotated[str | None, setting_option("listen")]
+AdminListenOpt = Annotated[str | None, setting_option("admin_listen")]
+DataDirOpt = Annotated[Path | None, setting_option("data_dir")]
+DatabaseUrlOpt = Annotated[str | None, setting_option("database_url")]
+TokenOpt = Annotated[str | None, setting_option("admin_token")]
+ServerOpt = Annotated[str | None, setting_option("server")]
 AdminUrlOpt = Annotated[str | None, typer.Option(
     "--admin-url", envvar="STOKER_ADMIN_URL",
     help="Admin API of the running Stoker [http://<admin_listen>]")]

@@ -22,6 +22,8 @@ from stoker.backends import open_queue
 from stoker.cli_common import (
     DEMO_DATA_DIR,
     ConfigOpt,
+    DatabaseUrlOpt,
+    DataDirOpt,
     console,
     fail,
     output,
@@ -31,7 +33,7 @@ from stoker.cli_common import (
 from stoker.clock import SystemClock
 from stoker.jobs.model import JOB_STATES, JobState, RequeueScope
 from stoker.jobs.queue import JobQueue
-from stoker.settings import Settings, SettingsError
+from stoker.settings import Settings, SettingsError, refuse_data_dir_under_a_file
 
 T = TypeVar("T")
 
@@ -40,10 +42,6 @@ jobs_app = typer.Typer(
     no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 out = output()
 
-DataDirOpt = Annotated[Path | None, typer.Option(
-    "--data-dir", help="Directory of the SQLite database [./.stoker]")]
-DatabaseUrlOpt = Annotated[str | None, typer.Option(
-    "--database-url", help="postgresql://… (default: SQLite in the data dir)")]
 
 
 def _settings(config: Path | None, data_dir: Path | None, database_url: str | None) -> Settings:
@@ -51,7 +49,7 @@ def _settings(config: Path | None, data_dir: Path | None, database_url: str | No
     error, exit 2)."""
     settings = settings_or_exit(config, data_dir=data_dir, database_url=database_url)
     try:
-        settings.refuse_data_dir_under_a_file()
+        refuse_data_dir_under_a_file(settings)
     except SettingsError as error:
         raise usage_error(error) from None
     return settings

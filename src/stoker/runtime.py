@@ -46,7 +46,7 @@ from stoker.proxy.origin_limit import OriginLimiter
 from stoker.proxy.pipeline import Pipeline, PipelineConfig
 from stoker.proxy.purge import AuditTrail, Purger
 from stoker.proxy.purge_method import PurgeMethod, parse_networks
-from stoker.settings import Settings, SettingsError
+from stoker.settings import Settings, SettingsError, require_data_dir, require_origin
 
 log = logging.getLogger("stoker")
 EVICT_EVERY = 60.0
@@ -102,8 +102,8 @@ class Stoker:
         of its own; without, the caller runs :meth:`evict_once` (the warmer's ticker
         does, as its ``l2_reclaim`` deadline)."""
         clock = clock or SystemClock()
-        origin_url = settings.require_origin() if origin is None else None
-        settings.require_data_dir()
+        origin_url = require_origin(settings) if origin is None else None
+        require_data_dir(settings)
         versions = VersionFile(settings.data_dir)
         try:
             state = await versions.load()

@@ -31,7 +31,13 @@ from stoker.proxy.access_log import AccessLogApp, open_stream
 from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.runtime import Stoker
 from stoker.server import Tls, ensure_free, run_apps, silence_for
-from stoker.settings import Settings, admin_url
+from stoker.settings import (
+    Settings,
+    admin_url,
+    require_origin,
+    require_safe_admin,
+    require_tls_files,
+)
 from stoker.warm.run import Run
 from stoker.warm.run_store import not_stored_text
 from stoker.warming import WarmService
@@ -57,8 +63,8 @@ async def run_service(settings: Settings, *, announce: Announce = print,
                       alongside: Alongside | None = None) -> None:
     """Serve the proxy and the admin API until stopped; ``alongside`` (given the
     warmer) runs beside the servers from their start until it returns or they stop."""
-    settings.require_safe_admin()
-    settings.require_tls_pair()
+    require_safe_admin(settings)
+    require_tls_files(settings)
     ensure_free(settings.listen, "listen")
     ensure_free(settings.admin_listen, "admin_listen")
     stoker, warm = await _open_with_warmer(settings)
@@ -186,7 +192,7 @@ async def run_demo(settings: Settings, origin_listen: str, *, pages: int, delay:
     ]))
 
     async def warm_at_start(warm: WarmService) -> None:
-        if await _answers(f"{settings.require_origin()}/health", warm.stoker.clock):
+        if await _answers(f"{require_origin(settings)}/health", warm.stoker.clock):
             await follow_warm_run(warm, announce)
         else:
             announce("warming: skipped, the demo origin did not answer")

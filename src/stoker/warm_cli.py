@@ -21,6 +21,7 @@ from stoker.cli_common import (
     AdminTokenOpt,
     AdminUrlOpt,
     ConfigOpt,
+    DatabaseUrlOpt,
     DataDirOpt,
     admin_client,
     console,
@@ -143,8 +144,7 @@ def _summary(run: dict[str, Any]) -> None:
 
 def worker(
     config: ConfigOpt = None, data_dir: DataDirOpt = None,
-    database_url: Annotated[str | None, typer.Option(
-        help="postgresql://… shared with the serving processes")] = None,
+    database_url: DatabaseUrlOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging")] = False,
 ) -> None:
     """Run warm workers and the deadline ticker without serving (same configuration)."""

@@ -13,7 +13,7 @@ from tests.integration.conftest import Origin
 from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.runtime import Stoker
 from stoker.server import Tls
-from stoker.settings import SettingsError, settings_from
+from stoker.settings import SettingsError, require_tls_files, settings_from
 
 CACHEABLE = [("cache-control", "max-age=60")]
 
@@ -65,7 +65,7 @@ def test_tls_settings_go_together(tmp_path: Path) -> None:
     cert.write_text("x")
     for values in ({"tls_cert": str(cert)}, {"tls_cert": str(cert), "tls_key": "/nope"}):
         try:
-            settings_from(values).require_tls_pair()
+            require_tls_files(settings_from(values))
         except SettingsError as error:
             assert "tls_" in str(error)
         else:

@@ -40,8 +40,9 @@ async def open_queue(settings: Settings, clock: Clock) -> JobQueue:
             raise
         return PostgresJobQueue(pool, clock, owns_pool=True)
     from stoker.backends.sqlite.job_queue import SqliteJobQueue
+    from stoker.settings import require_data_dir
 
-    settings.require_data_dir()
+    require_data_dir(settings)
     return await SqliteJobQueue.open(settings.sqlite_path, clock)
 
 

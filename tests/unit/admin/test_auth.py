@@ -8,7 +8,13 @@ import pytest
 
 from stoker.admin.auth import authenticate, bearer_token, fingerprint, host_of
 from stoker.proxy.purge_method import parse_networks, purge_allowed, wants_soft
-from stoker.settings import SettingsError, admin_url, is_loopback_listen, settings_from
+from stoker.settings import (
+    SettingsError,
+    admin_url,
+    is_loopback_listen,
+    require_safe_admin,
+    settings_from,
+)
 
 
 def test_fingerprint_is_short_stable_and_not_the_token() -> None:
@@ -44,10 +50,10 @@ def test_loopback_listen(listen: str, loopback: bool) -> None:
 
 
 def test_non_loopback_admin_needs_a_token() -> None:
-    settings_from({"admin_listen": "127.0.0.1:9"}).require_safe_admin()
-    settings_from({"admin_listen": "0.0.0.0:9", "admin_token": "t"}).require_safe_admin()
+    require_safe_admin(settings_from({"admin_listen": "127.0.0.1:9"}))
+    require_safe_admin(settings_from({"admin_listen": "0.0.0.0:9", "admin_token": "t"}))
     with pytest.raises(SettingsError, match="admin_token"):
-        settings_from({"admin_listen": "0.0.0.0:9"}).require_safe_admin()
+        require_safe_admin(settings_from({"admin_listen": "0.0.0.0:9"}))
 
 
 def test_admin_url() -> None:

@@ -1,0 +1,422 @@
+"""The declaration of every setting: one :class:`Settings` field per key, carrying its
+type, its default, its parser, its help and whether commands take it as a ``--flag``.
+
+Invariants: :data:`FIELDS` is read off :class:`Settings` (so a setting cannot exist in
+one and not the other); a setting ``name`` is the ``STOKER_NAME`` variable and, when
+declared a flag, ``--name`` with ``_`` as ``-``; a :class:`Settings` passes the
+cross-field checks (:meth:`Settings.__post_init__`) or is never made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+from stoker.http.site_hosts import SiteHosts
+from stoker.presets import NAMES as PRESET_NAMES
+from stoker.rules import Rule
+from stoker.settings.values import (
+    address,
+    boolean,
+    cache_name,
+    choice,
+    networks,
+    optional,
+    origin_slots,
+    path,
+    positive_int,
+    seconds,
+    size,
+    str_list,
+    text,
+    url,
+    urls,
+    variants,
+    whole,
+)
+
+T = TypeVar("T")
+ENV_PREFIX = "STOKER_"
+_SPEC = "stoker.setting"
+
+
+class SettingsError(ValueError):
+    """A configuration problem, phrased for the person who has to fix it."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How one setting is read and explained.
+
+    ``help`` is one line (``stoker settings``, the ``--flag``'s help); ``doc`` and
+    ``default_doc`` are what the README's table says of it and of its default when the
+    help, or the default as written, would not do."""
+
+    parse: Callable[[Any], Any]
+    help: str
+    doc: str | None = None
+    default_doc: str | None = None
+    flag: bool = False
+
+
+def setting(default: T, parse: Callable[[Any], T], help: str, *, doc: str | None = None,
+            default_doc: str | None = None, flag: bool = False) -> T:
+    """A :class:`Settings` field: ``default`` and ``parse`` must agree with the field's type
+    (mypy checks both), and the class attribute is ``default``."""
+    spec = Setting(parse, help, doc, default_doc, flag)
+    return field(default=default, metadata={_SPEC: spec})
+
+
+def variable(key: str) -> str:
+    """The environment variable of setting ``key``."""
+    return f"{ENV_PREFIX}{key.upper()}"
+
+
+def flag_name(key: str) -> str:
+    """The command-line flag of setting ``key``."""
+    return f"--{key.replace('_', '-')}"
+
+
+DEFAULT_VARIANTS: tuple[tuple[tuple[str, str], ...], ...] = ((
+    ("accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
+    ("accept-encoding", "gzip, deflate, br, zstd"),
+),)
+"""One typical browser request."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated configuration for every Stoker command."""
+
+    origin: str | None = setting(
+        None, optional(url),
+        "Origin base URL to cache, e.g. http://127.0.0.1:9000",
+        flag=True)
+    origin_host: str | None = setting(
+        None, optional(text),
+        "Host header sent to the origin (default: the client's Host)",
+        default_doc="client's Host")
+    listen: str = setting(
+        "127.0.0.1:8080", address,
+        "Public proxy listener HOST:PORT",
+        flag=True)
+    admin_listen: str = setting(
+        "127.0.0.1:8081", address,
+        "Admin API/dashboard listener HOST:PORT",
+        flag=True)
+    admin_token: str | None = setting(
+        None, optional(text),
+        "Bearer token required by the admin API",
+        flag=True)
+    data_dir: Path = setting(
+        Path(".stoker"), path,
+        "Directory for the SQLite files and large cached bodies",
+        flag=True)
+    database_url: str | None = setting(
+        None, optional(text),
+        "postgresql://… for queue/runs/deadlines (default: SQLite in data_dir)",
+        doc="`postgresql://…` for the job queue (default: SQLite in `data_dir`)",
+        flag=True)
+    server: str = setting(
+        "stoker", choice("stoker", "granian"),
+        "HTTP server: stoker (its own HTTP/1.1 front: fastest hits; a TLS listener is served "
+        "by granian) or granian (HTTP/1.1 and HTTP/2)",
+        doc="`stoker`: Stoker's own HTTP/1.1 server, which answers fresh hits (from memory or"
+            " SQLite) without going through ASGI (see BENCHMARKS.md); a TLS listener is "
+            "served by granian. `granian`: HTTP/1.1 and HTTP/2 (h2c with prior knowledge, or "
+            "ALPN under TLS), everything through ASGI; choose it for clients that speak "
+            "HTTP/2 without TLS (TLS terminators and load balancers speak HTTP/1.1 to a "
+            "backend)",
+        flag=True)
+    l1_max_bytes: int = setting(
+        256 * 1024 * 1024, size,
+        "Memory for cached pages and per-URL tables, e.g. 256MiB",
+        doc="Memory for cached pages (the LRU memory tier) and what else the cache holds in "
+            "memory: the fast path's key memo and the hit counter (1/32 each) and the L2 "
+            "write queue (`l2_queue_max_bytes`); entries are accounted at their real cost in "
+            "Python objects")
+    l2_max_bytes: int = setting(
+        4 * 1024 * 1024 * 1024, size,
+        "Persistent (L2) cache bound, e.g. 4GiB",
+        doc="SQLite tier bound (expired, then oldest, evicted)")
+    body_file_threshold: int = setting(
+        256 * 1024, size,
+        "Bodies larger than this are stored in files",
+        doc="Larger bodies are stored as files (temp + fsync + rename)")
+    max_object_bytes: int = setting(
+        1024 * 1024 * 1024, size,
+        "Responses larger than this are passed through, not stored",
+        doc="Larger responses pass through unstored")
+    default_swr: float = setting(
+        0.0, seconds,
+        "stale-while-revalidate window when the origin gives none",
+        doc="stale-while-revalidate when the origin says nothing")
+    default_sie: float = setting(
+        0.0, seconds,
+        "stale-if-error window when the origin gives none",
+        doc="stale-if-error when the origin says nothing")
+    keep: float = setting(
+        3600.0, seconds,
+        "Keep expired entries with validators this long for revalidation",
+        doc="Keep expired entries with validators for conditional revalidation")
+    origin_timeout: float = setting(
+        30.0, seconds,
+        "Longest wait on the origin: to connect, to take the request body, for each piece of "
+        "its answer",
+        doc="Longest wait on the origin: to connect, to take each piece of a request body, "
+            "for its answer and each piece of it (then 504, or stale-if-error)")
+    collapse_timeout: float = setting(
+        15.0, seconds,
+        "How long collapsed requests wait for the leader",
+        doc="How long collapsed requests wait before going to the origin themselves")
+    client_body_timeout: float = setting(
+        60.0, seconds,
+        "Longest pause while a client sends its request body (then 408); bodies are read "
+        "whole before the origin is asked",
+        doc="Longest pause while a client sends its request body (then 408, nothing "
+            "forwarded); bodies are read whole before the origin is asked, as nginx does")
+    client_max_body_size: int = setting(
+        1024 * 1024 * 1024, size,
+        "Largest request body accepted (then 413); beyond 64 KiB it waits in a temporary file",
+        doc="Largest request body accepted (then 413, nothing forwarded); past 64 KiB a body "
+            "waits in an unnamed temporary file under `data_dir`")
+    cache_name: str = setting(
+        "stoker", cache_name,
+        "Name used in Cache-Status and Via (a token)",
+        doc="Name in `Cache-Status` and `Via`")
+    tag_headers: tuple[str, ...] = setting(
+        ("surrogate-key", "cache-tag"), str_list,
+        "Response headers carrying cache tags")
+    strip_tag_headers: bool = setting(
+        True, boolean,
+        "Remove tag headers from responses to clients")
+    honor_client_no_cache: bool = setting(
+        False, boolean,
+        "Let a client's Cache-Control: no-cache force revalidation",
+        doc="Let a client's `Cache-Control: no-cache` force revalidation (off, as in Varnish "
+            "and nginx, so clients cannot bust the cache)")
+    purge_hosts: tuple[str, ...] = setting(
+        (), str_list,
+        "Hosts purge URLs may name, e.g. www.example.com (empty: any host)",
+        doc="Hosts absolute purge URLs may name (others → 400)",
+        default_doc="any")
+    purge_allow: tuple[str, ...] = setting(
+        (), networks,
+        "Client IPs/CIDRs allowed to send PURGE to the proxy (empty: PURGE disabled)",
+        doc="Client addresses/CIDRs allowed to send `PURGE`: the client as `trusted_proxies` "
+            "resolve it (the TCP peer, or the address a trusted proxy forwards)",
+        default_doc="— (off)")
+    trusted_proxies: tuple[str, ...] = setting(
+        ("127.0.0.0/8", "::1"), networks,
+        "Peers (IPs/CIDRs) whose X-Forwarded-Proto/-For and Forwarded are believed",
+        doc="Peers (addresses/CIDRs) whose `X-Forwarded-Proto`/`Forwarded: proto=` set the "
+            "request's scheme and whose `X-Forwarded-For`/`Forwarded: for=` name the client "
+            "(for `purge_allow`, logs, the audit); from anyone else those headers are "
+            "ignored. Empty: trust nobody")
+    max_variants: int = setting(
+        32, positive_int,
+        "Most Vary variants kept per URL (least recently used dropped)",
+        doc="Most `Vary` variants kept per URL; the least recently used is dropped, so a "
+            "per-visitor `Vary` cannot fill the cache with one page")
+    shutdown_timeout: float = setting(
+        10.0, seconds,
+        "On SIGTERM: time to flush L2 writes and drain background work, then give up",
+        doc="On SIGTERM/SIGINT: one budget, from the signal, for the requests in flight, the "
+            "queued cache writes (flushed from the start), background revalidations and "
+            "reclaims; what is still running then is cancelled, abandoned and logged")
+    l2_queue_max_bytes: int | None = setting(
+        None, optional(size),
+        "Bound of cache writes queued for L2 (default: 1/16 of l1_max_bytes, 1-64 MiB, taken "
+        "from it); beyond it the oldest queued are dropped",
+        doc="Cache writes waiting for the SQLite tier, taken out of `l1_max_bytes`; when it "
+            "falls behind (or fails) beyond this, the oldest waiting writes are dropped "
+            "(counted as `l2_dropped` in `/api/status`)",
+        default_doc="1/16 of `l1_max_bytes` (1\N{EN DASH}64 MiB)")
+    l2_write_timeout: float = setting(
+        10.0, seconds,
+        "How long a purge or flush waits for a failing L2 before reporting an error",
+        doc="How long a purge waits for a failing SQLite tier before answering with an error "
+            "(the purge still reaches it, in order, once it recovers)")
+    l2_inline_reads: bool = setting(
+        True, boolean,
+        "Read L2 hits on the event loop (fast); false on a slow or network disk, whose reads "
+        "would stall every request",
+        doc="Read SQLite-tier hits directly on the event loop (an indexed read of 7 columns, "
+            "~5 µs when the database's pages are in the OS page cache) instead of handing "
+            "each to the SQLite thread (~40 µs more CPU per hit). While it reads, nothing "
+            "else runs: on a slow, network or throttled disk, or with an `l2_max_bytes` much "
+            "larger than the RAM that caches it, set `false` so a read that waits for the "
+            "disk does not stall every request. Bodies kept in files are never read this way")
+    preset: str | None = setting(
+        None, optional(choice(*PRESET_NAMES)),
+        "Platform preset expanded into the rules (stoker settings --preset NAME prints it)",
+        doc="Platform preset expanded into the rules: `wordpress`, `woocommerce`, `django`, "
+            "`wagtail`, `drupal`, `rails`, `laravel`, `generic` (see Cache rules)")
+    stopgap_header: str = setting(
+        "X-Stoker-Stopgap", text,
+        "Response header marking an origin's placeholder page: never stored, revisited",
+        doc="A response carrying it (or answering `202`/`503`) is an origin's placeholder: "
+            "never stored, revisited by the warmer")
+    stopgap_delay: float = setting(
+        20.0, seconds,
+        "Wait before a warm run revisits a stopgap page",
+        doc="A warm run revisits a placeholder page this much later (at most twice)")
+    origin_max_concurrency: int = setting(
+        16, origin_slots,
+        "Most origin requests in flight at once, visitors' misses and warm visits together; "
+        "visitors first, warm visits never take the last quarter",
+        doc="Most requests in flight to the origin at once, visitors' misses and warm visits "
+            "together (at least 2). Visitors come first: a freed slot goes to a waiting "
+            "visitor before any warm visit, and warm visits never take the last quarter of "
+            "the slots (at least one), so a visitor's miss finds a free slot even while the "
+            "warmer is busy")
+    warm_max_concurrency: int = setting(
+        8, positive_int,
+        "Most warm visits in flight at once; below it the warmer adapts to the origin's "
+        "latency, 429 and 503",
+        doc="Most warm visits in flight at once. The warmer starts at 1 and adapts below "
+            "this: one more per round of visits answered near the origin's usual latency, "
+            "half as many when latency rises or the origin answers 429 or 503 (and none until"
+            " its `Retry-After`, at most 10 minutes)")
+    site_url: tuple[str, ...] = setting(
+        (), urls,
+        "The public site as visitors see it (scheme + host), one or more: every warm visit "
+        "uses it (default: the public listener)",
+        doc="The site as visitors see it, e.g. `https://www.example.com` (several allowed): "
+            "the scheme and Host of every warm visit, so the warmer fills exactly the entries"
+            " visitors read",
+        default_doc="the public listener")
+    site_aliases: tuple[str, ...] = setting(
+        (), str_list,
+        "Other hosts sitemaps may name for the same site (e.g. the origin's own address): "
+        "mapped onto site_url",
+        doc="Other hosts a sitemap, a home page's links or a purge may name for the same site"
+            " (the origin's own address, a CMS's configured host; `host` is any port, "
+            "`host:port` that one): their URLs are mapped onto `site_url`, and a purge naming"
+            " one covers the site's own hosts; other hosts are skipped and counted")
+    warm_max_urls: int = setting(
+        50_000, positive_int,
+        "Most URLs one warm run visits",
+        doc="Most URLs one warm run visits (most visited first)")
+    warm_workers: int = setting(
+        4, whole,
+        "Warm visits this process runs at once (0: no warming here; stoker worker can do it)",
+        doc="Warm visits this process runs at once; `0`: none here (run `stoker worker` "
+            "elsewhere on the same `database_url`)")
+    warm_variants: tuple[tuple[tuple[str, str], ...], ...] = setting(
+        DEFAULT_VARIANTS, variants,
+        "Request headers of each variant a URL is warmed with, e.g. [{ \"accept-encoding\" = "
+        "\"gzip, br\" }]",
+        doc="Request headers of each variant every URL is warmed with, e.g. `[{ "
+            "\"accept-encoding\" = \"gzip, br\" }, { \"user-agent\" = \"… Mobile …\" }]` "
+            "(JSON in the variable); a variant without `user-agent` sends "
+            "`stoker-warmer/<version>`",
+        default_doc="a typical browser")
+    rewarm_delay: float = setting(
+        60.0, seconds,
+        "Re-warm purged URLs this long after the last purge",
+        doc="Purged pages are re-warmed this long after the last purge of a burst …")
+    rewarm_max_wait: float = setting(
+        300.0, seconds,
+        "... but at most this long after the first purge",
+        doc="… but at most this long after its first")
+    refresh_interval: float = setting(
+        86_400.0, seconds,
+        "Full warm run this long after the last one finished (0: no daily refresh)",
+        doc="A full warm run this long after the last one finished (after a failed one "
+            "started); `0` turns the daily refresh off")
+    warm_on_start: str = setting(
+        "empty", choice("empty", "always", "never"),
+        "A full warm run when Stoker starts: empty (when the cache holds nothing, e.g. a new "
+        "data_dir), always, or never",
+        doc="A full warm run when Stoker starts: `empty` (only when the cache holds nothing: "
+            "a new `data_dir`), `always`, or `never`")
+    keep_stale: float = setting(
+        86_400.0, seconds,
+        "Keep entries past freshness this long and serve them when the origin fails (not past"
+        " must-revalidate/no-cache/s-maxage)",
+        doc="Keep entries past their freshness this long and answer with them when the origin"
+            " refuses the connection, times out, closes without answering or answers "
+            "500/502/503/504 (`Cache-Status: stoker; hit; detail=stale-if-error`) — never for"
+            " responses with `must-revalidate`, `proxy-revalidate`, `no-cache` or `s-maxage` "
+            "(beyond their own `stale-if-error`). `0`: only the origin's `stale-if-error`")
+    access_log: str | None = setting(
+        None, optional(text),
+        "Access log: - (standard output) or a file path (default: off)",
+        doc="`-` (standard output) or a file: one line per request — time, client (through "
+            "`trusted_proxies`), method, URL, status, bytes, duration, time waiting for the "
+            "origin, cache status (`hit`, `stale`, `miss`, `bypass`, `collapsed`). Never "
+            "cookies, `Authorization` or the values of `log_redact_query` parameters. Costs "
+            "16\N{EN DASH}25 µs of CPU per hit, depending on the machine (BENCHMARKS.md), so "
+            "it is off by default",
+        default_doc="off")
+    access_log_format: str = setting(
+        "combined", choice("combined", "json"),
+        "combined (with the cache status appended) or json",
+        doc="`combined` (nginx/Apache's, with the cache status and the two durations in ms "
+            "appended) or `json`")
+    log_redact_query: tuple[str, ...] = setting(
+        ("token", "key", "api_key", "password", "secret", "signature", "sig", "code", "auth"),
+        str_list,
+        "Query parameters whose values the access log never writes",
+        doc="Query parameters whose values the access log writes as `REDACTED`")
+    tls_cert: Path | None = setting(
+        None, optional(path),
+        "PEM certificate chain: the public listener speaks HTTPS (HTTP/2 by ALPN) with "
+        "tls_key",
+        doc="PEM certificate chain and key: the public listener speaks HTTPS on granian, "
+            "HTTP/2 by ALPN (for sites without a TLS terminator in front). Without them it "
+            "speaks HTTP/1.1 (and, with `server = \"granian\"`, HTTP/2 with prior knowledge)")
+    tls_key: Path | None = setting(
+        None, optional(path),
+        "PEM private key of tls_cert",
+        doc="PEM private key of `tls_cert` (the two go together)")
+    compress: bool = setting(
+        True, boolean,
+        "Store br and gzip forms of compressible responses (text, JSON, JS, SVG, XML over 1 "
+        "KiB, inline bodies), made once when first accepted, and serve the best one accepted",
+        doc="Compress stored responses once, on demand: a `200` of `text/*`, JSON, "
+            "JavaScript, SVG or XML over 1 KiB, without its own `Content-Encoding` and "
+            "without `Cache-Control: no-transform`, gets br and gzip forms beside identity, "
+            "made when a client first accepts a coding (after a miss whose client accepts "
+            "one, once its response has ended; a miss never waits for compression) and then "
+            "stored with the entry (bodies above `body_file_threshold`, kept in files, stay "
+            "identity-only); hits get the best form the client's `Accept-Encoding` accepts "
+            "(identity when it names none). Never per hit")
+
+    rules: tuple[Rule, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        """The checks between settings that need nothing but the values."""
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise SettingsError("tls_cert and tls_key go together: set both (PEM files) for "
+                                "HTTPS on the public listener, or neither")
+
+    @property
+    def site_urls(self) -> tuple[str, ...]:
+        """Where warm visits go: ``site_url``, else the public listener (a wildcard
+        bind reached on loopback)."""
+        if self.site_url:
+            return self.site_url
+        host, _, port = self.listen.rpartition(":")
+        host = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "[::]": "[::1]"}.get(host, host)
+        return (f"http://{host}:{port}",)
+
+    @property
+    def sqlite_path(self) -> Path:
+        """The embedded database file."""
+        return self.data_dir / "stoker.db"
+
+    @property
+    def site_hosts(self) -> SiteHosts:
+        """The site's own hosts (``site_url``, ``purge_hosts``, the listener; never
+        ``origin_host``) and its ``site_aliases``: what purges cover."""
+        return SiteHosts.of(site_urls=self.site_url, purge_hosts=self.purge_hosts,
+                            listen=self.listen, aliases=self.site_aliases)
+
+
+FIELDS: dict[str, Setting] = {each.name: each.metadata[_SPEC] for each in fields(Settings)
+                              if _SPEC in each.metadata}
+"""Every setting by name, in declaration order."""

@@ -1,0 +1,132 @@
+"""Reading settings: defaults < ``stoker.toml`` < ``STOKER_*`` environment < CLI values.
+
+The one parser of each setting (:data:`~stoker.settings.declared.FIELDS`) reads TOML
+values, environment strings and CLI values alike, so a setting means the same thing
+wherever it comes from.
+
+Invariants: an unknown key (in the file or as a ``STOKER_*`` variable) or a bad value
+raises :class:`SettingsError` whose message names the setting and where it came from;
+a returned :class:`Settings` is fully validated (parsers, then the cross-field checks
+its construction runs).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from stoker.rules import Rule, parse_rules
+from stoker.settings.declared import ENV_PREFIX, FIELDS, Settings, SettingsError, flag_name
+
+# Variables read by client commands (purge, jobs), not by the server's settings.
+CLIENT_ENV = frozenset({"STOKER_CONFIG", "STOKER_ADMIN_URL"})
+
+
+def admin_url(settings: Settings, env: Mapping[str, str] | None = None) -> str:
+    """Where client commands find the admin API: ``STOKER_ADMIN_URL``, else the
+    configured ``admin_listen`` (a wildcard bind is reached on loopback)."""
+    env = os.environ if env is None else env
+    if env.get("STOKER_ADMIN_URL"):
+        return env["STOKER_ADMIN_URL"].rstrip("/")
+    host, _, port = settings.admin_listen.rpartition(":")
+    if host in ("0.0.0.0", ""):
+        host = "127.0.0.1"
+    elif host in ("::", "[::]"):
+        host = "[::1]"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def _apply(values: dict[str, Any], key: str, raw: Any, source: str) -> None:
+    spec = FIELDS.get(key)
+    if spec is None:
+        known = ", ".join(sorted([*FIELDS, "rule"]))
+        raise SettingsError(f"unknown setting {key!r} in {source} (known settings: {known})")
+    try:
+        values[key] = spec.parse(raw)
+    except ValueError as error:
+        raise SettingsError(f"bad value for {key!r} in {source}: {error}") from None
+
+
+def _from_file(path: Path, values: dict[str, Any]) -> Any:
+    """Apply the file's settings to ``values``; return its ``rule`` tables, unparsed."""
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise SettingsError(f"cannot read config file {path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise SettingsError(f"config file {path} is not valid TOML: {error}") from None
+    rules = document.pop("rule", [])
+    for key, raw in document.items():
+        _apply(values, key, raw, str(path))
+    return rules
+
+
+def _parse_rules(tables: Any, preset: str | None, path: Path | None) -> tuple[Rule, ...]:
+    try:
+        return parse_rules(tables, preset)
+    except ValueError as error:
+        raise SettingsError(f"{path or 'rules'}: {error}") from None
+
+
+def _from_env(env: Mapping[str, str], values: dict[str, Any]) -> None:
+    for name, raw in env.items():
+        if not name.startswith(ENV_PREFIX) or name in CLIENT_ENV:
+            continue
+        _apply(values, name[len(ENV_PREFIX) :].lower(), raw, f"environment variable {name}")
+
+
+def find_config(config_path: Path | None, env: Mapping[str, str]) -> Path | None:
+    """The config file to read: the flag, then ``STOKER_CONFIG``, then ``./stoker.toml``."""
+    if config_path is not None:
+        return config_path
+    if env.get("STOKER_CONFIG"):
+        return Path(env["STOKER_CONFIG"])
+    default = Path("stoker.toml")
+    return default if default.is_file() else None
+
+
+def load_settings(
+    *,
+    config_path: Path | None = None,
+    cli: Mapping[str, object] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Merge every source in precedence order and validate the result."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    tables: Any = []
+    path = find_config(config_path, env)
+    if path is not None:
+        if not path.is_file():
+            raise SettingsError(f"config file {path} does not exist")
+        tables = _from_file(path, values)
+    _from_env(env, values)
+    for key, raw in (cli or {}).items():
+        if raw is not None:
+            _apply(values, key, raw, flag_name(key))
+    rules = _parse_rules(tables, values.get("preset"), path)
+    return Settings(rules=rules, **values)
+
+
+def settings_from(values: Mapping[str, object], rules: tuple[Rule, ...] = ()) -> Settings:
+    """Settings from code (e.g. the middleware's keyword arguments), validated like a file.
+
+    A ``preset`` expands into the rules only when no ``rules`` are given: parsed rules
+    cannot take it, their tables can (``parse_rules(tables, preset=...)``).
+    """
+    parsed: dict[str, Any] = {}
+    for key, raw in values.items():
+        _apply(parsed, key, raw, "keyword arguments")
+    preset = parsed.get("preset")
+    if preset is not None and rules:
+        raise SettingsError(
+            f"preset={preset!r} cannot be applied to parsed rules: pass "
+            f"rules=stoker.rules.parse_rules(tables, preset={preset!r}) instead")
+    if preset is not None:
+        rules = parse_rules([], preset)
+    return Settings(rules=rules, **parsed)

@@ -1,0 +1,157 @@
+"""Parsers of setting values: each reads a TOML value, an environment string or a CLI
+value and returns the typed value, or raises :class:`ValueError` saying what was
+expected (the caller names the setting and where the value came from).
+
+Invariant: a parser raises only :class:`ValueError`, and ``optional(parse)`` reads
+``None`` and blank text as "not set".
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from stoker.units import parse_duration, parse_size
+
+T = TypeVar("T")
+
+def url(value: Any) -> str:
+    text = str(value).strip()
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"expected an http:// or https:// URL, got {text!r}")
+    return text.rstrip("/")
+
+
+def address(value: Any) -> str:
+    text = str(value).strip()
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"expected HOST:PORT (e.g. 127.0.0.1:8080), got {text!r}")
+    return text
+
+
+def boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def choice(*options: str) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        text = str(value).strip().lower()
+        if text not in options:
+            raise ValueError(f"expected one of {', '.join(options)}, got {value!r}")
+        return text
+
+    return parse
+
+
+def str_list(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        items = [part.strip() for part in value.split(",")]
+    elif isinstance(value, list | tuple):
+        items = [str(part).strip() for part in value]
+    else:
+        raise ValueError(f"expected a list of strings, got {value!r}")
+    return tuple(item for item in items if item)
+
+
+def networks(value: Any) -> tuple[str, ...]:
+    items = str_list(value)
+    for item in items:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ValueError(f"{item!r} is not an IP address or CIDR network") from None
+    return items
+
+
+def optional(parse: Callable[[Any], T]) -> Callable[[Any], T | None]:
+    @functools.wraps(parse)  # inspect.unwrap finds ``parse`` (see rendering.toml_value)
+    def wrapped(value: Any) -> T | None:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        return parse(value)
+
+    return wrapped
+
+
+def text(value: Any) -> str:
+    return str(value)
+
+
+CACHE_NAME_PATTERN = re.compile(r"[A-Za-z*][A-Za-z0-9!#$%&'*+\-.^_`|~:/]{0,63}")
+
+
+def cache_name(value: Any) -> str:
+    """An RFC 8941 token of at most 64 characters (RFC 9211 §2: Cache-Status names the
+    cache with one; it is written into ``Via`` too), so no response head can be broken
+    by it."""
+    text = str(value)
+    if not CACHE_NAME_PATTERN.fullmatch(text):
+        raise ValueError(f"expected a token such as \"stoker\" or \"edge-1\" (a letter, "
+                         f"then letters, digits or -._:/ at most 64 in all), got {text!r}")
+    return text
+
+
+def path(value: Any) -> Path:
+    return Path(str(value)).expanduser()
+
+
+def seconds(value: Any) -> float:
+    return parse_duration(value)
+
+
+def size(value: Any) -> int:
+    return parse_size(value)
+
+
+def whole(value: Any) -> int:
+    if isinstance(value, bool) or not str(value).strip().isdigit():
+        raise ValueError(f"expected a whole number (0 or more), got {value!r}")
+    return int(value)
+
+
+def urls(value: Any) -> tuple[str, ...]:
+    return tuple(url(item) for item in str_list(value))
+
+
+def variants(value: Any) -> tuple[tuple[tuple[str, str], ...], ...]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValueError("expected a JSON list of header tables, e.g. "
+                             '[{"accept-encoding": "gzip, br"}]') from None
+    if not isinstance(value, list) or not value or not all(
+            isinstance(table, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                            for k, v in table.items()) for table in value):
+        raise ValueError(f"expected a non-empty list of header tables, got {value!r}")
+    return tuple(tuple((name.lower(), text) for name, text in table.items())
+                 for table in value)
+
+
+def positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not str(value).strip().isdigit() or int(value) < 1:
+        raise ValueError(f"expected a whole number of at least 1, got {value!r}")
+    return int(value)
+
+
+def origin_slots(value: Any) -> int:
+    slots = positive_int(value)
+    if slots < 2:
+        raise ValueError(f"expected at least 2 (one slot is always kept for visitors, "
+                         f"warm visits need another), got {value!r}")
+    return slots
