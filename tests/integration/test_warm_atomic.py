@@ -2,13 +2,19 @@
 any step of a re-warm (take the pending URLs, order them, create the run, enqueue its
 jobs) or of a start (order, create, enqueue) — injected after the real call has written,
 through a store wrapper — loses no purged URL and leaves no active run without jobs; the
-same step then succeeds once the fault is gone.  A store call through the database
+same step then succeeds once the fault is gone.  A process killed (SIGKILL) inside a
+re-warm's unit of work, its jobs enqueued but not committed, leaves the SQLite file as
+it was before the step.  A store call through the database
 (not the transaction) inside a unit of work is refused on SQLite instead of waiting for
 itself."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+import asyncio
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,17 +36,24 @@ from stoker.warm.warmer import WarmConfig, Warmer
 URLS = [f"http://site.test/{n}" for n in range(5)]
 REWARM_STEPS = ("pending.take", "hits.popularity", "runs.create", "queue.enqueue")
 START_STEPS = ("hits.popularity", "runs.create", "queue.enqueue")
+STORES = ("queue", "runs", "deadlines", "pending", "hits")
 
 
 class Injected(Exception):
     """The fault."""
 
 
-class Failing:
-    """A store whose method ``name`` raises :class:`Injected` after the real call ran."""
+async def inject(step: str) -> None:
+    raise Injected(step)
 
-    def __init__(self, store: Any, name: str | None) -> None:
-        self._store, self._name = store, name
+
+class Failing:
+    """A store whose method ``name`` runs ``after`` (default: raises :class:`Injected`)
+    once the real call ran."""
+
+    def __init__(self, store: Any, name: str | None,
+                 after: Callable[[str], Awaitable[None]] = inject) -> None:
+        self._store, self._name, self._after = store, name, after
 
     def __getattr__(self, attr: str) -> Any:
         real = getattr(self._store, attr)
@@ -48,8 +61,9 @@ class Failing:
             return real
 
         async def failing(*args: Any, **kwargs: Any) -> Any:
-            await real(*args, **kwargs)
-            raise Injected(attr)
+            result = await real(*args, **kwargs)
+            await self._after(attr)
+            return result
         return failing
 
 
@@ -59,6 +73,7 @@ class FaultyStorage:
 
     stores: WarmStores
     fault: str | None = None
+    after: Callable[[str], Awaitable[None]] = inject
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.stores, attr)
@@ -67,8 +82,8 @@ class FaultyStorage:
     async def transaction(self) -> AsyncIterator[WarmUnit]:
         store, _, method = (self.fault or "").partition(".")
         async with self.stores.transaction() as tx:
-            yield FaultyUnit(*(Failing(getattr(tx, name), method if name == store else None)
-                               for name in ("queue", "runs", "deadlines", "pending", "hits")))
+            yield FaultyUnit(*(Failing(getattr(tx, name), method if name == store else None,
+                                       self.after) for name in STORES))
 
 
 @dataclass
@@ -196,5 +211,50 @@ async def test_sqlite_refuses_a_call_around_the_open_transaction(tmp_path: Path)
         assert await stores.pending.count() == len(URLS)
         with pytest.raises(RuntimeError, match="after it ended"):
             await tx.pending.count()
+    finally:
+        await stores.aclose()
+
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KILLED_REWARM = """
+import asyncio, sys
+sys.path.insert(0, sys.argv[2])
+from tests.integration.test_warm_atomic import FaultyStorage, open_stores, warmer_on
+from stoker.clock import FakeClock
+from stoker.schedule.store import Deadline
+
+async def hang(step):
+    print("inside", step, flush=True)
+    await asyncio.sleep(3600)
+
+async def main(path):
+    stores = await open_stores("sqlite", path, None, FakeClock())
+    storage = FaultyStorage(stores, "queue.enqueue", hang)
+    await warmer_on(storage).on_rewarm_due(Deadline("rewarm"))
+
+asyncio.run(main(__import__("pathlib").Path(sys.argv[1])))
+"""
+
+
+async def test_a_rewarm_killed_inside_its_unit_of_work_leaves_the_file_as_before(
+        tmp_path: Path) -> None:
+    stores = await open_stores("sqlite", tmp_path, None, FakeClock())
+    try:
+        await stores.pending.add(URLS, 1.0)
+    finally:
+        await stores.aclose()
+    child = subprocess.Popen([sys.executable, "-c", KILLED_REWARM, str(tmp_path),
+                              str(REPO_ROOT)], stdout=subprocess.PIPE, cwd=REPO_ROOT)
+    try:
+        assert child.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(child.stdout.readline), 60)
+        assert line.split() == [b"inside", b"enqueue"]
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    stores = await open_stores("sqlite", tmp_path, None, FakeClock())
+    try:
+        assert await stores.pending.count() == len(URLS)
+        assert await stores.runs.recent() == [] and await jobs(stores) == 0
     finally:
         await stores.aclose()
