@@ -35,8 +35,10 @@ from pathlib import Path
 import asyncpg
 from pgqueuer.queries import EntrypointExecutionParameter, Queries
 
-from stoker.backends.postgres.connection import create_pool, migrate
-from stoker.backends.postgres.job_queue import MIGRATIONS_PACKAGE, PostgresJobQueue
+from stoker.backends.postgres.connection import create_pool
+from stoker.backends.postgres.database import PostgresDatabase
+from stoker.backends.postgres.job_queue import PostgresJobQueue
+from stoker.backends.sqlite.database import SqliteDatabase
 from stoker.backends.sqlite.job_queue import SqliteJobQueue
 from stoker.clock import SystemClock
 from stoker.jobs.model import NewJob
@@ -50,8 +52,7 @@ Measure = Callable[[int, int], Awaitable[float]]
 
 async def stoker_pg(url: str, schema: str) -> tuple[Measure, Callable[[], Awaitable[None]]]:
     pool = await create_pool(url, schema=schema, min_size=1, max_size=2)
-    await migrate(pool, "jobs", MIGRATIONS_PACKAGE)
-    queue = PostgresJobQueue(pool, SystemClock())
+    queue = PostgresJobQueue(await PostgresDatabase.open(pool), SystemClock())
 
     async def measure(jobs: int, batch: int) -> float:
         await pool.execute("TRUNCATE jobs")
@@ -61,7 +62,8 @@ async def stoker_pg(url: str, schema: str) -> tuple[Measure, Callable[[], Awaita
 
 
 async def stoker_sqlite(directory: Path) -> tuple[Measure, Callable[[], Awaitable[None]]]:
-    queue = await SqliteJobQueue.open(directory / "bench.db", SystemClock())
+    queue = SqliteJobQueue(await SqliteDatabase.open(directory / "bench.db"), SystemClock(),
+                           owns=True)
 
     async def measure(jobs: int, batch: int) -> float:
         await queue.reap(-1e12)  # untimed: start from an empty table

@@ -14,7 +14,9 @@ import pytest
 from tests.job_backends import PG_URL, pg_schema, place
 
 from stoker.backends.postgres.connection import create_pool
+from stoker.backends.postgres.database import PostgresDatabase
 from stoker.backends.postgres.deadline_store import PostgresDeadlineStore
+from stoker.backends.sqlite.database import SqliteDatabase
 from stoker.backends.sqlite.deadline_store import SqliteDeadlineStore
 from stoker.schedule.store import DeadlineStore
 
@@ -24,9 +26,9 @@ BACKENDS = ("sqlite", "postgres")
 async def open_store(backend: str, target: str, *, truncate: bool = False) -> DeadlineStore:
     """Open (and migrate) the deadlines of ``target``; ``truncate``: start empty."""
     if backend == "sqlite":
-        return await SqliteDeadlineStore.open(Path(target))
+        return SqliteDeadlineStore(await SqliteDatabase.open(Path(target)), owns=True)
     pool = await create_pool(PG_URL, schema=target, min_size=1, max_size=4)
-    store = await PostgresDeadlineStore.open(pool, owns_pool=True)
+    store = PostgresDeadlineStore(await PostgresDatabase.open(pool), owns=True)
     if truncate:
         await pool.execute("TRUNCATE deadlines")
     return store

@@ -18,8 +18,10 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from stoker.backends.postgres.connection import create_pool, migrate
-from stoker.backends.postgres.job_queue import MIGRATIONS_PACKAGE, PostgresJobQueue
+from stoker.backends.postgres.connection import create_pool
+from stoker.backends.postgres.database import PostgresDatabase
+from stoker.backends.postgres.job_queue import PostgresJobQueue
+from stoker.backends.sqlite.database import SqliteDatabase
 from stoker.backends.sqlite.job_queue import SqliteJobQueue
 from stoker.clock import Clock
 from stoker.jobs.queue import JobQueue
@@ -47,7 +49,7 @@ async def _create(schema: str, migrated: bool) -> None:
         return
     pool = await create_pool(PG_URL, schema=schema, min_size=1, max_size=1)
     try:
-        await migrate(pool, "jobs", MIGRATIONS_PACKAGE)
+        await PostgresDatabase.open(pool)
     finally:
         await pool.close()
 
@@ -74,14 +76,16 @@ async def open_postgres(schema: str, clock: Clock, *, truncate: bool = True,
     pool = await create_pool(PG_URL, schema=schema, min_size=1, max_size=8)
     if truncate:
         await pool.execute("TRUNCATE jobs RESTART IDENTITY")
-    return PostgresJobQueue(pool, clock, owns_pool=True, **options)  # type: ignore[arg-type]
+    return PostgresJobQueue(PostgresDatabase(pool), clock, owns=True,  # type: ignore[arg-type]
+                            **options)
 
 
 async def open_queue(backend: str, target: str, clock: Clock, *, truncate: bool = False,
                      **options: object) -> JobQueue:
     """``target`` is the SQLite file for ``sqlite`` and the schema for ``postgres``."""
     if backend == "sqlite":
-        return await SqliteJobQueue.open(Path(target), clock, **options)
+        return SqliteJobQueue(await SqliteDatabase.open(Path(target)), clock, owns=True,
+                              **options)  # type: ignore[arg-type]
     return await open_postgres(target, clock, truncate=truncate, **options)
 
 

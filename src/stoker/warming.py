@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -95,9 +95,6 @@ class WarmService:
         async def collect(popular: Mapping[str, int]) -> Discovery:
             return await discover(fetch, discovery, popular)
 
-        async def popularity(urls: Sequence[str]) -> Mapping[str, int]:
-            return await stores.hits.popularity(urls)
-
         ticker = Ticker(stores.deadlines, clock, owner)
         warmer = Warmer(
             config=WarmConfig(variants=variants, rewarm_delay=settings.rewarm_delay,
@@ -105,11 +102,10 @@ class WarmService:
                               refresh_interval=settings.refresh_interval,
                               warm_max_concurrency=settings.warm_max_concurrency,
                               popular_limit=settings.warm_max_urls),
-            runs=stores.runs, queue=stores.queue,
+            stores=stores,
             visitor=PipelineVisitor(stoker.pipeline, clock,
                                     stopgap_header=settings.stopgap_header.lower().encode()),
-            pending=stores.pending, clock=clock, owner=owner, collect=collect,
-            popularity=popularity, top=stores.hits.top, arm=ticker.arm)
+            clock=clock, owner=owner, collect=collect, arm=ticker.arm)
         service = cls(stoker, stores, warmer, ticker)
         service._register()
         service._unsubscribe = stoker.events.subscribe(warmer.on_purge)

@@ -10,7 +10,9 @@ import pytest
 from tests.job_backends import BACKENDS, PG_URL, pg_schema
 
 from stoker.backends.postgres.connection import create_pool
+from stoker.backends.postgres.database import PostgresDatabase
 from stoker.backends.postgres.hit_stats import PostgresHitStatsStore
+from stoker.backends.sqlite.database import SqliteDatabase
 from stoker.backends.sqlite.hit_stats import SqliteHitStatsStore
 from stoker.cache.hits import MAX_URL_LENGTH, HitStatsStore
 
@@ -29,14 +31,15 @@ async def opener(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     """Opens another store on the same database (a second process or node)."""
     if request.param == "sqlite":
         async def open_sqlite() -> HitStatsStore:
-            return await SqliteHitStatsStore.open(tmp_path / "stoker.db")
+            return SqliteHitStatsStore(await SqliteDatabase.open(tmp_path / "stoker.db"),
+                                       owns=True)
         yield open_sqlite
         return
     schema = request.getfixturevalue("pg_hits_schema")
 
     async def open_postgres() -> HitStatsStore:
         pool = await create_pool(PG_URL, schema=schema, min_size=1, max_size=4)
-        return await PostgresHitStatsStore.open(pool, owns_pool=True)
+        return PostgresHitStatsStore(await PostgresDatabase.open(pool), owns=True)
     first = await open_postgres()
     await first.prune(float("inf"))  # the schema is shared by this session's tests
     await first.close()

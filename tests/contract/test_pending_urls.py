@@ -10,7 +10,9 @@ import pytest
 from tests.job_backends import BACKENDS, PG_URL, pg_schema
 
 from stoker.backends.postgres.connection import create_pool
+from stoker.backends.postgres.database import PostgresDatabase
 from stoker.backends.postgres.pending_urls import PostgresPendingUrls
+from stoker.backends.sqlite.database import SqliteDatabase
 from stoker.backends.sqlite.pending_urls import SqlitePendingUrls
 from stoker.warm.pending import PendingUrls
 
@@ -31,9 +33,9 @@ def target(backend: str, tmp_path: Path) -> Iterator[str]:
 
 async def open_pending(backend: str, target: str) -> PendingUrls:
     if backend == "sqlite":
-        return await SqlitePendingUrls.open(Path(target))
+        return SqlitePendingUrls(await SqliteDatabase.open(Path(target)), owns=True)
     pool = await create_pool(PG_URL, schema=target, min_size=1, max_size=4)
-    return await PostgresPendingUrls.open(pool, owns_pool=True)
+    return PostgresPendingUrls(await PostgresDatabase.open(pool), owns=True)
 
 
 @pytest.fixture

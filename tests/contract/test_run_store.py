@@ -10,7 +10,9 @@ import pytest
 from tests.job_backends import BACKENDS, PG_URL, pg_schema, place
 
 from stoker.backends.postgres.connection import create_pool
+from stoker.backends.postgres.database import PostgresDatabase
 from stoker.backends.postgres.run_store import PostgresRunStore
+from stoker.backends.sqlite.database import SqliteDatabase
 from stoker.backends.sqlite.run_store import SqliteRunStore
 from stoker.warm.run import COLLECT_STALL, Counts, Visit
 from stoker.warm.run_store import RunStore
@@ -33,9 +35,9 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
 async def open_store(target: tuple[str, str], *, truncate: bool = False) -> RunStore:
     backend, place = target
     if backend == "sqlite":
-        return await SqliteRunStore.open(Path(place))
+        return SqliteRunStore(await SqliteDatabase.open(Path(place)), owns=True)
     pool = await create_pool(PG_URL, schema=place, min_size=1, max_size=8)
-    store = await PostgresRunStore.open(pool, owns_pool=True)
+    store = PostgresRunStore(await PostgresDatabase.open(pool), owns=True)
     if truncate:
         await pool.execute("TRUNCATE warm_runs, warm_run_urls RESTART IDENTITY")
     return store

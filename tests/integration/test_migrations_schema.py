@@ -21,41 +21,23 @@ from tests.job_backends import PG_URL, pg_schema
 
 from stoker.backends.migrations import Migration, migration_files
 from stoker.backends.postgres import connection as pg
-from stoker.backends.postgres import deadline_store as pg_deadlines
-from stoker.backends.postgres import hit_stats as pg_hits
-from stoker.backends.postgres import pending_urls as pg_pending
-from stoker.backends.postgres import run_store as pg_runs
-from stoker.backends.postgres.job_queue import MIGRATIONS_PACKAGE as PG_JOBS
+from stoker.backends.postgres import database as pg_database
 from stoker.backends.sqlite import audit_store as audit
 from stoker.backends.sqlite import cache_store
-from stoker.backends.sqlite import deadline_store as sqlite_deadlines
-from stoker.backends.sqlite import hit_stats as sqlite_hits
-from stoker.backends.sqlite import pending_urls as sqlite_pending
-from stoker.backends.sqlite import run_store as sqlite_runs
+from stoker.backends.sqlite import database as sqlite_database
 from stoker.backends.sqlite.connection import (
     SqliteThread,
     apply_migrations,
     connect,
     register_functions,
 )
-from stoker.backends.sqlite.job_queue import MIGRATIONS_PACKAGE as SQLITE_JOBS
 
 SQLITE_STORES = {
-    "jobs": SQLITE_JOBS,
     cache_store.COMPONENT: cache_store.MIGRATIONS_PACKAGE,
     audit.COMPONENT: audit.MIGRATIONS_PACKAGE,
-    sqlite_runs.COMPONENT: sqlite_runs.MIGRATIONS_PACKAGE,
-    sqlite_pending.COMPONENT: sqlite_pending.MIGRATIONS_PACKAGE,
-    sqlite_hits.COMPONENT: sqlite_hits.MIGRATIONS_PACKAGE,
-    sqlite_deadlines.COMPONENT: sqlite_deadlines.MIGRATIONS_PACKAGE,
+    **dict(sqlite_database.COMPONENTS),
 }
-PG_STORES = {
-    "jobs": PG_JOBS,
-    pg_runs.COMPONENT: pg_runs.MIGRATIONS_PACKAGE,
-    pg_pending.COMPONENT: pg_pending.MIGRATIONS_PACKAGE,
-    pg_hits.COMPONENT: pg_hits.MIGRATIONS_PACKAGE,
-    pg_deadlines.COMPONENT: pg_deadlines.MIGRATIONS_PACKAGE,
-}
+PG_STORES = dict(pg_database.COMPONENTS)
 
 
 def upgrade_cases(files: dict[str, list[Migration]]) -> list[tuple[str, int]]:

@@ -13,9 +13,10 @@ from tests.job_backends import BACKENDS, PG_URL, pg_schema
 
 from stoker.backends.migrations import migration_files
 from stoker.backends.postgres import connection as pg
+from stoker.backends.postgres.database import PostgresDatabase
 from stoker.backends.postgres.run_store import PostgresRunStore
-from stoker.backends.sqlite import run_store as sqlite_runs
 from stoker.backends.sqlite.connection import apply_migrations, connect
+from stoker.backends.sqlite.database import SqliteDatabase
 from stoker.backends.sqlite.run_store import SqliteRunStore
 from stoker.warm.run import Counts
 from stoker.warm.run_store import RunStore
@@ -37,13 +38,13 @@ INSERT_URL = "INSERT INTO warm_run_urls (run_id, url, state, visit, revisits) VA
 async def sqlite_at_0001(path: Path) -> RunStore:
     conn = connect(path)
     try:
-        first = migration_files(sqlite_runs.MIGRATIONS_PACKAGE)[:1]
-        assert apply_migrations(conn, sqlite_runs.COMPONENT, first) == ["0001_runs.sql"]
+        first = migration_files("stoker.backends.sqlite.run_migrations")[:1]
+        assert apply_migrations(conn, "runs", first) == ["0001_runs.sql"]
         conn.executemany(INSERT_RUN.format(", ".join("?" * 8)), RUNS)
         conn.executemany(INSERT_URL.format(", ".join("?" * 5)), URLS)
     finally:
         conn.close()
-    return await SqliteRunStore.open(path)
+    return SqliteRunStore(await SqliteDatabase.open(path), owns=True)
 
 
 async def sqlite_index(path: Path) -> list[str]:
@@ -73,7 +74,7 @@ async def upgraded(request: pytest.FixtureRequest,
         assert await pg.apply_migrations(pool, "runs", first) == ["0001_runs.sql"]
         await pool.executemany(INSERT_RUN.format(", ".join(f"${n}" for n in range(1, 9))), RUNS)
         await pool.executemany(INSERT_URL.format(", ".join(f"${n}" for n in range(1, 6))), URLS)
-        store = await PostgresRunStore.open(pool, owns_pool=True)
+        store = PostgresRunStore(await PostgresDatabase.open(pool), owns=True)
         try:
             indexes = [row["indexname"] for row in await pool.fetch(
                 "SELECT indexname FROM pg_indexes WHERE schemaname = $1"

@@ -1,19 +1,28 @@
 """Storage backends: SQLite (embedded, the default) and PostgreSQL (``database_url``).
 
-:func:`open_queue` picks the job queue's backend from the settings, and
+:func:`open_queue` opens the job queue the settings point at, and
 :func:`open_warm_stores` every store the warmer uses: PostgreSQL when
 ``database_url`` is set, else SQLite at ``settings.sqlite_path``. Backends are
 imported lazily, so importing ``stoker.backends`` never imports a driver.
+
+Invariants: the warm stores of one :class:`WarmStores` are views over one database
+handle (SQLite: one writer connection on one thread; PostgreSQL: one pool), and
+:meth:`WarmStores.transaction` is one transaction of that handle spanning them
+(:mod:`stoker.warm.stores`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    import asyncpg
+
     from stoker.cache.hits import HitStatsStore
     from stoker.clock import Clock
     from stoker.jobs.queue import JobQueue
@@ -23,50 +32,70 @@ if TYPE_CHECKING:
     from stoker.warm.run import RevisitPolicy
     from stoker.warm.run_store import RunStore
 
+H = TypeVar("H")
+
 log = logging.getLogger("stoker")
 
 
 async def open_queue(settings: Settings, clock: Clock) -> JobQueue:
     """Open (and migrate) the job queue the settings point at; ``aclose`` it when done."""
     if settings.database_url:
-        from stoker.backends.postgres.connection import create_pool, migrate
-        from stoker.backends.postgres.job_queue import MIGRATIONS_PACKAGE, PostgresJobQueue
+        from stoker.backends.postgres.connection import create_pool
+        from stoker.backends.postgres.database import PostgresDatabase
+        from stoker.backends.postgres.job_queue import PostgresJobQueue
 
         pool = await create_pool(settings.database_url)
         try:
-            await migrate(pool, "jobs", MIGRATIONS_PACKAGE)
+            return PostgresJobQueue(await PostgresDatabase.open(pool), clock, owns=True)
         except BaseException:
             await pool.close()
             raise
-        return PostgresJobQueue(pool, clock, owns_pool=True)
+    from stoker.backends.sqlite.database import SqliteDatabase
     from stoker.backends.sqlite.job_queue import SqliteJobQueue
     from stoker.settings import require_data_dir
 
     require_data_dir(settings)
-    return await SqliteJobQueue.open(settings.sqlite_path, clock)
+    return SqliteJobQueue(await SqliteDatabase.open(settings.sqlite_path), clock, owns=True)
 
 
-@dataclass
-class WarmStores:
-    """The stores the warmer needs, on one backend; ``aclose`` closes them all."""
+@dataclass(frozen=True)
+class StoreViews:
+    """The warmer's stores over one handle: the database, or one of its transactions."""
 
     queue: JobQueue
     runs: RunStore
     deadlines: DeadlineStore
     pending: PendingUrls
     hits: HitStatsStore
-    _close_pool: Callable[[], Awaitable[None]] | None = None
+
+
+class WarmStores:
+    """The stores the warmer needs, views over one database handle (a
+    :class:`~stoker.warm.stores.WarmStorage`); ``aclose`` closes the handle."""
+
+    def __init__(self, begin: Callable[[], AbstractAsyncContextManager[H]],
+                 views: Callable[[H], StoreViews], database: H,
+                 close: Callable[[], Awaitable[None]]) -> None:
+        stores = views(database)
+        self.queue, self.runs, self.deadlines = stores.queue, stores.runs, stores.deadlines
+        self.pending, self.hits = stores.pending, stores.hits
+        self._begin: Callable[[], AbstractAsyncContextManager[Any]] = begin
+        self._views: Callable[[Any], StoreViews] = views
+        self._close = close
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[StoreViews]:
+        """One transaction of the handle; the stores it yields take part in it."""
+        async with self._begin() as tx:
+            yield self._views(tx)
 
     async def aclose(self) -> None:
-        """Close every store (and the shared pool); safe to call once."""
-        for close in (self.queue.aclose, self.runs.aclose, self.deadlines.aclose,
-                      self.pending.aclose, self.hits.close):
-            try:
-                await close()
-            except Exception:
-                log.exception("closing a warm store failed")
-        if self._close_pool is not None:
-            await self._close_pool()
+        """Close the queue (its listener) and the database handle; safe to call once."""
+        try:
+            await self.queue.aclose()
+        except Exception:
+            log.exception("closing the warm job queue failed")
+        await self._close()
 
 
 async def open_warm_stores(settings: Settings, clock: Clock,
@@ -74,45 +103,53 @@ async def open_warm_stores(settings: Settings, clock: Clock,
     """The queue, runs, deadlines, pending URLs and hit statistics the settings point at:
     PostgreSQL (one pool) with ``database_url``, else SQLite at ``settings.sqlite_path``."""
     if settings.database_url:
-        return await _open_postgres(settings.database_url, clock, policy)
+        from stoker.backends.postgres.connection import create_pool
+
+        pool = await create_pool(settings.database_url)
+        try:
+            return await warm_stores_on_pool(pool, clock, policy)
+        except BaseException:
+            await pool.close()
+            raise
+    from stoker.settings import require_data_dir
+
+    require_data_dir(settings)
+    return await warm_stores_on_file(settings.sqlite_path, clock, policy)
+
+
+async def warm_stores_on_file(path: Path, clock: Clock, policy: RevisitPolicy) -> WarmStores:
+    """The warm stores on the SQLite file ``path`` (created and migrated), one handle."""
+    from stoker.backends.sqlite.database import SqliteDatabase, SqliteHandle
     from stoker.backends.sqlite.deadline_store import SqliteDeadlineStore
     from stoker.backends.sqlite.hit_stats import SqliteHitStatsStore
+    from stoker.backends.sqlite.job_queue import SqliteJobQueue
     from stoker.backends.sqlite.pending_urls import SqlitePendingUrls
     from stoker.backends.sqlite.run_store import SqliteRunStore
 
-    path = settings.sqlite_path
-    queue = await open_queue(settings, clock)
-    opened: list[Callable[[], Awaitable[None]]] = [queue.aclose]
-    try:
-        runs = await SqliteRunStore.open(path, policy)
-        opened.append(runs.aclose)
-        deadlines = await SqliteDeadlineStore.open(path)
-        opened.append(deadlines.aclose)
-        pending = await SqlitePendingUrls.open(path)
-        opened.append(pending.aclose)
-        hits = await SqliteHitStatsStore.open(path)
-    except BaseException:
-        for close in reversed(opened):
-            await close()
-        raise
-    return WarmStores(queue, runs, deadlines, pending, hits)
+    def views(db: SqliteHandle) -> StoreViews:
+        return StoreViews(SqliteJobQueue(db, clock), SqliteRunStore(db, policy),
+                          SqliteDeadlineStore(db), SqlitePendingUrls(db), SqliteHitStatsStore(db))
+
+    database = await SqliteDatabase.open(path)
+    handle: SqliteHandle = database
+    return WarmStores(database.transaction, views, handle, database.close)
 
 
-async def _open_postgres(url: str, clock: Clock, policy: RevisitPolicy) -> WarmStores:
-    from stoker.backends.postgres.connection import create_pool, migrate
+async def warm_stores_on_pool(pool: asyncpg.Pool, clock: Clock,
+                              policy: RevisitPolicy) -> WarmStores:
+    """The warm stores on ``pool`` (migrated here), which they own from now on."""
+    from stoker.backends.postgres.database import PostgresDatabase, PostgresHandle
     from stoker.backends.postgres.deadline_store import PostgresDeadlineStore
     from stoker.backends.postgres.hit_stats import PostgresHitStatsStore
-    from stoker.backends.postgres.job_queue import MIGRATIONS_PACKAGE, PostgresJobQueue
+    from stoker.backends.postgres.job_queue import PostgresJobQueue
     from stoker.backends.postgres.pending_urls import PostgresPendingUrls
     from stoker.backends.postgres.run_store import PostgresRunStore
 
-    pool = await create_pool(url)
-    try:
-        await migrate(pool, "jobs", MIGRATIONS_PACKAGE)
-        return WarmStores(
-            PostgresJobQueue(pool, clock), await PostgresRunStore.open(pool, policy),
-            await PostgresDeadlineStore.open(pool), await PostgresPendingUrls.open(pool),
-            await PostgresHitStatsStore.open(pool), pool.close)
-    except BaseException:
-        await pool.close()
-        raise
+    def views(db: PostgresHandle) -> StoreViews:
+        return StoreViews(PostgresJobQueue(db, clock), PostgresRunStore(db, policy),
+                          PostgresDeadlineStore(db), PostgresPendingUrls(db),
+                          PostgresHitStatsStore(db))
+
+    database = await PostgresDatabase.open(pool)
+    handle: PostgresHandle = database
+    return WarmStores(database.transaction, views, handle, database.close)

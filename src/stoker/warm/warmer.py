@@ -34,6 +34,12 @@ Invariants:
   does not wait for them.  A purge of everything starts a full run.
 - When a run ends, the ``refresh`` deadline is armed ``refresh_interval``
   after its end (a failed run: after its start); ``0`` turns it off.
+- Each step that writes to several stores is one unit of work
+  (:meth:`~stoker.warm.stores.WarmStorage.transaction`), so a failure or a crash
+  inside it writes nothing: a re-warm takes the pending URLs, creates the run and
+  enqueues its jobs together (no purged URL is lost); starting a run creates it and
+  enqueues its jobs together, as do a collect's total and its visit jobs, and a
+  visit's record and its revisit (no active run is left without its jobs).
 - Warm visits carry only the configured variant headers and the warmer's
   User-Agent — never a visitor's cookies.
 """
@@ -49,13 +55,12 @@ from typing import Any, Final
 from stoker.cache.invalidation import PurgeScope
 from stoker.clock import Clock
 from stoker.jobs.model import Job, NewJob
-from stoker.jobs.queue import JobQueue
 from stoker.schedule.store import ArmMode, Deadline
 from stoker.warm.discovery import Discovery, DiscoveryError
-from stoker.warm.pending import PendingUrls
 from stoker.warm.rewarms import RewarmRecorder
 from stoker.warm.run import Reason, Result, Run, Visit
-from stoker.warm.run_store import Created, RunStore, not_stored_text
+from stoker.warm.run_store import Created, not_stored_text
+from stoker.warm.stores import WarmStorage, WarmUnit
 from stoker.warm.throttle import ThrottleState, allowed, on_result
 from stoker.warm.visits import NOT_STORED, STALE_SERVED, Visitor, VisitResult
 
@@ -79,7 +84,6 @@ worse than ``warmed``.  ``not_modified`` last: the stored copy was current."""
 
 Arm = Callable[[str, ArmMode, float, "float | None"], Awaitable[Deadline]]
 Collect = Callable[[Mapping[str, int]], Awaitable[Discovery]]
-Popularity = Callable[[Sequence[str]], Awaitable[Mapping[str, int]]]
 Headers = tuple[tuple[bytes, bytes], ...]
 
 
@@ -118,15 +122,11 @@ class Warmer:
     """Starts runs and does their jobs (see the module invariants)."""
 
     config: WarmConfig
-    runs: RunStore
-    queue: JobQueue
+    stores: WarmStorage
     visitor: Visitor
-    pending: PendingUrls
     clock: Clock
     owner: str
     collect: Collect
-    popularity: Popularity
-    top: Callable[[int], Awaitable[list[tuple[str, int]]]]
     arm: Arm
     throttle: ThrottleState = field(init=False)
     rewarms: RewarmRecorder = field(init=False)
@@ -136,7 +136,7 @@ class Warmer:
 
     def __post_init__(self) -> None:
         self.throttle = ThrottleState(max_concurrency=self.config.warm_max_concurrency)
-        self.rewarms = RewarmRecorder(self.pending, self._arm_rewarm)
+        self.rewarms = RewarmRecorder(self.stores.pending, self._arm_rewarm)
 
     # -- triggers -------------------------------------------------------------
 
@@ -144,10 +144,17 @@ class Warmer:
                     replace: bool = True) -> Created:
         """Start (or merge into the active) run; :class:`WarmBusy` when refused.  A manual
         full run asked while an automatic one (``warm_on_start``, the daily refresh, a
-        deploy) is going joins it (outcome ``joined``): that run does the same work."""
+        deploy) is going joins it (outcome ``joined``): that run does the same work.
+        The run and its jobs are one unit of work."""
+        async with self.stores.transaction() as tx:
+            return await self._start(tx, reason, urls, replace=replace)
+
+    async def _start(self, tx: WarmUnit, reason: Reason, urls: Sequence[str] | None, *,
+                     replace: bool) -> Created:
+        """:meth:`start` inside the unit of work ``tx``."""
         if urls is not None:
-            urls = await self._by_popularity(urls)
-        created = await self.runs.create(reason, urls, self.clock.now(), replace=replace)
+            urls = await _by_popularity(tx, urls)
+        created = await tx.runs.create(reason, urls, self.clock.now(), replace=replace)
         if created.outcome == "busy" and reason == "manual" and created.run.reason != "manual":
             log.info("a manual warm run joins warm run %d (%s), which is going",
                      created.run.id, created.run.reason)
@@ -161,7 +168,7 @@ class Warmer:
         if created.run.phase == "collect" and created.outcome != "merged":
             jobs.insert(0, NewJob(QUEUE, {"kind": "collect", "run": created.run.id},
                                   dedupe_key=f"warm-collect:{created.run.id}", priority=-1))
-        await self.queue.enqueue(jobs)
+        await tx.queue.enqueue(jobs)
         log.info("warm run %d (%s, %s): %s, %d URLs queued", created.run.id, reason,
                  created.run.scope, created.outcome, len(created.visits))
         return created
@@ -181,10 +188,12 @@ class Warmer:
                               self.config.rewarm_max_wait)
 
     async def on_rewarm_due(self, _: Deadline) -> None:
-        """The ``rewarm`` deadline: one targeted run of every URL purged meanwhile."""
-        urls = await self.pending.take()
-        if urls:
-            await self.start("purge", urls)
+        """The ``rewarm`` deadline: one targeted run of every URL purged meanwhile (taking
+        them, the run and its jobs are one unit of work)."""
+        async with self.stores.transaction() as tx:
+            urls = await tx.pending.take()
+            if urls:
+                await self._start(tx, "purge", urls, replace=True)
 
     async def on_refresh_due(self, _: Deadline) -> None:
         """The ``refresh`` deadline: a full run, unless one is going (then try later)."""
@@ -192,12 +201,6 @@ class Warmer:
             await self.start("daily", None, replace=False)
         except WarmBusy:
             await self._arm_refresh(self.config.rewarm_max_wait)
-
-    async def _by_popularity(self, urls: Sequence[str]) -> list[str]:
-        unique = list(dict.fromkeys(urls))
-        visits = await self.popularity(unique)
-        order = {url: index for index, url in enumerate(unique)}
-        return sorted(unique, key=lambda url: (-visits.get(url, 0), order[url]))
 
     async def _arm_refresh(self, delay: float) -> None:
         if self.config.refresh_interval > 0:
@@ -210,7 +213,7 @@ class Warmer:
             await self._arm_refresh(max(0.0, start_delay))
         elif run.phase == "done":
             await self._arm_refresh(self.config.refresh_interval)
-        reasons = await self.runs.not_stored_reasons(run.id) if run.counts.not_stored else {}
+        reasons = await self.stores.runs.not_stored_reasons(run.id) if run.counts.not_stored else {}
         log.info("warm run %d %s: %s", run.id, run.phase, summary(run, reasons))
 
     # -- jobs -------------------------------------------------------------------
@@ -227,46 +230,49 @@ class Warmer:
             log.warning("dropping warm job %d of unknown kind %r", job.id, payload.get("kind"))
 
     async def _collect(self, run_id: int) -> None:
-        if not await self.runs.claim_collect(run_id, self.owner, self.clock.now()):
-            run = await self.runs.get(run_id)
+        if not await self.stores.runs.claim_collect(run_id, self.owner, self.clock.now()):
+            run = await self.stores.runs.get(run_id)
             if run is not None and run.phase == "collect":  # held by a live worker: later
                 raise CollectHeld(f"the collect of warm run {run_id} is held by "
                                   f"{run.collect_owner}; trying again later")
             return
         try:
-            popular = dict(await self.top(self.config.popular_limit))
+            popular = dict(await self.stores.hits.top(self.config.popular_limit))
             discovery = await self.collect(popular)
         except DiscoveryError as error:
             log.warning("warm run %d failed: %s", run_id, error)
-            run = await self.runs.finish(run_id, "failed", self.clock.now(), str(error))
+            run = await self.stores.runs.finish(run_id, "failed", self.clock.now(),
+                                                str(error))
             if run is not None:
                 await self._ended(run)
             return
         skipped = sum(discovery.skipped.values())
-        collected = await self.runs.set_total(run_id, self.owner, discovery.urls,
-                                              self.clock.now(), skipped=skipped)
-        if collected is None:
-            return  # superseded or taken over meanwhile
-        await self.queue.enqueue([self._visit_job(run_id, visit, rank)
-                                  for rank, visit in enumerate(collected.visits)])
+        async with self.stores.transaction() as tx:
+            collected = await tx.runs.set_total(run_id, self.owner, discovery.urls,
+                                                self.clock.now(), skipped=skipped)
+            if collected is None:
+                return  # superseded or taken over meanwhile
+            await tx.queue.enqueue([self._visit_job(run_id, visit, rank)
+                                    for rank, visit in enumerate(collected.visits)])
         log.info("warm run %d: %d URLs collected (%d skipped)", run_id,
                  len(discovery.urls), skipped)
         if not collected.run.active:
             await self._ended(collected.run)
 
     async def _visit(self, job: Job, run_id: int, url: str, visit: int) -> None:
-        run = await self.runs.get(run_id)
+        run = await self.stores.runs.get(run_id)
         if run is None or not run.active:
             return
         results = [await self._throttled(url, headers) for headers in self.config.variants]
         if _origin_down(results) and job.attempts < job.max_attempts:
             raise OriginDown(f"origin did not answer the warm visit of {url}")
         result, detail = worst(results)
-        recorded = await self.runs.record(run_id, url, visit, result, self.clock.now(),
-                                          detail=detail)
-        if recorded.revisit is not None:
-            await self.queue.enqueue([self._visit_job(run_id, recorded.revisit, 0,
-                                                      run_at=recorded.revisit_at)])
+        async with self.stores.transaction() as tx:
+            recorded = await tx.runs.record(run_id, url, visit, result, self.clock.now(),
+                                            detail=detail)
+            if recorded.revisit is not None:
+                await tx.queue.enqueue([self._visit_job(run_id, recorded.revisit, 0,
+                                                        run_at=recorded.revisit_at)])
         if recorded.counted and not recorded.run.active:
             await self._ended(recorded.run)
 
@@ -300,6 +306,14 @@ class Warmer:
                                    "visit": visit.visit}
         return NewJob(QUEUE, payload, dedupe_key=f"warm:{run_id}:{visit.visit}:{visit.url}",
                       priority=rank, run_at=run_at)
+
+
+async def _by_popularity(stores: WarmUnit, urls: Sequence[str]) -> list[str]:
+    """``urls`` without repeats, most visited first (ties: in their order)."""
+    unique = list(dict.fromkeys(urls))
+    visits = await stores.hits.popularity(unique)
+    order = {url: index for index, url in enumerate(unique)}
+    return sorted(unique, key=lambda url: (-visits.get(url, 0), order[url]))
 
 
 def worst(results: Sequence[VisitResult]) -> tuple[Result, str | None]:

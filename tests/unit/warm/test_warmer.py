@@ -98,9 +98,7 @@ async def bench(tmp_path: Path) -> AsyncIterator[Bench]:
 
     warmer = Warmer(
         config=WarmConfig(variants=(DESKTOP, MOBILE), refresh_interval=REFRESH_EVERY),
-        runs=stores.runs, queue=stores.queue, visitor=visitor, pending=stores.pending,
-        clock=clock, owner="test", collect=collect, popularity=stores.hits.popularity,
-        top=stores.hits.top, arm=arm)
+        stores=stores, visitor=visitor, clock=clock, owner="test", collect=collect, arm=arm)
     made.append(Bench(warmer, stores, visitor, clock, [f"{SITE}/", f"{SITE}/a"]))
     try:
         yield made[0]

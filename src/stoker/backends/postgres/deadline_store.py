@@ -1,8 +1,8 @@
 """The PostgreSQL ``DeadlineStore``: the ``deadlines`` table shared by every node.
 
-Lifecycle: ``store = await PostgresDeadlineStore.open(pool)`` (migrates the
-``deadlines`` component); ``await store.aclose()`` closes the pool only when
-the store was given ``owns_pool=True``.
+Lifecycle: ``store = PostgresDeadlineStore(db)`` over a
+:class:`~stoker.backends.postgres.database.PostgresHandle`; ``await store.aclose()``
+closes ``db`` only when the store ``owns`` it.
 
 Invariants (beyond those of ``stoker.schedule.store``):
 - Every change is one transaction that locks the row (``SELECT ... FOR
@@ -17,9 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-import asyncpg
-
-from stoker.backends.postgres.connection import migrate
+from stoker.backends.postgres.database import PostgresHandle
 from stoker.schedule.row_changes import RowChanges
 from stoker.schedule.store import (
     COLUMNS,
@@ -27,9 +25,6 @@ from stoker.schedule.store import (
     deadline_from_row,
     deadline_values,
 )
-
-MIGRATIONS_PACKAGE = "stoker.backends.postgres.deadline_migrations"
-COMPONENT = "deadlines"
 
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM deadlines"
 _LOCK_ONE = f"{_SELECT} WHERE name = $1 FOR UPDATE"
@@ -44,20 +39,15 @@ Row = TypeVar("Row", bound=Deadline | None)
 class PostgresDeadlineStore(RowChanges):
     """``DeadlineStore`` on a PostgreSQL pool (see the module invariants)."""
 
-    def __init__(self, pool: asyncpg.Pool, *, owns_pool: bool = False) -> None:
-        self._pool = pool
-        self._owns_pool = owns_pool
+    def __init__(self, db: PostgresHandle, *, owns: bool = False) -> None:
+        self._db = db
+        self._owns = owns
 
-    @classmethod
-    async def open(cls, pool: asyncpg.Pool, *, owns_pool: bool = False) -> PostgresDeadlineStore:
-        """Apply pending ``deadlines`` migrations on ``pool`` and return the store."""
-        await migrate(pool, COMPONENT, MIGRATIONS_PACKAGE)
-        return cls(pool, owns_pool=owns_pool)
 
     async def _change(self, name: str, change: Callable[[Deadline | None], Row], *,
                       create: bool = False) -> Row:
         """Lock ``name``'s row, apply ``change``, write its result (``None``: no write)."""
-        async with self._pool.acquire() as conn, conn.transaction():
+        async with self._db.acquire() as conn, conn.transaction():
             if create:
                 await conn.execute(_CREATE, name)
             row = await conn.fetchrow(_LOCK_ONE, name)
@@ -67,9 +57,9 @@ class PostgresDeadlineStore(RowChanges):
         return new
 
     async def list(self) -> list[Deadline]:
-        rows = await self._pool.fetch(f"{_SELECT} ORDER BY name")
+        rows = await self._db.executor.fetch(f"{_SELECT} ORDER BY name")
         return [deadline_from_row(row) for row in rows]
 
     async def aclose(self) -> None:
-        if self._owns_pool:
-            await self._pool.close()
+        if self._owns:
+            await self._db.close()

@@ -1,8 +1,8 @@
 """The PostgreSQL ``HitStatsStore``: visit sums per URL shared by every node.
 
-Lifecycle: ``store = await PostgresHitStatsStore.open(pool)`` (applies the
-``hits`` migrations); ``await store.close()`` (closes the pool only when
-opened with ``owns_pool=True``).
+Lifecycle: ``store = PostgresHitStatsStore(db)`` over a
+:class:`~stoker.backends.postgres.database.PostgresHandle`; ``await store.close()``
+closes ``db`` only when the store ``owns`` it.
 
 Invariants (beyond those of :class:`stoker.cache.hits.HitStatsStore`):
 - every operation is one statement (one round trip, its own transaction), so
@@ -18,13 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-import asyncpg
-
-from stoker.backends.postgres.connection import migrate
+from stoker.backends.postgres.database import PostgresHandle
 from stoker.cache.hits import countable
-
-MIGRATIONS_PACKAGE = "stoker.backends.postgres.hits_migrations"
-COMPONENT = "hits"
 
 _UPSERT: Final = """
 INSERT INTO hit_stats (url, hits, misses, last_seen)
@@ -44,37 +39,33 @@ _PRUNE: Final = "DELETE FROM hit_stats WHERE last_seen < $1"
 class PostgresHitStatsStore:
     """``HitStatsStore`` on a PostgreSQL pool (see the module docstring)."""
 
-    def __init__(self, pool: asyncpg.Pool, *, owns_pool: bool = False) -> None:
-        self._pool = pool
-        self._owns_pool = owns_pool
+    def __init__(self, db: PostgresHandle, *, owns: bool = False) -> None:
+        self._db = db
+        self._owns = owns
 
-    @classmethod
-    async def open(cls, pool: asyncpg.Pool, *, owns_pool: bool = False) -> PostgresHitStatsStore:
-        """Apply pending ``hits`` migrations and wrap ``pool``."""
-        await migrate(pool, COMPONENT, MIGRATIONS_PACKAGE)
-        return cls(pool, owns_pool=owns_pool)
 
     async def add(self, counts: Mapping[str, tuple[int, int]], now: float) -> None:
         rows = [(url, hits, misses) for url, (hits, misses) in sorted(counts.items())
                 if countable(url)]
         if rows:
             urls, hits, misses = (list(column) for column in zip(*rows, strict=True))
-            await self._pool.execute(_UPSERT, urls, hits, misses, now)
+            await self._db.executor.execute(_UPSERT, urls, hits, misses, now)
 
     async def top(self, limit: int) -> list[tuple[str, int]]:
         if limit < 1:
             return []
-        return [(row["url"], row["visits"]) for row in await self._pool.fetch(_TOP, limit)]
+        return [(row["url"], row["visits"]) for row in await self._db.executor.fetch(_TOP, limit)]
 
     async def popularity(self, urls: Sequence[str]) -> dict[str, int]:
         wanted = [url for url in urls if countable(url)]
-        found = {row["url"]: row["visits"] for row in await self._pool.fetch(_POPULARITY, wanted)}
+        rows = await self._db.executor.fetch(_POPULARITY, wanted)
+        found = {row["url"]: row["visits"] for row in rows}
         return {url: found.get(url, 0) for url in urls}
 
     async def prune(self, older_than: float) -> int:
-        status = await self._pool.execute(_PRUNE, older_than)
+        status = await self._db.executor.execute(_PRUNE, older_than)
         return int(status.split()[-1])
 
     async def close(self) -> None:
-        if self._owns_pool:
-            await self._pool.close()
+        if self._owns:
+            await self._db.close()

@@ -9,6 +9,9 @@ Invariants (beyond those of ``stoker.jobs.queue``):
 - ``enqueue`` and ``requeue`` ``NOTIFY`` the queues that got work, in the
   same transaction (delivered on commit); ``wait_for_work`` ``LISTEN``s on a
   connection held for that alone, so idle workers do not poll the table.
+- Statements run on the :class:`~stoker.backends.postgres.database.PostgresHandle`'s
+  executor (inside a unit of work: its connection, where the ``NOTIFY`` is delivered
+  when it commits); ``aclose`` closes the handle only when the queue ``owns`` it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 import asyncpg
 
 from stoker.backends.postgres import job_sql as sql
+from stoker.backends.postgres.database import PostgresHandle
 from stoker.clock import Clock
 from stoker.jobs.model import (
     EXPIRED_ERROR,
@@ -43,7 +47,6 @@ from stoker.jobs.queue import (
     warn_lost,
 )
 
-MIGRATIONS_PACKAGE = "stoker.backends.postgres.migrations"
 _REQUEUE_RETRIES = 3
 
 
@@ -78,13 +81,13 @@ class PostgresJobQueue:
     """``JobQueue`` on a PostgreSQL pool (see module invariants)."""
 
     def __init__(
-        self, pool: asyncpg.Pool, clock: Clock, *,
-        rng: Callable[[], float] = random.random, owns_pool: bool = False,
+        self, db: PostgresHandle, clock: Clock, *,
+        rng: Callable[[], float] = random.random, owns: bool = False,
     ) -> None:
-        self._pool = pool
+        self._db = db
         self._clock = clock
         self._rng = rng
-        self._owns_pool = owns_pool
+        self._owns = owns
         self._listener: Any = None
         self._listen_lock = asyncio.Lock()
         self._wakeups: dict[str, asyncio.Event] = {}
@@ -92,13 +95,14 @@ class PostgresJobQueue:
     async def enqueue(self, jobs: Sequence[NewJob]) -> int:
         if not jobs:
             return 0
-        rows = await self._pool.fetch(sql.INSERT, *_insert_args(jobs, self._clock.now()))
+        rows = await self._db.executor.fetch(sql.INSERT, *_insert_args(jobs, self._clock.now()))
         return sum(int(row["added"]) for row in rows)
 
     async def lease(self, queue: str, n: int, owner: str, ttl: float) -> list[Job]:
         check_lease_args(n, ttl)
         now = self._clock.now()
-        rows = await self._pool.fetch(sql.LEASE, queue, n, now, owner, now + ttl, EXPIRED_ERROR)
+        rows = await self._db.executor.fetch(sql.LEASE, queue, n, now, owner, now + ttl,
+                                             EXPIRED_ERROR)
         jobs = [job for job in map(job_from_row, rows) if job.state == "running"]
         return in_lease_order(jobs)
 
@@ -119,19 +123,19 @@ class PostgresJobQueue:
         return await record_failure(self, lease, error, self._clock.now(), self._rng())
 
     async def attempts_of(self, lease: Lease) -> tuple[int, int] | None:
-        row = await self._pool.fetchrow(sql.ATTEMPTS_OF, lease.job_id, lease.token)
+        row = await self._db.executor.fetchrow(sql.ATTEMPTS_OF, lease.job_id, lease.token)
         return None if row is None else (int(row["attempts"]), int(row["max_attempts"]))
 
     async def apply_failure(self, lease: Lease, decision: RetryDecision, now: float) -> bool:
         state = "dead" if decision.dead else "pending"
-        changed = await self._pool.fetchval(
+        changed = await self._db.executor.fetchval(
             sql.APPLY_FAILURE, lease.job_id, lease.token, state, decision.run_at,
             decision.error, now,
         )
         return changed is not None
 
     async def release(self, lease: Lease) -> bool:
-        changed = await self._pool.fetchval(
+        changed = await self._db.executor.fetchval(
             sql.RELEASE, lease.job_id, lease.token, self._clock.now()
         )
         if changed is None:
@@ -143,7 +147,7 @@ class PostgresJobQueue:
         args = (self._clock.now(), sql.CHANNEL, *_scope_args(scope))
         for attempt in range(_REQUEUE_RETRIES):
             try:
-                rows = await self._pool.fetch(sql.REQUEUE[scope.kind], *args)
+                rows = await self._db.executor.fetch(sql.REQUEUE[scope.kind], *args)
             except asyncpg.UniqueViolationError:
                 # A producer enqueued the same key meanwhile; the retry skips that key.
                 if attempt == _REQUEUE_RETRIES - 1:
@@ -153,18 +157,19 @@ class PostgresJobQueue:
         return 0
 
     async def reap(self, older_than: float) -> int:
-        status = await self._pool.execute(sql.REAP, self._clock.now() - older_than)
+        status = await self._db.executor.execute(sql.REAP, self._clock.now() - older_than)
         return int(str(status).rsplit(" ", 1)[-1])
 
     async def counts(self) -> list[QueueCount]:
-        rows = await self._pool.fetch(sql.COUNTS)
+        rows = await self._db.executor.fetch(sql.COUNTS)
         return [QueueCount(row["queue"], row["state"], int(row["n"])) for row in rows]
 
     async def list(self, state: JobState, limit: int = 50, offset: int = 0) -> Sequence[Job]:
-        return [job_from_row(row) for row in await self._pool.fetch(sql.LIST, state, limit, offset)]
+        rows = await self._db.executor.fetch(sql.LIST, state, limit, offset)
+        return [job_from_row(row) for row in rows]
 
     async def get(self, job_id: int) -> Job | None:
-        row = await self._pool.fetchrow(sql.GET, job_id)
+        row = await self._db.executor.fetchrow(sql.GET, job_id)
         return None if row is None else job_from_row(row)
 
     async def wait_for_work(self, queue: str, timeout: float) -> bool:
@@ -175,9 +180,9 @@ class PostgresJobQueue:
         if self._listener is not None:
             listener, self._listener = self._listener, None
             await listener.remove_listener(sql.CHANNEL, self._on_notify)
-            await self._pool.release(listener)
-        if self._owns_pool:
-            await self._pool.close()
+            await self._db.pool.release(listener)
+        if self._owns:
+            await self._db.close()
 
     async def _update_held(
         self, statement: str, leases: Sequence[Lease], when: float
@@ -185,13 +190,13 @@ class PostgresJobQueue:
         if not leases:
             return frozenset()
         ids, tokens = _lease_columns(leases)
-        rows = await self._pool.fetch(statement, ids, tokens, when)
+        rows = await self._db.executor.fetch(statement, ids, tokens, when)
         return frozenset(int(row["id"]) for row in rows)
 
     async def _listen(self) -> None:
         async with self._listen_lock:
             if self._listener is None:
-                listener = await self._pool.acquire()
+                listener = await self._db.pool.acquire()
                 await listener.add_listener(sql.CHANNEL, self._on_notify)
                 self._listener = listener
 

@@ -1,15 +1,14 @@
-"""``PendingUrls`` on PostgreSQL (``database_url``); see :mod:`stoker.warm.pending`."""
+"""``PendingUrls`` on PostgreSQL (``database_url``); see :mod:`stoker.warm.pending`.
+
+A view over a :class:`~stoker.backends.postgres.database.PostgresHandle`; ``aclose``
+closes the handle only when the store ``owns`` it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import asyncpg
-
-from stoker.backends.postgres.connection import migrate
-
-MIGRATIONS_PACKAGE = "stoker.backends.postgres.pending_migrations"
-COMPONENT = "pending"
+from stoker.backends.postgres.database import PostgresHandle
 
 INSERT = """
 INSERT INTO warm_pending (url, added_at) SELECT unnest($1::text[]), $2
@@ -26,29 +25,24 @@ COUNT = "SELECT count(*) FROM warm_pending"
 class PostgresPendingUrls:
     """Pending re-warm URLs in one PostgreSQL table."""
 
-    def __init__(self, pool: asyncpg.Pool, *, owns_pool: bool = False) -> None:
-        self._pool = pool
-        self._owns_pool = owns_pool
+    def __init__(self, db: PostgresHandle, *, owns: bool = False) -> None:
+        self._db = db
+        self._owns = owns
         self._closed = False
 
-    @classmethod
-    async def open(cls, pool: asyncpg.Pool, *, owns_pool: bool = False) -> PostgresPendingUrls:
-        """Migrate, then wrap ``pool``."""
-        await migrate(pool, COMPONENT, MIGRATIONS_PACKAGE)
-        return cls(pool, owns_pool=owns_pool)
 
     async def add(self, urls: Sequence[str], now: float) -> int:
-        status = await self._pool.execute(INSERT, list(dict.fromkeys(urls)), now)
+        status = await self._db.executor.execute(INSERT, list(dict.fromkeys(urls)), now)
         return int(status.rsplit(" ", 1)[1])
 
     async def take(self, limit: int = 100_000) -> list[str]:
-        rows = await self._pool.fetch(TAKE, max(1, limit))
+        rows = await self._db.executor.fetch(TAKE, max(1, limit))
         return [row["url"] for row in sorted(rows, key=lambda r: (r["added_at"], r["url"]))]
 
     async def count(self) -> int:
-        return int(await self._pool.fetchval(COUNT))
+        return int(await self._db.executor.fetchval(COUNT))
 
     async def aclose(self) -> None:
-        if self._owns_pool and not self._closed:
+        if self._owns and not self._closed:
             self._closed = True
-            await self._pool.close()
+            await self._db.close()

@@ -1,7 +1,8 @@
 """The PostgreSQL ``RunStore``: warm runs shared by every node on one database.
 
-Lifecycle: ``store = await PostgresRunStore.open(pool)`` (migrates the ``runs``
-component); ``await store.aclose()`` (closes the pool only with ``owns_pool``).
+Lifecycle: ``store = PostgresRunStore(db)`` over a
+:class:`~stoker.backends.postgres.database.PostgresHandle` (the migrated database or one
+of its transactions); ``await store.aclose()`` closes ``db`` only when the store ``owns`` it.
 
 Invariants (beyond those of :mod:`stoker.warm.run_store`):
 - Every method is one transaction. Those that change a run lock its row first
@@ -18,9 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
-import asyncpg
-
-from stoker.backends.postgres.connection import lock_key, migrate
+from stoker.backends.postgres.connection import lock_key
+from stoker.backends.postgres.database import PostgresHandle
 from stoker.warm import run as machine
 from stoker.warm.run import (
     DEFAULT_POLICY,
@@ -45,8 +45,6 @@ from stoker.warm.run_store import (
     url_state_from_row,
 )
 
-COMPONENT: Final = "runs"
-MIGRATIONS_PACKAGE: Final = "stoker.backends.postgres.run_migrations"
 _CREATE_LOCK: Final = lock_key("runs:create")
 
 _SELECT: Final = f"SELECT {RUN_COLUMNS} FROM warm_runs"
@@ -135,23 +133,17 @@ async def _start(conn: Any, reason: Reason, urls: Sequence[str] | None, now: flo
 class PostgresRunStore:
     """``RunStore`` on a PostgreSQL pool (see the module invariants)."""
 
-    def __init__(self, pool: asyncpg.Pool, policy: RevisitPolicy = DEFAULT_POLICY, *,
-                 owns_pool: bool = False) -> None:
-        self._pool = pool
+    def __init__(self, db: PostgresHandle, policy: RevisitPolicy = DEFAULT_POLICY, *,
+                 owns: bool = False) -> None:
+        self._db = db
         self._policy = policy
-        self._owns_pool = owns_pool
+        self._owns = owns
 
-    @classmethod
-    async def open(cls, pool: asyncpg.Pool, policy: RevisitPolicy = DEFAULT_POLICY, *,
-                   owns_pool: bool = False) -> PostgresRunStore:
-        """Apply pending ``runs`` migrations on ``pool`` and return the store."""
-        await migrate(pool, COMPONENT, MIGRATIONS_PACKAGE)
-        return cls(pool, policy, owns_pool=owns_pool)
 
     async def create(self, reason: Reason, urls: Sequence[str] | None, now: float, *,
                      replace: bool = True) -> Created:
         check_urls(urls)
-        async with self._pool.acquire() as conn, conn.transaction():
+        async with self._db.acquire() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock($1)", _CREATE_LOCK)
             active = await _one(conn, _ACTIVE_LOCKED)
             plan = machine.plan_create(active, "site" if urls is None else "urls",
@@ -164,16 +156,17 @@ class PostgresRunStore:
             return await _start(conn, reason, urls, now, active)
 
     async def get(self, run_id: int) -> Run | None:
-        return await _one(self._pool, _BY_ID, run_id)
+        return await _one(self._db.executor, _BY_ID, run_id)
 
     async def recent(self, limit: int = 20) -> list[Run]:
-        return [run_from_row(row) for row in await self._pool.fetch(_RECENT, check_limit(limit))]
+        rows = await self._db.executor.fetch(_RECENT, check_limit(limit))
+        return [run_from_row(row) for row in rows]
 
     async def active(self) -> Run | None:
-        return await _one(self._pool, _ACTIVE)
+        return await _one(self._db.executor, _ACTIVE)
 
     async def claim_collect(self, run_id: int, owner: str, now: float) -> bool:
-        async with self._pool.acquire() as conn, conn.transaction():
+        async with self._db.acquire() as conn, conn.transaction():
             run = await _one(conn, _BY_ID_LOCKED, run_id)
             claimed = None if run is None else machine.claim_collect(run, owner, now)
             if claimed is not None:
@@ -182,7 +175,7 @@ class PostgresRunStore:
 
     async def set_total(self, run_id: int, owner: str, urls: Sequence[str], now: float, *,
                         skipped: int = 0) -> Collected | None:
-        async with self._pool.acquire() as conn, conn.transaction():
+        async with self._db.acquire() as conn, conn.transaction():
             run = await _one(conn, _BY_ID_LOCKED, run_id)
             if run is None:
                 return None
@@ -195,7 +188,7 @@ class PostgresRunStore:
 
     async def record(self, run_id: int, url: str, visit: int, result: Result,
                      now: float, *, detail: str | None = None) -> Recorded:
-        async with self._pool.acquire() as conn, conn.transaction():
+        async with self._db.acquire() as conn, conn.transaction():
             run = await _one(conn, _BY_ID_LOCKED, run_id)
             if run is None:
                 raise LookupError(f"no warm run {run_id}")
@@ -214,21 +207,21 @@ class PostgresRunStore:
         return await self._end(run_id, "cancelled", now, None)
 
     async def urls(self, run_id: int, state: UrlStateName, limit: int = 100) -> list[str]:
-        rows = await self._pool.fetch(_URLS_IN_STATE, run_id, check_state(state),
+        rows = await self._db.executor.fetch(_URLS_IN_STATE, run_id, check_state(state),
                                       check_limit(limit))
         return [row["url"] for row in rows]
 
     async def not_stored_reasons(self, run_id: int) -> dict[str, int]:
-        rows = await self._pool.fetch(_NOT_STORED_REASONS, run_id)
+        rows = await self._db.executor.fetch(_NOT_STORED_REASONS, run_id)
         return {row["reason"]: row["urls"] for row in rows}
 
     async def aclose(self) -> None:
-        if self._owns_pool:
-            await self._pool.close()
+        if self._owns:
+            await self._db.close()
 
     async def _end(self, run_id: int, phase: Literal["done", "failed", "cancelled"],
                    now: float, error: str | None) -> Run | None:
-        async with self._pool.acquire() as conn, conn.transaction():
+        async with self._db.acquire() as conn, conn.transaction():
             run = await _one(conn, _BY_ID_LOCKED, run_id)
             if run is None:
                 return None

@@ -96,18 +96,24 @@ def connect_reader(path: Path | str, *, wait: bool = False) -> sqlite3.Connectio
 
 @contextmanager
 def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """A write transaction that takes the write lock up front (``BEGIN IMMEDIATE``).
+    """A write transaction that takes the write lock up front (``BEGIN IMMEDIATE``), or,
+    inside a transaction already open on ``conn`` (a unit of work of
+    :class:`~stoker.backends.sqlite.database.SqliteDatabase`), a savepoint of it.
 
     Two writers serialise at ``BEGIN`` (the busy timeout makes the second wait)
-    instead of both reading and then failing to upgrade; any exception rolls back.
+    instead of both reading and then failing to upgrade; any exception rolls back
+    (the savepoint only: the enclosing transaction decides for itself).
     """
-    conn.execute("BEGIN IMMEDIATE")
+    nested = conn.in_transaction
+    conn.execute("SAVEPOINT store_call" if nested else "BEGIN IMMEDIATE")
     try:
         yield conn
     except BaseException:
-        conn.execute("ROLLBACK")
+        conn.execute("ROLLBACK TO store_call" if nested else "ROLLBACK")
+        if nested:
+            conn.execute("RELEASE store_call")
         raise
-    conn.execute("COMMIT")
+    conn.execute("RELEASE store_call" if nested else "COMMIT")
 
 
 def migrate(conn: sqlite3.Connection, component: str, package: str) -> list[str]:
@@ -188,18 +194,20 @@ class SqliteThread:
     at once; :meth:`start` is idempotent and leaves nothing running if it
     fails; a call after :meth:`close` raises ``RuntimeError``.
 
-    ``package`` names the migrations applied on connecting; ``None`` opens the database
-    read-only (:func:`connect_reader`), for a thread that reads what another thread's
-    connection migrated and writes.  A ``background`` thread runs below the event loop
+    ``package`` names the migrations applied on connecting (``migrations``, when given:
+    the ``(component, package)`` pairs applied in order instead); neither opens the
+    database read-only (:func:`connect_reader`), for a thread that reads what another
+    thread's connection migrated and writes.  A ``background`` thread runs below the event loop
     (:func:`yield_to_the_loop`); one whose calls a client waits on (a purge's lookups,
     an admin change's audit record) runs at the loop's priority.
     """
 
     def __init__(self, path: Path, component: str, package: str | None, *,
-                 row_factory: type | None = None, background: bool = True) -> None:
+                 row_factory: type | None = None, background: bool = True,
+                 migrations: Sequence[tuple[str, str]] = ()) -> None:
         self.path = path
         self._component = component
-        self._package = package
+        self._migrations = [(component, package)] if package is not None else list(migrations)
         self._row_factory = row_factory
         self._background = background
         self._executor: ThreadPoolExecutor | None = None
@@ -235,11 +243,12 @@ class SqliteThread:
         self._conn = None
 
     def _connect(self) -> None:
-        if self._package is None:
+        if not self._migrations:
             conn = connect_reader(self.path, wait=True)
         else:
             conn = connect(self.path)
-            migrate(conn, self._component, self._package)
+            for component, package in self._migrations:
+                migrate(conn, component, package)
         if self._row_factory is not None:
             conn.row_factory = self._row_factory
         self._conn = conn

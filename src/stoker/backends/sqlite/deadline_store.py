@@ -1,13 +1,15 @@
 """The SQLite ``DeadlineStore``: the ``deadlines`` table in a file shared by local processes.
 
-Lifecycle: ``store = await SqliteDeadlineStore.open(path)``; ``await store.aclose()``.
+Lifecycle: ``store = SqliteDeadlineStore(db)`` over a
+:class:`~stoker.backends.sqlite.database.SqliteHandle`; ``await store.aclose()`` closes
+``db`` only when the store ``owns`` it.
 
 Invariants (beyond those of ``stoker.schedule.store``):
 - Every change is one ``BEGIN IMMEDIATE`` transaction that reads the row,
   applies the pure transition and writes it back: the write lock is taken
   before the read, so two processes claiming at once serialise and the second
   sees the first one's claim.
-- All SQLite work runs on one dedicated thread owning the only connection, so
+- All SQLite work runs on the handle's thread owning its only connection, so
   the event loop never waits on the file. The schema comes from the
   ``deadlines`` migrations.
 """
@@ -16,10 +18,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeVar
 
-from stoker.backends.sqlite.connection import SqliteThread, immediate
+from stoker.backends.sqlite.connection import immediate
+from stoker.backends.sqlite.database import SqliteHandle
 from stoker.schedule.row_changes import RowChanges
 from stoker.schedule.store import (
     COLUMNS,
@@ -27,9 +29,6 @@ from stoker.schedule.store import (
     deadline_from_row,
     deadline_values,
 )
-
-MIGRATIONS_PACKAGE = "stoker.backends.sqlite.deadline_migrations"
-COMPONENT = "deadlines"
 
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM deadlines"
 _SELECT_ONE = f"{_SELECT} WHERE name = ?"
@@ -60,15 +59,9 @@ def _list(conn: sqlite3.Connection) -> list[Deadline]:
 class SqliteDeadlineStore(RowChanges):
     """``DeadlineStore`` on a SQLite file (see the module invariants)."""
 
-    def __init__(self, db: SqliteThread) -> None:
+    def __init__(self, db: SqliteHandle, *, owns: bool = False) -> None:
         self._db = db
-
-    @classmethod
-    async def open(cls, path: Path) -> SqliteDeadlineStore:
-        """Open (creating and migrating) the deadlines in the database file ``path``."""
-        db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE)
-        await db.start()
-        return cls(db)
+        self._owns = owns
 
     async def _change(self, name: str, change: Callable[[Deadline | None], Row], *,
                       create: bool = False) -> Row:
@@ -78,4 +71,5 @@ class SqliteDeadlineStore(RowChanges):
         return await self._db.run(_list)
 
     async def aclose(self) -> None:
-        await self._db.close()
+        if self._owns:
+            await self._db.close()

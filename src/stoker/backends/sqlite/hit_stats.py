@@ -3,8 +3,10 @@
 Lifecycle: ``store = await SqliteHitStatsStore.open(path)``; ``await store.close()``.
 
 Invariants (beyond those of :class:`stoker.cache.hits.HitStatsStore`):
-- one dedicated thread owns the only connection (:class:`SqliteThread`), so the
-  event loop never blocks on SQLite; the schema comes from the ``hits`` migrations;
+- a view over a :class:`~stoker.backends.sqlite.database.SqliteHandle`, whose one
+  thread owns the only connection, so the event loop never blocks on SQLite; the
+  schema comes from the ``hits`` migrations; ``close`` closes the handle only when
+  the store ``owns`` it;
 - ``add`` is one ``BEGIN IMMEDIATE`` transaction of upserts: a flush is counted
   entirely or not at all, and processes sharing the file serialise at its start;
 - ``visits`` is a stored generated column (``hits + misses``), indexed for ``top``.
@@ -15,14 +17,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Final
 
-from stoker.backends.sqlite.connection import SqliteThread, immediate
+from stoker.backends.sqlite.connection import immediate
+from stoker.backends.sqlite.database import SqliteHandle
 from stoker.cache.hits import countable
-
-MIGRATIONS_PACKAGE = "stoker.backends.sqlite.hits_migrations"
-COMPONENT = "hits"
 
 _UPSERT: Final = """
 INSERT INTO hit_stats (url, hits, misses, last_seen) VALUES (?, ?, ?, ?)
@@ -41,15 +40,9 @@ _PRUNE: Final = "DELETE FROM hit_stats WHERE last_seen < ?"
 class SqliteHitStatsStore:
     """``HitStatsStore`` on a SQLite file (see the module docstring)."""
 
-    def __init__(self, path: Path) -> None:
-        self._db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE)
-
-    @classmethod
-    async def open(cls, path: Path) -> SqliteHitStatsStore:
-        """Connect and migrate."""
-        store = cls(path)
-        await store._db.start()
-        return store
+    def __init__(self, db: SqliteHandle, *, owns: bool = False) -> None:
+        self._db = db
+        self._owns = owns
 
     async def add(self, counts: Mapping[str, tuple[int, int]], now: float) -> None:
         rows = [(url, hits, misses, now) for url, (hits, misses) in sorted(counts.items())
@@ -73,7 +66,8 @@ class SqliteHitStatsStore:
         return await self._db.run(lambda conn: _delete(conn, older_than))
 
     async def close(self) -> None:
-        await self._db.close()
+        if self._owns:
+            await self._db.close()
 
 
 def _write(conn: sqlite3.Connection, rows: list[tuple[str, int, int, float]]) -> None:

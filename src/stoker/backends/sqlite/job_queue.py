@@ -1,9 +1,11 @@
 """The SQLite ``JobQueue`` backend: one database file shared by every local process.
 
 Invariants (beyond those of ``stoker.jobs.queue``):
-- All blocking sqlite work runs on one dedicated thread per queue object, so
-  the event loop never waits on the file; the connection is used by that
-  thread only.
+- All blocking sqlite work runs on the thread of the queue's
+  :class:`~stoker.backends.sqlite.database.SqliteHandle` (the database or one of
+  its transactions), so the event loop never waits on the file; the connection
+  is used by that thread only.  ``aclose`` closes the handle only when the queue
+  ``owns`` it.
 - Writes run under ``BEGIN IMMEDIATE``: the write lock is taken up front, so
   two processes leasing at once serialise instead of both reading the same
   due rows (the busy timeout makes the second one wait, not fail).
@@ -19,11 +21,11 @@ import random
 import sqlite3
 import weakref
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 from stoker.backends.sqlite import job_sql as sql
-from stoker.backends.sqlite.connection import SqliteThread, immediate, json_array
+from stoker.backends.sqlite.connection import immediate, json_array
+from stoker.backends.sqlite.database import SqliteHandle
 from stoker.clock import Clock
 from stoker.jobs.model import (
     EXPIRED_ERROR,
@@ -47,7 +49,6 @@ from stoker.jobs.queue import (
     warn_lost,
 )
 
-MIGRATIONS_PACKAGE = "stoker.backends.sqlite.job_migrations"
 DEFAULT_POLL_INTERVAL = 1.0
 T = TypeVar("T")
 
@@ -83,9 +84,17 @@ def _insert(conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -> int
         return conn.total_changes - before
 
 
+def _rows(conn: sqlite3.Connection, statement: str, params: dict[str, object]) -> list[Any]:
+    """The rows of ``statement``, addressable by column name."""
+    cursor = conn.cursor()
+    cursor.row_factory = sqlite3.Row
+    rows: list[Any] = cursor.execute(statement, params).fetchall()
+    return rows
+
+
 def _lease(conn: sqlite3.Connection, params: dict[str, object]) -> list[Job]:
     with immediate(conn):
-        rows = conn.execute(sql.LEASE, params).fetchall()
+        rows = _rows(conn, sql.LEASE, params)
     return [job for job in map(job_from_row, rows) if job.state == "running"]
 
 
@@ -106,38 +115,27 @@ def _write(conn: sqlite3.Connection, statement: str, params: dict[str, object]) 
         return conn.execute(statement, params).rowcount
 
 
-def _fetch(conn: sqlite3.Connection, statement: str, params: dict[str, object]) -> list[Any]:
-    rows: list[Any] = conn.execute(statement, params).fetchall()
-    return rows
-
-
 class SqliteJobQueue:
     """``JobQueue`` on a SQLite file (see module invariants)."""
 
     def __init__(
         self,
-        path: Path,
-        db: SqliteThread,
+        db: SqliteHandle,
         clock: Clock,
         *,
         rng: Callable[[], float] = random.random,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
+        owns: bool = False,
     ) -> None:
-        self._path = str(path.resolve())
+        self._path = str(db.path.resolve())
         self._db = db
+        self._owns = owns
         self._clock = clock
         self._rng = rng
         self._poll_interval = poll_interval
         self._loop = asyncio.get_running_loop()
         self._wakeups: dict[str, asyncio.Event] = {}
         _LOCAL.setdefault(self._path, weakref.WeakSet()).add(self)
-
-    @classmethod
-    async def open(cls, path: Path, clock: Clock, **options: Any) -> SqliteJobQueue:
-        """Open (creating and migrating) the queue in the database file ``path``."""
-        db = SqliteThread(path, "jobs", MIGRATIONS_PACKAGE, row_factory=sqlite3.Row)
-        await db.start()
-        return cls(path, db, clock, **options)
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await self._db.run(lambda conn: fn(conn, *args, **kwargs))
@@ -178,7 +176,7 @@ class SqliteJobQueue:
         return await record_failure(self, lease, error, self._clock.now(), self._rng())
 
     async def attempts_of(self, lease: Lease) -> tuple[int, int] | None:
-        rows = await self._run(_fetch, sql.ATTEMPTS_OF, _held_params(lease))
+        rows = await self._run(_rows, sql.ATTEMPTS_OF, _held_params(lease))
         return (int(rows[0][0]), int(rows[0][1])) if rows else None
 
     async def apply_failure(self, lease: Lease, decision: RetryDecision, now: float) -> bool:
@@ -206,15 +204,15 @@ class SqliteJobQueue:
         return await self._run(_write, sql.REAP, {"before": self._clock.now() - older_than})
 
     async def counts(self) -> list[QueueCount]:
-        rows = await self._run(_fetch, sql.COUNTS, {})
+        rows = await self._run(_rows, sql.COUNTS, {})
         return [QueueCount(row["queue"], row["state"], int(row["n"])) for row in rows]
 
     async def list(self, state: JobState, limit: int = 50, offset: int = 0) -> Sequence[Job]:
         params: dict[str, object] = {"state": state, "limit": limit, "offset": offset}
-        return [job_from_row(row) for row in await self._run(_fetch, sql.LIST, params)]
+        return [job_from_row(row) for row in await self._run(_rows, sql.LIST, params)]
 
     async def get(self, job_id: int) -> Job | None:
-        rows = await self._run(_fetch, sql.GET, {"id": job_id})
+        rows = await self._run(_rows, sql.GET, {"id": job_id})
         return job_from_row(rows[0]) if rows else None
 
     async def wait_for_work(self, queue: str, timeout: float) -> bool:
@@ -222,7 +220,8 @@ class SqliteJobQueue:
 
     async def aclose(self) -> None:
         _LOCAL.get(self._path, weakref.WeakSet()).discard(self)
-        await self._db.close()
+        if self._owns:
+            await self._db.close()
 
     def _signal(self, queues: set[str] | None) -> None:
         for other in list(_LOCAL.get(self._path, ())):

@@ -1,15 +1,16 @@
-"""``PendingUrls`` on SQLite (``data_dir/stoker.db``); see :mod:`stoker.warm.pending`."""
+"""``PendingUrls`` on SQLite (``data_dir/stoker.db``); see :mod:`stoker.warm.pending`.
+
+A view over a :class:`~stoker.backends.sqlite.database.SqliteHandle` (the database or one
+of its transactions); ``aclose`` closes the handle only when the store ``owns`` it.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from pathlib import Path
 
-from stoker.backends.sqlite.connection import SqliteThread, immediate, json_array
-
-MIGRATIONS_PACKAGE = "stoker.backends.sqlite.pending_migrations"
-COMPONENT = "pending"
+from stoker.backends.sqlite.connection import immediate, json_array
+from stoker.backends.sqlite.database import SqliteHandle
 
 INSERT = """
 INSERT OR IGNORE INTO warm_pending (url, added_at) SELECT value, ? FROM json_each(?)
@@ -24,17 +25,11 @@ COUNT = "SELECT count(*) FROM warm_pending"
 
 
 class SqlitePendingUrls:
-    """Pending re-warm URLs in one SQLite table, on the store's own thread."""
+    """Pending re-warm URLs in one SQLite table, on the handle's thread."""
 
-    def __init__(self, path: Path) -> None:
-        self._db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE)
-
-    @classmethod
-    async def open(cls, path: Path) -> SqlitePendingUrls:
-        """Connect and migrate."""
-        store = cls(path)
-        await store._db.start()
-        return store
+    def __init__(self, db: SqliteHandle, *, owns: bool = False) -> None:
+        self._db = db
+        self._owns = owns
 
     async def add(self, urls: Sequence[str], now: float) -> int:
         def work(conn: sqlite3.Connection) -> int:
@@ -55,4 +50,5 @@ class SqlitePendingUrls:
         return int(await self._db.run(lambda conn: conn.execute(COUNT).fetchone()[0]))
 
     async def aclose(self) -> None:
-        await self._db.close()
+        if self._owns:
+            await self._db.close()

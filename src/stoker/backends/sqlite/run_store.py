@@ -1,12 +1,14 @@
 """The SQLite ``RunStore``: warm runs in the local database file.
 
-Lifecycle: ``store = await SqliteRunStore.open(path)``; ``await store.aclose()``.
+Lifecycle: ``store = SqliteRunStore(db)`` over a
+:class:`~stoker.backends.sqlite.database.SqliteDatabase` (or one of its transactions);
+``await store.aclose()`` closes ``db`` only when the store ``owns`` it.
 
 Invariants (beyond those of :mod:`stoker.warm.run_store`):
-- Every call runs on one dedicated thread owning the only connection, so the
+- Every call runs on the handle's thread owning its only connection, so the
   event loop never blocks on SQLite; every write is one ``BEGIN IMMEDIATE``
-  transaction, so processes sharing the file serialise whole read-decide-write
-  steps and never interleave them.
+  transaction (a savepoint of the unit of work it is called in), so processes
+  sharing the file serialise whole read-decide-write steps and never interleave them.
 - Decisions are the pure functions of :mod:`stoker.warm.run`; this module only
   reads the rows they need and writes what they return.
 """
@@ -16,10 +18,10 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Final, Literal
 
-from stoker.backends.sqlite.connection import SqliteThread, immediate, json_array
+from stoker.backends.sqlite.connection import immediate, json_array
+from stoker.backends.sqlite.database import SqliteHandle
 from stoker.warm import run as machine
 from stoker.warm.run import (
     DEFAULT_POLICY,
@@ -43,9 +45,6 @@ from stoker.warm.run_store import (
     update_statement,
     url_state_from_row,
 )
-
-COMPONENT: Final = "runs"
-MIGRATIONS_PACKAGE: Final = "stoker.backends.sqlite.run_migrations"
 
 _SELECT: Final = f"SELECT {RUN_COLUMNS} FROM warm_runs"
 _ACTIVE: Final = f"{_SELECT} WHERE phase IN ('collect', 'warm')"
@@ -184,16 +183,11 @@ def _end(conn: sqlite3.Connection, run_id: int, phase: Literal["done", "failed",
 class SqliteRunStore:
     """``RunStore`` on a SQLite file (see the module invariants)."""
 
-    def __init__(self, path: Path, policy: RevisitPolicy = DEFAULT_POLICY) -> None:
-        self._db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE)
+    def __init__(self, db: SqliteHandle, policy: RevisitPolicy = DEFAULT_POLICY, *,
+                 owns: bool = False) -> None:
+        self._db = db
         self._policy = policy
-
-    @classmethod
-    async def open(cls, path: Path, policy: RevisitPolicy = DEFAULT_POLICY) -> SqliteRunStore:
-        """Open (creating and migrating) the runs in the database file ``path``."""
-        store = cls(path, policy)
-        await store._db.start()
-        return store
+        self._owns = owns
 
     async def create(self, reason: Reason, urls: Sequence[str] | None, now: float, *,
                      replace: bool = True) -> Created:
@@ -242,4 +236,5 @@ class SqliteRunStore:
         return dict(rows)
 
     async def aclose(self) -> None:
-        await self._db.close()
+        if self._owns:
+            await self._db.close()
