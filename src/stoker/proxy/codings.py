@@ -15,7 +15,7 @@ Invariants:
   one version (:meth:`~stoker.cache.entry.CacheEntry.same_version`) while its
   compression runs wait for that one.
 - The forms reach the store through
-  :meth:`~stoker.cache.tiered.TieredStore.add_codings`, which changes only
+  :meth:`~stoker.cache.port.Cache.add_codings`, which changes only
   the version that was compressed: never an entry stored since, and never one
   purged or deleted meanwhile (a purge is not undone; the request that waited
   is still answered with the forms it waited for, as a miss in flight during a
@@ -31,7 +31,7 @@ import logging
 from collections.abc import Sequence
 
 from stoker.cache.entry import CacheEntry
-from stoker.cache.tiered import TieredStore
+from stoker.cache.port import Cache
 from stoker.http.encoding import IDENTITY, PREFERENCE, Encoded, choose_encoding, compress
 from stoker.http.headers import get_header, get_joined
 
@@ -50,7 +50,7 @@ def wants_coding(headers: Sequence[tuple[bytes, bytes]], entry: CacheEntry) -> b
 class Codings:
     """Makes stored entries' compressed forms, once each.  See the module docstring."""
 
-    def __init__(self, store: TieredStore) -> None:
+    def __init__(self, store: Cache) -> None:
         self._store = store
         self._flights: dict[FlightKey, tuple[CacheEntry, asyncio.Task[Encoded]]] = {}
         self._tasks: set[asyncio.Task[Encoded]] = set()

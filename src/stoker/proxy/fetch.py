@@ -56,9 +56,9 @@ from stoker.cache.collapse import Flight
 from stoker.cache.entry import CacheEntry
 from stoker.cache.ledger import PurgeLedger
 from stoker.cache.outcome import Kind, Outcome
+from stoker.cache.port import Cache
 from stoker.cache.store import EntryRef
 from stoker.cache.tags import tags_from_headers
-from stoker.cache.tiered import TieredStore
 from stoker.clock import Clock
 from stoker.http.conditional import merge_not_modified, revalidation_headers
 from stoker.http.decoding import CorruptBody, Decoder
@@ -133,7 +133,7 @@ class FetchResult:
 class Fetcher:
     """Performs fetches against one origin into one store."""
 
-    def __init__(self, config: FetchConfig, origin: OriginClient, store: TieredStore,
+    def __init__(self, config: FetchConfig, origin: OriginClient, store: Cache,
                  bodies: BodyStore, clock: Clock, ledger: PurgeLedger | None = None) -> None:
         self.config = config
         self.ledger = ledger if ledger is not None else PurgeLedger(clock)

@@ -79,7 +79,7 @@ from stoker.cache.collapse import Collapser, Flight
 from stoker.cache.entry import CacheEntry, Freshness
 from stoker.cache.hits import HitCounter
 from stoker.cache.outcome import Kind, Outcome
-from stoker.cache.tiered import TieredStore
+from stoker.cache.port import Cache
 from stoker.clock import Clock
 from stoker.http.cache_control import parse_cache_control
 from stoker.http.conditional import not_modified_headers, should_answer_not_modified
@@ -168,7 +168,7 @@ class Lookup:
 class Pipeline:
     """Answers HTTP requests from the cache or the origin."""
 
-    def __init__(self, config: PipelineConfig, fetcher: Fetcher, store: TieredStore,
+    def __init__(self, config: PipelineConfig, fetcher: Fetcher, store: Cache,
                  bodies: BodyStore, origin: OriginClient, clock: Clock,
                  version: str = "1", health: OriginHealth | None = None) -> None:
         self.config = config

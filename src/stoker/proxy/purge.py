@@ -12,7 +12,7 @@ Invariants:
 - A purge changes L1 (in steps) and looks L2 up before returning; L2's
   deletes (hard) or ``fresh_until = now`` updates (soft, keeping every stale
   window) finish in the background, and until they do every L2 read applies
-  the purge's ledger mark (:meth:`~stoker.cache.tiered.TieredStore.purge`):
+  the purge's ledger mark (:meth:`~stoker.cache.port.Cache.purge`):
   nothing hard-purged is served, nothing soft-purged is served fresh.
 - A hard purge of everything persists the new version before switching the
   pipeline to it (a restart never revives purged keys); old-version entries
@@ -38,7 +38,7 @@ from stoker.cache.entry import CacheEntry
 from stoker.cache.events import PurgeEvents
 from stoker.cache.invalidation import PurgeScope
 from stoker.cache.ledger import PurgeLedger
-from stoker.cache.tiered import TieredStore
+from stoker.cache.port import Cache
 from stoker.cache.version_file import VersionFile, VersionState, next_version
 from stoker.clock import Clock
 from stoker.proxy.pipeline import Pipeline
@@ -103,7 +103,7 @@ def url_of_key(primary_key: str) -> str:
 class Purger:
     """Runs purges (see the module invariants)."""
 
-    def __init__(self, pipeline: Pipeline, store: TieredStore, ledger: PurgeLedger,
+    def __init__(self, pipeline: Pipeline, store: Cache, ledger: PurgeLedger,
                  events: PurgeEvents, clock: Clock, versions: VersionFile) -> None:
         self.pipeline = pipeline
         self.store = store

@@ -16,11 +16,12 @@ import pytest
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry, Freshness
+from stoker.cache.l2_queue import L2WriteTimeout
 from stoker.cache.ledger import PurgeLedger, PurgeMark
 from stoker.cache.memory import MemoryStore
 from stoker.cache.store import CacheStore, EntryRef
 from stoker.cache.testing import make_entry
-from stoker.cache.tiered import L1_CHUNK, L2WriteTimeout, TieredStore, l2_pause
+from stoker.cache.tiered import L1_CHUNK, TieredStore, l2_pause
 from stoker.clock import FakeClock
 
 
