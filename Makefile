@@ -30,7 +30,7 @@ lint: install
 	$(VENV)/bin/lint-imports
 
 settings-table: install   # the README's settings table, from the settings' declaration
-	$(PY) -m stoker.settings.readme README.md
+	$(PY) -m stoker.config.settings.readme README.md
 
 bench: install
 	$(PY) bench/hit_path/run.py --rounds 5 --duration 8

@@ -17,12 +17,13 @@ import tempfile
 import time
 from typing import Any
 
+from tests.entries import make_entry
+
+from stoker.app.stoker import Stoker
 from stoker.asgi import Message
-from stoker.cache.testing import make_entry
+from stoker.config.settings import settings_from
 from stoker.proxy.access_log import AccessLogApp
 from stoker.proxy.asgi_proxy import ProxyApp
-from stoker.runtime import Stoker
-from stoker.settings import settings_from
 
 URL = "http://127.0.0.1:8080/page"
 

@@ -1,4 +1,4 @@
-"""Full garbage collections while a cache grows, with and without stoker.heap's policy.
+"""Full garbage collections while a cache grows, with and without stoker.server.heap's policy.
 
 A cache at its size bound churns without growing the heap (each store frees what it
 evicts), and CPython then rarely collects at all; full collections come while the heap
@@ -9,7 +9,7 @@ the start-up heap frozen by ``freeze_heap`` as in a serving process) fills an L1
 second, and a ``gc.callbacks`` hook times every full (generation 2) collection.
 
 - ``off``: CPython's default: every full collection traverses the whole cache so far.
-- ``keeper``: :class:`stoker.heap.HeapKeeper` installed, with its production intervals.
+- ``keeper``: :class:`stoker.server.heap.HeapKeeper` installed, with its production intervals.
 
 Modes alternate within each round.  L2 is left out: the objects a full collection
 traverses are L1's (per entry: the entry, its slot, the slot's dict and list, a tag set).
@@ -37,10 +37,11 @@ PAGE = b"<html>" + b"x" * 2000 + b"</html>"
 
 def child(entries: int, mode: str, per_second: float) -> dict[str, Any]:
     """One measurement, in this (fresh) process."""
+    from tests.entries import make_entry
+
     from stoker.cache.memory import MemoryStore
-    from stoker.cache.testing import make_entry
     from stoker.clock import SystemClock
-    from stoker.heap import HeapKeeper, freeze_heap
+    from stoker.server.heap import HeapKeeper, freeze_heap
 
     clock = SystemClock()
     now = clock.now()

@@ -136,8 +136,7 @@ class GcPauses:
 
 async def fill(stoker: Any, proxy_url: str, entries: int) -> None:
     import aiohttp
-
-    from stoker.cache.testing import make_entry
+    from tests.entries import make_entry
 
     now = stoker.clock.now()
     for i in range(entries):
@@ -161,11 +160,11 @@ async def scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
     import aiohttp
 
     from stoker.admin.app import build_admin_app
+    from stoker.app.stoker import Stoker
+    from stoker.app.warm_service import WarmService
+    from stoker.config.settings import settings_from
     from stoker.proxy.asgi_proxy import ProxyApp
-    from stoker.runtime import Stoker
-    from stoker.server import run_apps
-    from stoker.settings import settings_from
-    from stoker.warming import WarmService
+    from stoker.server.listeners import run_apps
 
     origin_port, proxy_port, admin_port = free_port(), free_port(), free_port()
     origin_stop, stop = asyncio.Event(), asyncio.Event()
@@ -338,10 +337,7 @@ def cli() -> None:
                         help="the HTTP server of the proxy and admin listeners")
     args = parser.parse_args()
     # as `stoker serve`: uvloop, and the heap frozen once imports are done (run_async)
-    import stoker.admin.app
-    import stoker.proxy.asgi_proxy
-    import stoker.runtime  # noqa: F401
-    from stoker.server import run_async
+    from stoker.server.listeners import run_async
     run_async(main(args))
 
 

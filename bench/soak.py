@@ -1,5 +1,5 @@
 """A long mixed-traffic soak of ``stoker serve``: does its RSS level off while
-:class:`stoker.heap.HeapKeeper` freezes what survives full collections?  (An object alive
+:class:`stoker.server.heap.HeapKeeper` freezes what survives full collections?  (An object alive
 at a freeze that later dies in a reference cycle waits for the hourly unfreeze.)
 
 The origin (``bench/origin_app.py``, ``--latency-ms``) and ``stoker serve`` (the default
@@ -327,7 +327,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--latency-ms", type=float, default=20.0, help="origin's fixed latency")
     parser.add_argument("--seed", type=int, default=1, help="of the URL draw")
     parser.add_argument("--no-keeper", action="store_true",
-                        help="run Stoker without stoker.heap.HeapKeeper, for comparison")
+                        help="run Stoker without stoker.server.heap.HeapKeeper, for comparison")
     return parser.parse_args()
 
 

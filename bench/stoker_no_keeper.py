@@ -1,4 +1,4 @@
-"""``python -m stoker`` with :class:`stoker.heap.HeapKeeper` taken out, for
+"""``python -m stoker`` with :class:`stoker.server.heap.HeapKeeper` taken out, for
 ``bench/soak.py --no-keeper``.
 
 ``run_async`` freezes the start-up heap (``freeze_heap``) and installs the keeper as
@@ -16,8 +16,8 @@ import gc
 from collections.abc import Coroutine
 from typing import Any
 
-from stoker import cli_common
-from stoker.heap import HeapKeeper
+from stoker.cli import common as cli_common
+from stoker.server.heap import HeapKeeper
 
 run_async = cli_common.run_async
 
@@ -33,7 +33,7 @@ def run_without_keeper(main: Coroutine[Any, Any, None]) -> None:
 
 
 if __name__ == "__main__":
-    from stoker.cli import main as stoker_main
+    from stoker.cli.main import main as stoker_main
 
     cli_common.run_async = run_without_keeper
     stoker_main()

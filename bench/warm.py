@@ -163,7 +163,7 @@ class Origin:
 
 async def serve_origin(port: int, site: str, urls: int, per_sitemap: int, capacity: int,
                        render: float) -> None:
-    from stoker.server import run_apps
+    from stoker.server.listeners import run_apps
 
     app = Origin(site, urls, per_sitemap, capacity, render)
     await run_apps("granian", [(app, f"127.0.0.1:{port}")], asyncio.Event())

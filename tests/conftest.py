@@ -16,7 +16,7 @@ import uvicorn
 from hypothesis import settings
 
 from stoker.asgi import ASGIApp, Receive
-from stoker.server import Tls, run_apps
+from stoker.server.listeners import Tls, run_apps
 
 settings.register_profile("stoker", deadline=None)
 settings.load_profile("stoker")

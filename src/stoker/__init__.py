@@ -13,13 +13,13 @@ from stoker.version import VERSION as __version__
 __all__ = ["CacheMiddleware", "__version__"]
 
 if TYPE_CHECKING:
-    from stoker.middleware import CacheMiddleware
+    from stoker.app.middleware import CacheMiddleware
 
 
 def __getattr__(name: str) -> Any:
     """Import the middleware lazily so ``import stoker`` stays cheap."""
     if name == "CacheMiddleware":
-        from stoker.middleware import CacheMiddleware
+        from stoker.app.middleware import CacheMiddleware
 
         return CacheMiddleware
     raise AttributeError(f"module 'stoker' has no attribute {name!r}")

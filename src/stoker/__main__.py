@@ -1,5 +1,5 @@
 """``python -m stoker`` runs the command line."""
 
-from stoker.cli import main
+from stoker.cli.main import main
 
 main()

@@ -10,13 +10,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from tests.entries import make_entry
 
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry, Freshness
 from stoker.cache.memory import MemoryStore
 from stoker.cache.store import CacheStore, EntryRef
-from stoker.cache.testing import make_entry
 from stoker.cache.tiered import TieredStore
 from stoker.clock import FakeClock
 

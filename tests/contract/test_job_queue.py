@@ -15,8 +15,8 @@ import pytest
 from tests.conftest import running
 from tests.job_backends import BACKENDS, open_queue, pg_schema, place
 
+from stoker.breaker import BreakerState
 from stoker.clock import FakeClock
-from stoker.jobs.breaker import BreakerState
 from stoker.jobs.model import EXPIRED_ERROR, Job, Lease, NewJob, RequeueScope
 from stoker.jobs.policy import backoff_ceiling
 from stoker.jobs.queue import JobQueue

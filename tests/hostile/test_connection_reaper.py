@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from stoker.connection_reaper import (
+from stoker.server.connection_reaper import (
     TCP_ESTABLISHED,
     ConnectionReaper,
     TcpQuiet,

@@ -4,7 +4,7 @@ server mode.
 granian (``server = "granian"``, the TLS listener) never
 closed them, and about 2,048 of them (its default cap, the backlog) stopped every new
 client; the front closes a connection that sends no head within
-:data:`~stoker.front.connection.HEAD_TIMEOUT`.
+:data:`~stoker.server.front.connection.HEAD_TIMEOUT`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import pytest
 from tests.hostile.conftest import FrameworkOrigin
 from tests.integration.conftest import running_proxy
 
-from stoker import server
-from stoker.front import connection as front_connection
+from stoker.server import listeners as server
+from stoker.server.front import connection as front_connection
 
 SILENT = 2048 + 52  # more than granian's old cap (its backlog)
 SILENCE = 2.0

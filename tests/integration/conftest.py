@@ -13,11 +13,11 @@ import pytest
 from tests.conftest import serving
 from tests.integration.origin import ScriptedOrigin
 
+from stoker.app.stoker import Stoker
 from stoker.clock import Clock
+from stoker.config.rules import Rule
+from stoker.config.settings import Settings, settings_from
 from stoker.proxy.asgi_proxy import ProxyApp
-from stoker.rules import Rule
-from stoker.runtime import Stoker
-from stoker.settings import Settings, settings_from
 
 
 @dataclass

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from tests.conftest import free_port, wait_listening
 
-from stoker.service import run_demo
-from stoker.settings import settings_from
+from stoker.app.serving import run_demo
+from stoker.config.settings import settings_from
 
 TOKEN = "demo-secret"
 PAGES = 30

@@ -9,9 +9,9 @@ import httpx
 from tests.conftest import serving
 from tests.integration.conftest import Origin
 
-from stoker.runtime import Stoker
-from stoker.service import proxy_app
-from stoker.settings import settings_from
+from stoker.app.serving import proxy_app
+from stoker.app.stoker import Stoker
+from stoker.config.settings import settings_from
 
 
 async def test_one_json_line_per_request_and_no_secrets(origin: Origin, tmp_path: Path) -> None:

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from tests.conftest import free_port
 
+from stoker.app.serving import run_service
 from stoker.asgi import Message, Receive, Send
-from stoker.server import AddressInUse, run_apps
-from stoker.service import run_service
-from stoker.settings import settings_from
+from stoker.config.settings import settings_from
+from stoker.server.listeners import AddressInUse, run_apps
 
 
 async def _app(scope: Message, receive: Receive, send: Send) -> None:

@@ -11,8 +11,8 @@ from tests.integration.test_cli_errors import stoker
 
 from stoker.backends import open_queue
 from stoker.clock import SystemClock
+from stoker.config.settings import Settings, load_settings, settings_from
 from stoker.jobs.model import NewJob
-from stoker.settings import Settings, load_settings, settings_from
 from stoker.version import VERSION
 
 

@@ -17,7 +17,7 @@ from tests.conftest import serving
 from tests.integration.admin_harness import purging
 from tests.integration.conftest import running_proxy
 
-from stoker.rules import parse_rules
+from stoker.config.rules import parse_rules
 
 Message = MutableMapping[str, Any]
 ALICE = {"cookie": "comment_author_abc=Alice; comment_author_email_abc=alice%40example.org"}

@@ -25,7 +25,7 @@ from tests.conftest import serving
 from tests.integration.conftest import proxy_for
 
 from stoker.asgi import Message, Receive, Send
-from stoker.settings import Settings, load_settings
+from stoker.config.settings import Settings, load_settings
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 PASSWORDS = {"alice": "alice-password", "bob": "bob-password"}

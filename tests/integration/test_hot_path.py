@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from tests.integration.conftest import Origin
 
+from stoker.app.stoker import Stoker
 from stoker.asgi import Message
 from stoker.clock import FakeClock
+from stoker.config.rules import Rule
+from stoker.config.settings import settings_from
 from stoker.proxy.asgi_reply import answer
 from stoker.proxy.hot_path import HotPath
-from stoker.rules import Rule
-from stoker.runtime import Stoker
-from stoker.settings import settings_from
 
 CACHEABLE = [("cache-control", "max-age=60")]
 TRUSTED_PEER = ("127.0.0.1", 50000)

@@ -20,14 +20,14 @@ import pytest
 from tests.conftest import serving
 from tests.integration.conftest import Origin
 
+from stoker.app.stoker import Stoker
 from stoker.asgi import Message, Send
 from stoker.cache.invalidation import PurgeScope
 from stoker.clock import FakeClock
-from stoker.front import heads as front_heads
+from stoker.config.settings import settings_from
 from stoker.proxy.access_log import AccessLogApp
 from stoker.proxy.asgi_proxy import ProxyApp
-from stoker.runtime import Stoker
-from stoker.settings import settings_from
+from stoker.server.front import heads as front_heads
 
 CACHEABLE = [("cache-control", "max-age=600")]
 

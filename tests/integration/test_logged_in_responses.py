@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from tests.integration.conftest import Origin, running_proxy
 
-from stoker.rules import parse_rules
+from stoker.config.rules import parse_rules
 
 CATCH_ALL = parse_rules([{"path": "/", "ttl": "5m"}])
 LOGGED_IN = {"cookie": "wordpress_logged_in_abc=admin"}

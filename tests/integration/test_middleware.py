@@ -13,7 +13,7 @@ from starlette.routing import Route
 from tests.conftest import serving
 
 from stoker import CacheMiddleware
-from stoker.rules import parse_rules
+from stoker.config.rules import parse_rules
 
 
 def make_app() -> tuple[Starlette, dict[str, int]]:

@@ -23,8 +23,8 @@ from tests.conftest import serving
 from tests.integration.conftest import proxy_for
 
 from stoker.asgi import Message, Receive, Send
-from stoker.rules import cookie_names
-from stoker.settings import load_settings
+from stoker.config.rules import cookie_names
+from stoker.config.settings import load_settings
 
 CONFIG = 'preset = "wordpress"\n\n[[rule]]\npath = "/wp/"\nttl = "10m"\n'
 ALICE = {"cookie": "comment_author_abc=Alice; comment_author_email_abc=alice%40example.org"}

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import serving
 from tests.integration.conftest import Origin, running_proxy
 
-from stoker.rules import Rule
+from stoker.config.rules import Rule
 
 Message = MutableMapping[str, Any]
 VARY_COOKIE = [("cache-control", "max-age=60"), ("vary", "Cookie")]

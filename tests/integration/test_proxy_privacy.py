@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tests.integration.conftest import Origin, Proxy, running_proxy
 
-from stoker.rules import parse_rules
+from stoker.config.rules import parse_rules
 
 
 async def test_private_response_is_never_served_to_a_second_client(origin: Origin,

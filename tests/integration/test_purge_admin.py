@@ -19,12 +19,12 @@ from stoker.admin.api import MAX_BODY
 from stoker.admin.app import build_admin_app
 from stoker.admin.audit import REFUSALS_PER_WINDOW, WINDOW
 from stoker.admin.auth import fingerprint
+from stoker.app.serving import run_service
 from stoker.asgi import Message
-from stoker.cli import app as cli_app
+from stoker.cli.main import app as cli_app
 from stoker.clock import FakeClock, SystemClock
+from stoker.config.settings import SettingsError, settings_from
 from stoker.proxy.purge import AuditTrail
-from stoker.service import run_service
-from stoker.settings import SettingsError, settings_from
 
 BAD_BODIES: list[tuple[bytes, str]] = [
     (b"{not json", "body"),

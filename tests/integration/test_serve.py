@@ -8,14 +8,14 @@ from collections.abc import AsyncIterator
 import pytest
 from tests.integration.conftest import Origin
 
+from stoker.app.stoker import Stoker
 from stoker.cache.outcome import Kind
 from stoker.clock import FakeClock
+from stoker.config.settings import settings_from
 from stoker.proxy.context import RequestContext, warm_context
 from stoker.proxy.reply import Reply
 from stoker.proxy.request import RequestInfo
 from stoker.proxy.request_body import BodyBrokenOff, no_body
-from stoker.runtime import Stoker
-from stoker.settings import settings_from
 
 CACHEABLE = [("cache-control", "max-age=60")]
 

@@ -24,7 +24,7 @@ from tests.integration.warm_site import (
     warming,
 )
 
-from stoker.warming import warms_on_start
+from stoker.app.warm_service import warms_on_start
 
 PAGES = 20
 

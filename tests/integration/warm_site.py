@@ -25,12 +25,12 @@ from tests.conftest import free_port, serving, wait_listening
 
 import stoker
 from stoker.admin.app import build_admin_app
+from stoker.app.stoker import Stoker
+from stoker.app.warm_service import WarmService
 from stoker.clock import Clock
+from stoker.config.settings import settings_from
 from stoker.proxy.asgi_proxy import ProxyApp
-from stoker.runtime import Stoker
-from stoker.settings import settings_from
 from stoker.warm.run import Run
-from stoker.warming import WarmService
 
 Message = MutableMapping[str, Any]
 SRC = Path(stoker.__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""The garbage-collector policy (stoker.heap): what is due after a full collection, and
+"""The garbage-collector policy (stoker.server.heap): what is due after a full collection, and
 that a serving process applies it (``run_async``)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.clock import FakeClock
-from stoker.heap import (
+from stoker.server.heap import (
     DEEP_EVERY,
     FREEZE_EVERY,
     SLOW,
@@ -81,8 +81,8 @@ def test_the_keeper_acts_after_full_collections_only_and_at_most_as_often_as_due
 PROBE = """
 import gc
 from stoker.clock import FakeClock
-from stoker.heap import HeapKeeper
-from stoker.server import run_async
+from stoker.server.heap import HeapKeeper
+from stoker.server.listeners import run_async
 seen = []
 async def main():
     seen.append(gc.get_freeze_count())
@@ -104,7 +104,7 @@ def test_run_async_freezes_the_heap_loaded_before_it_and_installs_the_keeper() -
 FREEZES = """
 import gc
 from stoker.clock import FakeClock
-from stoker.heap import HeapKeeper
+from stoker.server.heap import HeapKeeper
 keep = HeapKeeper(freeze_every=0)
 keep.install()
 keep.install()
@@ -142,7 +142,7 @@ def test_the_status_shows_the_installed_keeper_and_none_without_one() -> None:
 
 SET_ASIDE = """
 import gc
-from stoker.heap import HeapKeeper, set_aside_young
+from stoker.server.heap import HeapKeeper, set_aside_young
 young = [[] for _ in range(500)]  # survivors of the young collection
 frozen = gc.get_freeze_count()
 set_aside_young()
@@ -163,10 +163,10 @@ def test_young_objects_are_set_aside_only_where_a_keeper_runs_the_collector() ->
 
 RUN_ASYNC = """
 import asyncio, gc, sys
-import stoker.heap
-from stoker.heap import HeapKeeper
-from stoker.server import run_async
-stoker.heap.MEASURED_ON = {measured}
+import stoker.server.heap
+from stoker.server.heap import HeapKeeper
+from stoker.server.listeners import run_async
+stoker.server.heap.MEASURED_ON = {measured}
 async def main():
     print(any(isinstance(c, HeapKeeper) for c in gc.callbacks), gc.get_freeze_count() > 0)
 run_async(main())

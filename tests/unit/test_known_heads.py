@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.front import heads as front_heads
-from stoker.front.heads import (
+from stoker.server.front import heads as front_heads
+from stoker.server.front.heads import (
     KNOWN_HEAD_BYTES,
     UNREMEMBERED,
     KnownHead,

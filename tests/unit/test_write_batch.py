@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from stoker.front.batch import WriteBatch
+from stoker.server.front.batch import WriteBatch
 
 
 class Holder:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -29,7 +29,9 @@ from stoker.admin.auth import ANONYMOUS
 from stoker.cache.entry import CacheEntry
 from stoker.cache.invalidation import PurgeRequestError, expand_url, parse_purge_request
 from stoker.proxy.purge import record_safely
-from stoker.runtime import Stoker
+
+if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
+    from stoker.app.stoker import Stoker
 
 MAX_BODY = 1024 * 1024
 

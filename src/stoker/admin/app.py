@@ -9,7 +9,7 @@ is open.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -21,9 +21,11 @@ from stoker.admin.audit import RefusalAudit
 from stoker.admin.guard import AdminGuard
 from stoker.admin.warm_api import run_json, warm_routes
 from stoker.asgi import ASGIApp
-from stoker.heap import heap_status
-from stoker.runtime import Stoker
-from stoker.warming import WarmService
+from stoker.server.heap import heap_status
+
+if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
+    from stoker.app.stoker import Stoker
+    from stoker.app.warm_service import WarmService
 
 REQUEST_KINDS = ("hit", "stale", "miss", "bypass")
 """Counters of ``Pipeline.stats`` that together count every request answered."""

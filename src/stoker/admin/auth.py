@@ -17,7 +17,7 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 
-from stoker.settings import is_loopback_host
+from stoker.config.settings import is_loopback_host
 
 __all__ = ["ANONYMOUS", "AuthDecision", "authenticate", "bearer_token", "fingerprint",
            "host_of", "is_loopback_host"]

@@ -17,7 +17,7 @@ Invariants: a request that fails validation is answered 400 naming the
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -29,7 +29,9 @@ from stoker.proxy.purge import record_safely
 from stoker.warm.run import Run
 from stoker.warm.urls import SiteOrigins, normalise, origin_of
 from stoker.warm.warmer import WarmBusy
-from stoker.warming import WarmService
+
+if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
+    from stoker.app.warm_service import WarmService
 
 MAX_URLS: Final = 50_000
 FAILED_SHOWN: Final = 100

@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 
     from stoker.cache.hits import HitStatsStore
     from stoker.clock import Clock
+    from stoker.config.settings import Settings
     from stoker.jobs.queue import JobQueue
     from stoker.schedule.store import DeadlineStore
-    from stoker.settings import Settings
     from stoker.warm.pending import PendingUrls
     from stoker.warm.run import RevisitPolicy
     from stoker.warm.run_store import RunStore
@@ -52,7 +52,7 @@ async def open_queue(settings: Settings, clock: Clock) -> JobQueue:
             raise
     from stoker.backends.sqlite.database import SqliteDatabase
     from stoker.backends.sqlite.job_queue import SqliteJobQueue
-    from stoker.settings import require_data_dir
+    from stoker.config.settings import require_data_dir
 
     require_data_dir(settings)
     return SqliteJobQueue(await SqliteDatabase.open(settings.sqlite_path), clock, owns=True)
@@ -111,7 +111,7 @@ async def open_warm_stores(settings: Settings, clock: Clock,
         except BaseException:
             await pool.close()
             raise
-    from stoker.settings import require_data_dir
+    from stoker.config.settings import require_data_dir
 
     require_data_dir(settings)
     return await warm_stores_on_file(settings.sqlite_path, clock, policy)

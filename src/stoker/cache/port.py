@@ -2,7 +2,7 @@
 
 What the pipeline, the fetcher, the codings, the fast path and the purger call, and
 nothing more; :class:`~stoker.cache.tiered.TieredStore` implements it (the assembly,
-``stoker.runtime``, builds one).
+``stoker.app.stoker``, builds one).
 
 Invariants every implementation keeps:
 - ``get_l1``, ``read_now`` and ``touch`` never wait; ``put`` and ``add_codings``

@@ -115,7 +115,7 @@ class TieredStore:
     ) -> None:
         """``after_soft_step`` runs after each step of a soft purge, which copies the
         entries it makes stale (the serving process's collector policy passes one:
-        :func:`stoker.heap.set_aside_young`); the other keywords up to ``write_timeout``
+        :func:`stoker.server.heap.set_aside_young`); the other keywords up to ``write_timeout``
         are the :class:`~stoker.cache.l2_queue.L2WriteQueue`'s."""
         self._l1 = l1
         self._after_soft_step = after_soft_step

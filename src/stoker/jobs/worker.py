@@ -33,9 +33,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stoker import breaker
+from stoker.breaker import BreakerState
 from stoker.clock import Clock
-from stoker.jobs import breaker
-from stoker.jobs.breaker import BreakerState
 from stoker.jobs.model import Job
 from stoker.jobs.queue import JobQueue
 

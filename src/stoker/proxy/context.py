@@ -23,7 +23,7 @@ class RequestContext:
     a visitor's request, which takes a visitor's slot)."""
     scope: Mapping[str, Any] | None = None
     """The client's ASGI scope, when the request came through ASGI (a wrapped app, as
-    :class:`~stoker.middleware.CacheMiddleware`'s origin, is called with it)."""
+    :class:`~stoker.app.middleware.CacheMiddleware`'s origin, is called with it)."""
     origin_waits: list[float] = field(default_factory=list)
     """Seconds each origin request made for it waited for its answer, in order."""
 

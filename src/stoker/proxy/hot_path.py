@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
 from stoker.cache.outcome import Kind, Outcome
+from stoker.config.rules import match_rule
 from stoker.proxy.asgi_reply import send_reply
 from stoker.proxy.codings import wants_coding
 from stoker.proxy.pipeline import Pipeline, served_form
@@ -46,7 +47,6 @@ from stoker.proxy.request import (
     parse_request,
     request_scheme,
 )
-from stoker.rules import match_rule
 
 MemoKey = tuple[str, str, bytes, bytes]
 

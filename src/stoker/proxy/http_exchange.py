@@ -33,7 +33,7 @@ Invariants:
   closes the connection at once.  A connection is handed back for reuse only when its
   request was sent whole, its response was read to the end (every piece taken), and
   keep-alive holds (HTTP/1.1 without ``Connection: close``; HTTP/1.0 never).
-- A closed exchange leaves no reference cycle behind (the heap policy, :mod:`stoker.heap`,
+- A closed exchange leaves no reference cycle behind (the heap policy, :mod:`stoker.server.heap`,
   counts on a request's objects dying by reference count).
 """
 

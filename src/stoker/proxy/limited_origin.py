@@ -15,7 +15,7 @@ from contextlib import AsyncExitStack
 
 from stoker.proxy.context import RequestContext
 from stoker.proxy.origin import Body, Headers, OriginClient, OriginResponse
-from stoker.proxy.origin_limit import OriginLimiter
+from stoker.proxy.origin_slots import OriginLimiter
 
 
 class LimitedOrigin:

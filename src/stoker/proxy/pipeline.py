@@ -22,7 +22,7 @@ Invariants:
 - A successful unsafe request invalidates its URL and same-host
   ``Location``/``Content-Location`` (RFC 9111 §4.4) before the first byte of
   its response is sent, so the client's next GET cannot get the old copy.
-- A request with personal cookies (:func:`~stoker.rules.personal_cookies`)
+- A request with personal cookies (:func:`~stoker.config.rules.personal_cookies`)
   is answered from cache only with an entry the origin vouched for
   (``CacheEntry.origin_vouched``); it never joins or leads a collapsed
   flight, and its response is stored only when the origin vouches for it.
@@ -30,7 +30,7 @@ Invariants:
   at most :data:`COOKIE_NAMES_KEPT` names) and logged once per name.
 - Vary selection (lookup, collapsing, storing) compares the request as
   forwarded: the Cookie after the rule's ``strip_cookies``, without the
-  rule's ``vary_ignore_cookies`` (:func:`~stoker.rules.vary_view`).
+  rule's ``vary_ignore_cookies`` (:func:`~stoker.config.rules.vary_view`).
 - Every response carries ``Cache-Status`` and ``Via``; responses from cache
   carry ``Age``.
 - A response from an entry with codings (made or due) is the form
@@ -81,6 +81,15 @@ from stoker.cache.hits import HitCounter
 from stoker.cache.outcome import Kind, Outcome
 from stoker.cache.port import Cache
 from stoker.clock import Clock
+from stoker.config.rules import (
+    Rule,
+    has_cookie,
+    match_rule,
+    personal_cookies,
+    strip_cookies,
+    vary_view,
+)
+from stoker.config.settings import Settings
 from stoker.http.cache_control import parse_cache_control
 from stoker.http.conditional import not_modified_headers, should_answer_not_modified
 from stoker.http.encoding import IDENTITY, choose_encoding
@@ -105,15 +114,6 @@ from stoker.proxy.origin_health import OriginHealth
 from stoker.proxy.reply import Reply, ReplySink, error_response
 from stoker.proxy.request import BadRequest, RequestInfo
 from stoker.proxy.request_body import RequestBody, discard_body, read_body
-from stoker.rules import (
-    Rule,
-    has_cookie,
-    match_rule,
-    personal_cookies,
-    strip_cookies,
-    vary_view,
-)
-from stoker.settings import Settings
 
 log = logging.getLogger("stoker.proxy")
 PurgeMethodHandler = Callable[[RequestInfo, ReplySink], Awaitable[None]]

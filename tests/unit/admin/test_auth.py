@@ -7,14 +7,14 @@ import ipaddress
 import pytest
 
 from stoker.admin.auth import authenticate, bearer_token, fingerprint, host_of
-from stoker.proxy.purge_method import parse_networks, purge_allowed, wants_soft
-from stoker.settings import (
+from stoker.config.settings import (
     SettingsError,
     admin_url,
     is_loopback_listen,
     require_safe_admin,
     settings_from,
 )
+from stoker.proxy.purge_method import parse_networks, purge_allowed, wants_soft
 
 
 def test_fingerprint_is_short_stable_and_not_the_token() -> None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from tests.entries import make_entry
 
 from stoker.cache.entry import CacheEntry
 from stoker.cache.memory import MemoryStore
 from stoker.cache.store import EntryRef, as_refs
-from stoker.cache.testing import make_entry
 from stoker.clock import FakeClock
 
 NAMES = "abc"

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.entries import make_entry
 
 from stoker.backends.migrations import migration_files
-from stoker.backends.sqlite import migrations as legacy
+from stoker.backends.sqlite import cache_migrations as legacy
 from stoker.backends.sqlite.cache_store import COMPONENT, MIGRATIONS_PACKAGE, SqliteCacheStore
 from stoker.backends.sqlite.connection import apply_migrations, connect
 from stoker.backends.sqlite.entry_rows import (
@@ -26,7 +27,6 @@ from stoker.backends.sqlite.entry_rows import (
 )
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry
-from stoker.cache.testing import make_entry
 from stoker.clock import FakeClock
 from stoker.http.encoding import IDENTITY
 

@@ -10,12 +10,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 
 import pytest
+from tests.entries import make_entry
 
 from stoker.cache.entry import CacheEntry
 from stoker.cache.l2_queue import ALL_KEYS, L2WriteQueue, L2WriteTimeout
 from stoker.cache.memory import MemoryStore
 from stoker.cache.store import EntryRef
-from stoker.cache.testing import make_entry
 from stoker.clock import FakeClock
 
 L2_BYTES = 10_000_000

@@ -6,10 +6,10 @@ import gc
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.entries import make_entry
 
 from stoker.cache.memory import MemoryStore
 from stoker.cache.store import EntryRef
-from stoker.cache.testing import make_entry
 from stoker.clock import FakeClock
 
 ENTRY_SIZE = make_entry("https://example.com/a").meta_size()

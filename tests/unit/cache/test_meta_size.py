@@ -6,10 +6,10 @@ import gc
 import tracemalloc
 
 import pytest
+from tests.entries import make_entry
 
 from stoker.cache.entry import CacheEntry
 from stoker.cache.memory import MemoryStore
-from stoker.cache.testing import make_entry
 from stoker.clock import FakeClock
 
 HEADERS = [(b"content-type", b"text/html; charset=utf-8"),

@@ -6,11 +6,11 @@ import logging
 from collections.abc import Sequence
 
 import pytest
+from tests.entries import make_entry
 
 from stoker.cache.events import PurgeEvents
 from stoker.cache.invalidation import PurgeScope
 from stoker.cache.ledger import PurgeLedger, PurgeMark, Verdict, judge
-from stoker.cache.testing import make_entry
 from stoker.clock import FakeClock
 
 ENTRY = make_entry("https://example.com/blog/1", tags=("post-1", "posts"))

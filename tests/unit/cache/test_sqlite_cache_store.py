@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.entries import make_entry
 
 from stoker.backends.sqlite import cache_store
 from stoker.backends.sqlite.cache_store import ORPHAN_GRACE, SqliteCacheStore
@@ -20,7 +21,6 @@ from stoker.backends.sqlite.connection import connect_reader
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry
 from stoker.cache.store import EntryRef
-from stoker.cache.testing import make_entry
 from stoker.clock import FakeClock
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.entries import make_entry
 
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
@@ -20,7 +21,6 @@ from stoker.cache.l2_queue import L2WriteTimeout
 from stoker.cache.ledger import PurgeLedger, PurgeMark
 from stoker.cache.memory import MemoryStore
 from stoker.cache.store import CacheStore, EntryRef
-from stoker.cache.testing import make_entry
 from stoker.cache.tiered import L1_CHUNK, TieredStore, l2_pause
 from stoker.clock import FakeClock
 

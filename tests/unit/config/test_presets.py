@@ -11,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from stoker.cli import app as cli_app
-from stoker.presets import NAMES, PRESETS, expand, to_toml
-from stoker.rules import Rule, match_rule, parse_rules
-from stoker.settings import SettingsError, load_settings, settings_from
+from stoker.cli.main import app as cli_app
+from stoker.config.presets import NAMES, PRESETS, expand, to_toml
+from stoker.config.rules import Rule, match_rule, parse_rules
+from stoker.config.settings import SettingsError, load_settings, settings_from
 
 SUFFIX = st.text("abcdefghijklmnopqrstuvwxyz0123456789_", min_size=1, max_size=24)
 

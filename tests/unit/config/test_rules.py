@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.rules import has_cookie, match_rule, parse_rules, strip_cookies
+from stoker.config.rules import has_cookie, match_rule, parse_rules, strip_cookies
 
 RULES = parse_rules([
     {"host": "shop.example", "path": "/cart", "bypass": True},
@@ -61,7 +61,7 @@ def test_stripping_everything_leaves_nothing(names: list[str]) -> None:
 
 
 def test_personal_cookies_are_those_no_list_accounts_for() -> None:
-    from stoker.rules import Rule, personal_cookies
+    from stoker.config.rules import Rule, personal_cookies
 
     rule = Rule(strip_cookies=("_ga*",), ignore_cookies=("consent",),
                 vary_ignore_cookies=("csrftoken",))

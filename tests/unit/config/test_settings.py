@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.settings import FIELDS, SettingsError, describe, load_settings
-from stoker.units import format_duration, format_size, parse_duration, parse_size
+from stoker.config.settings import FIELDS, SettingsError, describe, load_settings
+from stoker.config.units import format_duration, format_size, parse_duration, parse_size
 
 
 def write(tmp_path: Path, text: str) -> Path:

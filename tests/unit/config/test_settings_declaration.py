@@ -10,10 +10,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from stoker.cli import _mount_subcommands, app
-from stoker.settings import FIELDS, Settings, SettingsError, load_settings, settings_from
-from stoker.settings.declared import flag_name
-from stoker.settings.rendering import TABLE_BEGIN, TABLE_END, markdown_table, with_table
+from stoker.cli.main import _mount_subcommands, app
+from stoker.config.settings import FIELDS, Settings, SettingsError, load_settings, settings_from
+from stoker.config.settings.declared import flag_name
+from stoker.config.settings.rendering import TABLE_BEGIN, TABLE_END, markdown_table, with_table
 
 README = Path(__file__).parents[3] / "README.md"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stoker.service import progress_line, summary_line
+from stoker.app.serving import progress_line, summary_line
 from stoker.warm.run import Counts, Run
 
 WARMING = Counts(total=2001, warmed=800, not_modified=10, failed=2)

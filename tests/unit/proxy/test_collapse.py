@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from tests.entries import make_entry
+
 from stoker.cache.collapse import Collapser
-from stoker.cache.testing import make_entry
 
 
 async def test_one_leader_per_key_and_followers_share() -> None:

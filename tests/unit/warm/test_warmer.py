@@ -18,9 +18,9 @@ import pytest
 
 from stoker.backends import WarmStores, open_warm_stores
 from stoker.clock import FakeClock
+from stoker.config.settings import settings_from
 from stoker.jobs.model import Job
 from stoker.schedule.store import ArmMode, Deadline
-from stoker.settings import settings_from
 from stoker.warm.discovery import Discovery, DiscoveryError
 from stoker.warm.run import Counts, Result, RevisitPolicy, Run
 from stoker.warm.visits import STALE_SERVED, VisitResult

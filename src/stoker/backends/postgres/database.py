@@ -25,7 +25,7 @@ import asyncpg
 from stoker.backends.postgres.connection import migrate
 
 COMPONENTS: Final = (
-    ("jobs", "stoker.backends.postgres.migrations"),
+    ("jobs", "stoker.backends.postgres.job_migrations"),
     ("runs", "stoker.backends.postgres.run_migrations"),
     ("deadlines", "stoker.backends.postgres.deadline_migrations"),
     ("pending", "stoker.backends.postgres.pending_migrations"),

@@ -100,7 +100,7 @@ from stoker.cache.store import EntryRef, as_refs, sorted_refs
 from stoker.clock import Clock
 from stoker.http.encoding import Encoded
 
-MIGRATIONS_PACKAGE = "stoker.backends.sqlite.migrations"
+MIGRATIONS_PACKAGE = "stoker.backends.sqlite.cache_migrations"
 COMPONENT = "cache"
 ORPHAN_GRACE = 3600.0
 """Seconds a body file must have been unchanged before an orphan sweep may remove it."""

@@ -14,10 +14,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from stoker.http.site_hosts import SiteHosts
-from stoker.presets import NAMES as PRESET_NAMES
-from stoker.rules import Rule
-from stoker.settings.values import (
+from stoker.config.presets import NAMES as PRESET_NAMES
+from stoker.config.rules import Rule
+from stoker.config.settings.values import (
     address,
     boolean,
     cache_name,
@@ -36,6 +35,7 @@ from stoker.settings.values import (
     variants,
     whole,
 )
+from stoker.http.site_hosts import SiteHosts
 
 T = TypeVar("T")
 ENV_PREFIX = "STOKER_"

@@ -2,7 +2,7 @@
 
 Every server setting is a flag here, a key in ``stoker.toml`` and a
 ``STOKER_*`` variable; precedence is flag > variable > file > default
-(see :mod:`stoker.settings`).  Errors users can cause print one sentence
+(see :mod:`stoker.config.settings`).  Errors users can cause print one sentence
 saying what to fix and exit with status 2 (configuration) or 1 (a call to a
 running Stoker failed).  Commands that talk to a running Stoker find it with
 ``--admin-url`` (``STOKER_ADMIN_URL``, default: the configured admin
@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from stoker.cli_common import (
+from stoker.cli.common import (
     DEMO_DATA_DIR,
     AdminListenOpt,
     AdminTokenOpt,
@@ -37,8 +37,8 @@ from stoker.cli_common import (
     setup_logging,
     usage_error,
 )
-from stoker.settings import SettingsError, require_origin, require_safe_admin
-from stoker.settings.rendering import markdown_table, settings_toml
+from stoker.config.settings import SettingsError, require_origin, require_safe_admin
+from stoker.config.settings.rendering import markdown_table, settings_toml
 from stoker.version import VERSION
 
 app = typer.Typer(
@@ -65,7 +65,7 @@ def serve(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging")] = False,
 ) -> None:
     """Run the caching proxy in front of --origin."""
-    from stoker.service import run_service
+    from stoker.app.serving import run_service
 
     settings = settings_or_exit(config, origin=origin, listen=listen, admin_listen=admin_listen,
                                 data_dir=data_dir, admin_token=admin_token, server=server)
@@ -88,7 +88,7 @@ def demo(
     server: ServerOpt = None,
 ) -> None:
     """Start a slow demo site and Stoker in front of it, on embedded storage."""
-    from stoker.service import run_demo
+    from stoker.app.serving import run_demo
 
     settings = settings_or_exit(None, origin=f"http://{origin_listen}", listen=listen,
                                 admin_listen=admin_listen, data_dir=data_dir, server=server)
@@ -177,7 +177,7 @@ def entry(
 
 
 def _print_preset(name: str) -> None:
-    from stoker.presets import expand, to_toml
+    from stoker.config.presets import expand, to_toml
 
     try:
         tables = expand([], name)
@@ -212,8 +212,8 @@ def show_settings(
 
 
 def _mount_subcommands() -> None:
-    from stoker.jobs_cli import jobs_app
-    from stoker.warm_cli import mount
+    from stoker.cli.jobs import jobs_app
+    from stoker.cli.warm import mount
 
     app.add_typer(jobs_app, name="jobs")
     mount(app)

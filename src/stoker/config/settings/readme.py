@@ -1,4 +1,4 @@
-"""``python -m stoker.settings.readme README.md`` (``make settings-table``): rewrite the
+"""``python -m stoker.config.settings.readme README.md`` (``make settings-table``): rewrite the
 README's settings table from the declaration, leaving the rest of the file as it is."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from stoker.settings.rendering import markdown_table, with_table
+from stoker.config.settings.rendering import markdown_table, with_table
 
 
 def update_readme(path: Path) -> None:

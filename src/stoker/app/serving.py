@@ -25,22 +25,22 @@ from typing import Any, Final
 import httpx
 
 from stoker.admin.app import build_admin_app
+from stoker.app.stoker import Stoker
+from stoker.app.warm_service import WarmService
 from stoker.asgi import ASGIApp
 from stoker.clock import Clock
-from stoker.proxy.access_log import AccessLogApp, open_stream
-from stoker.proxy.asgi_proxy import ProxyApp
-from stoker.runtime import Stoker
-from stoker.server import Tls, ensure_free, run_apps, silence_for
-from stoker.settings import (
+from stoker.config.settings import (
     Settings,
     admin_url,
     require_origin,
     require_safe_admin,
     require_tls_files,
 )
+from stoker.proxy.access_log import AccessLogApp, open_stream
+from stoker.proxy.asgi_proxy import ProxyApp
+from stoker.server.listeners import Tls, ensure_free, run_apps, silence_for
 from stoker.warm.run import Run
 from stoker.warm.run_store import not_stored_text
-from stoker.warming import WarmService
 
 Announce = Callable[[str], None]
 Alongside = Callable[[WarmService], Coroutine[Any, Any, None]]

@@ -235,7 +235,7 @@ def merge(table: dict[str, Any], preset: Preset) -> dict[str, Any]:
     return merged
 
 
-_GLOB_CHARS = frozenset("*?[")  # as in stoker.rules: a path with one of these is a glob
+_GLOB_CHARS = frozenset("*?[")  # as in stoker.config.rules: a path with one of these is a glob
 
 
 def _path(table: Any) -> str | None:

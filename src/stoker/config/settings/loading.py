@@ -1,6 +1,6 @@
 """Reading settings: defaults < ``stoker.toml`` < ``STOKER_*`` environment < CLI values.
 
-The one parser of each setting (:data:`~stoker.settings.declared.FIELDS`) reads TOML
+The one parser of each setting (:data:`~stoker.config.settings.declared.FIELDS`) reads TOML
 values, environment strings and CLI values alike, so a setting means the same thing
 wherever it comes from.
 
@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from stoker.rules import Rule, parse_rules
-from stoker.settings.declared import ENV_PREFIX, FIELDS, Settings, SettingsError, flag_name
+from stoker.config.rules import Rule, parse_rules
+from stoker.config.settings.declared import ENV_PREFIX, FIELDS, Settings, SettingsError, flag_name
 
 # Variables read by client commands (purge, jobs), not by the server's settings.
 CLIENT_ENV = frozenset({"STOKER_CONFIG", "STOKER_ADMIN_URL"})
@@ -126,7 +126,7 @@ def settings_from(values: Mapping[str, object], rules: tuple[Rule, ...] = ()) ->
     if preset is not None and rules:
         raise SettingsError(
             f"preset={preset!r} cannot be applied to parsed rules: pass "
-            f"rules=stoker.rules.parse_rules(tables, preset={preset!r}) instead")
+            f"rules=stoker.config.rules.parse_rules(tables, preset={preset!r}) instead")
     if preset is not None:
         rules = parse_rules([], preset)
     return Settings(rules=rules, **parsed)

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from stoker.config.presets import expand, get_preset, merge
+from stoker.config.units import parse_duration
 from stoker.http.headers import get_joined
 from stoker.http.policy import RuleTTL
-from stoker.presets import expand, get_preset, merge
-from stoker.units import parse_duration
 
 _GLOB_CHARS = frozenset("*?[")
 

@@ -17,7 +17,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from stoker.cli_common import (
+from stoker.cli.common import (
     AdminTokenOpt,
     AdminUrlOpt,
     ConfigOpt,
@@ -148,7 +148,7 @@ def worker(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging")] = False,
 ) -> None:
     """Run warm workers and the deadline ticker without serving (same configuration)."""
-    from stoker.service import run_worker
+    from stoker.app.serving import run_worker
 
     settings = settings_or_exit(config, data_dir=data_dir, database_url=database_url)
     setup_logging(verbose)

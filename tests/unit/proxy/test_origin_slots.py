@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stoker.proxy.origin_limit import LimiterStats, OriginLimiter, default_reserve
+from stoker.proxy.origin_slots import LimiterStats, OriginLimiter, default_reserve
 
 
 async def settle() -> None:

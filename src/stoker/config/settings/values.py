@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from stoker.units import parse_duration, parse_size
+from stoker.config.units import parse_duration, parse_size
 
 T = TypeVar("T")
 

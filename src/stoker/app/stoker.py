@@ -35,18 +35,18 @@ from stoker.cache.memory import MemoryStore
 from stoker.cache.tiered import TieredStore
 from stoker.cache.version_file import VersionFile
 from stoker.clock import Clock, SystemClock
-from stoker.heap import set_aside_young
+from stoker.config.settings import Settings, SettingsError, require_data_dir, require_origin
 from stoker.http.forwarded import TrustedProxies
 from stoker.http.policy import StaleDefaults
 from stoker.proxy.fetch import FetchConfig, Fetcher
 from stoker.proxy.limited_origin import LimitedOrigin
 from stoker.proxy.origin import HttpOrigin, OriginClient
 from stoker.proxy.origin_health import MonitoredOrigin, OriginHealth
-from stoker.proxy.origin_limit import OriginLimiter
+from stoker.proxy.origin_slots import OriginLimiter
 from stoker.proxy.pipeline import Pipeline, PipelineConfig
 from stoker.proxy.purge import AuditTrail, Purger
 from stoker.proxy.purge_method import PurgeMethod, parse_networks
-from stoker.settings import Settings, SettingsError, require_data_dir, require_origin
+from stoker.server.heap import set_aside_young
 
 log = logging.getLogger("stoker")
 EVICT_EVERY = 60.0

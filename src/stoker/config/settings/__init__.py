@@ -9,7 +9,7 @@ Invariants: a returned :class:`Settings` is fully validated (every value by its 
 then the cross-field checks its construction runs); an error names the setting.
 """
 
-from stoker.settings.checks import (
+from stoker.config.settings.checks import (
     is_loopback_host,
     is_loopback_listen,
     refuse_data_dir_under_a_file,
@@ -18,7 +18,7 @@ from stoker.settings.checks import (
     require_safe_admin,
     require_tls_files,
 )
-from stoker.settings.declared import (
+from stoker.config.settings.declared import (
     DEFAULT_VARIANTS,
     ENV_PREFIX,
     FIELDS,
@@ -26,8 +26,8 @@ from stoker.settings.declared import (
     Settings,
     SettingsError,
 )
-from stoker.settings.loading import admin_url, find_config, load_settings, settings_from
-from stoker.settings.rendering import Described, describe, markdown_table, toml_value
+from stoker.config.settings.loading import admin_url, find_config, load_settings, settings_from
+from stoker.config.settings.rendering import Described, describe, markdown_table, toml_value
 
 __all__ = [
     "DEFAULT_VARIANTS", "ENV_PREFIX", "FIELDS", "Described", "Setting", "Settings",

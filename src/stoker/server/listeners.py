@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from stoker.asgi import ASGIApp
-from stoker.connection_reaper import ConnectionReaper
-from stoker.front.listener import BACKLOG, FrontServer
-from stoker.heap import HeapKeeper, freeze_heap
-from stoker.heap import applies as heap_policy_applies
-from stoker.settings import Settings, SettingsError
+from stoker.config.settings import Settings, SettingsError
+from stoker.server.connection_reaper import ConnectionReaper
+from stoker.server.front.listener import BACKLOG, FrontServer
+from stoker.server.heap import HeapKeeper, freeze_heap
+from stoker.server.heap import applies as heap_policy_applies
 
 log = logging.getLogger("stoker.server")
 
@@ -52,10 +52,10 @@ REAP_EVERY = 5.0
 def silence_for(origin_timeout: float = Settings.origin_timeout,
                 client_body_timeout: float = Settings.client_body_timeout) -> float:
     """Seconds without a byte either way after which a connection to a granian listener
-    is closed (:mod:`stoker.connection_reaper`): beyond every pause Stoker allows a live
+    is closed (:mod:`stoker.server.connection_reaper`): beyond every pause Stoker allows a live
     one (the origin's answer, ``client_body_timeout``, and the front's
-    :data:`~stoker.front.connection.HEAD_TIMEOUT`), 65 s with the defaults."""
-    from stoker.front.connection import HEAD_TIMEOUT
+    :data:`~stoker.server.front.connection.HEAD_TIMEOUT`), 65 s with the defaults."""
+    from stoker.server.front.connection import HEAD_TIMEOUT
 
     return max(HEAD_TIMEOUT, origin_timeout, client_body_timeout) + REAP_EVERY
 
@@ -211,7 +211,7 @@ async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
 
 def run_async(main: Coroutine[Any, Any, None]) -> None:
     """Run ``main`` to completion on uvloop when installed (it serves faster), else asyncio;
-    where :mod:`stoker.heap`'s policy applies (the CPython versions it was measured on),
+    where :mod:`stoker.server.heap`'s policy applies (the CPython versions it was measured on),
     the heap built so far is frozen first, and the process's full collections follow the
     policy from then on."""
     if heap_policy_applies():

@@ -27,7 +27,7 @@ from stoker.asgi import ASGIApp, Message, Scope, http_scope
 from stoker.http.wire import http1_head
 
 if TYPE_CHECKING:
-    from stoker.front.connection import Connection
+    from stoker.server.front.connection import Connection
 
 log = logging.getLogger("stoker.front")
 

@@ -19,7 +19,7 @@ import typer
 from rich.table import Table
 
 from stoker.backends import open_queue
-from stoker.cli_common import (
+from stoker.cli.common import (
     DEMO_DATA_DIR,
     ConfigOpt,
     DatabaseUrlOpt,
@@ -31,9 +31,9 @@ from stoker.cli_common import (
     usage_error,
 )
 from stoker.clock import SystemClock
+from stoker.config.settings import Settings, SettingsError, refuse_data_dir_under_a_file
 from stoker.jobs.model import JOB_STATES, JobState, RequeueScope
 from stoker.jobs.queue import JobQueue
-from stoker.settings import Settings, SettingsError, refuse_data_dir_under_a_file
 
 T = TypeVar("T")
 

@@ -17,10 +17,10 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from stoker.server import run_async
-from stoker.settings import FIELDS, Settings, SettingsError, admin_url, load_settings
-from stoker.settings.declared import flag_name
-from stoker.settings.rendering import plain_default
+from stoker.config.settings import FIELDS, Settings, SettingsError, admin_url, load_settings
+from stoker.config.settings.declared import flag_name
+from stoker.config.settings.rendering import plain_default
+from stoker.server.listeners import run_async
 
 console = Console(stderr=True, markup=False, soft_wrap=True)
 DEMO_DATA_DIR = Path(".stoker/demo")

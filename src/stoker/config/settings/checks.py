@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 import tempfile
 
-from stoker.settings.declared import Settings, SettingsError
+from stoker.config.settings.declared import Settings, SettingsError
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 

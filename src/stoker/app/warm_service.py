@@ -1,4 +1,4 @@
-"""Assembly of the warmer for one running :class:`~stoker.runtime.Stoker`.
+"""Assembly of the warmer for one running :class:`~stoker.app.stoker.Stoker`.
 
 :meth:`WarmService.open` opens the warm stores the settings point at (SQLite
 by default, PostgreSQL with ``database_url``), builds the
@@ -30,10 +30,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from stoker.app.stoker import EVICT_EVERY, Stoker
 from stoker.backends import WarmStores, open_warm_stores
 from stoker.jobs.worker import Worker, WorkerConfig, default_owner
 from stoker.proxy.visit import OriginFetch, PipelineVisitor
-from stoker.runtime import EVICT_EVERY, Stoker
 from stoker.schedule.store import Deadline
 from stoker.schedule.ticker import Ticker
 from stoker.version import VERSION

@@ -2,7 +2,7 @@
 
 Invariants:
 - One timer per listener, every :data:`SWEEP_EVERY` seconds, closes each connection
-  whose :attr:`~stoker.front.connection.Connection.deadline` has passed: a deadline is
+  whose :attr:`~stoker.server.front.connection.Connection.deadline` has passed: a deadline is
   one float set per response or head, never a timer handle, so a keep-alive costs no
   timer per response (a timeout fires at most :data:`SWEEP_EVERY` late).
 - On :meth:`FrontServer.stop` the socket stops accepting, idle connections close, and
@@ -19,12 +19,12 @@ from math import inf
 
 from stoker.asgi import ASGIApp
 from stoker.clock import SystemClock
-from stoker.front.batch import WriteBatch
-from stoker.front.connection import Connection
-from stoker.front.exchange import Exchange
-from stoker.front.heads import KnownHeads
 from stoker.http.dates import format_http_date
 from stoker.proxy.hot_path import HotPath
+from stoker.server.front.batch import WriteBatch
+from stoker.server.front.connection import Connection
+from stoker.server.front.exchange import Exchange
+from stoker.server.front.heads import KnownHeads
 
 log = logging.getLogger("stoker.server")
 
@@ -76,7 +76,7 @@ class Listener:
 
 class FrontServer:
     """``server = "stoker"`` on one plain-HTTP address (``serve`` / ``stop``, as
-    :mod:`stoker.server` runs its servers)."""
+    :mod:`stoker.server.listeners` runs its servers)."""
 
     granian_ports: tuple[int, ...] = ()
 

@@ -4,10 +4,10 @@ order, fresh hits written without ASGI.
 A fresh hit through ASGI costs a task, a scope, two message dicts and their rendering;
 here it costs the parse, one header scan, one memoised key, one dict lookup and one
 ``writelines`` of bytes kept per entry (:meth:`~stoker.proxy.hot_path.HotPath.reply_now`,
-rendered by :func:`~stoker.front.render.reply_bytes`).
+rendered by :func:`~stoker.server.front.render.reply_bytes`).
 A read that is the very bytes of a head answered as a hit before is not even parsed
-(:mod:`~stoker.front.heads`).  Everything else runs the listener's ASGI app
-(:class:`~stoker.front.exchange.Exchange`).
+(:mod:`~stoker.server.front.heads`).  Everything else runs the listener's ASGI app
+(:class:`~stoker.server.front.exchange.Exchange`).
 
 Invariants:
 - Responses leave in the order of the requests, pipelining included: one request is
@@ -40,14 +40,14 @@ from typing import TYPE_CHECKING, Any
 import httptools
 
 from stoker.asgi import Scope, http_scope
-from stoker.front import heads
-from stoker.front.exchange import HIGH_WATER, Exchange
-from stoker.front.render import reply_bytes
 from stoker.proxy.request import MAX_HEADER_BYTES
+from stoker.server.front import heads
+from stoker.server.front.exchange import HIGH_WATER, Exchange
+from stoker.server.front.render import reply_bytes
 
 if TYPE_CHECKING:
-    from stoker.front.listener import Listener
     from stoker.proxy.hot_path import HotPath
+    from stoker.server.front.listener import Listener
 
 HEAD_LIMIT = MAX_HEADER_BYTES + 16 * 1024
 """Bytes a request's head may take before it is complete (its headers may reach
@@ -127,7 +127,8 @@ class Connection(asyncio.Protocol):
         self._whole: bytes | None = None
         """The current read, while it may be one whole head to remember."""
         self._held: list[bytes] | None = None
-        """Hit bytes written at the end of this loop iteration (:mod:`~stoker.front.batch`)."""
+        """Hit bytes written at the end of this loop iteration
+        (:mod:`~stoker.server.front.batch`)."""
 
     # asyncio.Protocol
 

@@ -1,0 +1,1 @@
+"""The ``stoker`` command and its subcommands."""

@@ -1,0 +1,1 @@
+"""Configuration: settings, rules, presets and the units they are written in."""

@@ -1,9 +1,0 @@
-"""Stoker's own HTTP/1.1 server (``server = "stoker"``, the default).
-
-An :class:`asyncio.Protocol` per connection (:mod:`~stoker.front.connection`) on
-httptools' public parser, the ASGI exchange of one request (:mod:`~stoker.front.exchange`),
-the listener with its one timer for every connection (:mod:`~stoker.front.listener`), and
-what lets fresh hits skip ASGI altogether: heads remembered by their bytes and responses
-written once per loop iteration (:mod:`~stoker.front.heads`, :mod:`~stoker.front.batch`).
-It names nothing private of any other server.
-"""
