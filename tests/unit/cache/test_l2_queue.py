@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 
 import pytest
+from tests.clocks import RecordingClock
 from tests.entries import make_entry
 
 from stoker.cache.entry import CacheEntry
@@ -20,18 +21,6 @@ from stoker.clock import FakeClock
 
 L2_BYTES = 10_000_000
 FOREVER = 10**9
-
-
-class RecordingClock(FakeClock):
-    """A fake clock that remembers every sleep (the retry backoff)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sleeps: list[float] = []
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        await super().sleep(seconds)
 
 
 class FailingPuts(MemoryStore):

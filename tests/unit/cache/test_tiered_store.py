@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.clocks import RecordingClock
 from tests.entries import make_entry
 
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
@@ -23,18 +24,6 @@ from stoker.cache.memory import MemoryStore
 from stoker.cache.store import CacheStore, EntryRef
 from stoker.cache.tiered import L1_CHUNK, TieredStore, l2_pause
 from stoker.clock import FakeClock
-
-
-class RecordingClock(FakeClock):
-    """A fake clock that remembers every sleep (the retry backoff)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sleeps: list[float] = []
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        await super().sleep(seconds)
 
 
 class FaultyStore:
