@@ -30,8 +30,8 @@ from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
 from stoker.cache.budget import share_memory
 from stoker.cache.events import PurgeEvents
-from stoker.cache.ledger import PurgeLedger
 from stoker.cache.memory import MemoryStore
+from stoker.cache.purge_list import PurgeList
 from stoker.cache.tiered import TieredStore
 from stoker.cache.version_file import VersionFile
 from stoker.clock import Clock, SystemClock
@@ -120,7 +120,8 @@ class Stoker:
             await l2.close()
             raise
         memory = share_memory(settings.l1_max_bytes, settings.l2_queue_max_bytes)
-        store = TieredStore(MemoryStore(memory.l1_bytes, clock), l2, clock,
+        purges = PurgeList(clock)
+        store = TieredStore(MemoryStore(memory.l1_bytes, clock), l2, clock, purges=purges,
                             max_queue_bytes=memory.queue_bytes,
                             write_timeout=settings.l2_write_timeout,
                             after_soft_step=set_aside_young)
@@ -131,7 +132,6 @@ class Stoker:
         origin = LimitedOrigin(MonitoredOrigin(origin, health, clock),
                                OriginLimiter(settings.origin_max_concurrency))
         host = settings.listen.rpartition(":")[0]
-        ledger = PurgeLedger(clock)
         pipeline = Pipeline(
             PipelineConfig(rules=settings.rules, collapse_timeout=settings.collapse_timeout,
                            honor_client_no_cache=settings.honor_client_no_cache,
@@ -139,9 +139,9 @@ class Stoker:
                            trusted=TrustedProxies(settings.trusted_proxies), memory=memory,
                            client_body_timeout=settings.client_body_timeout,
                            client_max_body_size=settings.client_max_body_size),
-            Fetcher(fetch_config(settings), origin, store, bodies, clock, ledger),
+            Fetcher(fetch_config(settings), origin, store, bodies, clock, purges),
             store, bodies, origin, clock, version=state.version, health=health)
-        purger = Purger(pipeline, store, ledger, PurgeEvents(), clock, versions)
+        purger = Purger(pipeline, store, purges, PurgeEvents(), clock, versions)
         pipeline.purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit,
                                             settings.site_hosts)
         stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit)

@@ -9,8 +9,9 @@ Invariants every implementation keeps:
   return before anything slower than memory is written.
 - Invalidations (``delete``, ``delete_primary``, ``purge``, ``delete_except_version``)
   are in force for every read that starts once they have returned.
-- A recorded purge's mark screens every read (``get``, ``get_l2``, ``read_now``) from
-  the call on: nothing it covers is read back unpurged.
+- A purge's mark (recorded in the :class:`~stoker.cache.purge_list.PurgeList` the
+  cache was built with) screens every read (``get``, ``get_l2``, ``read_now``) from the
+  call on: nothing it covers is read back unpurged.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 from typing import NamedTuple, Protocol
 
 from stoker.cache.entry import CacheEntry
-from stoker.cache.ledger import PurgeMark
+from stoker.cache.purge_list import PurgeMark
 from stoker.cache.store import EntryRef
 from stoker.http.encoding import Encoded
 

@@ -9,10 +9,11 @@ lifetime.
 Write: ``put`` (and ``add_codings``) writes L1 synchronously and queues the
 L2 write; the caller never waits for disk.  Invalidations (``delete``, ``delete_primary``,
 ``soften``, ``delete_except_version``) apply to L1 at once, then go through
-the same queue for L2 and are awaited.  A recorded purge (``purge``, given the
-ledger's :class:`~stoker.cache.ledger.PurgeMark`) changes L1 in steps and
-returns once L2's covered entries are looked up; its L2 changes go on in the
-background as one queued operation.
+the same queue for L2 and are awaited.  A recorded purge (``purge``, given a
+:class:`~stoker.cache.purge_list.PurgeMark` of the store's
+:class:`~stoker.cache.purge_list.PurgeList`) changes L1 in steps and returns once
+L2's covered entries are looked up; its L2 changes go on in the background as one
+queued operation.  The purge list hears when each tier is done with the mark.
 
 Invariants:
 - L2 operations go through one :class:`~stoker.cache.l2_queue.L2WriteQueue`
@@ -27,10 +28,13 @@ Invariants:
   ``untouched`` and ``epoch``).  A purge's operation touches no key in this
   sense: its mark screens reads instead.
 - Nothing purged is read back from L2: from ``purge`` until its L2 operation
-  has left the queue, every L2 read (``get``, ``get_l2``) drops the entries
-  the mark covers (hard) or returns them stale from the purge (soft), using
-  every mark active when the read began or ended.  A screened result is what
-  L2 holds once the operation is done, so promoting it is safe.
+  has left the queue, the mark is one the purge list has not seen applied to L2
+  (:meth:`~stoker.cache.purge_list.PurgeList.unapplied`), and every L2 read
+  (``get``, ``get_l2``, ``read_now``) is screened with those marks
+  (:func:`~stoker.cache.purge_list.screen`: covered entries dropped, hard, or
+  stale from the purge, soft), taking every mark unapplied when the read began or
+  ended.  A screened result is what L2 holds once the operation is done, so
+  promoting it is safe.
 - No O(entries) step on the event loop: ``purge`` and
   ``delete_except_version`` work through L1 in steps of ``step_budget``
   seconds (:class:`~stoker.cache.steps.Steps`, :data:`L1_CHUNK` entries or
@@ -61,7 +65,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import TypeVar
 
@@ -72,9 +76,9 @@ from stoker.cache.l2_queue import (
     DEFAULT_WRITE_TIMEOUT,
     L2WriteQueue,
 )
-from stoker.cache.ledger import PurgeMark
 from stoker.cache.memory import MemoryStore
 from stoker.cache.port import Purged
+from stoker.cache.purge_list import L1, L2, PurgeList, PurgeMark, screen
 from stoker.cache.steps import STEP_BUDGET, Steps
 from stoker.cache.store import PRIMARY_KEY, CacheStore, EntryRef, sorted_refs
 from stoker.clock import Clock
@@ -112,11 +116,13 @@ class TieredStore:
         settle_budget: float = SETTLE_BUDGET,
         settle_pause: float = SETTLE_PAUSE,
         after_soft_step: Callable[[], None] | None = None,
+        purges: PurgeList | None = None,
     ) -> None:
         """``after_soft_step`` runs after each step of a soft purge, which copies the
         entries it makes stale (the serving process's collector policy passes one:
         :func:`stoker.server.heap.set_aside_young`); the other keywords up to ``write_timeout``
-        are the :class:`~stoker.cache.l2_queue.L2WriteQueue`'s."""
+        are the :class:`~stoker.cache.l2_queue.L2WriteQueue`'s; ``purges`` is the purge
+        list the marks given to :meth:`purge` are recorded in (one of its own by default)."""
         self._l1 = l1
         self._after_soft_step = after_soft_step
         self._l2 = l2
@@ -128,8 +134,12 @@ class TieredStore:
         self._steps = Steps(clock.monotonic, step_budget)
         self._settle_steps = Steps(clock.monotonic, settle_budget, settle_pause)
         self._settling: set[asyncio.Task[None]] = set()
-        self._shadows: dict[int, PurgeMark] = {}
-        self._shadow_seq = 0
+        self._purges = purges if purges is not None else PurgeList(clock)
+
+    @property
+    def purges(self) -> PurgeList:
+        """The purge list this store applies marks from (see :meth:`purge`)."""
+        return self._purges
 
     @property
     def dropped(self) -> int:
@@ -159,8 +169,7 @@ class TieredStore:
             return []
         if entries is None:
             return None
-        if self._shadows:
-            entries = _screen(entries, self._shadows.values())
+        entries = screen(entries, self._purges.unapplied(L2))
         if self._queue.untouched(primary_key):  # and nothing ran between the read and here
             for entry in entries:
                 self._l1.put_nowait(entry)
@@ -185,10 +194,12 @@ class TieredStore:
     async def get_l2(self, primary_key: str) -> list[CacheEntry]:
         """L2's live variants of ``primary_key`` as readers must see them: purges whose L2
         part is still running (when the read began or ended) applied."""
-        shadows = self._shadows.copy()
+        before = self._purges.unapplied(L2)
         entries = await self._l2.get(primary_key)
-        shadows.update(self._shadows)
-        return _screen(entries, shadows.values()) if shadows else entries
+        after = self._purges.unapplied(L2)
+        if after == before:
+            return screen(entries, after)
+        return screen(entries, list({mark.seq: mark for mark in [*before, *after]}.values()))
 
     async def refs_for_tags(self, tags: Sequence[str]) -> list[EntryRef]:
         await self.flush()
@@ -294,11 +305,10 @@ class TieredStore:
         """
         found: asyncio.Future[list[EntryRef]] = asyncio.get_running_loop().create_future()
         l1_done = asyncio.Event()
-        self._shadow_seq += 1
         self._queue.queue_awaited("purge", partial(self._purge_l2, mark, l1_done, found),
                                   frozenset(), found,
-                                  left=partial(self._shadows.pop, self._shadow_seq))
-        self._shadows[self._shadow_seq] = mark  # before any await: reads are screened
+                                  left=partial(self._purges.applied, mark, L2))
+        self._purges.begin(mark, (L1, L2))  # before any await: L2 reads are screened
         try:
             if mark.prefixes or mark.everything:
                 in_l1, l1_keys = await self._purge_l1(mark)
@@ -344,7 +354,13 @@ class TieredStore:
 
     async def _purge_l1(self, mark: PurgeMark) -> tuple[int, set[str]]:
         """Apply ``mark`` to L1 in steps; return how many live entries it covered, and
-        their primary keys."""
+        their primary keys.  Done (or given up) with L1, the purge list hears of it."""
+        try:
+            return await self._walk_l1(mark)
+        finally:
+            self._purges.applied(mark, L1)
+
+    async def _walk_l1(self, mark: PurgeMark) -> tuple[int, set[str]]:
         found = [self._l1.tagged_nowait(sorted(mark.tags))]
         async for keys in self._steps.chunks(sorted(mark.keys), L1_CHUNK):
             found.append([EntryRef(entry.primary_key, entry.variant)
@@ -364,8 +380,8 @@ class TieredStore:
 
     def _defer_l1(self, mark: PurgeMark) -> tuple[int, set[str]]:
         """Hand L1 ``mark`` (tags and keys only) as a deferred purge, applied in the
-        background; return the entries it covers (expired ones not yet dropped included)
-        and their primary keys."""
+        background (the purge list hears when it is done); return the entries it covers
+        (expired ones not yet dropped included) and their primary keys."""
         refs = self._l1.covered_nowait(sorted(mark.tags), sorted(mark.keys))
         covered, primary_keys = len(refs), {key for key, _ in refs}
         deferred = self._l1.defer_purge_nowait(refs, mark.now if mark.soft else None)
@@ -378,6 +394,7 @@ class TieredStore:
             settle, self._after_soft_step if mark.soft else None))  # soft: copies
         self._settling.add(task)
         task.add_done_callback(self._settling.discard)
+        task.add_done_callback(lambda _: self._purges.applied(mark, L1))
         return covered, primary_keys
 
     async def _purge_l2(self, mark: PurgeMark, l1_done: asyncio.Event,
@@ -428,16 +445,3 @@ def _union(found: list[list[EntryRef]]) -> list[EntryRef]:
         return lists[0]
     return sorted_refs({ref for refs in lists for ref in refs})
 
-
-def _screen(entries: list[CacheEntry], marks: Collection[PurgeMark]) -> list[CacheEntry]:
-    """``entries`` with ``marks`` applied: covered ones dropped (hard) or softened."""
-    screened = []
-    for entry in entries:
-        for mark in marks:
-            if mark.covers(entry):
-                if not mark.soft:
-                    break
-                entry = entry.softened(mark.now)
-        else:
-            screened.append(entry)
-    return screened

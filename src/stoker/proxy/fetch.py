@@ -24,10 +24,10 @@ Invariants:
   s-maxage forbid it — an origin error, timeout, 500, 502, 503 or 504 is
   answered with the stale entry (RFC 9111 §4.2.4).  An origin error is logged here only when
   no error response reports it (stale served, or no client waiting).
-- A purge recorded in the :class:`~stoker.cache.ledger.PurgeLedger` after the
+- A purge recorded in the :class:`~stoker.cache.purge_list.PurgeList` after the
   origin request was sent and covering the entry means: not stored and not
   shared (hard purge), or stored and shared already stale (soft purge).  The
-  ledger check and ``store.put`` run without an ``await`` between them.
+  purge list's check and ``store.put`` run without an ``await`` between them.
 - One stored copy serves every ``Accept-Encoding``: the origin is offered only
   codings the client accepts and Stoker decodes
   (:func:`~stoker.http.encoding.origin_offer`), so the client is fed the origin's
@@ -54,9 +54,9 @@ from dataclasses import dataclass, replace
 from stoker.cache.bodies import BodySpool, BodyStore
 from stoker.cache.collapse import Flight
 from stoker.cache.entry import CacheEntry
-from stoker.cache.ledger import PurgeLedger
 from stoker.cache.outcome import Kind, Outcome
 from stoker.cache.port import Cache
+from stoker.cache.purge_list import PurgeList
 from stoker.cache.store import EntryRef
 from stoker.cache.tags import tags_from_headers
 from stoker.clock import Clock
@@ -134,9 +134,9 @@ class Fetcher:
     """Performs fetches against one origin into one store."""
 
     def __init__(self, config: FetchConfig, origin: OriginClient, store: Cache,
-                 bodies: BodyStore, clock: Clock, ledger: PurgeLedger | None = None) -> None:
+                 bodies: BodyStore, clock: Clock, purges: PurgeList | None = None) -> None:
         self.config = config
-        self.ledger = ledger if ledger is not None else PurgeLedger(clock)
+        self.purges = purges if purges is not None else PurgeList(clock)
         self._origin = origin
         self._store = store
         self._bodies = bodies
@@ -151,7 +151,7 @@ class Fetcher:
             fetch.request, via=self.config.via, origin_host=self.config.origin_host,
             for_cache=True, cookie=fetch.cookie, extra=extra)
         request_time = self._clock.now()
-        since = self.ledger.seq
+        since = self.purges.seq
         try:
             response = await self._origin.fetch("GET", fetch.target, headers, None,
                                                fetch.request.context)
@@ -323,7 +323,7 @@ class Fetcher:
 
     def _screen(self, entry: CacheEntry, since: int) -> CacheEntry | None:
         """The entry to store given purges since ``since``: as is, softened, or None."""
-        verdict = self.ledger.check(since, entry)
+        verdict = self.purges.check(since, entry)
         if verdict is None:
             return entry
         if verdict.hard:

@@ -559,7 +559,7 @@ class Pipeline:
                                        headers: list[tuple[bytes, bytes]]) -> None:
         """RFC 9111 §4.4: drop the target URI and same-host Location/Content-Location.
 
-        Runs before the response starts; the ledger entry stops a fetch already
+        Runs before the response starts; the purge list's mark stops a fetch already
         in flight from storing the old representation afterwards.
         """
         rule = match_rule(self.config.rules, request.host, request.path)
@@ -574,7 +574,7 @@ class Pipeline:
             if parts.scheme in ("http", "https") and normalise_host(
                     parts.scheme, parts.netloc) == host:
                 keys.append(self.key_for_url(target))
-        self.fetcher.ledger.record(soft=False, now=self.clock.now(), keys=keys)
+        self.fetcher.purges.record(soft=False, now=self.clock.now(), keys=keys)
         await self.store.delete_primary(keys)
 
     def _fail(self, sink: ReplySink, status: int, fwd: str, detail: str) -> None:

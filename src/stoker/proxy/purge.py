@@ -6,13 +6,14 @@ request for that URL would read — every Vary variant of it.  Prefixes and
 tags go through the store's indexes; everything bumps the cache version.
 
 Invariants:
-- Every purge is recorded in the :class:`~stoker.cache.ledger.PurgeLedger`
-  *before* entries are looked up and changed, so a fetch racing the purge
-  either lands first (and is purged) or is refused/softened by the ledger.
+- Every purge is recorded in the :class:`~stoker.cache.purge_list.PurgeList`
+  (the one the store and the fetcher share) *before* entries are looked up and
+  changed, so a fetch racing the purge either lands first (and is purged) or is
+  refused/softened by the list.
 - A purge changes L1 (in steps) and looks L2 up before returning; L2's
   deletes (hard) or ``fresh_until = now`` updates (soft, keeping every stale
   window) finish in the background, and until they do every L2 read applies
-  the purge's ledger mark (:meth:`~stoker.cache.port.Cache.purge`):
+  the purge's mark (:meth:`~stoker.cache.port.Cache.purge`):
   nothing hard-purged is served, nothing soft-purged is served fresh.
 - A hard purge of everything persists the new version before switching the
   pipeline to it (a restart never revives purged keys); old-version entries
@@ -37,8 +38,8 @@ from typing import Any, Protocol
 from stoker.cache.entry import CacheEntry
 from stoker.cache.events import PurgeEvents
 from stoker.cache.invalidation import PurgeScope
-from stoker.cache.ledger import PurgeLedger
 from stoker.cache.port import Cache
+from stoker.cache.purge_list import PurgeList
 from stoker.cache.version_file import VersionFile, VersionState, next_version
 from stoker.clock import Clock
 from stoker.proxy.pipeline import Pipeline
@@ -103,11 +104,11 @@ def url_of_key(primary_key: str) -> str:
 class Purger:
     """Runs purges (see the module invariants)."""
 
-    def __init__(self, pipeline: Pipeline, store: Cache, ledger: PurgeLedger,
+    def __init__(self, pipeline: Pipeline, store: Cache, purges: PurgeList,
                  events: PurgeEvents, clock: Clock, versions: VersionFile) -> None:
         self.pipeline = pipeline
         self.store = store
-        self.ledger = ledger
+        self.purges = purges
         self.events = events
         self._clock = clock
         self._versions = versions
@@ -157,23 +158,23 @@ class Purger:
     # -- internals -------------------------------------------------------------
 
     async def _purge_some(self, scope: PurgeScope) -> PurgeResult:
-        self.ledger.record(soft=scope.soft, now=self._clock.now(),
+        self.purges.record(soft=scope.soft, now=self._clock.now(),
                            keys=[self.pipeline.key_for_url(url) for url in scope.urls],
                            prefixes=scope.prefixes, tags=scope.tags)
-        purged, keys = await self.store.purge(self.ledger.latest)
+        purged, keys = await self.store.purge(self.purges.latest)
         await asyncio.sleep(0)  # listing 10,000 URLs is a step of its own
         return PurgeResult(scope, purged, tuple(keys), _urls(keys), self.pipeline.version)
 
     async def _purge_everything(self, scope: PurgeScope) -> PurgeResult:
         now = self._clock.now()
         if scope.soft:
-            self.ledger.record(soft=True, now=now, everything=True)
-            purged, _ = await self.store.purge(self.ledger.latest)
+            self.purges.record(soft=True, now=now, everything=True)
+            purged, _ = await self.store.purge(self.purges.latest)
             return PurgeResult(scope, purged, (), (), self.pipeline.version)
         purged = await self.store.count()  # not waiting for queued writes
         version = next_version(self.pipeline.version)
         await self._versions.save(VersionState(version, reclaimed=False))
-        self.ledger.record(soft=False, now=now, everything=True)
+        self.purges.record(soft=False, now=now, everything=True)
         self.pipeline.version = version
         self._start_reclaim(version)
         return PurgeResult(scope, purged, (), (), version)

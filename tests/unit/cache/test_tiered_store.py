@@ -19,8 +19,8 @@ from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry, Freshness
 from stoker.cache.l2_queue import L2WriteTimeout
-from stoker.cache.ledger import PurgeLedger, PurgeMark
 from stoker.cache.memory import MemoryStore
+from stoker.cache.purge_list import PurgeMark
 from stoker.cache.store import CacheStore, EntryRef
 from stoker.cache.tiered import L1_CHUNK, TieredStore, l2_pause
 from stoker.clock import FakeClock
@@ -467,11 +467,11 @@ async def test_close_with_a_failing_l2_gives_up_logs_what_is_lost_and_closes_l2(
 # -- purges ------------------------------------------------------------------------------
 
 
-def mark(clock: FakeClock, *, soft: bool = False, tags: Sequence[str] = ("t",)) -> PurgeMark:
-    """A purge of ``tags`` recorded in a ledger, as the purger records one."""
-    ledger = PurgeLedger(clock)
-    ledger.record(soft=soft, now=clock.now(), tags=tags)
-    return ledger.latest
+def mark(tiered: TieredStore, clock: FakeClock, *, soft: bool = False,
+         tags: Sequence[str] = ("t",)) -> PurgeMark:
+    """A purge of ``tags`` recorded in the store's purge list, as the purger records one."""
+    tiered.purges.record(soft=soft, now=clock.now(), tags=tags)
+    return tiered.purges.latest
 
 
 async def test_a_hard_purge_returns_before_l2_and_no_l2_read_sees_purged_entries(
@@ -483,7 +483,7 @@ async def test_a_hard_purge_returns_before_l2_and_no_l2_read_sees_purged_entries
         await tiered.put(entry)
     await tiered.flush()
     l2.gate_before["delete"] = gate = asyncio.Event()
-    purged = await tiered.purge(mark(clock))
+    purged = await tiered.purge(mark(tiered, clock))
     assert purged == (2, sorted(entry.primary_key for entry in tagged))
     assert await l2.inner.get(tagged[0].primary_key) == [tagged[0]]  # L2 not done yet
     assert await tiered.get(tagged[0].primary_key) == []  # an L1 miss reads L2: screened
@@ -501,7 +501,7 @@ async def test_a_soft_purge_is_stale_at_once_for_l2_readers(
     entry = make_entry(tags=("t",), now=clock.now())
     await l2.inner.put(entry)  # only in L2
     l2.gate_before["soften"] = gate = asyncio.Event()
-    assert (await tiered.purge(mark(clock, soft=True))).entries == 1
+    assert (await tiered.purge(mark(tiered, clock, soft=True))).entries == 1
     assert (await l2.inner.get(entry.primary_key))[0].freshness(clock.now()) is Freshness.FRESH
     [read] = await tiered.get(entry.primary_key)
     assert read.freshness(clock.now()) is Freshness.STALE_SWR
@@ -519,7 +519,7 @@ async def test_an_l2_read_begun_before_the_l2_purge_ended_never_returns_a_purged
     entry = make_entry(tags=("t",))
     await l2.inner.put(entry)
     l2.gate_before["delete"] = deleting = asyncio.Event()
-    await tiered.purge(mark(clock))
+    await tiered.purge(mark(tiered, clock))
     l2.gate_after["get"] = reading = asyncio.Event()
     l2.arrived["get"] = arrived = asyncio.Event()
     reader = asyncio.create_task(tiered.get(entry.primary_key))
@@ -536,7 +536,7 @@ async def test_a_put_queued_before_a_purge_is_purged_in_l2_too(
     entry = make_entry(tags=("t",))
     l2.gate_before["put"] = gate = asyncio.Event()
     await tiered.put(entry)
-    purge = asyncio.create_task(tiered.purge(mark(clock)))
+    purge = asyncio.create_task(tiered.purge(mark(tiered, clock)))
     await asyncio.sleep(0)
     gate.set()
     assert (await purge).entries == 1
@@ -562,7 +562,7 @@ async def test_a_tag_purge_defers_l1_and_applies_it_in_steps(
     for entry in entries:
         await tiered.put(entry)
     await tiered.flush()
-    purged = await tiered.purge(mark(clock))
+    purged = await tiered.purge(mark(tiered, clock))
     assert purged.entries == len(entries)
     left = l1.stats_nowait()["entries"]
     assert left > L1_CHUNK  # not walked before returning...
@@ -581,7 +581,7 @@ async def test_close_stops_a_deferred_l1_purge(
     tiered = TieredStore(l1, l2, clock, settle_budget=0, settle_pause=60.0)
     for i in range(3 * L1_CHUNK):
         await tiered.put(make_entry(f"https://example.com/{i}", tags=("t",)))
-    await tiered.purge(mark(clock))
+    await tiered.purge(mark(tiered, clock))
     await asyncio.wait_for(tiered.close(), 10)  # not 60 s per step
     assert tiered.get_l1(make_entry("https://example.com/0").primary_key) is None
 
@@ -593,9 +593,8 @@ async def test_a_prefix_purge_and_a_reclaim_change_l1_in_steps(
     entries = [make_entry(f"https://example.com/{i}") for i in range(3 * L1_CHUNK)]
     for entry in entries:
         await tiered.put(entry)
-    ledger = PurgeLedger(clock)
-    ledger.record(soft=False, now=clock.now(), prefixes=("https://example.com/",))
-    purge = asyncio.create_task(tiered.purge(ledger.latest))
+    tiered.purges.record(soft=False, now=clock.now(), prefixes=("https://example.com/",))
+    purge = asyncio.create_task(tiered.purge(tiered.purges.latest))
     assert any(0 < count < len(entries) for count in await watch(purge, l1))
     for entry in entries:
         await tiered.put(entry)
@@ -624,9 +623,9 @@ async def test_a_soft_purge_of_everything_reaches_every_entry_in_both_tiers(
     await tiered.put(in_both)
     await l2.inner.put(l2_only)
     await tiered.flush()
-    ledger = PurgeLedger(clock)
-    ledger.record(soft=True, now=clock.now(), everything=True)
-    assert await tiered.purge(ledger.latest) == (2, [in_both.primary_key, l2_only.primary_key])
+    tiered.purges.record(soft=True, now=clock.now(), everything=True)
+    assert await tiered.purge(tiered.purges.latest) == (
+        2, [in_both.primary_key, l2_only.primary_key])
     await tiered.flush()
     for entry in (in_both, l2_only):
         [stored] = await l2.inner.get(entry.primary_key)

@@ -1,4 +1,4 @@
-"""The purge ledger (fetch/purge races) and purge events (subscribers)."""
+"""The purge list (fetch/purge races, tiers applying marks) and purge events (subscribers)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,23 @@ from tests.entries import make_entry
 
 from stoker.cache.events import PurgeEvents
 from stoker.cache.invalidation import PurgeScope
-from stoker.cache.ledger import PurgeLedger, PurgeMark, Verdict, judge
+from stoker.cache.purge_list import (
+    L1,
+    L2,
+    MemoryPurgeLog,
+    PurgeList,
+    PurgeMark,
+    Verdict,
+    judge,
+    screen,
+)
 from stoker.clock import FakeClock
 
 ENTRY = make_entry("https://example.com/blog/1", tags=("post-1", "posts"))
 
 
 def test_nothing_recorded_since_the_fetch_began() -> None:
-    ledger = PurgeLedger(FakeClock())
+    ledger = PurgeList(FakeClock())
     since = ledger.seq
     assert ledger.check(since, ENTRY) is None
     ledger.record(soft=False, now=5.0, tags=["post-1"])
@@ -35,7 +44,7 @@ def test_nothing_recorded_since_the_fetch_began() -> None:
 ])
 def test_a_hard_purge_since_the_fetch_refuses_covered_entries(mark: dict[str, object],
                                                               covered: bool) -> None:
-    ledger = PurgeLedger(FakeClock())
+    ledger = PurgeList(FakeClock())
     since = ledger.seq
     ledger.record(soft=False, now=5.0, **mark)  # type: ignore[arg-type]
     assert ledger.check(since, ENTRY) == (Verdict(hard=True, stale_from=5.0) if covered
@@ -55,7 +64,7 @@ def test_soft_purges_give_the_earliest_time_and_hard_wins() -> None:
 
 def test_forgotten_purges_make_old_fetches_invalid() -> None:
     clock = FakeClock()
-    ledger = PurgeLedger(clock, window=60.0)
+    ledger = PurgeList(clock, window=60.0)
     old_fetch = ledger.seq
     ledger.record(soft=True, now=1.0, tags=["unrelated"])
     middle_fetch = ledger.seq
@@ -64,6 +73,40 @@ def test_forgotten_purges_make_old_fetches_invalid() -> None:
     assert len(ledger) == 1
     assert ledger.check(old_fetch, ENTRY) == Verdict(hard=True, stale_from=0.0)
     assert ledger.check(middle_fetch, ENTRY) is None
+
+
+def test_a_mark_a_tier_still_applies_is_kept_and_screens_its_reads() -> None:
+    clock = FakeClock()
+    purges = PurgeList(clock, window=60.0)
+    purges.record(soft=False, now=1.0, tags=["post-1"])
+    first = purges.latest
+    purges.begin(first, (L1, L2))
+    purges.record(soft=True, now=2.0, tags=["posts"])
+    clock.advance(61.0)
+    purges.applied(first, L1)
+    assert purges.unapplied(L1) == [] and purges.unapplied(L2) == [first]
+    assert len(purges) == 2  # L2 still applies the first: neither is trimmed
+    assert screen([ENTRY], purges.unapplied(L2)) == []
+    purges.applied(first, L2)
+    assert len(purges) == 0
+    assert purges.check(0, ENTRY) == Verdict(hard=True, stale_from=0.0)
+
+
+def test_a_soft_mark_screens_reads_to_stale_copies() -> None:
+    mark = PurgeMark(1, 0.0, 20.0, True, tags=frozenset({"posts"}))
+    [softened] = screen([ENTRY], [mark])
+    assert softened.fresh_until == 20.0
+    assert screen([ENTRY], []) == [ENTRY]
+
+
+def test_the_memory_log_numbers_marks_and_trims_the_oldest() -> None:
+    log = MemoryPurgeLog()
+    marks = [log.append(PurgeMark(0, 0.0, float(n), False, everything=True)) for n in range(3)]
+    assert [mark.seq for mark in marks] == [1, 2, 3] and log.seq == 3
+    assert log.since(1) == marks[1:]
+    log.trim(2)
+    assert (log.floor, log.seq) == (2, 3)
+    assert log.since(0) == log.since(2) == marks[2:]
 
 
 async def test_events_reach_every_subscriber_and_survive_failures(
