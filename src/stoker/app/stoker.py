@@ -30,6 +30,7 @@ from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
 from stoker.cache.budget import share_memory
 from stoker.cache.events import PurgeEvents
+from stoker.cache.l2_queue import QueuePolicy
 from stoker.cache.memory import MemoryStore
 from stoker.cache.purge_list import PurgeList
 from stoker.cache.tiered import TieredStore
@@ -122,8 +123,8 @@ class Stoker:
         memory = share_memory(settings.l1_max_bytes, settings.l2_queue_max_bytes)
         purges = PurgeList(clock)
         store = TieredStore(MemoryStore(memory.l1_bytes, clock), l2, clock, purges=purges,
-                            max_queue_bytes=memory.queue_bytes,
-                            write_timeout=settings.l2_write_timeout,
+                            queue=QueuePolicy(max_queue_bytes=memory.queue_bytes,
+                                              write_timeout=settings.l2_write_timeout),
                             after_soft_step=set_aside_young)
         if origin is None:
             assert origin_url is not None

@@ -91,25 +91,31 @@ class _Op:
     """The entry a put writes (while it is not dropped): consecutive puts are batched."""
 
 
+@dataclass(frozen=True, slots=True)
+class QueuePolicy:
+    """How an :class:`L2WriteQueue` retries, bounds and times out (see the module
+    invariants)."""
+
+    retry_delay: float = 0.5
+    max_retry_delay: float = 30.0
+    max_queue_bytes: int = DEFAULT_QUEUE_BYTES
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT
+
+
+DEFAULT_POLICY = QueuePolicy()
+
+
 class L2WriteQueue:
     """The queued writes to one L2.  See the module docstring for invariants."""
 
-    def __init__(
-        self,
-        l2: CacheStore,
-        clock: Clock,
-        *,
-        retry_delay: float = 0.5,
-        max_retry_delay: float = 30.0,
-        max_queue_bytes: int = DEFAULT_QUEUE_BYTES,
-        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
-    ) -> None:
+    def __init__(self, l2: CacheStore, clock: Clock,
+                 policy: QueuePolicy = DEFAULT_POLICY) -> None:
         self._l2 = l2
         self._clock = clock
-        self._retry_delay = retry_delay
-        self._max_retry_delay = max_retry_delay
-        self._max_queue_bytes = max_queue_bytes
-        self._write_timeout = write_timeout
+        self._retry_delay = policy.retry_delay
+        self._max_retry_delay = policy.max_retry_delay
+        self._max_queue_bytes = policy.max_queue_bytes
+        self._write_timeout = policy.write_timeout
         self._ops: deque[_Op] = deque()
         self._puts: deque[_Op] = deque()  # queued puts not yet applied or dropped, in order
         self._awaited: deque[_Op] = deque()  # queued awaited ops not yet settled, in order

@@ -70,12 +70,7 @@ from functools import partial
 from typing import TypeVar
 
 from stoker.cache.entry import CacheEntry
-from stoker.cache.l2_queue import (
-    ALL_KEYS,
-    DEFAULT_QUEUE_BYTES,
-    DEFAULT_WRITE_TIMEOUT,
-    L2WriteQueue,
-)
+from stoker.cache.l2_queue import ALL_KEYS, DEFAULT_POLICY, L2WriteQueue, QueuePolicy
 from stoker.cache.memory import MemoryStore
 from stoker.cache.port import Purged
 from stoker.cache.purge_list import L1, L2, PurgeList, PurgeMark, screen
@@ -108,10 +103,7 @@ class TieredStore:
         l2: CacheStore,
         clock: Clock,
         *,
-        retry_delay: float = 0.5,
-        max_retry_delay: float = 30.0,
-        max_queue_bytes: int = DEFAULT_QUEUE_BYTES,
-        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+        queue: QueuePolicy = DEFAULT_POLICY,
         step_budget: float = STEP_BUDGET,
         settle_budget: float = SETTLE_BUDGET,
         settle_pause: float = SETTLE_PAUSE,
@@ -120,17 +112,14 @@ class TieredStore:
     ) -> None:
         """``after_soft_step`` runs after each step of a soft purge, which copies the
         entries it makes stale (the serving process's collector policy passes one:
-        :func:`stoker.server.heap.set_aside_young`); the other keywords up to ``write_timeout``
-        are the :class:`~stoker.cache.l2_queue.L2WriteQueue`'s; ``purges`` is the purge
+        :func:`stoker.server.heap.set_aside_young`); ``queue`` is the
+        :class:`~stoker.cache.l2_queue.L2WriteQueue`'s policy; ``purges`` is the purge
         list the marks given to :meth:`purge` are recorded in (one of its own by default)."""
         self._l1 = l1
         self._after_soft_step = after_soft_step
         self._l2 = l2
         self._clock = clock
-        self._queue = L2WriteQueue(l2, clock, retry_delay=retry_delay,
-                                   max_retry_delay=max_retry_delay,
-                                   max_queue_bytes=max_queue_bytes,
-                                   write_timeout=write_timeout)
+        self._queue = L2WriteQueue(l2, clock, queue)
         self._steps = Steps(clock.monotonic, step_budget)
         self._settle_steps = Steps(clock.monotonic, settle_budget, settle_pause)
         self._settling: set[asyncio.Task[None]] = set()

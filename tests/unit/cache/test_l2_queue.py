@@ -14,7 +14,7 @@ from tests.clocks import RecordingClock
 from tests.entries import make_entry
 
 from stoker.cache.entry import CacheEntry
-from stoker.cache.l2_queue import ALL_KEYS, L2WriteQueue, L2WriteTimeout
+from stoker.cache.l2_queue import ALL_KEYS, L2WriteQueue, L2WriteTimeout, QueuePolicy
 from stoker.cache.memory import MemoryStore
 from stoker.cache.store import EntryRef
 from stoker.clock import FakeClock
@@ -56,7 +56,7 @@ def l2(clock: RecordingClock) -> FailingPuts:
 
 @pytest.fixture
 def queue(l2: FailingPuts, clock: RecordingClock) -> L2WriteQueue:
-    return L2WriteQueue(l2, clock, retry_delay=0.5, max_retry_delay=3.0)
+    return L2WriteQueue(l2, clock, QueuePolicy(retry_delay=0.5, max_retry_delay=3.0))
 
 
 def pages(count: int) -> list[CacheEntry]:
@@ -106,7 +106,7 @@ async def test_the_byte_bound_drops_the_oldest_puts_counts_and_logs_once(
     l2: FailingPuts, clock: RecordingClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     entries = pages(5)
-    queue = L2WriteQueue(l2, clock, max_queue_bytes=3 * entries[0].meta_size())
+    queue = L2WriteQueue(l2, clock, QueuePolicy(max_queue_bytes=3 * entries[0].meta_size()))
     with caplog.at_level(logging.WARNING, logger="stoker.cache"):
         for entry in entries:
             queue.put(entry)
@@ -124,7 +124,7 @@ async def test_awaited_operations_are_never_dropped(
 ) -> None:
     old, *others = pages(4)
     await l2.put(old)
-    queue = L2WriteQueue(l2, clock, max_queue_bytes=old.meta_size())
+    queue = L2WriteQueue(l2, clock, QueuePolicy(max_queue_bytes=old.meta_size()))
     deleted = queued(queue, "delete_primary", partial(l2.delete_primary, [old.primary_key]),
                      frozenset((old.primary_key,)))
     for entry in others:
@@ -154,7 +154,8 @@ async def test_failed_writes_are_retried_with_backoff_slept_on_the_injected_cloc
 async def test_a_timed_out_operation_stays_queued_and_reaches_l2_in_order(
     l2: FailingPuts, clock: RecordingClock
 ) -> None:
-    queue = L2WriteQueue(l2, clock, retry_delay=0.5, max_retry_delay=3.0, write_timeout=5.0)
+    queue = L2WriteQueue(l2, clock, QueuePolicy(retry_delay=0.5, max_retry_delay=3.0,
+                                                write_timeout=5.0))
     entry, later = pages(2)
     l2.failures = FOREVER
     queue.put(entry)
@@ -218,7 +219,7 @@ async def test_left_runs_once_the_operation_has_left_the_queue(queue: L2WriteQue
 async def test_close_fails_what_is_left_logs_it_and_refuses_work(
     l2: FailingPuts, clock: RecordingClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    queue = L2WriteQueue(l2, clock, write_timeout=FOREVER)
+    queue = L2WriteQueue(l2, clock, QueuePolicy(write_timeout=FOREVER))
     entry, later = pages(2)
     l2.failures = FOREVER
     queue.put(entry)

@@ -18,7 +18,7 @@ from tests.entries import make_entry
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry, Freshness
-from stoker.cache.l2_queue import L2WriteTimeout
+from stoker.cache.l2_queue import L2WriteTimeout, QueuePolicy
 from stoker.cache.memory import MemoryStore
 from stoker.cache.purge_list import PurgeMark
 from stoker.cache.store import CacheStore, EntryRef
@@ -113,7 +113,7 @@ def l2(sqlite_store: SqliteCacheStore) -> FaultyStore:
 
 @pytest.fixture
 def tiered(l1: MemoryStore, l2: FaultyStore, clock: RecordingClock) -> TieredStore:
-    return TieredStore(l1, l2, clock, retry_delay=0.5, max_retry_delay=3.0)
+    return TieredStore(l1, l2, clock, queue=QueuePolicy(retry_delay=0.5, max_retry_delay=3.0))
 
 
 def ref(entry: CacheEntry) -> EntryRef:
@@ -323,9 +323,9 @@ def pages(count: int) -> list[CacheEntry]:
 def bounded(l1: MemoryStore, l2: FaultyStore, clock: RecordingClock, *, entries: int = 3,
             write_timeout: float = 10.0) -> TieredStore:
     """A store whose queue holds ``entries`` puts of :func:`pages`."""
-    return TieredStore(l1, l2, clock, retry_delay=0.5, max_retry_delay=3.0,
-                       max_queue_bytes=entries * pages(1)[0].meta_size(),
-                       write_timeout=write_timeout)
+    return TieredStore(l1, l2, clock, queue=QueuePolicy(
+        retry_delay=0.5, max_retry_delay=3.0, max_queue_bytes=entries * pages(1)[0].meta_size(),
+        write_timeout=write_timeout))
 
 
 async def in_l2(l2: FaultyStore, entries: list[CacheEntry]) -> list[CacheEntry]:
