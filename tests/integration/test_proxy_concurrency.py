@@ -37,6 +37,8 @@ async def test_200_concurrent_misses_make_one_origin_request(origin: Origin,
     # every other request waited on that one fetch, or (HTTP/2's 100-stream limit queues
     # the rest) came after it landed and was a hit
     assert sum("collapsed" in s or "; hit" in s for s in statuses) == N - 1
+    # a follower got the response the leader fetched and stored (RFC 9211 ``stored``)
+    assert all("stored" in s for s in statuses if "collapsed" in s)
 
 
 async def test_uncacheable_response_is_never_shared_by_collapsing(origin: Origin,

@@ -19,16 +19,22 @@ from stoker.cache.entry import CacheEntry
 class Flight:
     """One in-progress origin fetch that others may wait on."""
 
-    __slots__ = ("_future",)
+    __slots__ = ("_future", "stored")
 
     def __init__(self) -> None:
         self._future: asyncio.Future[CacheEntry | None] = (
             asyncio.get_running_loop().create_future()
         )
+        self.stored = False
+        """The shared entry is the response this flight fetched and stored (not an older
+        copy served because the origin failed): a follower's ``Cache-Status`` says
+        ``stored`` as the leader's does."""
 
-    def share(self, entry: CacheEntry | None) -> None:
-        """Release the followers with ``entry`` (idempotent; the first call wins)."""
+    def share(self, entry: CacheEntry | None, *, stored: bool = False) -> None:
+        """Release the followers with ``entry``, which this flight stored if ``stored``
+        (idempotent; the first call wins)."""
         if not self._future.done():
+            self.stored = stored and entry is not None
             self._future.set_result(entry)
 
     async def wait(self, timeout: float) -> CacheEntry | None:

@@ -308,7 +308,7 @@ class Fetcher:
             return "purged"
         await self._put(fetch, entry)
         if fetch.flight is not None:
-            fetch.flight.share(entry)  # followers need not wait for this client to read it
+            fetch.flight.share(entry, stored=True)  # followers need not wait for this client
         return entry
 
     async def _put(self, fetch: Fetch, entry: CacheEntry) -> None:
@@ -408,7 +408,7 @@ class Fetcher:
             return FetchResult("unshared", refreshed, 304, "purged")
         await self._store.put(screened)
         if fetch.flight is not None:
-            fetch.flight.share(screened)
+            fetch.flight.share(screened, stored=True)
         return FetchResult("refreshed", screened, 304)
 
 

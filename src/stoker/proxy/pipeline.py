@@ -363,7 +363,7 @@ class Pipeline:
                 self.stats["collapsed"] += 1
                 now = self.clock.now()
                 outcome = Outcome(Kind.COLLAPSED, fwd=fwd, fwd_status=shared.status,
-                                  ttl=shared.ttl(now))
+                                  stored=flight.stored, ttl=shared.ttl(now))
                 if await self._serve(sink, lookup.request, shared, now, outcome):
                     return
             await self._fetch(lookup, entry, fwd, sink, None)

@@ -36,3 +36,17 @@ async def test_follower_times_out() -> None:
     flight, _ = collapser.join("k")
     assert await flight.wait(0.01) is None
     assert collapser.busy("k")  # the leader still owns it until it lands
+
+
+async def test_followers_learn_whether_the_flight_stored_what_it_shares() -> None:
+    collapser = Collapser()
+    fetched, _ = collapser.join("fetched")
+    fetched.share(make_entry(), stored=True)
+    collapser.land("fetched", fetched, None)  # the first share wins, flag and all
+    assert fetched.stored and await fetched.wait(1) is not None
+    fallback, _ = collapser.join("fallback")
+    collapser.land("fallback", fallback, make_entry())  # e.g. a stale copy served on error
+    assert not fallback.stored
+    nothing, _ = collapser.join("nothing")
+    nothing.share(None, stored=True)
+    assert not nothing.stored
