@@ -122,7 +122,7 @@ class Stoker:
             raise
         memory = share_memory(settings.l1_max_bytes, settings.l2_queue_max_bytes)
         purges = PurgeList(clock)
-        store = TieredStore(MemoryStore(memory.l1_bytes, clock), l2, clock, purges=purges,
+        store = TieredStore(MemoryStore(memory.l1_bytes, clock, purges), l2, clock,
                             queue=QueuePolicy(max_queue_bytes=memory.queue_bytes,
                                               write_timeout=settings.l2_write_timeout),
                             after_soft_step=set_aside_young)

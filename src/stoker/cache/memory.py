@@ -17,15 +17,17 @@ Invariants:
 - The ``*_nowait`` methods are synchronous so the hot path (and
   :class:`~stoker.cache.tiered.TieredStore`) can use them without awaiting;
   the async :class:`~stoker.cache.store.CacheStore` methods delegate to them.
-  Work proportional to the entries a purge covers can be split into steps:
-  ``tagged_nowait`` and ``primary_keys_nowait`` are C-speed snapshots, and
-  ``purge_nowait`` / ``refs_for_url_prefix_nowait`` take a slice of them.
-- A deferred purge (``defer_purge_nowait``) is in force from the call on: every
-  operation that reads, counts, changes or lists an entry by its key first applies
-  the deferred purges covering it (:meth:`MemoryStore._settled`), so no entry it
-  covers is ever returned unpurged; ``settle_nowait`` applies it to the rest in steps.
-  An entry put, deleted or evicted after the call leaves it.  ``stats_nowait`` alone
-  counts entries a deferred purge will delete.
+- Purges are the purge list's marks (:mod:`stoker.cache.purge_list`), as a ban list:
+  a mark begun for this tier (:meth:`~stoker.cache.purge_list.PurgeList.begin`) and not
+  yet applied to it is *in force*.  Every operation that reads, counts, changes or lists
+  an entry by its key first judges the key's entries by the marks in force newer than
+  the key was last checked against (:meth:`MemoryStore._settled`; usually none, so a
+  hit pays one comparison), so no entry a mark covers is ever returned unpurged.  The
+  purge applier visits the covered keys with :meth:`MemoryStore.settle_nowait` (a
+  C-speed snapshot from ``covered_nowait`` or ``primary_keys_nowait``, in steps) and
+  then tells the list the mark is applied.  An entry put after a mark was begun is not
+  judged by it (whoever stores it has checked it against the list).  ``stats_nowait``
+  alone counts entries a mark in force will delete.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 
 from stoker.cache.entry import ENTRY_COST, CacheEntry
+from stoker.cache.purge_list import L1, PurgeList, PurgeMark, judge
 from stoker.cache.store import EntryRef, as_refs, sorted_refs
 from stoker.clock import Clock
 from stoker.http.encoding import Encoded
@@ -51,16 +54,18 @@ class _Slot:
     ``entries`` (returned as is by ``get_nowait``) and ``expires`` (the earliest
     ``keep_until``) are rebuilt on every change, never mutated, so a hit costs
     no allocation and a list handed out stays a stable snapshot (a slot emptied
-    by ``pop`` is dropped by its store, so it is not rebuilt).
+    by ``pop`` is dropped by its store, so it is not rebuilt).  ``checked`` is the
+    newest purge mark its entries have been judged by (or were stored after).
     """
 
-    __slots__ = ("entries", "expires", "sizes", "variants")
+    __slots__ = ("checked", "entries", "expires", "sizes", "variants")
 
-    def __init__(self) -> None:
+    def __init__(self, checked: int) -> None:
         self.variants: dict[str, CacheEntry] = {}
         self.sizes: dict[str, int] = {}
         self.entries: list[CacheEntry] = []
         self.expires = 0.0
+        self.checked = checked
 
     def set(self, entry: CacheEntry, size: int) -> None:
         self.variants[entry.variant] = entry
@@ -87,28 +92,21 @@ class _Slot:
             self.expires = min((entry.keep_until for entry in entries), default=0.0)
 
 
-class Deferred:
-    """A purge of L1 entries not yet applied to all of them: ``refs`` are those still to
-    do, deleted (``soften_at`` None) or made stale at ``soften_at``."""
-
-    __slots__ = ("refs", "soften_at")
-
-    def __init__(self, refs: set[Pair], soften_at: float | None) -> None:
-        self.refs = refs
-        self.soften_at = soften_at
-
-
 class MemoryStore:
     """A byte-bounded LRU cache tier.  See the module docstring for invariants."""
 
-    def __init__(self, max_bytes: int, clock: Clock) -> None:
+    def __init__(self, max_bytes: int, clock: Clock, purges: PurgeList | None = None) -> None:
+        """``purges`` is the purge list whose marks this tier obeys (one of its own by
+        default)."""
         self._max_bytes = max_bytes
         self._clock = clock
         self._slots: OrderedDict[str, _Slot] = OrderedDict()
         self._tags: dict[str, set[Pair]] = {}
         self._bytes = 0
         self._count = 0
-        self._deferred: list[Deferred] = []
+        self.purges = purges if purges is not None else PurgeList(clock)
+        self._in_force = self.purges.in_force(L1)
+        self._changed: dict[int, list[Pair]] = {}
 
     # -- hot path -----------------------------------------------------------
 
@@ -118,7 +116,7 @@ class MemoryStore:
         The list is shared: callers must not mutate it.
         """
         slot = self._slots.get(primary_key)
-        if slot is not None and self._deferred:
+        if slot is not None and self._in_force:
             slot = self._settled(primary_key)
         if slot is None:
             return None
@@ -138,9 +136,10 @@ class MemoryStore:
         size = entry.meta_size()
         if size > self._max_bytes:
             return
-        slot = self._slots.get(entry.primary_key)
+        slot = self._settled(entry.primary_key) if self._in_force else (
+            self._slots.get(entry.primary_key))
         if slot is None:
-            slot = self._slots[entry.primary_key] = _Slot()
+            slot = self._slots[entry.primary_key] = _Slot(self._newest_in_force())
         else:
             self._slots.move_to_end(entry.primary_key)
         slot.set(entry, size)
@@ -189,35 +188,15 @@ class MemoryStore:
         """Make these entries stale at ``now`` keeping their stale windows; count changes."""
         return sum(_soften(slot, entry, now) for _, slot, entry in self._live(refs))
 
-    def purge_nowait(self, refs: Iterable[EntryRef], soften_at: float | None) -> list[EntryRef]:
-        """Delete these entries (or soften them at ``soften_at``, as :meth:`soften_nowait`);
-        return the refs of those that were live."""
-        covered = []
-        for ref, slot, entry in self._live(refs):
-            covered.append(ref)
-            if soften_at is None:
-                self._remove(ref.primary_key, ref.variant, ref)
-            else:
-                _soften(slot, entry, soften_at)
-        return covered
+    def settle_nowait(self, primary_keys: Iterable[str]) -> None:
+        """Judge these keys' entries by the marks in force (as every read does first)."""
+        for key in primary_keys:
+            self._settled(key)
 
-    def defer_purge_nowait(self, refs: set[Pair], soften_at: float | None) -> Deferred:
-        """Purge ``refs`` (taken over, not copied) as :meth:`purge_nowait` would, lazily: in
-        force at once for every operation, applied to each entry when it is next reached or
-        by :meth:`settle_nowait`."""
-        deferred = Deferred(refs, soften_at)
-        if refs:
-            self._deferred.append(deferred)
-        return deferred
-
-    def settle_nowait(self, deferred: Deferred, count: int) -> list[EntryRef]:
-        """Apply ``deferred`` to up to ``count`` of the entries it has still to do; return
-        those that were live.  Once it has none left it is no longer in force."""
-        refs = deferred.refs
-        batch = [refs.pop() for _ in range(min(count, len(refs)))]
-        if not refs and deferred in self._deferred:
-            self._deferred.remove(deferred)
-        return self.purge_nowait(as_refs(batch), deferred.soften_at)
+    def take_changed(self, seq: int) -> list[Pair]:
+        """The live entries mark ``seq`` has deleted or made stale here (forgotten once
+        taken: call when the mark is applied)."""
+        return self._changed.pop(seq, [])
 
     def covered_nowait(self, tags: Sequence[str], keys: Iterable[str]) -> set[Pair]:
         """The entries carrying any of ``tags`` or stored under any of ``keys``, expired
@@ -242,24 +221,16 @@ class MemoryStore:
         """Live entries carrying any of ``tags`` (exact match)."""
         return {ref for ref in as_refs(self._tagged(tags)) if self._is_live(ref)}
 
-    def refs_for_url_prefix_nowait(self, prefix: str,
-                                   primary_keys: Iterable[str] | None = None) -> set[EntryRef]:
-        """Live entries whose ``url`` starts with ``prefix``, among ``primary_keys`` (all
-        by default: a scan; pass slices of :meth:`primary_keys_nowait` to scan in steps)."""
+    def refs_for_url_prefix_nowait(self, prefix: str) -> set[EntryRef]:
+        """Live entries whose ``url`` starts with ``prefix`` (a scan)."""
         now = self._clock.now()
-        keys = list(self._slots) if primary_keys is None else primary_keys
-        slots = filter(None, map(self._settled, keys))
+        slots = filter(None, map(self._settled, list(self._slots)))
         return {
             EntryRef(entry.primary_key, entry.variant)
             for slot in slots
             for entry in slot.variants.values()
             if entry.url.startswith(prefix) and now < entry.keep_until
         }
-
-    def tagged_nowait(self, tags: Sequence[str]) -> list[EntryRef]:
-        """Every entry the tag index holds for any of ``tags``, expired ones included: a
-        copy made at C speed, for purges that then work through it in steps."""
-        return as_refs(self._tagged(tags))
 
     def primary_keys_nowait(self) -> list[str]:
         """A snapshot of the stored primary keys (for scans done in steps)."""
@@ -338,29 +309,42 @@ class MemoryStore:
         if not slot.variants:
             del self._slots[primary_key]
         self._index_tags(entry, add=False, ref=ref)
-        for deferred in self._deferred:  # gone: no deferred purge applies to a later put
-            deferred.refs.discard((primary_key, variant))
         return entry
 
     def _settled(self, primary_key: str) -> _Slot | None:
-        """``primary_key``'s slot once the deferred purges covering its entries are applied
-        (``None`` if that leaves it empty, or it had none)."""
+        """``primary_key``'s slot once its live entries are judged by the marks in force
+        it was not checked against (``None`` if that leaves it empty, or it had none)."""
         slot = self._slots.get(primary_key)
-        if slot is None or not self._deferred:
+        if slot is None or not self._in_force:
             return slot
-        for variant in list(slot.variants):
-            pair = (primary_key, variant)
-            for deferred in [each for each in self._deferred if pair in each.refs]:
-                deferred.refs.discard(pair)
-                current = slot.variants.get(variant)
-                if current is None:
-                    break
-                if deferred.soften_at is None:
-                    self._remove(primary_key, variant)
-                elif self._clock.now() < current.keep_until:
-                    _soften(slot, current, deferred.soften_at)
-        self._deferred = [each for each in self._deferred if each.refs]
+        marks = [mark for seq, mark in self._in_force.items() if seq > slot.checked]
+        if not marks:
+            return slot
+        slot.checked = max(mark.seq for mark in marks)
+        now = self._clock.now()
+        for entry in list(slot.variants.values()):
+            if now < entry.keep_until:
+                self._obey(slot, entry, marks, now)
         return self._slots.get(primary_key)
+
+    def _obey(self, slot: _Slot, entry: CacheEntry, marks: list[PurgeMark],
+              now: float) -> None:
+        """Delete ``entry`` or make it stale as ``marks`` say, counting it for each."""
+        verdict = judge(marks, 0, entry)
+        if verdict is None:
+            return
+        for mark in marks:
+            if mark.covers(entry):
+                self._changed.setdefault(mark.seq, []).append(
+                    (entry.primary_key, entry.variant))
+        if verdict.hard:
+            self._remove(entry.primary_key, entry.variant)
+        else:
+            _soften(slot, entry, verdict.stale_from)
+
+    def _newest_in_force(self) -> int:
+        """The newest mark in force (0 when none): what a slot made now is checked by."""
+        return max(self._in_force, default=0)
 
     def _drop_expired(self, primary_key: str, slot: _Slot, now: float) -> None:
         for variant, entry in list(slot.variants.items()):

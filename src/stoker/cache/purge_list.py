@@ -34,7 +34,7 @@ Invariants:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -207,6 +207,11 @@ class PurgeList:
         """``mark`` has been applied to ``tier`` (or given up with it)."""
         self._applying[tier].pop(mark.seq, None)
         self._trim()
+
+    def in_force(self, tier: str) -> Mapping[int, PurgeMark]:
+        """The marks being applied to ``tier`` by sequence number, oldest first: a live
+        view (it changes as marks begin and are applied), for the tier's own reads."""
+        return self._applying[tier]
 
     def unapplied(self, tier: str) -> list[PurgeMark]:
         """The marks still being applied to ``tier``, oldest first."""

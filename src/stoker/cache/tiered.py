@@ -10,10 +10,9 @@ Write: ``put`` (and ``add_codings``) writes L1 synchronously and queues the
 L2 write; the caller never waits for disk.  Invalidations (``delete``, ``delete_primary``,
 ``soften``, ``delete_except_version``) apply to L1 at once, then go through
 the same queue for L2 and are awaited.  A recorded purge (``purge``, given a
-:class:`~stoker.cache.purge_list.PurgeMark` of the store's
-:class:`~stoker.cache.purge_list.PurgeList`) changes L1 in steps and returns once
-L2's covered entries are looked up; its L2 changes go on in the background as one
-queued operation.  The purge list hears when each tier is done with the mark.
+:class:`~stoker.cache.purge_list.PurgeMark` of L1's
+:class:`~stoker.cache.purge_list.PurgeList`) is carried out by the
+:class:`~stoker.cache.purge_applier.PurgeApplier`, in both tiers, in slices.
 
 Invariants:
 - L2 operations go through one :class:`~stoker.cache.l2_queue.L2WriteQueue`
@@ -35,21 +34,13 @@ Invariants:
   stale from the purge, soft), taking every mark unapplied when the read began or
   ended.  A screened result is what L2 holds once the operation is done, so
   promoting it is safe.
-- No O(entries) step on the event loop: ``purge`` and
-  ``delete_except_version`` work through L1 in steps of ``step_budget``
-  seconds (:class:`~stoker.cache.steps.Steps`, :data:`L1_CHUNK` entries or
-  keys at a time), yielding between steps, and change L2 :data:`L2_CHUNK`
-  entries per call on L2's thread, so request-path reads run in between.  A
-  purge's L2 changes start once its L1 steps are done, or its L1 part deferred (its
-  L2 lookup runs alongside them).
-- A purge of tags or URLs (no prefixes, not everything) does not walk L1 before
-  it returns: it hands L1 the covered entries as one deferred purge
-  (:meth:`~stoker.cache.memory.MemoryStore.defer_purge_nowait`), in force for every
-  L1 read from then on, and applies it in the background in steps of
-  ``settle_budget`` seconds, each followed by ``settle_pause`` seconds for requests.
-  ``flush`` waits for those too; ``close`` stops them (what is left dies with L1).
-  The purge's L2 chunks rest as long as each took (:func:`l2_pause`) while no other
-  operation is queued behind them.
+- No O(entries) step on the event loop: ``delete_except_version`` works through
+  L1's keys in steps of ``step_budget`` seconds (:class:`~stoker.cache.steps.Steps`,
+  :data:`~stoker.cache.purge_applier.L1_CHUNK` keys at a time) and deletes from L2
+  :data:`~stoker.cache.purge_applier.L2_CHUNK` entries per call on L2's thread, so
+  request-path reads run in between; ``purge`` keeps the applier's invariants.
+  ``flush`` waits for the applier's background L1 steps too; ``close`` stops them
+  (the marks stay in force for L1's reads; what is left dies with L1).
 - L1 ⊆ L2 up to queued and dropped puts: every L1 entry was written through
   or promoted from L2, and removals reach both tiers in order.  Hence the
   count an invalidation returns, the distinct refs changed across both
@@ -63,35 +54,29 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import TypeVar
 
 from stoker.cache.entry import CacheEntry
 from stoker.cache.l2_queue import ALL_KEYS, DEFAULT_POLICY, L2WriteQueue, QueuePolicy
 from stoker.cache.memory import MemoryStore
 from stoker.cache.port import Purged
-from stoker.cache.purge_list import L1, L2, PurgeList, PurgeMark, screen
+from stoker.cache.purge_applier import (
+    L1_CHUNK,
+    L2_CHUNK,
+    SETTLE_BUDGET,
+    SETTLE_PAUSE,
+    PurgeApplier,
+    chunks,
+)
+from stoker.cache.purge_list import L2, PurgeList, PurgeMark, screen
 from stoker.cache.steps import STEP_BUDGET, Steps
-from stoker.cache.store import PRIMARY_KEY, CacheStore, EntryRef, sorted_refs
+from stoker.cache.store import CacheStore, EntryRef, sorted_refs
 from stoker.clock import Clock
 from stoker.http.encoding import Encoded
 
-T = TypeVar("T")
-
 log = logging.getLogger("stoker.cache")
-
-SETTLE_BUDGET = 0.0005
-"""Seconds of event-loop time one background step of a deferred L1 purge may use."""
-SETTLE_PAUSE = 0.002
-"""Seconds a deferred L1 purge leaves the loop to requests after each of its steps."""
-L1_CHUNK = 50
-"""L1 entries changed (or primary keys scanned) between two looks at the clock in a purge
-or reclaim; a step takes as many chunks as fit its time budget (:mod:`stoker.cache.steps`)."""
-L2_CHUNK = 100
-"""L2 entries changed per L2 call of a purge or reclaim (request-path reads run between)."""
 
 
 class TieredStore:
@@ -108,22 +93,22 @@ class TieredStore:
         settle_budget: float = SETTLE_BUDGET,
         settle_pause: float = SETTLE_PAUSE,
         after_soft_step: Callable[[], None] | None = None,
-        purges: PurgeList | None = None,
     ) -> None:
         """``after_soft_step`` runs after each step of a soft purge, which copies the
         entries it makes stale (the serving process's collector policy passes one:
         :func:`stoker.server.heap.set_aside_young`); ``queue`` is the
-        :class:`~stoker.cache.l2_queue.L2WriteQueue`'s policy; ``purges`` is the purge
-        list the marks given to :meth:`purge` are recorded in (one of its own by default)."""
+        :class:`~stoker.cache.l2_queue.L2WriteQueue`'s policy.  The marks given to
+        :meth:`purge` are those of ``l1``'s purge list."""
         self._l1 = l1
-        self._after_soft_step = after_soft_step
         self._l2 = l2
         self._clock = clock
         self._queue = L2WriteQueue(l2, clock, queue)
         self._steps = Steps(clock.monotonic, step_budget)
-        self._settle_steps = Steps(clock.monotonic, settle_budget, settle_pause)
-        self._settling: set[asyncio.Task[None]] = set()
-        self._purges = purges if purges is not None else PurgeList(clock)
+        self._purges = l1.purges
+        self._applier = PurgeApplier(
+            l1, l2, self._queue, clock, steps=self._steps,
+            background=Steps(clock.monotonic, settle_budget, settle_pause),
+            after_soft_step=after_soft_step)
 
     @property
     def purges(self) -> PurgeList:
@@ -275,7 +260,7 @@ class TieredStore:
         found = await self._queue.submit("refs_for_url_prefix",
                                          lambda: self._l2.refs_for_url_prefix(""), frozenset())
         in_l2 = 0
-        for refs in _chunks([ref for ref in found if not ref.primary_key.startswith(prefix)],
+        for refs in chunks([ref for ref in found if not ref.primary_key.startswith(prefix)],
                             L2_CHUNK):
             in_l2 += await self._queue.submit("delete", partial(self._l2.delete, refs),
                                               frozenset(ref.primary_key for ref in refs))
@@ -285,42 +270,20 @@ class TieredStore:
         return max(in_l1, in_l2)
 
     async def purge(self, mark: PurgeMark) -> Purged:
-        """Apply a recorded purge (not of everything hard: that is a version bump).
-
-        L1 changes in event-loop steps of ``step_budget``; returns once L1 is done and
-        L2's covered entries have been looked up.  L2 changes continue in the
-        background, one queued operation in :data:`L2_CHUNK` steps; until it is done,
-        :meth:`get_l2` applies ``mark`` to what it reads.
-        """
-        found: asyncio.Future[list[EntryRef]] = asyncio.get_running_loop().create_future()
-        l1_done = asyncio.Event()
-        self._queue.queue_awaited("purge", partial(self._purge_l2, mark, l1_done, found),
-                                  frozenset(), found,
-                                  left=partial(self._purges.applied, mark, L2))
-        self._purges.begin(mark, (L1, L2))  # before any await: L2 reads are screened
-        try:
-            if mark.prefixes or mark.everything:
-                in_l1, l1_keys = await self._purge_l1(mark)
-            else:
-                in_l1, l1_keys = self._defer_l1(mark)
-        finally:
-            l1_done.set()
-        in_l2 = await found
-        keys = list(dict.fromkeys(map(PRIMARY_KEY, in_l2)))  # sorted, as in_l2 is
-        only_l1 = l1_keys.difference(keys)  # dropped puts
-        if only_l1:
-            keys = sorted(keys + list(only_l1))
-        return Purged(max(in_l1, len(in_l2)), keys)
+        """Apply a recorded purge (not of everything hard: that is a version bump), as
+        :meth:`~stoker.cache.purge_applier.PurgeApplier.apply`: in force for every read
+        from the call on; returns once L1's walk is done or handed to the background and
+        L2's covered entries are looked up."""
+        return await self._applier.apply(mark)
 
     async def flush(self) -> None:
         """Wait until every operation queued so far has reached L2 (or was dropped), and
-        every deferred L1 purge made so far is applied."""
-        if self._settling:
-            await asyncio.gather(*self._settling)
+        every purge's background L1 steps started so far are done."""
+        await self._applier.flush()
         await self._queue.flush()
 
     async def close(self, *, flush: bool = True) -> None:
-        """Stop applying deferred L1 purges (they stay in force for L1's reads), flush
+        """Stop the purges' background L1 steps (their marks stay in force for L1's reads), flush
         (unless ``flush=False``), stop the writer, close L2 (idempotent).
 
         Whether the flush succeeds, fails (:class:`~stoker.cache.l2_queue.L2WriteTimeout`) or is
@@ -329,108 +292,11 @@ class TieredStore:
         """
         if self._queue.closed:
             return
-        for task in self._settling:  # L1 goes with the process: what is left needs no work
-            task.cancel()
-        await asyncio.gather(*self._settling, return_exceptions=True)
+        await self._applier.close()  # L1 goes with the process: what is left needs no work
         try:
             if flush:
                 await self.flush()
         finally:
             await self._queue.close()
             await self._l2.close()
-
-    # -- purges ----------------------------------------------------------------
-
-    async def _purge_l1(self, mark: PurgeMark) -> tuple[int, set[str]]:
-        """Apply ``mark`` to L1 in steps; return how many live entries it covered, and
-        their primary keys.  Done (or given up) with L1, the purge list hears of it."""
-        try:
-            return await self._walk_l1(mark)
-        finally:
-            self._purges.applied(mark, L1)
-
-    async def _walk_l1(self, mark: PurgeMark) -> tuple[int, set[str]]:
-        found = [self._l1.tagged_nowait(sorted(mark.tags))]
-        async for keys in self._steps.chunks(sorted(mark.keys), L1_CHUNK):
-            found.append([EntryRef(entry.primary_key, entry.variant)
-                          for key in keys for entry in self._l1.get_nowait(key) or ()])
-        if mark.prefixes or mark.everything:
-            prefixes = ("",) if mark.everything else mark.prefixes
-            async for keys in self._steps.chunks(self._l1.primary_keys_nowait(), L1_CHUNK):
-                found.extend(list(self._l1.refs_for_url_prefix_nowait(prefix, keys))
-                             for prefix in prefixes)
-        covered, primary_keys = 0, set[str]()
-        async for chunk in self._steps.chunks(_union(found), L1_CHUNK,
-                                              self._after_soft_step if mark.soft else None):
-            live = self._l1.purge_nowait(chunk, mark.now if mark.soft else None)
-            covered += len(live)
-            primary_keys.update(map(PRIMARY_KEY, live))
-        return covered, primary_keys
-
-    def _defer_l1(self, mark: PurgeMark) -> tuple[int, set[str]]:
-        """Hand L1 ``mark`` (tags and keys only) as a deferred purge, applied in the
-        background (the purge list hears when it is done); return the entries it covers
-        (expired ones not yet dropped included) and their primary keys."""
-        refs = self._l1.covered_nowait(sorted(mark.tags), sorted(mark.keys))
-        covered, primary_keys = len(refs), {key for key, _ in refs}
-        deferred = self._l1.defer_purge_nowait(refs, mark.now if mark.soft else None)
-
-        def settle() -> bool:
-            self._l1.settle_nowait(deferred, L1_CHUNK)
-            return bool(deferred.refs)
-
-        task = asyncio.get_running_loop().create_task(self._settle_steps.repeat(
-            settle, self._after_soft_step if mark.soft else None))  # soft: copies
-        self._settling.add(task)
-        task.add_done_callback(self._settling.discard)
-        task.add_done_callback(lambda _: self._purges.applied(mark, L1))
-        return covered, primary_keys
-
-    async def _purge_l2(self, mark: PurgeMark, l1_done: asyncio.Event,
-                        found: asyncio.Future[list[EntryRef]]) -> None:
-        """The queued L2 part of :meth:`purge`: look up (answering ``found``), then, once
-        L1's walk is done or its purge deferred (so the event loop's walk and the L2 thread
-        do not contend for the GIL), change :data:`L2_CHUNK` entries per call, resting
-        after each as :func:`l2_pause` says (a retry after a failure looks up again)."""
-        refs = await self._l2_refs(mark)
-        if not found.done():
-            found.set_result(refs)
-        await l1_done.wait()
-        for chunk in _chunks(refs, L2_CHUNK):
-            started = self._clock.monotonic()
-            if mark.soft:
-                await self._l2.soften(chunk, mark.now)
-            else:
-                await self._l2.delete(chunk)
-            waiting = self._queue.pending() - 1  # flush barriers hold nothing back
-            await asyncio.sleep(l2_pause(self._clock.monotonic() - started, waiting))
-
-    async def _l2_refs(self, mark: PurgeMark) -> list[EntryRef]:
-        found = [await self._l2.refs_for_tags(sorted(mark.tags))] if mark.tags else []
-        for prefix in ("",) if mark.everything else mark.prefixes:
-            found.append(await self._l2.refs_for_url_prefix(prefix))
-        for key in sorted(mark.keys):
-            found.append([EntryRef(entry.primary_key, entry.variant)
-                          for entry in await self._l2.get(key)])
-        return _union(found)
-
-def _chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
-    return [items[start:start + size] for start in range(0, len(items), size)]
-
-
-def l2_pause(took: float, waiting: int) -> float:
-    """Seconds a purge's L2 part rests after a chunk that took ``took`` seconds, with
-    ``waiting`` operations queued behind it: as long as the chunk took (L2's thread then
-    uses at most half the CPU the hits share with it), or none when operations wait, so
-    writes queued behind a purge are not held back longer."""
-    return 0.0 if waiting else max(took, 0.0)
-
-
-def _union(found: list[list[EntryRef]]) -> list[EntryRef]:
-    """The distinct refs of ``found``, sorted (a lone non-empty list as is: each tier's
-    lookups give distinct refs, and L2's sorted)."""
-    lists = [refs for refs in found if refs]
-    if len(lists) == 1:
-        return lists[0]
-    return sorted_refs({ref for refs in lists for ref in refs})
 

@@ -18,7 +18,7 @@ Invariants:
 - A hard purge of everything persists the new version before switching the
   pipeline to it (a restart never revives purged keys); old-version entries
   are reclaimed by one background task at a time, never on the request path.
-- Large purges and reclaims change the store in steps (the tiered store's
+- Large purges and reclaims change the store in steps (the purge applier's
   ``L1_CHUNK`` / ``L2_CHUNK``), so the event loop (L1 work is synchronous)
   and the L2 thread (shared with request-path reads) are never held for the
   whole purge.

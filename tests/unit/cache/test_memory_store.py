@@ -7,6 +7,7 @@ import gc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.entries import make_entry
+from tests.marks import in_force
 
 from stoker.cache.memory import MemoryStore
 from stoker.cache.store import EntryRef
@@ -109,20 +110,23 @@ def test_bytes_stay_within_bound_and_match_entries(ops: list[tuple[str, str, int
         assert stats["entries"] == len(held)
 
 
-def test_purge_nowait_changes_live_entries_only_and_names_them(clock: FakeClock) -> None:
+def test_a_mark_changes_live_entries_only_and_names_them(clock: FakeClock) -> None:
     store = MemoryStore(100 * ENTRY_SIZE, clock)
     now = clock.now()
     store.put_nowait(make_entry(url("short"), now=now, keep=10.0, tags=("t",)))
     for name in ("a", "b"):
         store.put_nowait(make_entry(url(name), now=now, tags=("t",)))
     clock.advance(20.0)  # "short" expired
-    tagged = store.tagged_nowait(["t"])
-    assert len(tagged) == 3  # the snapshot holds what the index holds, expired included
-    soft = store.purge_nowait(tagged, clock.now())
-    assert sorted(ref.primary_key for ref in soft) == [key("a"), key("b")]
+    covered = store.covered_nowait(["t"], [])
+    assert len(covered) == 3  # the snapshot holds what the index holds, expired included
+    soft = in_force(store, clock, soft=True, tags=("t",))
+    store.settle_nowait(sorted({key for key, _ in covered}))
+    assert sorted(store.take_changed(soft.seq)) == [(key("a"), ""), (key("b"), "")]
     assert all(entry.fresh_until == clock.now() for entry in store.get_nowait(key("a")) or [])
-    assert store.purge_nowait(tagged, None) == soft
-    assert store.tagged_nowait(["t"]) == [EntryRef(key("short"), "")]
+    hard = in_force(store, clock, soft=False, tags=("t",))
+    store.settle_nowait(sorted({key for key, _ in covered}))
+    assert len(store.take_changed(hard.seq)) == 2
+    assert store.covered_nowait(["t"], []) == {(key("short"), "")}
     assert store.primary_keys_nowait() == [key("short")]
 
 
@@ -141,5 +145,5 @@ def test_the_tag_index_adds_no_object_the_collector_keeps_tracking() -> None:
         store.put_nowait(entry)
     gc.collect()
     assert tracked(EntryRef) == before  # the old index kept 50 more
-    assert store.tagged_nowait(["page-3"]) == [EntryRef(entries[3].primary_key, "")]
+    assert store.covered_nowait(["page-3"], []) == {(entries[3].primary_key, "")}
     assert store.refs_for_tags_nowait(["all"]) == {EntryRef(e.primary_key, "") for e in entries}

@@ -20,9 +20,10 @@ from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry, Freshness
 from stoker.cache.l2_queue import L2WriteTimeout, QueuePolicy
 from stoker.cache.memory import MemoryStore
+from stoker.cache.purge_applier import L1_CHUNK, l2_pause
 from stoker.cache.purge_list import PurgeMark
 from stoker.cache.store import CacheStore, EntryRef
-from stoker.cache.tiered import L1_CHUNK, TieredStore, l2_pause
+from stoker.cache.tiered import TieredStore
 from stoker.clock import FakeClock
 
 
