@@ -26,18 +26,15 @@ from stoker.backends.sqlite import audit_store as audit
 from stoker.backends.sqlite import cache_store
 from stoker.backends.sqlite import database as sqlite_database
 from stoker.backends.sqlite.connection import (
+    MIGRATIONS,
     SqliteThread,
     apply_migrations,
     connect,
     register_functions,
 )
 
-SQLITE_STORES = {
-    cache_store.COMPONENT: cache_store.MIGRATIONS_PACKAGE,
-    audit.COMPONENT: audit.MIGRATIONS_PACKAGE,
-    **dict(sqlite_database.COMPONENTS),
-}
-PG_STORES = dict(pg_database.COMPONENTS)
+SQLITE_STORES = (cache_store.COMPONENT, audit.COMPONENT, *sqlite_database.COMPONENTS)
+PG_STORES = pg_database.COMPONENTS
 
 
 def upgrade_cases(files: dict[str, list[Migration]]) -> list[tuple[str, int]]:
@@ -47,10 +44,9 @@ def upgrade_cases(files: dict[str, list[Migration]]) -> list[tuple[str, int]]:
 
 
 SQLITE_CASES = upgrade_cases(
-    {component: migration_files(package) for component, package in SQLITE_STORES.items()})
+    {component: migration_files(MIGRATIONS, component) for component in SQLITE_STORES})
 PG_CASES = upgrade_cases(
-    {component: pg.component_files(package, component)
-     for component, package in PG_STORES.items()})
+    {component: migration_files(pg.MIGRATIONS, component) for component in PG_STORES})
 
 
 # --- SQLite -------------------------------------------------------------------------
@@ -109,7 +105,7 @@ def sqlite_counts(path: Path) -> dict[str, int]:
 
 async def sqlite_open(path: Path, component: str) -> None:
     """The store's own open path: start (connect + migrate) and close."""
-    db = SqliteThread(path, component, SQLITE_STORES[component])
+    db = SqliteThread(path, component, (component,))
     await db.start()
     await db.close()
 
@@ -120,9 +116,9 @@ async def test_sqlite_upgrade_from_each_version_equals_fresh_schema(
     fresh, upgraded = tmp_path / "fresh.db", tmp_path / "upgraded.db"
     await sqlite_open(fresh, component)
     conn = connect(upgraded)
-    register_functions(conn, SQLITE_STORES[component])  # as the open path does
+    register_functions(conn)  # as the open path does
     try:
-        for migration in migration_files(SQLITE_STORES[component])[:k]:
+        for migration in migration_files(MIGRATIONS, component)[:k]:
             assert apply_migrations(conn, component, [migration]) == [migration.name]
             sqlite_fill(conn)
     finally:
@@ -200,18 +196,17 @@ def two_schemas() -> Iterator[tuple[str, str]]:
 async def test_postgres_upgrade_from_each_version_equals_fresh_schema(
         two_schemas: tuple[str, str], component: str, k: int) -> None:
     fresh, upgraded = two_schemas
-    package = PG_STORES[component]
-    files = pg.component_files(package, component)
+    files = migration_files(pg.MIGRATIONS, component)
     fresh_pool = await pg.create_pool(PG_URL, schema=fresh, min_size=1, max_size=1)
     upgraded_pool = await pg.create_pool(PG_URL, schema=upgraded, min_size=1, max_size=1)
     try:
-        await pg.migrate(fresh_pool, component, package)
+        await pg.migrate(fresh_pool, component)
         for migration in files[:k]:
             assert await pg.apply_migrations(upgraded_pool, component, [migration]) == [
                 migration.name]
             async with upgraded_pool.acquire() as conn:
                 await pg_fill(conn, upgraded)
-        await pg.migrate(upgraded_pool, component, package)
+        await pg.migrate(upgraded_pool, component)
         async with upgraded_pool.acquire() as conn, fresh_pool.acquire() as fresh_conn:
             assert await pg_dump(conn, upgraded) == await pg_dump(fresh_conn, fresh)
             tables = await conn.fetch("SELECT table_name FROM information_schema.tables"

@@ -15,7 +15,7 @@ from stoker.backends.migrations import migration_files
 from stoker.backends.postgres import connection as pg
 from stoker.backends.postgres.database import PostgresDatabase
 from stoker.backends.postgres.run_store import PostgresRunStore
-from stoker.backends.sqlite.connection import apply_migrations, connect
+from stoker.backends.sqlite.connection import MIGRATIONS, apply_migrations, connect
 from stoker.backends.sqlite.database import SqliteDatabase
 from stoker.backends.sqlite.run_store import SqliteRunStore
 from stoker.warm.run import Counts
@@ -38,7 +38,7 @@ INSERT_URL = "INSERT INTO warm_run_urls (run_id, url, state, visit, revisits) VA
 async def sqlite_at_0001(path: Path) -> RunStore:
     conn = connect(path)
     try:
-        first = migration_files("stoker.backends.sqlite.run_migrations")[:1]
+        first = migration_files(MIGRATIONS, "runs")[:1]
         assert apply_migrations(conn, "runs", first) == ["0001_runs.sql"]
         conn.executemany(INSERT_RUN.format(", ".join("?" * 8)), RUNS)
         conn.executemany(INSERT_URL.format(", ".join("?" * 5)), URLS)
@@ -70,7 +70,7 @@ async def upgraded(request: pytest.FixtureRequest,
         return
     with pg_schema(migrated=False) as schema:
         pool = await pg.create_pool(PG_URL, schema=schema, min_size=1, max_size=2)
-        first = pg.component_files("stoker.backends.postgres.run_migrations", "runs")[:1]
+        first = migration_files(pg.MIGRATIONS, "runs")[:1]
         assert await pg.apply_migrations(pool, "runs", first) == ["0001_runs.sql"]
         await pool.executemany(INSERT_RUN.format(", ".join(f"${n}" for n in range(1, 9))), RUNS)
         await pool.executemany(INSERT_URL.format(", ".join(f"${n}" for n in range(1, 6))), URLS)

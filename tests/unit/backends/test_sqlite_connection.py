@@ -44,7 +44,7 @@ def test_a_sqlite_without_json_is_a_clear_error_naming_what_to_do() -> None:
 
 @linux_only
 async def test_sqlite_work_runs_below_the_event_loops_priority(tmp_path: Path) -> None:
-    db = SqliteThread(tmp_path / "x.db", "cache", "stoker.backends.sqlite.cache_migrations")
+    db = SqliteThread(tmp_path / "x.db", "cache", ("cache",))
     await db.start()
     try:
         worker = await db.run(lambda conn: thread_priority())
@@ -55,8 +55,8 @@ async def test_sqlite_work_runs_below_the_event_loops_priority(tmp_path: Path) -
 
 
 async def test_a_reader_thread_reads_what_the_writer_migrated(tmp_path: Path) -> None:
-    writer = SqliteThread(tmp_path / "x.db", "cache", "stoker.backends.sqlite.cache_migrations")
-    reader = SqliteThread(tmp_path / "x.db", "cache-lookups", None, background=False)
+    writer = SqliteThread(tmp_path / "x.db", "cache", ("cache",))
+    reader = SqliteThread(tmp_path / "x.db", "cache-lookups", background=False)
     await writer.start()
     await reader.start()
     try:
@@ -74,7 +74,7 @@ async def test_a_reader_thread_reads_what_the_writer_migrated(tmp_path: Path) ->
 
 @linux_only
 async def test_a_thread_a_client_waits_on_runs_at_the_loops_priority(tmp_path: Path) -> None:
-    db = SqliteThread(tmp_path / "x.db", "cache-lookups", None, background=False)
+    db = SqliteThread(tmp_path / "x.db", "cache-lookups", background=False)
     connection.connect(tmp_path / "x.db").close()  # the file exists, in WAL mode
     await db.start()
     try:

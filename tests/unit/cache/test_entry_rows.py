@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from tests.entries import make_entry
 
 from stoker.backends.migrations import migration_files
-from stoker.backends.sqlite import cache_migrations as legacy
-from stoker.backends.sqlite.cache_store import COMPONENT, MIGRATIONS_PACKAGE, SqliteCacheStore
-from stoker.backends.sqlite.connection import apply_migrations, connect
+from stoker.backends.sqlite import migrations as legacy
+from stoker.backends.sqlite.cache_store import COMPONENT, SqliteCacheStore
+from stoker.backends.sqlite.connection import MIGRATIONS, apply_migrations, connect
 from stoker.backends.sqlite.entry_rows import (
     SELECT_LIVE,
     entry_from_row,
@@ -156,7 +156,7 @@ async def test_rows_stored_before_0006_read_back_as_they_were_stored(
     garbage = make_entry("https://example.com/garbage")
     conn = connect(path)
     try:
-        apply_migrations(conn, COMPONENT, migration_files(MIGRATIONS_PACKAGE)[:5])
+        apply_migrations(conn, COMPONENT, migration_files(MIGRATIONS, COMPONENT)[:5])
         for entry in stored:
             conn.execute(LEGACY_INSERT, legacy_row(entry))
             conn.executemany("INSERT INTO cache_tags VALUES (?, ?, ?)",

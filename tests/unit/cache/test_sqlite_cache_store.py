@@ -58,10 +58,30 @@ async def test_entries_survive_a_restart(
         await second.close()
     with sqlite3.connect(path) as conn:
         rows = conn.execute("SELECT name FROM schema_migrations WHERE component = 'cache'")
-        assert rows.fetchall() == [("0001_cache.sql",), ("0002_entry_flags.sql",),
-                                   ("0003_cache_live_index.sql",), ("0004_entry_encoded.sql",),
-                                   ("0005_entry_codings_due.sql",), ("0006_entry_record.sql",),
-                                   ("0007_cache_url_covering.sql",)]
+        assert rows.fetchall() == [(name,) for name in CACHE_MIGRATIONS]
+
+
+CACHE_MIGRATIONS = ["0001_cache.sql", "0002_cache_entry_flags.sql", "0003_cache_live_index.sql",
+                    "0004_cache_entry_encoded.sql", "0005_cache_entry_codings_due.sql",
+                    "0006_cache_entry_record.sql", "0007_cache_url_covering.sql"]
+
+
+async def test_a_ledger_written_under_the_old_file_names_is_up_to_date(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """The files were renamed (``0002_entry_flags.sql`` became ``0002_cache_entry_flags.sql``
+    when every component's migrations joined one package): the ledger is keyed by component
+    and version, so a database migrated before opens without applying anything again."""
+    path = tmp_path / "cache.sqlite3"
+    store = await SqliteCacheStore.open(path, BodyStore(tmp_path / "bodies"), clock)
+    await store.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE schema_migrations SET name = 'old-' || name")
+    store = await SqliteCacheStore.open(path, BodyStore(tmp_path / "bodies"), clock)
+    await store.close()
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT name FROM schema_migrations WHERE component = 'cache'")
+        assert rows.fetchall() == [(f"old-{name}",) for name in CACHE_MIGRATIONS]
 
 
 async def test_a_tag_lookup_reads_indexes_only(

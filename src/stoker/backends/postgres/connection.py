@@ -1,9 +1,7 @@
 """PostgreSQL pools and numbered migrations (files read by ``stoker.backends.migrations``).
 
-One migrations package is shared by all components; a file belongs to the
-component its description starts with (``0001_jobs.sql``, ``0002_jobs_index.sql``
-belong to ``jobs``). :func:`migrate` applies those of one component not yet in
-``schema_migrations``, in version order.
+:data:`MIGRATIONS` is the one package of every component's migrations; :func:`migrate`
+applies those of one component not yet in ``schema_migrations``, in version order.
 
 Invariants:
 - Each migration runs in one transaction together with its ledger row, so a
@@ -24,6 +22,9 @@ from typing import Any
 import asyncpg
 
 from stoker.backends.migrations import Migration, migration_files
+
+MIGRATIONS = "stoker.backends.postgres.migrations"
+"""The package holding every component's migrations."""
 
 _LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -64,9 +65,9 @@ async def create_pool(
         raise ConnectionError(f"cannot connect to PostgreSQL ({describe(url)}): {exc}") from exc
 
 
-async def migrate(pool: asyncpg.Pool, component: str, package: str) -> list[str]:
-    """Apply pending migrations of ``component`` from ``package``; return the names applied."""
-    return await apply_migrations(pool, component, component_files(package, component))
+async def migrate(pool: asyncpg.Pool, component: str) -> list[str]:
+    """Apply pending migrations of ``component``; return the names applied."""
+    return await apply_migrations(pool, component, migration_files(MIGRATIONS, component))
 
 
 async def apply_migrations(
@@ -84,14 +85,6 @@ async def apply_migrations(
                     await conn.execute(_RECORD, component, version, name)
                     applied.append(name)
     return applied
-
-
-def component_files(package: str, component: str) -> list[Migration]:
-    """The migrations of ``package`` that belong to ``component``."""
-    return [
-        migration for migration in migration_files(package)
-        if migration.name[5:].removesuffix(".sql").split("_")[0] == component
-    ]
 
 
 def describe(url: str) -> str:

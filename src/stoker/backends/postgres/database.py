@@ -24,14 +24,8 @@ import asyncpg
 
 from stoker.backends.postgres.connection import migrate
 
-COMPONENTS: Final = (
-    ("jobs", "stoker.backends.postgres.job_migrations"),
-    ("runs", "stoker.backends.postgres.run_migrations"),
-    ("deadlines", "stoker.backends.postgres.deadline_migrations"),
-    ("pending", "stoker.backends.postgres.pending_migrations"),
-    ("hits", "stoker.backends.postgres.hits_migrations"),
-)
-"""Every component of the warm stores, with its migrations package, in the order applied."""
+COMPONENTS: Final = ("jobs", "runs", "deadlines", "pending", "hits")
+"""Every component of the warm stores, in the order their migrations are applied."""
 
 
 class PostgresHandle(Protocol):
@@ -76,8 +70,8 @@ class PostgresDatabase:
     @classmethod
     async def open(cls, pool: asyncpg.Pool) -> PostgresDatabase:
         """Apply every component's pending migrations on ``pool`` and wrap it."""
-        for component, package in COMPONENTS:
-            await migrate(pool, component, package)
+        for component in COMPONENTS:
+            await migrate(pool, component)
         return cls(pool)
 
     def acquire(self) -> AbstractAsyncContextManager[Any]:

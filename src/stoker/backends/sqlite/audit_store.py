@@ -26,7 +26,6 @@ from stoker.clock import Clock
 
 log = logging.getLogger("stoker.audit")
 
-MIGRATIONS_PACKAGE = "stoker.backends.sqlite.audit_migrations"
 COMPONENT = "audit"
 MAX_LIMIT = 1000
 
@@ -37,7 +36,7 @@ class SqliteAuditStore:
     def __init__(self, path: Path, clock: Clock) -> None:
         self._clock = clock
         # an admin call waits for its record: at the loop's priority, not below it
-        self._db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE, background=False)
+        self._db = SqliteThread(path, COMPONENT, (COMPONENT,), background=False)
 
     @classmethod
     async def open(cls, path: Path, clock: Clock) -> SqliteAuditStore:

@@ -100,7 +100,6 @@ from stoker.cache.store import EntryRef, as_refs, sorted_refs
 from stoker.clock import Clock
 from stoker.http.encoding import Encoded
 
-MIGRATIONS_PACKAGE = "stoker.backends.sqlite.cache_migrations"
 COMPONENT = "cache"
 ORPHAN_GRACE = 3600.0
 """Seconds a body file must have been unchanged before an orphan sweep may remove it."""
@@ -184,8 +183,8 @@ class SqliteCacheStore:
         self._bodies = bodies
         self._clock = clock
         self._max_bytes = max_bytes
-        self._db = SqliteThread(path, COMPONENT, MIGRATIONS_PACKAGE)
-        self._lookups = SqliteThread(path, f"{COMPONENT}-lookups", None, background=False)
+        self._db = SqliteThread(path, COMPONENT, (COMPONENT,))
+        self._lookups = SqliteThread(path, f"{COMPONENT}-lookups", background=False)
         """Reads a client waits on (a purge's lookups, the entry count), at the loop's
         priority and behind nobody's writes (see the module docstring)."""
         self._inline_reads = inline_reads

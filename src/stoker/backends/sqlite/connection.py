@@ -1,9 +1,9 @@
 """SQLite connections and numbered migrations for every embedded store.
 
-Each store owns a migrations package directory of files named
-``NNNN_description.sql`` (read by ``stoker.backends.migrations``).
-:func:`migrate` applies, in order, those not yet recorded in
-``schema_migrations`` for that store, each in one transaction.
+:data:`MIGRATIONS` is the one package of every component's migration files
+(``NNNN_component_description.sql``, read by ``stoker.backends.migrations``);
+:func:`migrate` applies, in order, those of one component not yet recorded in
+``schema_migrations``, each in one transaction.
 
 Invariants: a connection from :func:`connect` is in WAL mode with a busy
 timeout, so readers never block the writer and a second process waits
@@ -36,6 +36,8 @@ from stoker.backends.migrations import Migration, migration_files
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 10_000
+MIGRATIONS = "stoker.backends.sqlite.migrations"
+"""The package holding every component's migrations."""
 
 _LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -116,16 +118,16 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("RELEASE store_call" if nested else "COMMIT")
 
 
-def migrate(conn: sqlite3.Connection, component: str, package: str) -> list[str]:
-    """Apply pending migrations of ``component`` from ``package``; return the names applied."""
-    register_functions(conn, package)
-    return apply_migrations(conn, component, migration_files(package))
+def migrate(conn: sqlite3.Connection, component: str) -> list[str]:
+    """Apply pending migrations of ``component``; return the names applied."""
+    register_functions(conn)
+    return apply_migrations(conn, component, migration_files(MIGRATIONS, component))
 
 
-def register_functions(conn: sqlite3.Connection, package: str) -> None:
-    """Make the Python functions the SQL of a migrations package calls (its
+def register_functions(conn: sqlite3.Connection) -> None:
+    """Make the Python functions the migrations' SQL calls (the package's
     ``SQL_FUNCTIONS``: ``name: (number of arguments, function)``) callable on ``conn``."""
-    functions = getattr(importlib.import_module(package), "SQL_FUNCTIONS", {})
+    functions = getattr(importlib.import_module(MIGRATIONS), "SQL_FUNCTIONS", {})
     for name, (arity, function) in functions.items():
         conn.create_function(name, arity, function, deterministic=True)
 
@@ -194,20 +196,18 @@ class SqliteThread:
     at once; :meth:`start` is idempotent and leaves nothing running if it
     fails; a call after :meth:`close` raises ``RuntimeError``.
 
-    ``package`` names the migrations applied on connecting (``migrations``, when given:
-    the ``(component, package)`` pairs applied in order instead); neither opens the
-    database read-only (:func:`connect_reader`), for a thread that reads what another
-    thread's connection migrated and writes.  A ``background`` thread runs below the event loop
-    (:func:`yield_to_the_loop`); one whose calls a client waits on (a purge's lookups,
-    an admin change's audit record) runs at the loop's priority.
+    ``components`` are those whose migrations are applied on connecting, in order; none
+    opens the database read-only (:func:`connect_reader`), for a thread that reads what
+    another thread's connection migrated and writes.  A ``background`` thread runs below
+    the event loop (:func:`yield_to_the_loop`); one whose calls a client waits on (a
+    purge's lookups, an admin change's audit record) runs at the loop's priority.
     """
 
-    def __init__(self, path: Path, component: str, package: str | None, *,
-                 row_factory: type | None = None, background: bool = True,
-                 migrations: Sequence[tuple[str, str]] = ()) -> None:
+    def __init__(self, path: Path, name: str, components: Sequence[str] = (), *,
+                 row_factory: type | None = None, background: bool = True) -> None:
         self.path = path
-        self._component = component
-        self._migrations = [(component, package)] if package is not None else list(migrations)
+        self._component = name
+        self._components = tuple(components)
         self._row_factory = row_factory
         self._background = background
         self._executor: ThreadPoolExecutor | None = None
@@ -243,12 +243,12 @@ class SqliteThread:
         self._conn = None
 
     def _connect(self) -> None:
-        if not self._migrations:
+        if not self._components:
             conn = connect_reader(self.path, wait=True)
         else:
             conn = connect(self.path)
-            for component, package in self._migrations:
-                migrate(conn, component, package)
+            for component in self._components:
+                migrate(conn, component)
         if self._row_factory is not None:
             conn.row_factory = self._row_factory
         self._conn = conn

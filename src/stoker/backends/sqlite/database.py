@@ -30,14 +30,8 @@ from stoker.backends.sqlite.connection import SqliteThread
 
 T = TypeVar("T")
 
-COMPONENTS: Final = (
-    ("jobs", "stoker.backends.sqlite.job_migrations"),
-    ("runs", "stoker.backends.sqlite.run_migrations"),
-    ("deadlines", "stoker.backends.sqlite.deadline_migrations"),
-    ("pending", "stoker.backends.sqlite.pending_migrations"),
-    ("hits", "stoker.backends.sqlite.hits_migrations"),
-)
-"""Every component of the warm stores, with its migrations package, in the order applied."""
+COMPONENTS: Final = ("jobs", "runs", "deadlines", "pending", "hits")
+"""Every component of the warm stores, in the order their migrations are applied."""
 
 
 class SqliteHandle(Protocol):
@@ -100,7 +94,7 @@ class SqliteDatabase:
     @classmethod
     async def open(cls, path: Path) -> SqliteDatabase:
         """Connect to ``path`` (created if missing) and migrate every component."""
-        thread = SqliteThread(path, "warm", None, migrations=COMPONENTS)
+        thread = SqliteThread(path, "warm", COMPONENTS)
         await thread.start()
         return cls(thread)
 

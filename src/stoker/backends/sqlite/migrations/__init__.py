@@ -1,7 +1,8 @@
-"""Numbered SQLite migrations (``NNNN_description.sql``), applied by ``connection.migrate``.
+"""SQLite migrations of every component (``NNNN_component_description.sql``), applied by
+``connection.migrate``.
 
 :data:`SQL_FUNCTIONS` are the Python functions the migrations' SQL calls (registered on
-the migrating connection): the converters of the columns 0006 folds into ``record``.
+the migrating connection): the converters of the columns ``cache`` 0006 folds into ``record``.
 Each returns NULL for a value it cannot read, so an upgrade never fails on a bad row.
 """
 

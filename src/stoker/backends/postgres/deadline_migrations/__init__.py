@@ -1,1 +1,0 @@
-"""PostgreSQL migrations of the persisted deadlines (component ``deadlines``)."""

@@ -1,1 +1,0 @@
-"""PostgreSQL migrations of the hit statistics, ``NNNN_hits*.sql`` (component ``hits``)."""

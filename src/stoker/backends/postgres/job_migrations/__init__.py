@@ -1,1 +1,0 @@
-"""PostgreSQL migrations, ``NNNN_component.sql``; each component keeps its own ledger rows."""

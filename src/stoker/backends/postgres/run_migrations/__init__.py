@@ -1,1 +1,0 @@
-"""PostgreSQL migrations of the warm runs store: files ``NNNN_runs*.sql`` (component ``runs``)."""

@@ -1,1 +1,0 @@
-"""Numbered SQLite migrations of the admin audit log (component ``audit``)."""

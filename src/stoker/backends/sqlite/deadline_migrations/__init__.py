@@ -1,1 +1,0 @@
-"""SQLite migrations of the persisted deadlines (component ``deadlines``)."""

@@ -1,1 +1,0 @@
-"""Numbered SQLite migrations of the hit statistics (component ``hits``)."""

@@ -1,1 +1,0 @@
-"""SQLite migrations of the job queue (component ``jobs``)."""

@@ -1,1 +1,0 @@
-"""Numbered SQLite migrations of the warm runs store (component ``runs``)."""
