@@ -1,9 +1,10 @@
-"""The admin listener: health, status, purges, entry inspection, audit log.
+"""The admin listener: health, readiness, metrics, status, purges, entry inspection,
+audit log.
 
 Invariants: every admin response carries ``Cache-Control: no-store``;
-every ``/api`` route passes :class:`~stoker.admin.guard.AdminGuard` (token,
-same-origin writes, loopback-only when no token is configured).  ``/healthz``
-is open.
+every ``/api`` route and ``/metrics`` pass :class:`~stoker.admin.guard.AdminGuard`
+(token, same-origin writes, loopback-only when no token is configured).  ``/healthz``
+and ``/readyz`` are open (:mod:`stoker.admin.health`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from stoker.admin import health, metrics
 from stoker.admin.api import api_routes
 from stoker.admin.audit import RefusalAudit
 from stoker.admin.guard import AdminGuard
@@ -54,8 +56,16 @@ async def warm_status(warm: WarmService) -> dict[str, Any]:
 def build_admin_app(stoker: Stoker, warm: WarmService | None = None) -> ASGIApp:
     """The admin ASGI app for one running :class:`Stoker` (and its warmer, if any)."""
 
-    async def health(_: Request) -> Response:
+    async def alive(_: Request) -> Response:
         return JSONResponse({"ok": True})
+
+    async def ready(_: Request) -> Response:
+        status, body = health.verdict(await health.readiness(stoker, warm))
+        return JSONResponse(body, status_code=status)
+
+    async def scrape(_: Request) -> Response:
+        found = metrics.families(await metrics.read(stoker, warm))
+        return Response(metrics.exposition(found), media_type=metrics.CONTENT_TYPE)
 
     async def status(_: Request) -> Response:
         body: dict[str, Any] = {
@@ -74,7 +84,8 @@ def build_admin_app(stoker: Stoker, warm: WarmService | None = None) -> ASGIApp:
             body["warm"] = await warm_status(warm)
         return JSONResponse(body)
 
-    app = Starlette(routes=[Route("/healthz", health), Route("/api/status", status),
+    app = Starlette(routes=[Route("/healthz", alive), Route("/readyz", ready),
+                            Route("/metrics", scrape), Route("/api/status", status),
                             *api_routes(stoker), *warm_routes(warm)])
     return AdminGuard(app, token=stoker.settings.admin_token,
                       refusals=RefusalAudit(stoker.audit, stoker.clock))

@@ -3,8 +3,8 @@
 Invariants:
 - Every response, errors included, carries ``Cache-Control: no-store``
   (any other ``Cache-Control`` the app set is replaced).
-- On ``/api`` routes, in this order: with no token configured, a request
-  whose ``Host`` is not a loopback name is refused (403; defeats DNS
+- On ``/api`` routes and ``/metrics`` (:func:`guarded`), in this order: with no token
+  configured, a request whose ``Host`` is not a loopback name is refused (403; defeats DNS
   rebinding against the open local API); a write (any method but GET/HEAD)
   carrying an ``Origin`` other than the listener's own ``Host`` is refused
   (403; a web page cannot purge through a browser); a missing or wrong token
@@ -82,6 +82,11 @@ def check(scope: Message, token: str | None, authenticated: bool) -> Refusal | N
     return None
 
 
+def guarded(path: str) -> bool:
+    """Whether requests for ``path`` pass the checks: the API and the metrics.  Pure."""
+    return path in ("/api", "/metrics") or path.startswith("/api/")
+
+
 def audited_action(method: str, path: str) -> str:
     """The audit ``action`` of a call: ``purge`` or ``METHOD /path``.  Pure."""
     return "purge" if (method, path) == ("POST", "/api/purge") else f"{method} {path}"
@@ -101,7 +106,7 @@ class AdminGuard:
             return
         send = no_store(send)
         path = str(scope.get("path", ""))
-        if path == "/api" or path.startswith("/api/"):
+        if guarded(path):
             await self._refusals.flush()
             decision = authenticate(self._token, bearer_token(_header(scope, b"authorization")))
             refusal = check(scope, self._token, decision.allowed)

@@ -44,6 +44,7 @@ from stoker.proxy.limited_origin import LimitedOrigin
 from stoker.proxy.origin import HttpOrigin, OriginClient
 from stoker.proxy.origin_health import MonitoredOrigin, OriginHealth
 from stoker.proxy.origin_slots import OriginLimiter
+from stoker.proxy.origin_timing import OriginTiming
 from stoker.proxy.pipeline import Pipeline, PipelineConfig
 from stoker.proxy.purge import AuditTrail, Purger
 from stoker.proxy.purge_method import PurgeMethod, parse_networks
@@ -85,6 +86,8 @@ class Stoker:
     origin: OriginClient
     purger: Purger
     audit: AuditTrail
+    origin_timing: OriginTiming = field(default_factory=OriginTiming)
+    """The origin's answer times and failures (for ``/metrics``)."""
     _maintenance: asyncio.Task[None] | None = field(default=None)
     _shutdown: ShutdownBudget | None = field(default=None)
     _first_flush: asyncio.Future[None] | None = field(default=None)
@@ -130,7 +133,8 @@ class Stoker:
             assert origin_url is not None
             origin = HttpOrigin(origin_url, timeout=settings.origin_timeout)
         health = OriginHealth(clock)
-        origin = LimitedOrigin(MonitoredOrigin(origin, health, clock),
+        timing = OriginTiming()
+        origin = LimitedOrigin(MonitoredOrigin(origin, health, clock, timing),
                                OriginLimiter(settings.origin_max_concurrency))
         host = settings.listen.rpartition(":")[0]
         pipeline = Pipeline(
@@ -145,7 +149,7 @@ class Stoker:
         purger = Purger(pipeline, store, purges, PurgeEvents(), clock, versions)
         pipeline.purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit,
                                             settings.site_hosts)
-        stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit)
+        stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit, timing)
         purger.resume_reclaim(state)
         if evict_loop:
             stoker._maintenance = asyncio.create_task(stoker._evict_forever())

@@ -107,6 +107,8 @@ class MemoryStore:
         self.purges = purges if purges is not None else PurgeList(clock)
         self._in_force = self.purges.in_force(L1)
         self._changed: dict[int, list[Pair]] = {}
+        self.evictions = 0
+        """Primary keys evicted to stay within ``max_bytes`` since the store was made."""
 
     # -- hot path -----------------------------------------------------------
 
@@ -356,6 +358,7 @@ class MemoryStore:
         while self._bytes > self._max_bytes and self._slots:
             key = next(iter(self._slots))
             self.delete_primary_nowait((key,))
+            self.evictions += 1
 
     def _tagged(self, tags: Sequence[str]) -> set[Pair]:
         found: set[Pair] = set()

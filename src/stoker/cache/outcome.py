@@ -63,6 +63,16 @@ class Outcome:
                             collapsed=self.kind is Kind.COLLAPSED, ttl=self.ttl,
                             detail=self.detail, name=name)
 
+    @property
+    def reason(self) -> str:
+        """Why the cache was left out: ``fwd`` for a bypass, ``detail`` for a pass, ``""``
+        for the other kinds (a label for counting outcomes)."""
+        if self.kind is Kind.BYPASS:
+            return self.fwd or ""
+        if self.kind is Kind.PASS:
+            return self.detail or ""
+        return ""
+
     def not_stored(self, reason: str) -> Outcome:
         """This outcome for a response that turned out not stored, for ``reason``."""
         return replace(self, kind=Kind.PASS if self.kind is Kind.MISS else self.kind,

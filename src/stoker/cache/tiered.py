@@ -116,6 +116,11 @@ class TieredStore:
         return self._purges
 
     @property
+    def l1(self) -> MemoryStore:
+        """The memory tier, for its figures (reads and writes go through this store)."""
+        return self._l1
+
+    @property
     def dropped(self) -> int:
         """Puts dropped (queue full, or after close) since this store was made."""
         return self._queue.dropped

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Final
 
 from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
@@ -51,6 +52,8 @@ from stoker.proxy.request import (
 MemoKey = tuple[str, str, bytes, bytes]
 
 FAST_HIT = Outcome(Kind.HIT)
+HIT_COUNTED: Final = (Kind.HIT, "", False)
+"""A visitor's hit, as :attr:`Pipeline.outcomes` counts it."""
 """The outcome of every reply the fast path gives (its ``Cache-Status`` says the ttl)."""
 
 # Any of these makes a request need the full pipeline (bypass, revalidation, 304s; a
@@ -184,8 +187,10 @@ class HotPath:
     def count(self, reply: Reply) -> None:
         """Count ``reply``, sent, as a visitor's hit."""
         assert reply.entry is not None
-        self._pipeline.stats["hit"] += 1
-        self._pipeline.hits.hit(reply.entry.url)
+        pipeline = self._pipeline
+        pipeline.stats["hit"] += 1
+        pipeline.outcomes[HIT_COUNTED] += 1
+        pipeline.hits.hit(reply.entry.url)
 
     def _primary_key(self, scheme: str, host: bytes, target: bytes,
                      scope: Callable[[], Message]) -> str | None:

@@ -25,6 +25,7 @@ from stoker.breaker import BreakerState
 from stoker.clock import Clock
 from stoker.proxy.context import RequestContext
 from stoker.proxy.origin import Body, Headers, OriginClient, OriginError, OriginResponse
+from stoker.proxy.origin_timing import OriginTiming
 
 THRESHOLD: Final = 5
 COOLDOWN: Final = 5.0
@@ -73,11 +74,14 @@ class OriginHealth:
 
 
 class MonitoredOrigin:
-    """An :class:`OriginClient` that reports every request to an :class:`OriginHealth`."""
+    """An :class:`OriginClient` that reports every request to an :class:`OriginHealth`
+    and its time to an :class:`~stoker.proxy.origin_timing.OriginTiming`."""
 
-    def __init__(self, origin: OriginClient, health: OriginHealth, clock: Clock) -> None:
+    def __init__(self, origin: OriginClient, health: OriginHealth, clock: Clock,
+                 timing: OriginTiming | None = None) -> None:
         self._origin = origin
         self.health = health
+        self.timing = timing if timing is not None else OriginTiming()
         self._clock = clock
 
     async def fetch(self, method: str, target: str, headers: Headers, body: Body | None,
@@ -88,6 +92,7 @@ class MonitoredOrigin:
             response = await self._origin.fetch(method, target, headers, body, context)
         except OriginError:
             self.health.report(request_id, ok=False)
+            self.timing.failed()
             raise
         except BaseException:
             self.health.abandon(request_id)
@@ -96,6 +101,7 @@ class MonitoredOrigin:
             if context is not None:
                 context.origin_waits.append(self._clock.monotonic() - started)
         self.health.report(request_id, ok=True)  # it answered: it is up
+        self.timing.answered(self._clock.monotonic() - started)
         return response
 
     async def close(self) -> None:

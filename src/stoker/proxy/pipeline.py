@@ -78,7 +78,7 @@ from stoker.cache.budget import MemoryBudget, share_memory
 from stoker.cache.collapse import Collapser, Flight
 from stoker.cache.entry import CacheEntry, Freshness
 from stoker.cache.hits import HitCounter
-from stoker.cache.outcome import Kind, Outcome
+from stoker.cache.outcome import GENERATED, Kind, Outcome
 from stoker.cache.port import Cache
 from stoker.clock import Clock
 from stoker.config.rules import (
@@ -182,6 +182,10 @@ class Pipeline:
         self.codings = Codings(store)
         """Compressed forms of stored entries, made when first wanted."""
         self.stats: Counter[str] = Counter()
+        self.outcomes: Counter[tuple[Kind, str, bool]] = Counter()
+        """Replies by ``(kind, reason, warm)`` (:attr:`Outcome.reason`; ``warm``: a warm
+        visit), each counted once, with its final outcome (the fast path counts its own
+        hits here too)."""
         self.hits = HitCounter(config.memory.counted_urls)
         """Per-URL visitor hits and misses (warm visits left out), flushed by the owner."""
         self.health = health or OriginHealth(clock)
@@ -238,6 +242,9 @@ class Pipeline:
             log.exception("answering %s %s failed", request.method, request.url)
         else:
             sink.fail(RuntimeError("the pipeline gave no reply"))
+        finally:
+            outcome = sink.outcome or GENERATED  # none stamped: a failure Stoker answered
+            self.outcomes[outcome.kind, outcome.reason, request.context.warm] += 1
 
     def _refuse(self, sink: ReplySink, error: BadRequest) -> None:
         if sink.started:

@@ -73,6 +73,8 @@ class Ticker:
         self._max_sleep = max_sleep
         self._purposes: dict[str, Purpose] = {}
         self._running: dict[str, asyncio.Task[bool]] = {}
+        self.alive = False
+        """True while :meth:`run` loops (for readiness checks)."""
         self._in_handler: set[str] = set()
         self._poked = asyncio.Event()
 
@@ -102,11 +104,13 @@ class Ticker:
     async def run(self, stop: asyncio.Event) -> None:
         """Claim and run due deadlines until ``stop`` is set; then cancel runs in flight."""
         stopping = asyncio.create_task(stop.wait())
+        self.alive = True
         try:
             while not stop.is_set():
                 self._poked.clear()
                 await self._sleep(await self._tick_logged(), stopping)
         finally:
+            self.alive = False
             stopping.cancel()
             await self._cancel_running()
 

@@ -1,0 +1,223 @@
+"""Prometheus figures of one Stoker process, for ``GET /metrics`` on the admin listener.
+
+The figures are read when scraped, from the counters the process keeps anyway (as
+varnishstat reads Varnish's): nothing is counted twice on the request path.  Reading is
+split in two: :func:`read` gathers a :class:`Figures` (the async part: L2's entry count,
+the job queue, the warm run, the deadlines), :func:`families` turns it into metric
+families (pure), and :func:`exposition` renders them in Prometheus's text format.
+
+Invariants:
+- Every metric is named ``stoker_*``; counters end in ``_total``; label values come from
+  closed sets (outcome kinds and reasons, tiers, job states, deadline names, the cookie
+  names the pipeline keeps, which it bounds) so a client cannot add series.
+- Requests by outcome keep bypasses and passes apart from misses, with their reason
+  (``reason``), and warm visits apart from visitors (``source``).
+- A figure whose store cannot be read is left out of that scrape (logged), never faked.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+
+from stoker.cache.outcome import Kind
+from stoker.cache.purge_list import L1, L2
+from stoker.proxy.origin_timing import OriginTiming
+
+if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
+    from stoker.app.stoker import Stoker
+    from stoker.app.warm_service import WarmService
+
+T = TypeVar("T")
+
+log = logging.getLogger("stoker.admin")
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+"""Prometheus's text exposition format."""
+
+
+@dataclass
+class Figures:
+    """What one scrape reports (see :func:`families`)."""
+
+    outcomes: Mapping[tuple[Kind, str, bool], int]
+    cookie_bypasses: Mapping[str, int]
+    timing: OriginTiming
+    origin_up: bool
+    in_flight: int
+    l1: Mapping[str, int]
+    l1_evictions: int
+    l2: Mapping[str, int] | None
+    l2_pending: int
+    l2_pending_bytes: int
+    l2_dropped: int
+    purge_marks: int
+    applying: Mapping[str, int]
+    jobs: Sequence[tuple[str, str, int]] = ()
+    warm_run: Mapping[str, int] | None = None
+    deadline_lag: Mapping[str, float] = field(default_factory=dict)
+
+
+async def read(stoker: Stoker, warm: WarmService | None) -> Figures:
+    """The figures of ``stoker`` (and its warmer) now."""
+    store, pipeline = stoker.store, stoker.pipeline
+    figures = Figures(
+        outcomes=dict(pipeline.outcomes), cookie_bypasses=dict(pipeline.cookie_bypasses),
+        timing=stoker.origin_timing, origin_up=not pipeline.health.is_down(),
+        in_flight=len(pipeline.collapser), l1=store.l1.stats_nowait(),
+        l1_evictions=store.l1.evictions, l2=await _or_none(stoker.l2.stats()),
+        l2_pending=store.pending(), l2_pending_bytes=store.pending_bytes(),
+        l2_dropped=store.dropped, purge_marks=len(store.purges),
+        applying={tier: len(store.purges.unapplied(tier)) for tier in (L1, L2)})
+    if warm is not None:
+        await _read_warm(figures, warm, stoker.clock.now())
+    return figures
+
+
+async def _read_warm(figures: Figures, warm: WarmService, now: float) -> None:
+    counts = await _or_none(warm.stores.queue.counts())
+    if counts is not None:
+        figures.jobs = [(count.queue, count.state, count.count) for count in counts]
+    active = await _or_none(warm.stores.runs.active())
+    if active is not None:
+        run = active.counts
+        figures.warm_run = {"total": run.total, "settled": run.settled, "warmed": run.warmed,
+                            "failed": run.failed, "open": run.open}
+    deadlines = await _or_none(warm.ticker.status())
+    if deadlines is not None:
+        figures.deadline_lag = {deadline.name: max(0.0, now - deadline.due_at)
+                                for deadline in deadlines if deadline.due_at is not None}
+
+
+async def _or_none(reading: Awaitable[T]) -> T | None:
+    try:
+        return await reading
+    except Exception:
+        log.warning("a metrics figure could not be read; left out of this scrape",
+                    exc_info=True)
+        return None
+
+
+def families(figures: Figures) -> list[Metric]:
+    """The metric families for ``figures``.  Pure."""
+    return [*_request_families(figures), *_origin_families(figures),
+            *_cache_families(figures), *_warm_families(figures)]
+
+
+def _request_families(figures: Figures) -> Iterable[Metric]:
+    requests = CounterMetricFamily(
+        "stoker_requests", "Requests answered, by what the cache did (outcome), why it was "
+        "left out (reason, for pass and bypass) and who asked (visitor or warmer)",
+        labels=["outcome", "reason", "source"])
+    for (kind, reason, warm), count in sorted(figures.outcomes.items(), key=_outcome_order):
+        requests.add_metric([kind.value, reason, "warmer" if warm else "visitor"], count)
+    cookies = CounterMetricFamily(
+        "stoker_cookie_bypasses", "Requests that skipped the cache for a cookie, by name",
+        labels=["cookie"])
+    for name, count in sorted(figures.cookie_bypasses.items()):
+        cookies.add_metric([name], count)
+    return requests, cookies
+
+
+def _outcome_order(item: tuple[tuple[Kind, str, bool], int]) -> tuple[str, str, bool]:
+    (kind, reason, warm), _ = item
+    return kind.value, reason, warm
+
+
+def _origin_families(figures: Figures) -> Iterable[Metric]:
+    timing = figures.timing
+    latency = HistogramMetricFamily(
+        "stoker_origin_response_seconds", "Seconds until the origin's response head arrived")
+    latency.add_metric([], [(_bound(bound), count) for bound, count in timing.cumulative()],
+                       sum_value=timing.seconds)
+    yield latency
+    yield CounterMetricFamily("stoker_origin_failures",
+                              "Origin requests that got no answer (refused, reset, timed out)",
+                              value=timing.failures)
+    yield GaugeMetricFamily("stoker_origin_up",
+                            "1 while the origin answers, 0 while its breaker is open",
+                            value=1 if figures.origin_up else 0)
+    yield GaugeMetricFamily("stoker_collapsed_fetches_in_flight",
+                            "Origin fetches in flight that concurrent misses wait on",
+                            value=figures.in_flight)
+
+
+def _bound(bound: float) -> str:
+    return "+Inf" if bound == float("inf") else repr(bound)
+
+
+def _cache_families(figures: Figures) -> Iterable[Metric]:
+    entries = GaugeMetricFamily("stoker_cache_entries", "Entries stored, by tier",
+                                labels=["tier"])
+    size = GaugeMetricFamily("stoker_cache_bytes", "Bytes stored, by tier", labels=["tier"])
+    entries.add_metric(["l1"], figures.l1["entries"])
+    size.add_metric(["l1"], figures.l1["bytes"])
+    if figures.l2 is not None:
+        entries.add_metric(["l2"], figures.l2["entries"])
+        size.add_metric(["l2"], figures.l2["bytes"])
+    yield entries
+    yield size
+    yield GaugeMetricFamily("stoker_l1_max_bytes", "The memory tier's bound",
+                            value=figures.l1["max_bytes"])
+    yield CounterMetricFamily("stoker_l1_evictions",
+                              "Keys evicted from the memory tier to stay within its bound",
+                              value=figures.l1_evictions)
+    yield GaugeMetricFamily("stoker_l2_queued_writes",
+                            "Operations queued for the persistent tier", value=figures.l2_pending)
+    yield GaugeMetricFamily("stoker_l2_queued_bytes", "Bytes of the puts queued for the "
+                            "persistent tier", value=figures.l2_pending_bytes)
+    yield CounterMetricFamily("stoker_l2_dropped_writes", "Puts dropped (queue full)",
+                              value=figures.l2_dropped)
+    yield GaugeMetricFamily("stoker_purge_marks", "Recent purges kept in the purge list",
+                            value=figures.purge_marks)
+    applying = GaugeMetricFamily("stoker_purge_marks_applying",
+                                 "Purges still being applied, by tier", labels=["tier"])
+    for tier, count in sorted(figures.applying.items()):
+        applying.add_metric([tier], count)
+    yield applying
+
+
+def _warm_families(figures: Figures) -> Iterable[Metric]:
+    jobs = GaugeMetricFamily("stoker_jobs", "Jobs in the durable queue, by queue and state",
+                             labels=["queue", "state"])
+    for queue, state, count in sorted(figures.jobs):
+        jobs.add_metric([queue, state], count)
+    yield jobs
+    run = GaugeMetricFamily("stoker_warm_run_urls",
+                            "The active warm run's URLs, by how far they got", labels=["state"])
+    for state, count in sorted((figures.warm_run or {}).items()):
+        run.add_metric([state], count)
+    yield run
+    lag = GaugeMetricFamily("stoker_deadline_lag_seconds",
+                            "How long each armed deadline is past due (0: not yet due)",
+                            labels=["deadline"])
+    for name, seconds in sorted(figures.deadline_lag.items()):
+        lag.add_metric([name], seconds)
+    yield lag
+
+
+class _Scrape:
+    """A collector handing out one scrape's families."""
+
+    def __init__(self, found: list[Metric]) -> None:
+        self._found = found
+
+    def collect(self) -> Iterable[Metric]:
+        return self._found
+
+
+def exposition(found: list[Metric]) -> bytes:
+    """``found`` in Prometheus's text format (:data:`CONTENT_TYPE`)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Scrape(found))
+    return generate_latest(registry)

@@ -1,0 +1,93 @@
+"""The metrics families (pure) and the origin timing histogram."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
+
+from stoker.admin.metrics import Figures, exposition, families
+from stoker.cache.outcome import Kind
+from stoker.proxy.origin_timing import BUCKETS, OriginTiming
+
+
+def figures(**changes: object) -> Figures:
+    timing = OriginTiming()
+    for seconds in (0.004, 0.02, 0.02, 3.0, 60.0):
+        timing.answered(seconds)
+    timing.failed()
+    base: dict[str, object] = dict(
+        outcomes={(Kind.HIT, "", False): 7, (Kind.MISS, "", False): 2,
+                  (Kind.MISS, "", True): 5, (Kind.BYPASS, "bypass", False): 3,
+                  (Kind.PASS, "no-store", False): 1},
+        cookie_bypasses={"session": 3}, timing=timing, origin_up=True, in_flight=2,
+        l1={"entries": 4, "bytes": 4096, "max_bytes": 1 << 20}, l1_evictions=1,
+        l2={"entries": 9, "bytes": 9000}, l2_pending=3, l2_pending_bytes=300, l2_dropped=0,
+        purge_marks=2, applying={"l1": 1, "l2": 0},
+        jobs=[("warm", "pending", 5), ("warm", "done", 40)],
+        warm_run={"total": 45, "settled": 40}, deadline_lag={"refresh": 1.5})
+    base.update(changes)
+    return Figures(**base)  # type: ignore[arg-type]
+
+
+def samples(found: Figures) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of the exposition, parsed back by Prometheus's own parser."""
+    text = exposition(families(found)).decode()
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+def test_requests_are_counted_by_outcome_reason_and_source() -> None:
+    found = samples(figures())
+    def requests(outcome: str, reason: str = "", source: str = "visitor") -> float:
+        return found["stoker_requests_total", (("outcome", outcome), ("reason", reason),
+                                               ("source", source))]
+    assert requests("hit") == 7
+    assert requests("miss") == 2  # the warmer's misses are apart
+    assert requests("miss", source="warmer") == 5
+    assert requests("bypass", "bypass") == 3  # a bypass is no miss
+    assert requests("pass", "no-store") == 1
+    assert found["stoker_cookie_bypasses_total", (("cookie", "session"),)] == 3
+
+
+def test_the_origin_histogram_is_cumulative_and_ends_with_every_answer() -> None:
+    found = samples(figures())
+    bucket = {labels[0][1]: value for (name, labels), value in found.items()
+              if name == "stoker_origin_response_seconds_bucket"}
+    assert bucket["0.005"] == 1 and bucket["0.025"] == 3 and bucket["5.0"] == 4
+    assert bucket["+Inf"] == 5 == found["stoker_origin_response_seconds_count", ()]
+    assert found["stoker_origin_response_seconds_sum", ()] == 63.044
+    assert found["stoker_origin_failures_total", ()] == 1
+    assert found["stoker_origin_up", ()] == 1
+
+
+def test_cache_queue_and_warm_figures() -> None:
+    found = samples(figures())
+    assert found["stoker_cache_entries", (("tier", "l1"),)] == 4
+    assert found["stoker_cache_bytes", (("tier", "l2"),)] == 9000
+    assert found["stoker_l1_evictions_total", ()] == 1
+    assert found["stoker_l2_queued_writes", ()] == 3
+    assert found["stoker_purge_marks_applying", (("tier", "l1"),)] == 1
+    assert found["stoker_jobs", (("queue", "warm"), ("state", "pending"))] == 5
+    assert found["stoker_warm_run_urls", (("state", "settled"),)] == 40
+    assert found["stoker_deadline_lag_seconds", (("deadline", "refresh"),)] == 1.5
+
+
+def test_a_figure_not_read_is_left_out_not_zero() -> None:
+    found = samples(figures(l2=None, warm_run=None, jobs=[]))
+    assert ("stoker_cache_entries", (("tier", "l2"),)) not in found
+    assert ("stoker_cache_entries", (("tier", "l1"),)) in found
+    assert not any(name == "stoker_jobs" for name, _ in found)
+
+
+@given(st.lists(st.floats(min_value=0, max_value=100, allow_nan=False)))
+def test_timing_buckets_are_cumulative_counts_of_answers(times: list[float]) -> None:
+    timing = OriginTiming()
+    for seconds in times:
+        timing.answered(seconds)
+    rows = timing.cumulative()
+    assert [bound for bound, _ in rows] == [*BUCKETS, float("inf")]
+    counts = [count for _, count in rows]
+    assert counts == sorted(counts) and counts[-1] == len(times) == timing.answers
+    for bound, count in rows:
+        assert count == sum(1 for seconds in times if seconds <= bound)
