@@ -48,6 +48,10 @@ class AdminClient:
         """``GET /api/warm/{id}``."""
         return self._call("GET", f"/api/warm/{run_id}")
 
+    def status(self) -> dict[str, Any]:
+        """``GET /api/status``: the process's figures."""
+        return self._call("GET", "/api/status")
+
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         try:
             response = self._client.request(method, path, **kwargs)

@@ -212,11 +212,15 @@ def show_settings(
 
 
 def _mount_subcommands() -> None:
+    from stoker.cli import status
+    from stoker.cli.check import check
     from stoker.cli.jobs import jobs_app
     from stoker.cli.warm import mount
 
+    app.command("check")(check)
     app.add_typer(jobs_app, name="jobs")
     mount(app)
+    status.mount(app)
 
 
 def main() -> None:

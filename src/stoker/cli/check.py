@@ -1,0 +1,284 @@
+"""``stoker check``: could ``stoker serve`` run with this configuration? (as ``nginx -t``)
+
+The settings are read as ``stoker serve`` reads them, with its flags; a configuration
+error (a bad value, an unknown key, no origin, an admin API open without a token) is one
+``error:`` line naming the setting, exit 2.  Then each :class:`Check` tries one thing
+serving needs from the machine: the origin answers, ``data_dir`` is writable, the
+databases open and migrate, the listeners can be bound.
+
+Invariants: every check runs, whatever the ones before it found (but one whose failure
+would only repeat another's: :attr:`Check.needs`), and prints one line (``ok``, ``FAIL``
+or ``skip``, what it checked, what it found) on stdout, then one summary line; the exit
+status is 0 only when every check passed, else 1.  No line shows the password of
+``database_url``.  Nothing is left bound; what is left on disk is what ``stoker serve``
+would create at start (``data_dir``, its migrated databases).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Final
+
+import typer
+from rich.text import Text
+
+from stoker.backends import open_warm_stores
+from stoker.cli.common import (
+    AdminListenOpt,
+    ConfigOpt,
+    DataDirOpt,
+    ListenOpt,
+    OriginOpt,
+    ServerOpt,
+    TokenOpt,
+    output,
+    settings_or_exit,
+    usage_error,
+)
+from stoker.clock import SystemClock
+from stoker.config.settings import (
+    Settings,
+    SettingsError,
+    find_config,
+    require_data_dir,
+    require_origin,
+    require_safe_admin,
+    require_tls_files,
+)
+from stoker.server.listeners import AddressInUse, ensure_free
+from stoker.warm.run import RevisitPolicy
+
+ORIGIN_TIMEOUT: Final = 5.0
+"""Seconds the origin has to answer (connecting included)."""
+CACHE_DB: Final = "cache.db"
+"""The cache tier's file in ``data_dir`` (as :meth:`stoker.app.stoker.Stoker.open` names it)."""
+PASSED: Final = "ok"
+FAILED: Final = "FAIL"
+NOT_TRIED: Final = "skip"
+COLOURS: Final = {PASSED: "green", FAILED: "red", NOT_TRIED: "yellow"}
+
+
+class Unusable(Exception):
+    """What a check found wrong with what it checked, in words for the user."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One thing to try: ``probe`` returns what it found when ``target`` (of ``subject``)
+    is usable, and raises (any exception: its text is the reason) when it is not.  A check
+    that ``needs`` another (by its subject, checked before) is not tried when that one
+    did not pass: its failure would only repeat the other's."""
+
+    subject: str
+    target: str
+    probe: Callable[[], Awaitable[str]]
+    needs: str | None = None
+
+
+def check(
+    config: ConfigOpt = None, origin: OriginOpt = None, listen: ListenOpt = None,
+    admin_listen: AdminListenOpt = None, data_dir: DataDirOpt = None,
+    admin_token: TokenOpt = None, server: ServerOpt = None,
+) -> None:
+    """Check the setup without serving (as nginx -t).
+
+    Reads the settings as `stoker serve` does (the same flags, stoker.toml and STOKER_*
+    variables), then checks that the origin answers, that data_dir is writable and its
+    databases (and database_url's) open and migrate, and that listen and admin_listen can
+    be bound; one line per check. Exit status: 0 when everything is usable, 1 when a
+    check failed, 2 for a configuration error."""
+    settings = settings_or_exit(config, origin=origin, listen=listen, admin_listen=admin_listen,
+                                data_dir=data_dir, admin_token=admin_token, server=server)
+    try:
+        require_origin(settings)
+        require_safe_admin(settings)
+    except SettingsError as error:
+        raise usage_error(error) from None
+    checks = checks_for(settings, find_config(config, os.environ))
+    marks = asyncio.run(run_checks(checks, secrets_of(settings)))
+    output().print(f"stoker check: {summary(marks)}", highlight=False)
+    if FAILED in marks:
+        raise typer.Exit(1)
+
+
+def summary(marks: Sequence[str]) -> str:
+    """``all 8 checks passed``, or how many failed (and were not tried)."""
+    failed, not_tried = marks.count(FAILED), marks.count(NOT_TRIED)
+    if not failed:
+        return f"all {len(marks)} checks passed"
+    return f"{failed} of {len(marks)} checks failed" + (
+        f", {not_tried} not tried" if not_tried else "")
+
+
+def checks_for(settings: Settings, config_file: Path | None) -> list[Check]:
+    """What ``stoker serve`` with ``settings`` needs, in the order it needs it."""
+    data_dir = settings.data_dir
+    queue_needs = None if settings.database_url else "data_dir"
+    checks = [
+        Check("configuration", str(config_file or "(defaults, STOKER_* variables, flags)"),
+              partial(configuration, settings)),
+        Check("origin", require_origin(settings), partial(origin_answers, settings)),
+        Check("data_dir", str(data_dir), partial(data_dir_writable, settings)),
+        Check("cache tier", str(data_dir / CACHE_DB), partial(cache_tier_opens, settings),
+              needs="data_dir"),
+        Check("job queue", job_queue_place(settings), partial(job_queue_opens, settings),
+              needs=queue_needs),
+        Check("audit log", str(settings.sqlite_path), partial(audit_log_opens, settings),
+              needs="data_dir"),
+    ]
+    if settings.tls_cert is not None:
+        checks.append(Check("tls_cert, tls_key", f"{settings.tls_cert}, {settings.tls_key}",
+                            partial(tls_files_readable, settings)))
+    return [*checks, *(Check(name, address, partial(bindable, name, address))
+                       for name, address in (("listen", settings.listen),
+                                             ("admin_listen", settings.admin_listen)))]
+
+
+async def run_checks(checks: Sequence[Check], secrets: Sequence[str]) -> list[str]:
+    """Run (or, see :attr:`Check.needs`, pass over) every check in order, printing one
+    line each (``secrets`` masked); return their marks (:data:`PASSED`, ...), in order."""
+    out = output()
+    marks: dict[str, str] = {}
+    for one in checks:
+        if one.needs is not None and marks[one.needs] != PASSED:
+            mark, found = NOT_TRIED, f"not tried: {one.needs} is not usable"
+        else:
+            mark, found = await outcome(one)
+        marks[one.subject] = mark
+        line = mask(f"{one.subject} {one.target}: {found}", secrets)
+        out.print(Text.assemble((f"{mark:<4}", COLOURS[mark]), f"  {line}"))
+    return list(marks.values())
+
+
+async def outcome(one: Check) -> tuple[str, str]:
+    """``one``'s mark (:data:`PASSED` or :data:`FAILED`) and what it found (on failure:
+    the reason)."""
+    try:
+        return PASSED, await one.probe()
+    except Exception as error:  # whatever goes wrong is this check's finding, never the end
+        return FAILED, str(error) or type(error).__name__
+
+
+def secrets_of(settings: Settings) -> tuple[str, ...]:
+    """What no line may show: the password in ``database_url`` (the targets name it by
+    :func:`~stoker.backends.postgres.connection.describe`; this masks it in the reasons
+    third-party errors give too).  The admin token is never part of a line."""
+    if not settings.database_url:
+        return ()
+    _, _, rest = settings.database_url.partition("://")
+    credentials, at, _ = rest.rpartition("@")
+    password = credentials.partition(":")[2] if at else ""
+    return (password,) if password else ()
+
+
+def mask(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every secret replaced by ``***``."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+async def configuration(settings: Settings) -> str:
+    """The settings loaded (so every value and the rules parsed): say how many rules."""
+    preset = f" (preset {settings.preset})" if settings.preset else ""
+    return f"valid; {len(settings.rules)} cache rules{preset}"
+
+
+async def origin_answers(settings: Settings) -> str:
+    """Any HTTP answer from the origin's root, whatever its status, as the origin breaker
+    counts answers (docs/decisions/0029): no answer at all is the failure."""
+    import httpx
+
+    headers = {"Host": settings.origin_host} if settings.origin_host else {}
+    try:
+        async with httpx.AsyncClient(timeout=ORIGIN_TIMEOUT, trust_env=False) as client:
+            response = await client.head(require_origin(settings), headers=headers)
+    except httpx.TimeoutException:
+        raise Unusable(f"no answer within {ORIGIN_TIMEOUT:g} s") from None
+    except httpx.HTTPError as error:
+        raise Unusable(f"no answer ({root_cause(error)})") from None
+    return f"answered {response.status_code} {response.reason_phrase}".rstrip()
+
+
+def root_cause(error: BaseException) -> str:
+    """The words of what ``error`` began with: ``Connection refused``, not httpx's ``All
+    connection attempts failed``; a DNS failure's own words."""
+    while (inner := error.__cause__ or error.__context__) is not None:
+        error = inner
+    if isinstance(error, socket.gaierror):
+        return str(error.strerror)
+    if isinstance(error, OSError) and error.errno and error.errno > 0:
+        return os.strerror(error.errno)
+    return str(error) or type(error).__name__
+
+
+async def data_dir_writable(settings: Settings) -> str:
+    """``data_dir`` is a directory (created if missing) a file can be written in."""
+    try:
+        require_data_dir(settings)
+    except SettingsError as error:
+        raise Unusable(str(error).removeprefix("data_dir: ")) from None
+    return "a writable directory"
+
+
+async def cache_tier_opens(settings: Settings) -> str:
+    """The cache tier's database opens and migrates, and the cache version file reads."""
+    from stoker.backends.sqlite.cache_store import SqliteCacheStore
+    from stoker.cache.bodies import BodyStore
+    from stoker.cache.version_file import VersionFile
+
+    state = await VersionFile(settings.data_dir).load()
+    bodies = BodyStore(settings.data_dir / "bodies")
+    store = await SqliteCacheStore.open(settings.data_dir / CACHE_DB, bodies, SystemClock())
+    await store.close()
+    return f"opened and migrated; cache version {state.version}"
+
+
+def job_queue_place(settings: Settings) -> str:
+    """Where the job queue (and the warmer's other stores) lives, without a password."""
+    from stoker.backends.postgres.connection import describe
+
+    return describe(settings.database_url) if settings.database_url else str(
+        settings.sqlite_path)
+
+
+async def job_queue_opens(settings: Settings) -> str:
+    """The job queue and the warmer's other stores open and migrate (PostgreSQL with
+    ``database_url``, else SQLite in ``data_dir``), as the warmer opens them."""
+    stores = await open_warm_stores(settings, SystemClock(),
+                                    RevisitPolicy(delay=settings.stopgap_delay))
+    await stores.aclose()
+    return "opened and migrated"
+
+
+async def audit_log_opens(settings: Settings) -> str:
+    """The audit log's database (always SQLite in ``data_dir``) opens and migrates."""
+    from stoker.backends.sqlite.audit_store import SqliteAuditStore
+
+    store = await SqliteAuditStore.open(settings.sqlite_path, SystemClock())
+    await store.close()
+    return "opened and migrated"
+
+
+async def tls_files_readable(settings: Settings) -> str:
+    """``tls_cert`` and ``tls_key`` are readable files."""
+    require_tls_files(settings)
+    return "readable"
+
+
+async def bindable(name: str, address: str) -> str:
+    """``address`` can be bound now, as the listener ``name`` binds it (``SO_REUSEADDR``,
+    never ``SO_REUSEPORT``); the socket is closed before this returns."""
+    try:
+        ensure_free(address, name)
+    except AddressInUse:
+        raise Unusable("in use by another process") from None
+    except OSError as error:
+        raise Unusable(f"cannot be bound ({error.strerror or error})") from None
+    return "can be bound"

@@ -1,0 +1,159 @@
+"""``stoker check``: every check runs and prints one line; exit 0 only when everything is
+usable, 1 when a check failed, 2 for a configuration error (naming the setting).
+
+The command runs as a child process, as a user runs it, against a real origin, real
+SQLite files and real sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.conftest import free_port
+from tests.integration.conftest import Origin
+from tests.integration.warm_site import stoker_env
+
+UNREACHABLE = "http://127.0.0.1:1"
+SUBJECTS = ("configuration", "origin", "data_dir", "cache tier", "job queue", "audit log",
+            "listen", "admin_listen")
+
+
+def check(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``stoker check ARGS`` in ``cwd`` with the ``STOKER_*`` variables ``env`` (only)."""
+    return subprocess.run([sys.executable, "-m", "stoker", "check", *args], cwd=cwd,
+                          env={**stoker_env(), **env}, capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+async def check_in_thread(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """:func:`check` off the event loop, which serves the test's origin meanwhile."""
+    return await asyncio.to_thread(check, *args, cwd=cwd)
+
+
+def listeners() -> list[str]:
+    """``--listen`` and ``--admin-listen`` on free loopback ports."""
+    return ["--listen", f"127.0.0.1:{free_port()}", "--admin-listen", f"127.0.0.1:{free_port()}"]
+
+
+def lines(result: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    """Each check's line, its mark's padding dropped, by its subject."""
+    found: dict[str, str] = {}
+    for line in result.stdout.splitlines()[:-1]:
+        mark, rest = line.split(maxsplit=1)
+        (subject,) = (name for name in SUBJECTS if rest.startswith(f"{name} "))
+        found[subject] = f"{mark} {rest}"
+    return found
+
+
+@pytest.fixture
+def held() -> Iterator[str]:
+    """An address another process (this test) listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+async def test_a_usable_configuration_lists_every_check_and_exits_0(
+        origin: Origin, tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    args = listeners()
+    result = await check_in_thread("--origin", origin.url, "--data-dir", str(data_dir), *args,
+                                   cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert lines(result) == {
+        "configuration": "ok configuration (defaults, STOKER_* variables, flags): valid; "
+                         "0 cache rules",
+        "origin": f"ok origin {origin.url}: answered 404 Not Found",  # any answer will do
+        "data_dir": f"ok data_dir {data_dir}: a writable directory",
+        "cache tier": f"ok cache tier {data_dir}/cache.db: opened and migrated; "
+                      "cache version 1",
+        "job queue": f"ok job queue {data_dir}/stoker.db: opened and migrated",
+        "audit log": f"ok audit log {data_dir}/stoker.db: opened and migrated",
+        "listen": f"ok listen {args[1]}: can be bound",
+        "admin_listen": f"ok admin_listen {args[3]}: can be bound",
+    }
+    assert result.stdout.splitlines()[-1] == "stoker check: all 8 checks passed"
+    assert result.stderr == ""
+    for address in (args[1], args[3]):  # nothing was left bound
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", int(address.rpartition(":")[2])))
+
+
+def test_an_origin_that_does_not_answer_fails_and_the_rest_still_run(tmp_path: Path) -> None:
+    result = check("--origin", UNREACHABLE, "--data-dir", str(tmp_path / "data"), *listeners(),
+                   cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    found = lines(result)
+    assert found["origin"] == f"FAIL origin {UNREACHABLE}: no answer (Connection refused)"
+    assert [line.split()[0] for subject, line in found.items() if subject != "origin"] == [
+        "ok"] * 7
+    assert result.stdout.splitlines()[-1] == "stoker check: 1 of 8 checks failed"
+
+
+async def test_a_listen_address_in_use_fails_naming_it(origin: Origin, tmp_path: Path,
+                                                       held: str) -> None:
+    admin = f"127.0.0.1:{free_port()}"
+    result = await check_in_thread("--origin", origin.url, "--data-dir", str(tmp_path / "data"),
+                                   "--listen", held, "--admin-listen", admin, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    found = lines(result)
+    assert found["listen"] == f"FAIL listen {held}: in use by another process"
+    assert found["admin_listen"] == f"ok admin_listen {admin}: can be bound"
+
+
+def test_a_data_dir_under_a_file_fails_and_its_databases_are_not_tried(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a directory")  # fails for root too
+    data_dir = tmp_path / "file" / "data"
+    result = check("--origin", UNREACHABLE, "--data-dir", str(data_dir), *listeners(),
+                   cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    found = lines(result)
+    assert found["data_dir"] == (f"FAIL data_dir {data_dir}: {data_dir} is under a file, not a "
+                                 "directory; point data_dir (or --data-dir) at a directory")
+    for subject, file in (("cache tier", "cache.db"), ("job queue", "stoker.db"),
+                          ("audit log", "stoker.db")):
+        assert found[subject] == (f"skip {subject} {data_dir / file}: not tried: data_dir is "
+                                  "not usable")
+    assert result.stdout.splitlines()[-1] == "stoker check: 2 of 8 checks failed, 3 not tried"
+    assert result.stderr == ""
+
+
+def test_an_unreachable_database_url_fails_naming_its_host_not_its_password(
+        tmp_path: Path) -> None:
+    result = check("--origin", UNREACHABLE, "--data-dir", str(tmp_path / "data"), *listeners(),
+                   cwd=tmp_path, STOKER_DATABASE_URL="postgresql://stoker:s3cret@127.0.0.1:1/x")
+    assert result.returncode == 1, result.stderr
+    assert lines(result)["job queue"].startswith(
+        "FAIL job queue postgresql://stoker@127.0.0.1:1/x: cannot connect to PostgreSQL")
+    assert "s3cret" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(("toml", "env", "error"), [
+    (None, {"STOKER_KEEP_STALE": "bogus"},
+     "error: bad value for 'keep_stale' in environment variable STOKER_KEEP_STALE: "),
+    ('listne = "127.0.0.1:80"\n', {}, "error: unknown setting 'listne' in stoker.toml "),
+    ('admin_listen = "0.0.0.0:8081"\n', {}, "error: admin_listen is 0.0.0.0:8081, which is "
+                                            "not a loopback address, and no admin_token"),
+], ids=["bad-value", "unknown-key", "open-admin"])
+def test_a_configuration_error_names_the_setting_and_exits_2(
+        tmp_path: Path, toml: str | None, env: dict[str, str], error: str) -> None:
+    if toml is not None:
+        (tmp_path / "stoker.toml").write_text(toml)
+    result = check("--origin", UNREACHABLE, cwd=tmp_path, **env)
+    assert result.returncode == 2
+    assert result.stderr.startswith(error), result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert result.stdout == ""  # nothing was checked
+
+
+def test_no_origin_is_a_configuration_error(tmp_path: Path) -> None:
+    result = check(cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: no origin configured: pass --origin URL")

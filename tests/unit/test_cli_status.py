@@ -1,0 +1,171 @@
+"""``stoker status``'s computations: rates from two samples, the hit ratio, the rows shown,
+and the table they make (pure functions, no Stoker running)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.console import Console
+
+from stoker.cli.status import (
+    Sample,
+    counter_rates,
+    hit_ratio,
+    rate,
+    render,
+    sections,
+    summary,
+    total_requests,
+    warm_progress,
+)
+
+COUNTS = st.integers(min_value=0, max_value=10**12)
+SECONDS = st.floats(min_value=1e-3, max_value=1e6, allow_nan=False, allow_infinity=False)
+
+
+def status(**fields: Any) -> dict[str, Any]:
+    """A ``GET /api/status`` answer: an idle Stoker, with ``fields`` replaced."""
+    return {"origin": "http://127.0.0.1:9000", "origin_down_since": None, "version": "1",
+            "requests": {}, "store": {"entries": 2, "bytes": 3 * 1024 * 1024,
+                                      "l1_entries": 1, "l1_bytes": 512, "pending": 0,
+                                      "pending_bytes": 0, "l2_dropped": 0},
+            "pending_l2_writes": 0, "in_flight": 0, "cookie_bypasses": [], "gc": {},
+            **fields}
+
+
+def warm_run(settled: int, total: int) -> dict[str, Any]:
+    counts = {"total": total, "warmed": settled, "not_modified": 0, "not_stored": 0,
+              "failed": 0, "stopgap_pending": 0, "rewarmed": 0, "gave_up": 0, "skipped": 0,
+              "settled": settled, "open": total - settled}
+    return {"id": 7, "reason": "manual", "scope": "site", "phase": "warm", "counts": counts}
+
+
+def rows_of(view: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """``{row name: (value, per second)}`` over every section."""
+    return {name: (value, per_second) for _, rows in sections(view)
+            for name, value, per_second in rows}
+
+
+@given(COUNTS, COUNTS, SECONDS)
+def test_a_rate_is_never_negative(before: int, after: int, seconds: float) -> None:
+    assert rate(before, after, seconds) >= 0
+
+
+@given(COUNTS, COUNTS, SECONDS)
+def test_a_rate_is_the_increase_per_second(before: int, increase: int, seconds: float) -> None:
+    assert rate(before, before + increase, seconds) == pytest.approx(increase / seconds)
+
+
+@given(COUNTS, COUNTS, SECONDS)
+def test_a_counter_that_went_down_was_reset_and_counts_from_zero(
+        after: int, drop: int, seconds: float) -> None:
+    assert rate(after + drop + 1, after, seconds) == pytest.approx(after / seconds)
+
+
+def test_counter_rates_start_a_new_counter_at_zero() -> None:
+    assert counter_rates({"hit": 10}, {"hit": 30, "stale": 4}, 2.0) == {"hit": 10.0,
+                                                                         "stale": 2.0}
+
+
+def test_the_total_counts_each_request_once() -> None:
+    requests = {"hit": 5, "stale": 1, "miss": 3, "bypass": 1, "collapsed": 2, "error": 1}
+    assert total_requests(requests) == 10  # collapsed and error are among the misses
+
+
+def test_the_hit_ratio_is_none_before_any_request() -> None:
+    assert hit_ratio({}) is None
+    assert hit_ratio({"hit": 0, "miss": 0, "collapsed": 0}) is None
+
+
+def test_the_hit_ratio_counts_fresh_and_stale_answers_from_the_cache() -> None:
+    assert hit_ratio({"hit": 6, "stale": 2, "miss": 1, "bypass": 1}) == 0.8
+    assert hit_ratio({"miss": 3}) == 0.0
+
+
+def test_warm_progress_is_known_only_while_a_run_with_urls_is_active() -> None:
+    assert warm_progress(status()) is None  # no warmer
+    assert warm_progress(status(warm={"active": None})) is None
+    assert warm_progress(status(warm={"active": warm_run(0, 0)})) is None
+    assert warm_progress(status(warm={"active": warm_run(30, 120)})) == 0.25
+
+
+def test_one_sample_has_no_rates() -> None:
+    view = summary(Sample(status(requests={"hit": 3, "miss": 1}), 5.0, 1e9))
+    assert (view["requests_total"], view["hit_ratio"]) == (4, 0.75)
+    assert view["requests_per_second"] is view["request_rates"] is view["sampled_over"] is None
+    assert rows_of(view)["hit"] == ("3", "—")
+    assert rows_of(view)["all"] == ("4", "—")
+
+
+def test_two_samples_give_the_rates_between_them_and_keep_the_status_as_fetched() -> None:
+    fetched = status(requests={"hit": 30, "miss": 5, "collapsed": 2})
+    view = summary(Sample(fetched, 12.0, 1e9), Sample(status(requests={"hit": 10}), 10.0, 1e9))
+    assert {key: view[key] for key in fetched} == fetched
+    assert view["sampled_over"] == 2.0
+    assert view["requests_per_second"] == 12.5
+    assert view["request_rates"] == {"hit": 10.0, "stale": 0.0, "miss": 2.5, "bypass": 0.0,
+                                     "collapsed": 1.0}
+    rows = rows_of(view)
+    assert (rows["hit"], rows["miss"], rows["all"]) == (("30", "10.0"), ("5", "2.5"),
+                                                        ("35", "12.5"))
+    assert rows["hit ratio"] == ("85.7%", "")
+    assert rows["collapsed (among the above)"] == ("2", "1.0")
+
+
+def test_a_restarted_stoker_shows_no_negative_rate() -> None:
+    view = summary(Sample(status(requests={"hit": 4}), 11.0, 1e9),
+                   Sample(status(requests={"hit": 900, "miss": 50}), 10.0, 1e9))
+    assert view["requests_per_second"] == 4.0
+    assert view["request_rates"]["hit"] == 4.0 and view["request_rates"]["miss"] == 0.0
+
+
+def test_the_rows_without_requests_show_no_ratio_and_an_idle_origin() -> None:
+    rows = rows_of(summary(Sample(status(), 0.0, 1e9)))
+    assert [rows[kind][0] for kind in ("hit", "stale", "miss", "bypass", "all")] == ["0"] * 5
+    assert rows["hit ratio"] == ("—", "")
+    assert rows["state"] == ("up", "")
+    assert rows["in flight"] == ("0", "")
+    assert rows["L1 memory"] == ("1 entries, 512 B", "")
+    assert rows["L2 SQLite"] == ("2 entries, 3.0 MiB", "")
+    assert "L2 writes dropped" not in rows
+    assert [title for title, _ in sections(summary(Sample(status(), 0.0, 1e9)))] == [
+        "requests", "origin", "cache"]
+
+
+def test_a_down_origin_shows_for_how_long() -> None:
+    view = summary(Sample(status(origin_down_since=1000.0, in_flight=3), 0.0, 1192.5))
+    assert view["origin_down_for"] == 192.5
+    assert rows_of(view)["state"] == ("down for 3m 12s", "")
+    assert rows_of(view)["in flight"] == ("3", "")
+
+
+def test_an_active_warm_run_has_its_section() -> None:
+    view = summary(Sample(status(warm={"active": warm_run(30, 120)}), 0.0, 1e9))
+    assert view["warm_progress"] == 0.25
+    rows = rows_of(view)
+    assert rows["run"] == ("7 (manual, site): warm", "")
+    assert rows["settled"] == ("30/120 (25.0%)", "")
+    assert [rows[name] for name in ("warmed", "not modified", "not stored", "failed")] == [
+        ("30", ""), ("0", ""), ("0", ""), ("0", "")]
+    assert sections(view)[-1][0] == "warm run"
+
+
+def test_dropped_l2_writes_are_shown_when_there_are_some() -> None:
+    store = {**status()["store"], "l2_dropped": 12}
+    assert rows_of(summary(Sample(status(store=store), 0.0, 1e9)))["L2 writes dropped"] == (
+        "12", "")
+
+
+def test_the_table_prints_every_cell_as_it_is() -> None:
+    console = Console(record=True, width=100, markup=True)
+    view = summary(Sample(status(origin="http://[::1]:9000", requests={"hit": 3}), 1.0, 1e9))
+    console.print(render(view, title="stoker at http://[bold]x", caption="over 1.0 s"))
+    shown = console.export_text()
+    assert "stoker at http://[bold]x" in shown
+    assert "http://[::1]:9000" in shown
+    lines = [line.split() for line in shown.splitlines()]
+    assert ["requests", "│", "hit", "│", "3", "│", "—"] in lines
+    assert "over 1.0 s" in shown
