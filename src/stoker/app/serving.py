@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+import signal
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from dataclasses import replace
 from typing import Any, Final
 
@@ -31,6 +32,7 @@ from stoker.asgi import ASGIApp
 from stoker.clock import Clock
 from stoker.config.settings import (
     Settings,
+    SettingsError,
     admin_url,
     require_origin,
     require_safe_admin,
@@ -44,6 +46,8 @@ from stoker.warm.run_store import not_stored_text
 
 Announce = Callable[[str], None]
 Alongside = Callable[[WarmService], Coroutine[Any, Any, None]]
+LoadSettings = Callable[[], Settings]
+"""Reads the configuration again, from the sources it was first read from."""
 log = logging.getLogger("stoker")
 
 DEMO_REWARM_DELAY: Final = 3.0
@@ -60,9 +64,11 @@ ORIGIN_PROBE_EVERY: Final = 0.05
 async def run_service(settings: Settings, *, announce: Announce = print,
                       extra: tuple[tuple[ASGIApp, str], ...] = (),
                       stop: asyncio.Event | None = None,
-                      alongside: Alongside | None = None) -> None:
+                      alongside: Alongside | None = None,
+                      reload: LoadSettings | None = None) -> None:
     """Serve the proxy and the admin API until stopped; ``alongside`` (given the
-    warmer) runs beside the servers from their start until it returns or they stop."""
+    warmer) runs beside the servers from their start until it returns or they stop.
+    With ``reload``, ``SIGHUP`` reloads the configuration it reads (:func:`reload_now`)."""
     require_safe_admin(settings)
     require_tls_files(settings)
     ensure_free(settings.listen, "listen")
@@ -80,9 +86,42 @@ async def run_service(settings: Settings, *, announce: Announce = print,
     tls = {settings.listen: Tls(settings.tls_cert, settings.tls_key)} if (
         settings.tls_cert and settings.tls_key) else None
     silence = silence_for(settings.origin_timeout, settings.client_body_timeout)
-    await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(
-        settings.server, apps, stop, tls, grace=settings.shutdown_timeout, silence=silence),
-        alongside)
+    with _reloading_on_hangup(stoker, warm, reload):
+        await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(
+            settings.server, apps, stop, tls, grace=settings.shutdown_timeout,
+            silence=silence), alongside)
+
+
+def reload_now(stoker: Stoker, warm: WarmService, load: LoadSettings) -> None:
+    """Read the configuration again and take what a running process can; log each change
+    and what needs a restart.  A configuration that does not load is logged, naming the
+    setting, and the process goes on as it was."""
+    running = stoker.settings
+    try:
+        wanted = load()
+        change = stoker.reload(wanted)
+    except SettingsError as error:
+        log.error("configuration not reloaded, still running as before: %s", error)
+        return
+    warm.reload(change.settings)
+    for line in change.describe(running, wanted) or ["reload: nothing changed"]:
+        log.info("%s", line)
+
+
+@contextlib.contextmanager
+def _reloading_on_hangup(stoker: Stoker, warm: WarmService,
+                         load: LoadSettings | None) -> Iterator[None]:
+    """``SIGHUP`` calls :func:`reload_now` while the block runs (where signals exist)."""
+    hangup = getattr(signal, "SIGHUP", None)
+    if load is None or hangup is None:
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(hangup, reload_now, stoker, warm, load)
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(hangup)
 
 
 async def run_worker(settings: Settings, *, announce: Announce = print,

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from stoker.backends.sqlite.audit_store import SqliteAuditStore
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
-from stoker.cache.budget import share_memory
+from stoker.cache.budget import MemoryBudget, share_memory
 from stoker.cache.events import PurgeEvents
 from stoker.cache.l2_queue import QueuePolicy
 from stoker.cache.memory import MemoryStore
@@ -36,6 +36,7 @@ from stoker.cache.purge_list import PurgeList
 from stoker.cache.tiered import TieredStore
 from stoker.cache.version_file import VersionFile
 from stoker.clock import Clock, SystemClock
+from stoker.config.reload import Reload, plan
 from stoker.config.settings import Settings, SettingsError, require_data_dir, require_origin
 from stoker.http.forwarded import TrustedProxies
 from stoker.http.policy import StaleDefaults
@@ -72,6 +73,17 @@ def fetch_config(settings: Settings) -> FetchConfig:
         keep_stale=settings.keep_stale,
         compress=settings.compress,
     )
+
+
+def pipeline_config(settings: Settings, memory: MemoryBudget) -> PipelineConfig:
+    """The pipeline's settings derived from :class:`Settings` (``memory``: its share of
+    ``l1_max_bytes``)."""
+    return PipelineConfig(rules=settings.rules, collapse_timeout=settings.collapse_timeout,
+                          honor_client_no_cache=settings.honor_client_no_cache,
+                          default_host=settings.listen.rpartition(":")[0],
+                          trusted=TrustedProxies(settings.trusted_proxies), memory=memory,
+                          client_body_timeout=settings.client_body_timeout,
+                          client_max_body_size=settings.client_max_body_size)
 
 
 @dataclass
@@ -136,14 +148,8 @@ class Stoker:
         timing = OriginTiming()
         origin = LimitedOrigin(MonitoredOrigin(origin, health, clock, timing),
                                OriginLimiter(settings.origin_max_concurrency))
-        host = settings.listen.rpartition(":")[0]
         pipeline = Pipeline(
-            PipelineConfig(rules=settings.rules, collapse_timeout=settings.collapse_timeout,
-                           honor_client_no_cache=settings.honor_client_no_cache,
-                           default_host=host,
-                           trusted=TrustedProxies(settings.trusted_proxies), memory=memory,
-                           client_body_timeout=settings.client_body_timeout,
-                           client_max_body_size=settings.client_max_body_size),
+            pipeline_config(settings, memory),
             Fetcher(fetch_config(settings), origin, store, bodies, clock, purges),
             store, bodies, origin, clock, version=state.version, health=health)
         purger = Purger(pipeline, store, purges, PurgeEvents(), clock, versions)
@@ -170,6 +176,19 @@ class Stoker:
                 await self.evict_once()
             except Exception:
                 log.exception("L2 eviction failed; will retry")
+
+    def reload(self, wanted: Settings) -> Reload:
+        """Take what of ``wanted`` a running process can (:mod:`stoker.config.reload`):
+        the request core answers every request from now on under the new rules,
+        lifetimes and storage settings; the cache, the connections and what needs a
+        restart stay as they are.  Returns the plan, for the log."""
+        change = plan(self.settings, wanted)
+        if change.applied:
+            memory = self.pipeline.config.memory
+            self.pipeline.reconfigure(pipeline_config(change.settings, memory),
+                                      fetch_config(change.settings))
+            self.settings = change.settings
+        return change
 
     def begin_shutdown(self) -> ShutdownBudget:
         """The shutdown's budget, started now if it was not (see the module invariants);

@@ -27,11 +27,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from stoker.app.stoker import EVICT_EVERY, Stoker
 from stoker.backends import WarmStores, open_warm_stores
+from stoker.config.settings import Settings
 from stoker.jobs.worker import Worker, WorkerConfig, default_owner
 from stoker.proxy.visit import OriginFetch, PipelineVisitor
 from stoker.schedule.store import Deadline
@@ -111,6 +112,12 @@ class WarmService:
         service._unsubscribe = stoker.events.subscribe(warmer.on_purge)
         await service._arm_own()
         return service
+
+    def reload(self, settings: Settings) -> None:
+        """Take the re-warm delays of reloaded ``settings`` (the next purge is debounced by
+        them; what else the warmer reads needs a restart)."""
+        self.warmer.config = replace(self.warmer.config, rewarm_delay=settings.rewarm_delay,
+                                     rewarm_max_wait=settings.rewarm_max_wait)
 
     def _register(self) -> None:
         self.ticker.register(REWARM, self.warmer.on_rewarm_due, RETRY)

@@ -37,7 +37,12 @@ from stoker.cli.common import (
     setup_logging,
     usage_error,
 )
-from stoker.config.settings import SettingsError, require_origin, require_safe_admin
+from stoker.config.settings import (
+    SettingsError,
+    load_settings,
+    require_origin,
+    require_safe_admin,
+)
 from stoker.config.settings.rendering import markdown_table, settings_toml
 from stoker.version import VERSION
 
@@ -64,18 +69,24 @@ def serve(
     admin_token: TokenOpt = None, server: ServerOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging")] = False,
 ) -> None:
-    """Run the caching proxy in front of --origin."""
+    """Run the caching proxy in front of --origin.
+
+    SIGHUP reloads stoker.toml: its cache rules, presets, lifetimes and what is stored
+    take effect at once, without dropping connections or the cache; the log names each
+    change and what needs a restart."""
     from stoker.app.serving import run_service
 
-    settings = settings_or_exit(config, origin=origin, listen=listen, admin_listen=admin_listen,
-                                data_dir=data_dir, admin_token=admin_token, server=server)
+    flags = dict(origin=origin, listen=listen, admin_listen=admin_listen, data_dir=data_dir,
+                 admin_token=admin_token, server=server)
+    settings = settings_or_exit(config, **flags)
     try:
         require_origin(settings)
         require_safe_admin(settings)
     except SettingsError as error:
         raise usage_error(error) from None
     setup_logging(verbose)
-    serve_or_exit(run_service(settings, announce=console.print))
+    serve_or_exit(run_service(settings, announce=console.print, reload=lambda: load_settings(
+        config_path=config, cli=flags)))
 
 
 @app.command()

@@ -9,14 +9,15 @@ the one ASGI renderer, or rendered to bytes by the front); everything else retur
 slowly.  This module decides nothing the pipeline would decide differently:
 it only skips work whose outcome is known.
 
-Invariants: the memo maps ``(version, scheme, Host, target)`` — the
+Invariants: the memo maps ``(keying, scheme, Host, target)`` — the
 scheme as the pipeline resolves it (trusted proxies' ``X-Forwarded-Proto``
 included), the target as sent (``raw_path``, else ``path``, and the query) — to
 the primary key :meth:`Pipeline.key_for` computes for the parsed request, so
-the fast path and the pipeline share one key function; a version bump never
-reads old keys.  The memo holds at most ``config.memory.memo_keys`` keys (its
-share of ``l1_max_bytes``); when full, the oldest key leaves first; URLs whose rule
-bypasses the cache map to ``None`` and always take the full pipeline.  The
+the fast path and the pipeline share one key function; a version bump or a reloaded
+configuration (:attr:`Pipeline.keying`) never reads old keys.  The memo holds at most
+``config.memory.memo_keys`` keys (its share of ``l1_max_bytes``); when full, the oldest
+key leaves first; URLs whose rule bypasses the cache map to ``None`` and always take the
+full pipeline.  The
 reply (headers, ``Age``, ``Cache-Status``, ``Via``) is the one the
 pipeline would give for the same hit, in the same coding
 (:func:`~stoker.proxy.pipeline.served_form`); a hit that would get a coding
@@ -91,9 +92,9 @@ class HotPath:
         self._via = (b"via", pipeline.fetcher.config.via)
 
     @property
-    def version(self) -> str:
-        """The pipeline's cache version now (a hard purge of everything bumps it)."""
-        return self._pipeline.version
+    def keying(self) -> str:
+        """What keys computed now depend on (:attr:`Pipeline.keying`)."""
+        return self._pipeline.keying
 
     @property
     def memoised(self) -> int:
@@ -195,7 +196,7 @@ class HotPath:
     def _primary_key(self, scheme: str, host: bytes, target: bytes,
                      scope: Callable[[], Message]) -> str | None:
         pipeline = self._pipeline
-        memo_key = (pipeline.version, scheme, host, target)
+        memo_key = (pipeline.keying, scheme, host, target)
         try:
             return self._memo[memo_key]
         except KeyError:

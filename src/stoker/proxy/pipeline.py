@@ -107,7 +107,7 @@ from stoker.http.ranges import FULL, RangeDecision, decide_range
 from stoker.proxy.client_feed import relay
 from stoker.proxy.codings import Codings, wants_coding
 from stoker.proxy.decide import decide
-from stoker.proxy.fetch import SERVE_KINDS, Fetch, Fetcher, FetchResult
+from stoker.proxy.fetch import SERVE_KINDS, Fetch, FetchConfig, Fetcher, FetchResult
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
 from stoker.proxy.origin_health import OriginHealth
@@ -177,6 +177,7 @@ class Pipeline:
         self.bodies = bodies
         self.origin = origin
         self.clock = clock
+        self._generation = 0
         self.version = version
         self.collapser = Collapser()
         self.codings = Codings(store)
@@ -196,6 +197,30 @@ class Pipeline:
         self._name = fetcher.config.cache_name
         self.purge_method: PurgeMethodHandler | None = None
         self._via = (b"via", fetcher.config.via)
+
+    @property
+    def version(self) -> str:
+        """The cache version, part of every primary key (a hard purge of everything bumps
+        it: no old key is read again)."""
+        return self._version
+
+    @version.setter
+    def version(self, version: str) -> None:
+        self._version = version
+        self.keying = f"{version}#{self._generation}"
+
+    keying: str
+    """What a key computed now depends on: the cache version and the configuration's
+    generation.  Memos of keys (the fast path's, the front's known heads) hold it, and
+    forget what was computed under another."""
+
+    def reconfigure(self, config: PipelineConfig, fetch: FetchConfig) -> None:
+        """Take a reloaded configuration: from now on every request is answered under
+        ``config`` and fetched under ``fetch``, and no memo answers by the old rules."""
+        self.config = config
+        self.fetcher.config = fetch
+        self._generation += 1
+        self.keying = f"{self._version}#{self._generation}"
 
     async def serve(self, request: RequestInfo, body: AsyncIterator[bytes]) -> Reply:
         """Answer one parsed request whose body is ``body`` (its pieces, as they arrive;

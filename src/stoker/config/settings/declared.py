@@ -52,20 +52,22 @@ class Setting:
 
     ``help`` is one line (``stoker settings``, the ``--flag``'s help); ``doc`` and
     ``default_doc`` are what the README's table says of it and of its default when the
-    help, or the default as written, would not do."""
+    help, or the default as written, would not do; ``reload``: a running Stoker takes a
+    new value on ``SIGHUP`` (:mod:`stoker.config.reload`), else it needs a restart."""
 
     parse: Callable[[Any], Any]
     help: str
     doc: str | None = None
     default_doc: str | None = None
     flag: bool = False
+    reload: bool = False
 
 
 def setting(default: T, parse: Callable[[Any], T], help: str, *, doc: str | None = None,
-            default_doc: str | None = None, flag: bool = False) -> T:
+            default_doc: str | None = None, flag: bool = False, reload: bool = False) -> T:
     """A :class:`Settings` field: ``default`` and ``parse`` must agree with the field's type
     (mypy checks both), and the class attribute is ``default``."""
-    spec = Setting(parse, help, doc, default_doc, flag)
+    spec = Setting(parse, help, doc, default_doc, flag, reload)
     return field(default=default, metadata={_SPEC: spec})
 
 
@@ -144,23 +146,28 @@ class Settings:
     body_file_threshold: int = setting(
         256 * 1024, size,
         "Bodies larger than this are stored in files",
-        doc="Larger bodies are stored as files (temp + fsync + rename)")
+        doc="Larger bodies are stored as files (temp + fsync + rename)",
+        reload=True)
     max_object_bytes: int = setting(
         1024 * 1024 * 1024, size,
         "Responses larger than this are passed through, not stored",
-        doc="Larger responses pass through unstored")
+        doc="Larger responses pass through unstored",
+        reload=True)
     default_swr: float = setting(
         0.0, seconds,
         "stale-while-revalidate window when the origin gives none",
-        doc="stale-while-revalidate when the origin says nothing")
+        doc="stale-while-revalidate when the origin says nothing",
+        reload=True)
     default_sie: float = setting(
         0.0, seconds,
         "stale-if-error window when the origin gives none",
-        doc="stale-if-error when the origin says nothing")
+        doc="stale-if-error when the origin says nothing",
+        reload=True)
     keep: float = setting(
         3600.0, seconds,
         "Keep expired entries with validators this long for revalidation",
-        doc="Keep expired entries with validators for conditional revalidation")
+        doc="Keep expired entries with validators for conditional revalidation",
+        reload=True)
     origin_timeout: float = setting(
         30.0, seconds,
         "Longest wait on the origin: to connect, to take the request body, for each piece of "
@@ -170,7 +177,8 @@ class Settings:
     collapse_timeout: float = setting(
         15.0, seconds,
         "How long collapsed requests wait for the leader",
-        doc="How long collapsed requests wait before going to the origin themselves")
+        doc="How long collapsed requests wait before going to the origin themselves",
+        reload=True)
     client_body_timeout: float = setting(
         60.0, seconds,
         "Longest pause while a client sends its request body (then 408); bodies are read "
@@ -181,22 +189,26 @@ class Settings:
         1024 * 1024 * 1024, size,
         "Largest request body accepted (then 413); beyond 64 KiB it waits in a temporary file",
         doc="Largest request body accepted (then 413, nothing forwarded); past 64 KiB a body "
-            "waits in an unnamed temporary file under `data_dir`")
+            "waits in an unnamed temporary file under `data_dir`",
+        reload=True)
     cache_name: str = setting(
         "stoker", cache_name,
         "Name used in Cache-Status and Via (a token)",
         doc="Name in `Cache-Status` and `Via`")
     tag_headers: tuple[str, ...] = setting(
         ("surrogate-key", "cache-tag"), str_list,
-        "Response headers carrying cache tags")
+        "Response headers carrying cache tags",
+        reload=True)
     strip_tag_headers: bool = setting(
         True, boolean,
-        "Remove tag headers from responses to clients")
+        "Remove tag headers from responses to clients",
+        reload=True)
     honor_client_no_cache: bool = setting(
         False, boolean,
         "Let a client's Cache-Control: no-cache force revalidation",
         doc="Let a client's `Cache-Control: no-cache` force revalidation (off, as in Varnish "
-            "and nginx, so clients cannot bust the cache)")
+            "and nginx, so clients cannot bust the cache)",
+        reload=True)
     purge_hosts: tuple[str, ...] = setting(
         (), str_list,
         "Hosts purge URLs may name, e.g. www.example.com (empty: any host)",
@@ -219,7 +231,8 @@ class Settings:
         32, positive_int,
         "Most Vary variants kept per URL (least recently used dropped)",
         doc="Most `Vary` variants kept per URL; the least recently used is dropped, so a "
-            "per-visitor `Vary` cannot fill the cache with one page")
+            "per-visitor `Vary` cannot fill the cache with one page",
+        reload=True)
     shutdown_timeout: float = setting(
         10.0, seconds,
         "On SIGTERM: time to flush L2 writes and drain background work, then give up",
@@ -253,7 +266,8 @@ class Settings:
         None, optional(choice(*PRESET_NAMES)),
         "Platform preset expanded into the rules (stoker settings --preset NAME prints it)",
         doc="Platform preset expanded into the rules: `wordpress`, `woocommerce`, `django`, "
-            "`wagtail`, `drupal`, `rails`, `laravel`, `generic` (see Cache rules)")
+            "`wagtail`, `drupal`, `rails`, `laravel`, `generic` (see Cache rules)",
+        reload=True)
     stopgap_header: str = setting(
         "X-Stoker-Stopgap", text,
         "Response header marking an origin's placeholder page: never stored, revisited",
@@ -317,11 +331,13 @@ class Settings:
     rewarm_delay: float = setting(
         60.0, seconds,
         "Re-warm purged URLs this long after the last purge",
-        doc="Purged pages are re-warmed this long after the last purge of a burst …")
+        doc="Purged pages are re-warmed this long after the last purge of a burst …",
+        reload=True)
     rewarm_max_wait: float = setting(
         300.0, seconds,
         "... but at most this long after the first purge",
-        doc="… but at most this long after its first")
+        doc="… but at most this long after its first",
+        reload=True)
     refresh_interval: float = setting(
         86_400.0, seconds,
         "Full warm run this long after the last one finished (0: no daily refresh)",
@@ -341,7 +357,8 @@ class Settings:
             " refuses the connection, times out, closes without answering or answers "
             "500/502/503/504 (`Cache-Status: stoker; hit; detail=stale-if-error`) — never for"
             " responses with `must-revalidate`, `proxy-revalidate`, `no-cache` or `s-maxage` "
-            "(beyond their own `stale-if-error`). `0`: only the origin's `stale-if-error`")
+            "(beyond their own `stale-if-error`). `0`: only the origin's `stale-if-error`",
+        reload=True)
     access_log: str | None = setting(
         None, optional(text),
         "Access log: - (standard output) or a file path (default: off)",
@@ -384,7 +401,8 @@ class Settings:
             "one, once its response has ended; a miss never waits for compression) and then "
             "stored with the entry (bodies above `body_file_threshold`, kept in files, stay "
             "identity-only); hits get the best form the client's `Accept-Encoding` accepts "
-            "(identity when it names none). Never per hit")
+            "(identity when it names none). Never per hit",
+        reload=True)
 
     rules: tuple[Rule, ...] = field(default=())
 

@@ -121,6 +121,8 @@ def markdown_table() -> str:
         meaning = spec.doc or spec.help
         if spec.flag:
             meaning += f" (`{flag_name(key)}`)"
+        if spec.reload:
+            meaning += "; reloads on `SIGHUP`"
         cells = (f"`{key}`", f"`{variable(key)}`", default, meaning)
         rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join([*rows, TABLE_END])

@@ -301,13 +301,13 @@ class Connection(asyncio.Protocol):
         known = self.listener.known
         if wire is not None and whole is not None and known.second_time(whole) and (
                 heads.rememberable(whole, headers)):
-            known.keep(whole, heads.KnownHead(hot.version, primary, headers, close))
+            known.keep(whole, heads.KnownHead(hot.keying, primary, headers, close))
         return wire
 
     def _answer_known(self, head: heads.KnownHead) -> bool:
         hot = self.listener.hot
         assert hot is not None
-        if self.write_paused or head.version != hot.version:
+        if self.write_paused or head.keying != hot.keying:
             return False
         wire = _hit_bytes(hot, head.primary, head.headers, head.close)
         if wire is None:

@@ -6,7 +6,7 @@ headers.
 
 Invariants: a head is remembered only when it is exactly one read holding one whole head,
 without body or forwarding headers (:func:`rememberable`), that was answered as a hit under
-the cache version it records, and only the second time its bytes are answered so within
+the keying it records, and only the second time its bytes are answered so within
 :data:`KNOWN_HEADS` such answers: browsers' heads, each with its own ``User-Agent`` and
 ``Referer``, rarely come twice, and remembering each would cost more than it saves.  At
 most :data:`KNOWN_HEADS` are kept; when full, all are forgotten at once (a dict that
@@ -33,8 +33,9 @@ UNREMEMBERED = frozenset({b"content-length", b"transfer-encoding", b"upgrade",
 class KnownHead:
     """What parsing one request head gave, for answering the same bytes again unparsed."""
 
-    version: str
-    """The cache version when it was parsed (a version bump makes it unknown again)."""
+    keying: str
+    """What keys depended on when it was parsed (a version bump or a reload makes it
+    unknown again: :attr:`~stoker.proxy.pipeline.Pipeline.keying`)."""
     primary: str
     headers: list[tuple[bytes, bytes]]
     close: bool

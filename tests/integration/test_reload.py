@@ -1,0 +1,94 @@
+"""``SIGHUP`` reloads ``stoker.toml`` in a running ``stoker serve``: new rules at once, the
+cache and open connections kept, what needs a restart named in the log, a broken file
+refused."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import httpx
+from tests.conftest import free_port, wait_listening
+from tests.integration.conftest import Origin
+from tests.integration.warm_site import stoker_command
+
+DEADLINE = 30.0
+
+
+class Serve:
+    """``stoker serve`` in a child process, its log in a file."""
+
+    def __init__(self, origin: Origin, tmp_path: Path) -> None:
+        self.config = tmp_path / "stoker.toml"
+        self.log = tmp_path / "serve.log"
+        self.port, self.admin_port = free_port(), free_port()
+        self.args = ("serve", "--origin", origin.url, "--listen", f"127.0.0.1:{self.port}",
+                     "--admin-listen", f"127.0.0.1:{self.admin_port}",
+                     "--data-dir", str(tmp_path / "data"), "--config", str(self.config))
+
+    async def __aenter__(self) -> Serve:
+        self.output = self.log.open("wb")
+        self.proc = await stoker_command(*self.args, log=self.output)
+        await wait_listening(self.port, timeout=DEADLINE)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self.proc.terminate()
+        await asyncio.wait_for(self.proc.wait(), DEADLINE)
+        self.output.close()
+
+    async def reload(self, config: str, expect: str) -> str:
+        """Write ``config``, send ``SIGHUP``, return the log once it says ``expect``."""
+        self.config.write_text(config)
+        self.proc.send_signal(signal.SIGHUP)
+        for _ in range(int(DEADLINE / 0.05)):
+            text = self.log.read_text()
+            if expect in text:
+                return text
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"no {expect!r} in the log:\n{self.log.read_text()}")
+
+
+QUIET = 'warm_on_start = "never"\n'
+FIVE_MINUTES = QUIET + '[[rule]]\npath = "/"\nttl = "5m"\n'
+NEVER = '[[rule]]\npath = "/news"\nbypass = true\n[[rule]]\npath = "/"\nttl = "5m"\n'
+
+
+async def test_a_reload_applies_new_rules_keeping_the_cache_and_the_connection(
+        origin: Origin, tmp_path: Path) -> None:
+    origin.app.set("/news", body=b"news")  # no Cache-Control: the rules decide
+    origin.app.set("/page", body=b"page")
+    serve = Serve(origin, tmp_path)
+    serve.config.write_text(FIVE_MINUTES)
+    async with serve, httpx.AsyncClient(base_url=f"http://127.0.0.1:{serve.port}",
+                                        timeout=DEADLINE) as client:
+        for path in ("/news",) * 4 + ("/page", "/page"):  # /news's head is known to the front
+            await client.get(path)
+        assert (origin.app.count("/news"), origin.app.count("/page")) == (1, 1)
+        log = await serve.reload(QUIET + 'keep = "2h"\nl1_max_bytes = "64MiB"\n' + NEVER,
+                                 "reloaded rules")
+        news = [await client.get("/news") for _ in range(2)]  # the same connection
+        page = await client.get("/page")
+    assert "reloaded keep: 3600.0 -> 7200.0" in log
+    assert "not reloaded l1_max_bytes (needs a restart)" in log
+    assert origin.app.count("/news") == 3  # bypassed from the reload on
+    assert all("bypass" in response.headers["cache-status"] for response in news)
+    assert "hit" in page.headers["cache-status"]  # the cache kept across the reload
+    assert origin.app.count("/page") == 1
+
+
+async def test_a_broken_file_is_refused_and_the_process_goes_on(
+        origin: Origin, tmp_path: Path) -> None:
+    origin.app.set("/page", body=b"page")
+    serve = Serve(origin, tmp_path)
+    serve.config.write_text(FIVE_MINUTES)
+    async with serve, httpx.AsyncClient(base_url=f"http://127.0.0.1:{serve.port}",
+                                        timeout=DEADLINE) as client:
+        await client.get("/page")
+        log = await serve.reload(QUIET + 'keep = "soon"\n', "configuration not reloaded")
+        still = await client.get("/page")
+        again = await serve.reload(FIVE_MINUTES, "reload: nothing changed")
+    assert "keep" in log.split("configuration not reloaded")[1].splitlines()[0]
+    assert "hit" in still.headers["cache-status"] and origin.app.count("/page") == 1
+    assert "nothing changed" in again
