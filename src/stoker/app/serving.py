@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from dataclasses import replace
@@ -41,6 +42,7 @@ from stoker.config.settings import (
 from stoker.proxy.access_log import AccessLogApp, open_stream
 from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.server.listeners import Tls, ensure_free, run_apps, silence_for
+from stoker.version import VERSION
 from stoker.warm.run import Run
 from stoker.warm.run_store import not_stored_text
 
@@ -80,16 +82,20 @@ async def run_service(settings: Settings, *, announce: Announce = print,
         *extra,
     ]
     scheme = "https" if settings.tls_cert else "http"
-    announce(f"stoker: proxying {scheme}://{settings.listen} → {settings.origin} "
-             f"(admin on http://{settings.admin_listen}, data in {settings.data_dir}, "
-             f"{settings.warm_workers} warm workers)")
+    where = f"{scheme}://{settings.listen} (admin on http://{settings.admin_listen})"
+    announce(f"stoker {VERSION}: proxying {where} → {settings.origin} "
+             f"(data in {settings.data_dir}, {settings.warm_workers} warm workers, "
+             f"pid {os.getpid()})")
     tls = {settings.listen: Tls(settings.tls_cert, settings.tls_key)} if (
         settings.tls_cert and settings.tls_key) else None
     silence = silence_for(settings.origin_timeout, settings.client_body_timeout)
-    with _reloading_on_hangup(stoker, warm, reload):
-        await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(
-            settings.server, apps, stop, tls, grace=settings.shutdown_timeout,
-            silence=silence), alongside)
+    try:
+        with _reloading_on_hangup(stoker, warm, reload):
+            await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(
+                settings.server, apps, stop, tls, grace=settings.shutdown_timeout,
+                silence=silence), alongside)
+    finally:
+        announce(f"stoker {VERSION}: stopped proxying {where}")
 
 
 def reload_now(stoker: Stoker, warm: WarmService, load: LoadSettings) -> None:
@@ -128,9 +134,14 @@ async def run_worker(settings: Settings, *, announce: Announce = print,
                      stop: asyncio.Event | None = None) -> None:
     """Run warm workers and the ticker without serving (``stoker worker``)."""
     stoker, warm = await _open_with_warmer(settings)
-    announce(f"stoker worker: {settings.warm_workers} warm workers for "
-             f"{', '.join(settings.site_urls)} (data in {settings.data_dir})")
-    await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(settings.server, [], stop))
+    announce(f"stoker {VERSION} worker: {settings.warm_workers} warm workers for "
+             f"{', '.join(settings.site_urls)} (data in {settings.data_dir}, "
+             f"pid {os.getpid()})")
+    try:
+        await _run_with_warmer(stoker, warm, stop,
+                               lambda stop: run_apps(settings.server, [], stop))
+    finally:
+        announce(f"stoker {VERSION} worker: stopped")
 
 
 def proxy_app(stoker: Stoker) -> ASGIApp:

@@ -9,7 +9,7 @@ the consoles here have markup off, and :func:`print_error` colours its prefix on
 from __future__ import annotations
 
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -43,6 +43,7 @@ DataDirOpt = Annotated[Path | None, setting_option("data_dir")]
 DatabaseUrlOpt = Annotated[str | None, setting_option("database_url")]
 TokenOpt = Annotated[str | None, setting_option("admin_token")]
 ServerOpt = Annotated[str | None, setting_option("server")]
+LogFormatOpt = Annotated[str | None, setting_option("log_format")]
 AdminUrlOpt = Annotated[str | None, typer.Option(
     "--admin-url", envvar="STOKER_ADMIN_URL",
     help="Admin API of the running Stoker [http://<admin_listen>]")]
@@ -69,9 +70,12 @@ def serve_or_exit(main: Coroutine[Any, Any, None]) -> None:
         raise usage_error(error) from None
 
 
-def setup_logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def announcer(settings: Settings) -> Callable[[str], None]:
+    """Where a service's lines (started, stopped, progress) go: the terminal, or the log
+    when its lines are JSON (so every line of the stream is one object)."""
+    if settings.log_format == "json":
+        return logging.getLogger("stoker").info
+    return console.print
 
 
 def admin_client(config: Path | None, url: str | None, token: str | None) -> Any:

@@ -25,18 +25,20 @@ from stoker.cli.common import (
     DataDirOpt,
     HostOpt,
     ListenOpt,
+    LogFormatOpt,
     OriginOpt,
     ServerOpt,
     TokenOpt,
     admin_client,
+    announcer,
     console,
     fail,
     output,
     serve_or_exit,
     settings_or_exit,
-    setup_logging,
     usage_error,
 )
+from stoker.cli.log_lines import setup_logging
 from stoker.config.settings import (
     SettingsError,
     load_settings,
@@ -66,7 +68,7 @@ def _root(version: Annotated[bool, typer.Option(
 def serve(
     config: ConfigOpt = None, origin: OriginOpt = None, listen: ListenOpt = None,
     admin_listen: AdminListenOpt = None, data_dir: DataDirOpt = None,
-    admin_token: TokenOpt = None, server: ServerOpt = None,
+    admin_token: TokenOpt = None, server: ServerOpt = None, log_format: LogFormatOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging")] = False,
 ) -> None:
     """Run the caching proxy in front of --origin.
@@ -77,16 +79,16 @@ def serve(
     from stoker.app.serving import run_service
 
     flags = dict(origin=origin, listen=listen, admin_listen=admin_listen, data_dir=data_dir,
-                 admin_token=admin_token, server=server)
+                 admin_token=admin_token, server=server, log_format=log_format)
     settings = settings_or_exit(config, **flags)
     try:
         require_origin(settings)
         require_safe_admin(settings)
     except SettingsError as error:
         raise usage_error(error) from None
-    setup_logging(verbose)
-    serve_or_exit(run_service(settings, announce=console.print, reload=lambda: load_settings(
-        config_path=config, cli=flags)))
+    setup_logging(verbose, settings.log_format)
+    serve_or_exit(run_service(settings, announce=announcer(settings), reload=lambda: (
+        load_settings(config_path=config, cli=flags))))
 
 
 @app.command()
@@ -107,7 +109,7 @@ def demo(
         require_safe_admin(settings)
     except SettingsError as error:
         raise usage_error(error) from None
-    setup_logging(False)
+    setup_logging(False, settings.log_format)
     serve_or_exit(run_demo(settings, origin_listen, pages=pages, delay=delay,
                            announce=console.print))
 

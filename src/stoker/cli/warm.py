@@ -23,15 +23,17 @@ from stoker.cli.common import (
     ConfigOpt,
     DatabaseUrlOpt,
     DataDirOpt,
+    LogFormatOpt,
     admin_client,
+    announcer,
     console,
     fail,
     output,
     print_error,
     serve_or_exit,
     settings_or_exit,
-    setup_logging,
 )
+from stoker.cli.log_lines import setup_logging
 from stoker.clock import SystemClock
 from stoker.warm.run_store import not_stored_text
 
@@ -144,15 +146,16 @@ def _summary(run: dict[str, Any]) -> None:
 
 def worker(
     config: ConfigOpt = None, data_dir: DataDirOpt = None,
-    database_url: DatabaseUrlOpt = None,
+    database_url: DatabaseUrlOpt = None, log_format: LogFormatOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging")] = False,
 ) -> None:
     """Run warm workers and the deadline ticker without serving (same configuration)."""
     from stoker.app.serving import run_worker
 
-    settings = settings_or_exit(config, data_dir=data_dir, database_url=database_url)
-    setup_logging(verbose)
-    serve_or_exit(run_worker(settings, announce=console.print))
+    settings = settings_or_exit(config, data_dir=data_dir, database_url=database_url,
+                                log_format=log_format)
+    setup_logging(verbose, settings.log_format)
+    serve_or_exit(run_worker(settings, announce=announcer(settings)))
 
 
 def mount(app: typer.Typer) -> None:

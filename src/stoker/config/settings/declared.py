@@ -374,6 +374,12 @@ class Settings:
         "combined (with the cache status appended) or json",
         doc="`combined` (nginx/Apache's, with the cache status and the two durations in ms "
             "appended) or `json`")
+    log_format: str = setting(
+        "text", choice("text", "json"),
+        "Stoker's own log lines as text, or as one JSON object each (for log shippers)",
+        doc="Stoker's own log lines (not the access log): `text`, or `json`, one object per "
+            "line with `time`, `level`, `logger`, `message` (and `error`)",
+        flag=True)
     log_redact_query: tuple[str, ...] = setting(
         ("token", "key", "api_key", "password", "secret", "signature", "sig", "code", "auth"),
         str_list,
