@@ -127,7 +127,7 @@ class Stoker:
             raise SettingsError(str(error)) from None
         bodies = BodyStore(settings.data_dir / "bodies")
         await bodies.sweep_temp()
-        l2 = await SqliteCacheStore.open(settings.data_dir / "cache.db", bodies, clock,
+        l2 = await SqliteCacheStore.open(settings.cache_path, bodies, clock,
                                          max_bytes=settings.l2_max_bytes,
                                          inline_reads=settings.l2_inline_reads)
         try:

@@ -210,6 +210,12 @@ class MemoryStore:
                 found.update((key, variant) for variant in slot.variants)
         return found
 
+    def clear_nowait(self) -> None:
+        """Forget every entry (a process that may have missed purges starts over)."""
+        self._slots.clear()
+        self._tags.clear()
+        self._bytes = self._count = 0
+
     def delete_except_version_nowait(self, version: str) -> int:
         """Delete entries whose primary key is not under ``f"{version}|"``."""
         prefix = f"{version}|"

@@ -56,8 +56,6 @@ from stoker.warm.run import RevisitPolicy
 
 ORIGIN_TIMEOUT: Final = 5.0
 """Seconds the origin has to answer (connecting included)."""
-CACHE_DB: Final = "cache.db"
-"""The cache tier's file in ``data_dir`` (as :meth:`stoker.app.stoker.Stoker.open` names it)."""
 PASSED: Final = "ok"
 FAILED: Final = "FAIL"
 NOT_TRIED: Final = "skip"
@@ -125,7 +123,7 @@ def checks_for(settings: Settings, config_file: Path | None) -> list[Check]:
               partial(configuration, settings)),
         Check("origin", require_origin(settings), partial(origin_answers, settings)),
         Check("data_dir", str(data_dir), partial(data_dir_writable, settings)),
-        Check("cache tier", str(data_dir / CACHE_DB), partial(cache_tier_opens, settings),
+        Check("cache tier", str(settings.cache_path), partial(cache_tier_opens, settings),
               needs="data_dir"),
         Check("job queue", job_queue_place(settings), partial(job_queue_opens, settings),
               needs=queue_needs),
@@ -235,7 +233,7 @@ async def cache_tier_opens(settings: Settings) -> str:
 
     state = await VersionFile(settings.data_dir).load()
     bodies = BodyStore(settings.data_dir / "bodies")
-    store = await SqliteCacheStore.open(settings.data_dir / CACHE_DB, bodies, SystemClock())
+    store = await SqliteCacheStore.open(settings.cache_path, bodies, SystemClock())
     await store.close()
     return f"opened and migrated; cache version {state.version}"
 

@@ -80,6 +80,7 @@ from stoker.cache.entry import CacheEntry, Freshness
 from stoker.cache.hits import HitCounter
 from stoker.cache.outcome import GENERATED, Kind, Outcome
 from stoker.cache.port import Cache
+from stoker.cache.purge_bus import Relay
 from stoker.clock import Clock
 from stoker.config.rules import (
     Rule,
@@ -196,6 +197,8 @@ class Pipeline:
         self._producing: set[asyncio.Future[None]] = set()
         self._name = fetcher.config.cache_name
         self.purge_method: PurgeMethodHandler | None = None
+        self.relay: Relay | None = None
+        """The other processes sharing the cache, told of unsafe methods' invalidations."""
         self._via = (b"via", fetcher.config.via)
 
     @property
@@ -608,6 +611,8 @@ class Pipeline:
                 keys.append(self.key_for_url(target))
         self.fetcher.purges.record(soft=False, now=self.clock.now(), keys=keys)
         await self.store.delete_primary(keys)
+        if self.relay is not None:
+            self.relay.tell(self.fetcher.purges.latest)
 
     def _fail(self, sink: ReplySink, status: int, fwd: str, detail: str) -> None:
         self.stats["error"] += 1

@@ -39,7 +39,8 @@ from stoker.cache.entry import CacheEntry
 from stoker.cache.events import PurgeEvents
 from stoker.cache.invalidation import PurgeScope
 from stoker.cache.port import Cache
-from stoker.cache.purge_list import PurgeList
+from stoker.cache.purge_bus import Relay
+from stoker.cache.purge_list import PurgeList, PurgeMark
 from stoker.cache.version_file import VersionFile, VersionState, next_version
 from stoker.clock import Clock
 from stoker.proxy.pipeline import Pipeline
@@ -87,13 +88,16 @@ class PurgeResult:
     keys: tuple[str, ...]  # primary keys touched (empty for everything)
     urls: tuple[str, ...]
     version: str  # the cache version after the purge
+    unconfirmed: tuple[str, ...] = ()
+    """Processes sharing the cache that had not confirmed the purge in time."""
 
     def as_json(self) -> dict[str, Any]:
         """The admin API's answer (URLs capped at :data:`URLS_SHOWN`)."""
         return {"purged": self.purged, "soft": self.scope.soft, "scope": self.scope.as_json(),
                 "keys": len(self.keys), "urls": list(self.urls[:URLS_SHOWN]),
                 "urls_total": len(self.urls), "version": self.version,
-                "unknown_hosts": list(self.scope.unknown_hosts)}
+                "unknown_hosts": list(self.scope.unknown_hosts),
+                "unconfirmed": list(self.unconfirmed)}
 
 
 def url_of_key(primary_key: str) -> str:
@@ -114,6 +118,8 @@ class Purger:
         self._versions = versions
         self._reclaim_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
+        self.relay: Relay | None = None
+        """The other processes sharing the cache (none: this process alone)."""
 
     async def purge(self, scope: PurgeScope) -> PurgeResult:
         """Apply ``scope`` now; return what it did."""
@@ -161,23 +167,39 @@ class Purger:
         self.purges.record(soft=scope.soft, now=self._clock.now(),
                            keys=[self.pipeline.key_for_url(url) for url in scope.urls],
                            prefixes=scope.prefixes, tags=scope.tags)
-        purged, keys = await self.store.purge(self.purges.latest)
+        mark = self.purges.latest
+        purged, keys = await self.store.purge(mark)
+        unconfirmed = await self._spread(mark, None)
         await asyncio.sleep(0)  # listing 10,000 URLs is a step of its own
-        return PurgeResult(scope, purged, tuple(keys), _urls(keys), self.pipeline.version)
+        return PurgeResult(scope, purged, tuple(keys), _urls(keys), self.pipeline.version,
+                           unconfirmed)
 
     async def _purge_everything(self, scope: PurgeScope) -> PurgeResult:
         now = self._clock.now()
         if scope.soft:
             self.purges.record(soft=True, now=now, everything=True)
-            purged, _ = await self.store.purge(self.purges.latest)
-            return PurgeResult(scope, purged, (), (), self.pipeline.version)
+            mark = self.purges.latest
+            purged, _ = await self.store.purge(mark)
+            return PurgeResult(scope, purged, (), (), self.pipeline.version,
+                               await self._spread(mark, None))
         purged = await self.store.count()  # not waiting for queued writes
         version = next_version(self.pipeline.version)
         await self._versions.save(VersionState(version, reclaimed=False))
         self.purges.record(soft=False, now=now, everything=True)
+        self.adopt_version(version)
+        return PurgeResult(scope, purged, (), (), version,
+                           await self._spread(self.purges.latest, version))
+
+    def adopt_version(self, version: str) -> None:
+        """Serve under cache ``version`` from now on (persisted already: by this process's
+        purge of everything, or another's) and reclaim what older versions left."""
         self.pipeline.version = version
         self._start_reclaim(version)
-        return PurgeResult(scope, purged, (), (), version)
+
+    async def _spread(self, mark: PurgeMark, version: str | None) -> tuple[str, ...]:
+        """Relay ``mark`` to the processes sharing the cache (if any); those that had not
+        confirmed it in time."""
+        return () if self.relay is None else await self.relay.spread(mark, version)
 
     def _start_reclaim(self, version: str) -> None:
         task = asyncio.create_task(self._reclaim(version), name=f"stoker-reclaim-{version}")

@@ -26,6 +26,7 @@ from stoker.config.settings.values import (
     origin_slots,
     path,
     positive_int,
+    process_count,
     seconds,
     size,
     str_list,
@@ -233,6 +234,30 @@ class Settings:
         doc="Most `Vary` variants kept per URL; the least recently used is dropped, so a "
             "per-visitor `Vary` cannot fill the cache with one page",
         reload=True)
+    processes: int = setting(
+        1, process_count,
+        "Serving processes on one address, each with its own memory tier (auto: one per core)",
+        doc="Serving processes sharing `listen` (`SO_REUSEPORT`), each with its own memory "
+            "tier, all sharing `data_dir`'s cache tier, job queue and purges: a purge "
+            "answers once every process has it in force; `auto`: one per core",
+        default_doc="`1`", flag=True)
+    node_id: str | None = setting(
+        None, optional(text),
+        "This Stoker's name among those sharing a cache (default: hostname-pid)",
+        doc="This Stoker's name among the processes and nodes sharing a cache: in the purge "
+            "answers naming who did not confirm, and in the logs",
+        default_doc="hostname-pid", flag=True)
+    purge_ack_timeout: float = setting(
+        5.0, seconds,
+        "Longest a purge waits for the other processes to have it in force",
+        doc="Longest a purge waits for every other live process sharing the cache to have "
+            "it in force; the answer then names those that did not confirm "
+            "(`unconfirmed`)")
+    node_timeout: float = setting(
+        10.0, seconds,
+        "A process sharing the cache that has not been heard of this long is not waited for",
+        doc="A process sharing the cache that has not confirmed its position for this long "
+            "is taken for gone: purges no longer wait for it")
     shutdown_timeout: float = setting(
         10.0, seconds,
         "On SIGTERM: time to flush L2 writes and drain background work, then give up",
@@ -432,6 +457,11 @@ class Settings:
     def sqlite_path(self) -> Path:
         """The embedded database file."""
         return self.data_dir / "stoker.db"
+
+    @property
+    def cache_path(self) -> Path:
+        """The cache tier's file (the purge bus of the processes sharing it is there too)."""
+        return self.data_dir / "cache.db"
 
     @property
     def site_hosts(self) -> SiteHosts:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -147,6 +148,14 @@ def positive_int(value: Any) -> int:
     if isinstance(value, bool) or not str(value).strip().isdigit() or int(value) < 1:
         raise ValueError(f"expected a whole number of at least 1, got {value!r}")
     return int(value)
+
+
+def process_count(value: Any) -> int:
+    """A number of processes, at least 1; ``auto``: one per core this process may use."""
+    if str(value).strip().lower() == "auto":
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+            os.cpu_count() or 1)
+    return positive_int(value)
 
 
 def origin_slots(value: Any) -> int:

@@ -1,0 +1,158 @@
+"""This process on the purge bus: it relays its own purges and carries out the others'.
+
+A process sharing its cache with others (``processes > 1``) joins the
+:class:`~stoker.cache.purge_bus.PurgeBus` at the bus's newest number (what was relayed
+before is in the shared tier already, and its memory tier is new).  Then:
+
+- its purger relays each purge once it is in force here (:meth:`PurgeRelay.spread`) and
+  answers once every other live member has confirmed it, or after
+  ``purge_ack_timeout`` naming those that had not;
+- :meth:`PurgeRelay.follow` reads what the others relayed every :data:`POLL` seconds
+  and puts each in force here as this process's own purge of the same scope (recorded
+  in its purge list, applied to both tiers: a fetch of this process that raced the
+  other's purge may have written the shared tier after the other's lookups), a new
+  cache version adopted as it is; then it confirms the number.  It confirms at least
+  every :data:`HEARTBEAT` seconds, so the others know it lives.
+
+Invariants: a number is confirmed only once everything up to it is in force here, its
+own relayed purges included (they were in force before they were relayed); a gap in
+the numbers (this process fell behind what the bus keeps) drops the memory tier whole
+before anything is confirmed; a failure to read or apply is logged and retried at the
+next poll, never skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Final
+
+from stoker.app.stoker import Stoker
+from stoker.backends.sqlite.purge_bus import SqlitePurgeBus
+from stoker.cache.purge_bus import PurgeBus, Relayed, unconfirmed
+from stoker.cache.purge_list import PurgeMark
+from stoker.clock import Clock
+
+log = logging.getLogger("stoker.purge")
+
+POLL: Final = 0.02
+"""Seconds between two reads of the bus."""
+HEARTBEAT: Final = 1.0
+"""Longest time between two confirmations."""
+KEPT: Final = 600.0
+"""Seconds what was relayed stays on the bus (for members catching up)."""
+
+
+class PurgeRelay:
+    """This process's member of the bus (see the module docstring)."""
+
+    def __init__(self, bus: PurgeBus, me: str, stoker: Stoker, clock: Clock, *,
+                 ack_timeout: float, node_timeout: float) -> None:
+        self._bus = bus
+        self.me = me
+        self._stoker = stoker
+        self._clock = clock
+        self._ack_timeout = ack_timeout
+        self._node_timeout = node_timeout
+        self._position = 0
+        self._confirmed_at = float("-inf")
+        self._telling: set[asyncio.Task[int]] = set()
+
+    async def join(self) -> None:
+        """Start at the bus's newest number, and say so."""
+        self._position = await self._bus.latest()
+        await self._confirm()
+
+    async def spread(self, mark: PurgeMark, version: str | None) -> tuple[str, ...]:
+        number = await self._bus.publish(self.me, mark, version)
+        deadline = self._clock.monotonic() + self._ack_timeout
+        while True:
+            waiting = unconfirmed(await self._bus.members(), number, self.me,
+                                  self._clock.now(), self._node_timeout)
+            if not waiting or self._clock.monotonic() >= deadline:
+                if waiting:
+                    log.warning("purge %d: not confirmed within %g s by %s", number,
+                                self._ack_timeout, ", ".join(waiting))
+                return tuple(waiting)
+            await self._clock.sleep(POLL / 2)
+
+    def tell(self, mark: PurgeMark) -> None:
+        task = asyncio.ensure_future(self._bus.publish(self.me, mark, None))
+        self._telling.add(task)
+        task.add_done_callback(self._told)
+
+    def _told(self, task: asyncio.Task[int]) -> None:
+        self._telling.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("could not relay an invalidation to the other processes: %s",
+                      task.exception())
+
+    async def follow(self, stop: asyncio.Event) -> None:
+        """Carry out what the others relay until ``stop``."""
+        trimmed = self._clock.monotonic()
+        while not stop.is_set():
+            try:
+                await self.catch_up()
+                if self._clock.monotonic() - trimmed >= KEPT / 10:
+                    await self._bus.trim(self._clock.now() - KEPT)
+                    trimmed = self._clock.monotonic()
+            except Exception:
+                log.exception("reading the purge bus failed; trying again")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), POLL)
+
+    async def catch_up(self) -> int:
+        """Put in force what was relayed since the last call, confirm; how many."""
+        relayed = await self._bus.since(self._position)
+        if relayed and self._position and relayed[0].number > self._position + 1:
+            log.warning("fell behind the purge bus (%d -> %d): dropping the memory tier",
+                        self._position, relayed[0].number)
+            self._stoker.store.l1.clear_nowait()
+        for one in relayed:
+            if one.sender != self.me:
+                await self._apply(one)
+            self._position = one.number
+        if relayed or self._clock.monotonic() - self._confirmed_at >= HEARTBEAT:
+            await self._confirm()
+        return len(relayed)
+
+    async def close(self) -> None:
+        """Finish relaying, leave the bus (no purge waits for this process now), close it."""
+        if self._telling:
+            await asyncio.gather(*self._telling, return_exceptions=True)
+        try:
+            await self._bus.leave(self.me)
+        finally:
+            await self._bus.close()
+
+    async def _apply(self, relayed: Relayed) -> None:
+        mark, purger = relayed.mark, self._stoker.purger
+        purges = purger.purges
+        purges.record(soft=mark.soft, now=mark.now, keys=mark.keys, prefixes=mark.prefixes,
+                      tags=mark.tags, everything=mark.everything)
+        if relayed.version is not None:
+            purger.adopt_version(relayed.version)
+        else:
+            await self._stoker.store.purge(purges.latest)
+
+    async def _confirm(self) -> None:
+        await self._bus.confirm(self.me, self._position, self._clock.now())
+        self._confirmed_at = self._clock.monotonic()
+
+
+async def open_relay(stoker: Stoker, me: str) -> PurgeRelay:
+    """``stoker`` on the bus of the processes sharing its ``data_dir`` (in ``cache.db``),
+    as ``me``: joined, its purger and pipeline relaying through it."""
+    settings = stoker.settings
+    bus = await SqlitePurgeBus.open(settings.cache_path)
+    relay = PurgeRelay(bus, me, stoker, stoker.clock, ack_timeout=settings.purge_ack_timeout,
+                       node_timeout=settings.node_timeout)
+    try:
+        await relay.join()
+    except BaseException:
+        await bus.close()
+        raise
+    stoker.purger.relay = stoker.pipeline.relay = relay
+    return relay
+

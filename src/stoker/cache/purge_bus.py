@@ -1,0 +1,92 @@
+"""The purge bus: how the processes (and later the nodes) that share one cache hear of
+each other's purges, and say they have them in force.
+
+Each process keeps its own :class:`~stoker.cache.purge_list.PurgeList` (its sequence
+numbers are its own); the bus relays what a purge was (its scope, hard or soft, its
+time, and a new cache version for a purge of everything) to the others, numbered in
+the order the bus took them.  A member *confirms* a number once every purge up to it is
+in force in its own tiers; a purge answers once every live member (one that confirmed
+within ``node_timeout``) has confirmed its number, or its ``purge_ack_timeout`` has
+passed, naming those that had not.
+
+Invariants (every implementation): numbers only grow, in the order :meth:`PurgeBus.publish`
+calls took effect; :meth:`PurgeBus.since` returns what was published after a number,
+oldest first, including the publisher's own (the follower skips those); a member's
+confirmed number only grows.  :func:`unconfirmed` is pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from stoker.cache.purge_list import PurgeMark
+
+
+@dataclass(frozen=True, slots=True)
+class Relayed:
+    """One purge as the bus carries it: ``mark``'s scope, softness and time (its ``seq``
+    and ``at`` are the sender's own, meaningless elsewhere), and the cache version a hard
+    purge of everything switched to."""
+
+    number: int
+    sender: str
+    mark: PurgeMark
+    version: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """A process on the bus: the number it has confirmed, and when it last did."""
+
+    name: str
+    confirmed: int
+    seen_at: float
+
+
+class PurgeBus(Protocol):
+    """Where the members of one cache relay purges (see the module invariants)."""
+
+    async def publish(self, sender: str, mark: PurgeMark, version: str | None) -> int:
+        """Relay ``mark`` (and the version it switched to); its number."""
+
+    async def since(self, number: int) -> Sequence[Relayed]:
+        """What was published after ``number``, oldest first."""
+
+    async def latest(self) -> int:
+        """The newest number (0 before any)."""
+
+    async def confirm(self, member: str, number: int, now: float) -> None:
+        """``member`` has every purge up to ``number`` in force, at ``now`` (a heartbeat)."""
+
+    async def members(self) -> Sequence[Member]:
+        """Every member that has confirmed and not left."""
+
+    async def leave(self, member: str) -> None:
+        """``member`` stops: no purge waits for it any more."""
+
+    async def trim(self, before: float) -> None:
+        """Forget what was published before ``before`` (wall clock)."""
+
+    async def close(self) -> None: ...
+
+
+class Relay(Protocol):
+    """This process's side of the bus, as the purger and the pipeline use it."""
+
+    async def spread(self, mark: PurgeMark, version: str | None) -> tuple[str, ...]:
+        """Relay ``mark`` (in force here already) and wait until every other live member
+        has it in force, or the timeout; the names of those that had not confirmed."""
+
+    def tell(self, mark: PurgeMark) -> None:
+        """Relay ``mark`` without waiting (an unsafe method's invalidation)."""
+
+
+def unconfirmed(members: Sequence[Member], number: int, me: str, now: float,
+                node_timeout: float) -> list[str]:
+    """The live members other than ``me`` that have not confirmed ``number`` (live: seen
+    within ``node_timeout`` of ``now``), by name."""
+    return sorted(member.name for member in members
+                  if member.name != me and now - member.seen_at <= node_timeout
+                  and member.confirmed < number)

@@ -1,0 +1,107 @@
+"""Two Stokers on one ``data_dir`` (the processes of ``--processes 2``, here in one test
+process): a purge answers once the other has it in force, so it never serves the old
+copy afterwards; what it does not confirm in time is named."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from tests.integration.conftest import Origin
+from tests.integration.test_serve import get, read
+
+from stoker.app.purge_relay import PurgeRelay, open_relay
+from stoker.app.stoker import Stoker
+from stoker.cache.invalidation import PurgeScope
+from stoker.cache.outcome import Kind
+from stoker.config.settings import settings_from
+from stoker.proxy.request_body import no_body
+
+TAGGED = [("cache-control", "max-age=600"), ("cache-tag", "post-1")]
+
+
+@asynccontextmanager
+async def member(origin: Origin, data_dir: Path, name: str,
+                 **settings: Any) -> AsyncIterator[tuple[Stoker, PurgeRelay]]:
+    """One Stoker on ``data_dir``, on its bus as ``name``, following it."""
+    stoker = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(data_dir),
+                                              **settings}))
+    relay = await open_relay(stoker, name)
+    stop = asyncio.Event()
+    following = asyncio.create_task(relay.follow(stop))
+    try:
+        yield stoker, relay
+    finally:
+        stop.set()
+        await following
+        await relay.close()
+        await stoker.close()
+
+
+async def served(stoker: Stoker, path: str) -> tuple[Kind, bytes]:
+    reply = await stoker.pipeline.serve(get(path), no_body())
+    body = await read(reply)
+    return reply.outcome.kind, body
+
+
+async def test_a_purge_answers_once_the_other_process_has_it_in_force(
+        origin: Origin, tmp_path: Path) -> None:
+    origin.app.set("/t", headers=TAGGED, body=b"v1")
+    async with member(origin, tmp_path, "a") as (a, _), member(origin, tmp_path, "b") as (b, _):
+        assert (await served(a, "/t"))[0] is Kind.MISS
+        await a.store.flush()
+        assert await served(b, "/t") == (Kind.HIT, b"v1")  # from the shared tier, now in B's L1
+        origin.app.set("/t", headers=TAGGED, body=b"v2")
+        result = await a.purger.purge(PurgeScope(tags=("post-1",)))
+        after = await served(b, "/t")  # at once: no waiting for B's next poll
+    assert result.unconfirmed == ()
+    assert after == (Kind.MISS, b"v2")
+    assert origin.app.count("/t") == 2
+
+
+async def test_a_soft_purge_and_a_version_bump_reach_the_other_process(
+        origin: Origin, tmp_path: Path) -> None:
+    origin.app.set("/t", headers=[*TAGGED, ("etag", '"1"')], body=b"v1")
+    async with member(origin, tmp_path, "a") as (a, _), member(origin, tmp_path, "b") as (b, _):
+        await served(a, "/t")
+        await a.store.flush()
+        await served(b, "/t")
+        await a.purger.purge(PurgeScope(tags=("post-1",), soft=True))
+        [stale] = b.store.get_l1(b.pipeline.key_for_url("http://site.test/t")) or []
+        assert stale.fresh_until <= b.clock.now()  # stale in B, kept for revalidation
+        await a.purger.purge(PurgeScope(everything=True))
+        assert b.pipeline.version == a.pipeline.version != "1"
+
+
+async def test_an_unsafe_method_invalidates_the_other_process_too(
+        origin: Origin, tmp_path: Path) -> None:
+    origin.app.set("/t", headers=TAGGED, body=b"v1")
+    async with member(origin, tmp_path, "a") as (a, _), member(origin, tmp_path, "b") as (b, rb):
+        await served(a, "/t")
+        await a.store.flush()
+        await served(b, "/t")
+        await read(await a.pipeline.serve(get("/t", method="POST"), no_body()))
+        for _ in range(200):  # told without waiting: B takes it at its next poll
+            await rb.catch_up()
+            if b.store.get_l1(b.pipeline.key_for_url("http://site.test/t")) is None:
+                break
+            await asyncio.sleep(0.01)
+        assert (await served(b, "/t"))[0] is Kind.MISS
+
+
+async def test_a_member_that_does_not_confirm_is_named_and_waited_for_no_longer(
+        origin: Origin, tmp_path: Path) -> None:
+    async with member(origin, tmp_path, "a", purge_ack_timeout=0.3) as (a, _):
+        b = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(tmp_path)}))
+        silent = await open_relay(b, "b")  # joined, never follows
+        try:
+            result = await a.purger.purge(PurgeScope(tags=("post-1",)))
+            await silent.close()  # left: no longer waited for
+            again = await a.purger.purge(PurgeScope(tags=("post-1",)))
+        finally:
+            await b.close()
+    assert result.unconfirmed == ("b",)
+    assert again.unconfirmed == ()
