@@ -20,13 +20,15 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
 import httpx
 
 from stoker.admin.app import build_admin_app
+from stoker.app.processes import ServingProcess, Supervisor, default_node_id
+from stoker.app.purge_relay import PurgeRelay, open_relay
 from stoker.app.stoker import Stoker
 from stoker.app.warm_service import WarmService
 from stoker.asgi import ASGIApp
@@ -67,35 +69,74 @@ async def run_service(settings: Settings, *, announce: Announce = print,
                       extra: tuple[tuple[ASGIApp, str], ...] = (),
                       stop: asyncio.Event | None = None,
                       alongside: Alongside | None = None,
-                      reload: LoadSettings | None = None) -> None:
+                      reload: LoadSettings | None = None,
+                      process: ServingProcess | None = None) -> None:
     """Serve the proxy and the admin API until stopped; ``alongside`` (given the
     warmer) runs beside the servers from their start until it returns or they stop.
-    With ``reload``, ``SIGHUP`` reloads the configuration it reads (:func:`reload_now`)."""
+    With ``reload``, ``SIGHUP`` reloads the configuration it reads (:func:`reload_now`).
+    As one ``process`` of several (``processes > 1``, started by
+    :mod:`stoker.app.processes`), it shares ``listen`` with the others, follows their
+    purges on the bus, and only the first serves the admin API and starts the
+    ``warm_on_start`` run."""
     require_safe_admin(settings)
     require_tls_files(settings)
-    ensure_free(settings.listen, "listen")
-    ensure_free(settings.admin_listen, "admin_listen")
+    if process is None:  # else the supervisor checked them, and the others share listen
+        ensure_free(settings.listen, "listen")
+        ensure_free(settings.admin_listen, "admin_listen")
+    first = process is None or process.index == 0
     stoker, warm = await _open_with_warmer(settings)
-    apps: list[tuple[ASGIApp, str]] = [
-        (proxy_app(stoker), settings.listen),
-        (build_admin_app(stoker, warm), settings.admin_listen),
-        *extra,
-    ]
+    relay = await open_relay(stoker, process.name) if process is not None else None
+    apps: list[tuple[ASGIApp, str]] = [(proxy_app(stoker), settings.listen)]
+    if first:
+        apps += [(build_admin_app(stoker, warm), settings.admin_listen), *extra]
     scheme = "https" if settings.tls_cert else "http"
     where = f"{scheme}://{settings.listen} (admin on http://{settings.admin_listen})"
     announce(f"stoker {VERSION}: proxying {where} → {settings.origin} "
              f"(data in {settings.data_dir}, {settings.warm_workers} warm workers, "
-             f"pid {os.getpid()})")
+             f"pid {os.getpid()}{process.described() if process else ''})")
     tls = {settings.listen: Tls(settings.tls_cert, settings.tls_key)} if (
         settings.tls_cert and settings.tls_key) else None
     silence = silence_for(settings.origin_timeout, settings.client_body_timeout)
+    shared = frozenset({settings.listen}) if process is not None else frozenset()
     try:
         with _reloading_on_hangup(stoker, warm, reload):
             await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(
                 settings.server, apps, stop, tls, grace=settings.shutdown_timeout,
-                silence=silence), alongside)
+                silence=silence, shared=shared), _beside(relay, alongside),
+                warm_on_start=first)
     finally:
-        announce(f"stoker {VERSION}: stopped proxying {where}")
+        if relay is not None:
+            await relay.close()
+        announce(f"stoker {VERSION}: stopped proxying {where}"
+                 f"{process.described() if process else ''}")
+
+
+async def supervise(settings: Settings, args: Sequence[str], *,
+                    announce: Announce = print) -> int:
+    """Run ``settings.processes`` serving processes, each ``stoker ARGS`` as one of them
+    (:mod:`stoker.app.processes`), until a stop signal; the exit status."""
+    require_safe_admin(settings)
+    ensure_free(settings.listen, "listen")
+    ensure_free(settings.admin_listen, "admin_listen")
+    node = settings.node_id or default_node_id()
+    count = settings.processes
+    announce(f"stoker {VERSION}: {count} serving processes on {settings.listen} "
+             f"(admin on http://{settings.admin_listen}, node {node}, pid {os.getpid()})")
+    status = await Supervisor(count, args, node, settings.shutdown_timeout).run()
+    announce(f"stoker {VERSION}: stopped the {count} serving processes on {settings.listen}")
+    return status
+
+
+def _beside(relay: PurgeRelay | None, alongside: Alongside | None) -> Alongside | None:
+    """What runs beside the servers: ``alongside``, and the relay following the bus."""
+    if relay is None:
+        return alongside
+
+    async def both(warm: WarmService) -> None:
+        await asyncio.gather(relay.follow(asyncio.Event()),
+                             *([alongside(warm)] if alongside is not None else []))
+
+    return both
 
 
 def reload_now(stoker: Stoker, warm: WarmService, load: LoadSettings) -> None:
@@ -168,14 +209,15 @@ async def _open_with_warmer(settings: Settings) -> tuple[Stoker, WarmService]:
 
 async def _run_with_warmer(stoker: Stoker, warm: WarmService, stop: asyncio.Event | None,
                            serve: Callable[[asyncio.Event], Awaitable[None]],
-                           alongside: Alongside | None = None) -> None:
+                           alongside: Alongside | None = None, *,
+                           warm_on_start: bool = True) -> None:
     """Run ``serve``, the warmer and ``alongside`` until ``stop`` (or a signal); then
     close in order: ``alongside`` (cancelled), the warmer (its worker releases what it
     holds, hit statistics are flushed), then the stores.  The shutdown's one budget
     starts when ``stop`` is set (:meth:`Stoker.begin_shutdown`): the servers' requests,
     the warm worker's visits and every closing step share it."""
     stop = stop or asyncio.Event()
-    warming = asyncio.create_task(warm.run(stop))
+    warming = asyncio.create_task(warm.run(stop, warm_on_start=warm_on_start))
     beside = asyncio.create_task(alongside(warm)) if alongside is not None else None
     begin = asyncio.create_task(_begin_shutdown_on(stop, stoker))
     try:

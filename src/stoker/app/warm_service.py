@@ -170,12 +170,14 @@ class WarmService:
         log.info("warm_on_start = %s: warm run %d started", mode, created.run.id)
         return created.run
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Start the ``warm_on_start`` run, then run the ticker and (with ``warm_workers``
-        > 0) a warm worker until ``stop``."""
+    async def run(self, stop: asyncio.Event, *, warm_on_start: bool = True) -> None:
+        """Start the ``warm_on_start`` run (unless told not to: another process of this
+        Stoker does), then run the ticker and (with ``warm_workers`` > 0) a warm worker
+        until ``stop``."""
         settings = self.stoker.settings
         try:
-            await self.warm_on_start()
+            if warm_on_start:
+                await self.warm_on_start()
         except Exception:  # the origin or the stores are not ready: serving goes on
             log.exception("could not start the warm_on_start run")
         tasks = [self.ticker.run(stop)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -21,6 +21,8 @@ from stoker.config.settings import FIELDS, Settings, SettingsError, admin_url, l
 from stoker.config.settings.declared import flag_name
 from stoker.config.settings.rendering import plain_default
 from stoker.server.listeners import run_async
+
+T = TypeVar("T")
 
 console = Console(stderr=True, markup=False, soft_wrap=True)
 DEMO_DATA_DIR = Path(".stoker/demo")
@@ -44,6 +46,8 @@ DatabaseUrlOpt = Annotated[str | None, setting_option("database_url")]
 TokenOpt = Annotated[str | None, setting_option("admin_token")]
 ServerOpt = Annotated[str | None, setting_option("server")]
 LogFormatOpt = Annotated[str | None, setting_option("log_format")]
+ProcessesOpt = Annotated[str | None, setting_option("processes")]
+NodeIdOpt = Annotated[str | None, setting_option("node_id")]
 AdminUrlOpt = Annotated[str | None, typer.Option(
     "--admin-url", envvar="STOKER_ADMIN_URL",
     help="Admin API of the running Stoker [http://<admin_listen>]")]
@@ -62,10 +66,11 @@ def settings_or_exit(config: Path | None, **cli: Any) -> Settings:
         raise usage_error(error) from None
 
 
-def serve_or_exit(main: Coroutine[Any, Any, None]) -> None:
-    """Run a service, turning a configuration problem found at startup into a clear exit."""
+def serve_or_exit(main: Coroutine[Any, Any, T]) -> T:
+    """Run a service, turning a configuration problem found at startup into a clear exit;
+    what it returned."""
     try:
-        run_async(main)
+        return run_async(main)
     except SettingsError as error:
         raise usage_error(error) from None
 

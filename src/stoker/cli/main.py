@@ -11,11 +11,13 @@ listener) and ``--admin-token`` (``STOKER_ADMIN_TOKEN``).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from stoker.app.processes import INDEX_FLAG, ServingProcess, default_node_id
 from stoker.cli.common import (
     DEMO_DATA_DIR,
     AdminListenOpt,
@@ -26,7 +28,9 @@ from stoker.cli.common import (
     HostOpt,
     ListenOpt,
     LogFormatOpt,
+    NodeIdOpt,
     OriginOpt,
+    ProcessesOpt,
     ServerOpt,
     TokenOpt,
     admin_client,
@@ -69,17 +73,24 @@ def serve(
     config: ConfigOpt = None, origin: OriginOpt = None, listen: ListenOpt = None,
     admin_listen: AdminListenOpt = None, data_dir: DataDirOpt = None,
     admin_token: TokenOpt = None, server: ServerOpt = None, log_format: LogFormatOpt = None,
+    processes: ProcessesOpt = None, node_id: NodeIdOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging")] = False,
+    process_index: Annotated[int | None, typer.Option(INDEX_FLAG, hidden=True)] = None,
 ) -> None:
     """Run the caching proxy in front of --origin.
+
+    With --processes N (auto: one per core), N serving processes share the listen
+    address, the cache tier and the job queue, each with its own memory tier; a purge
+    answers once every one of them has it in force.
 
     SIGHUP reloads stoker.toml: its cache rules, presets, lifetimes and what is stored
     take effect at once, without dropping connections or the cache; the log names each
     change and what needs a restart."""
-    from stoker.app.serving import run_service
+    from stoker.app.serving import run_service, supervise
 
     flags = dict(origin=origin, listen=listen, admin_listen=admin_listen, data_dir=data_dir,
-                 admin_token=admin_token, server=server, log_format=log_format)
+                 admin_token=admin_token, server=server, log_format=log_format,
+                 processes=processes, node_id=node_id)
     settings = settings_or_exit(config, **flags)
     try:
         require_origin(settings)
@@ -87,8 +98,13 @@ def serve(
     except SettingsError as error:
         raise usage_error(error) from None
     setup_logging(verbose, settings.log_format)
+    if settings.processes > 1 and process_index is None:
+        raise typer.Exit(serve_or_exit(supervise(settings, sys.argv[1:],
+                                                 announce=announcer(settings))))
+    process = None if process_index is None else ServingProcess(
+        process_index, settings.processes, settings.node_id or default_node_id())
     serve_or_exit(run_service(settings, announce=announcer(settings), reload=lambda: (
-        load_settings(config_path=config, cli=flags))))
+        load_settings(config_path=config, cli=flags)), process=process))
 
 
 @app.command()

@@ -24,7 +24,7 @@ import socket
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from stoker.asgi import ASGIApp
 from stoker.config.settings import Settings, SettingsError
@@ -33,6 +33,7 @@ from stoker.server.front.listener import BACKLOG, FrontServer
 from stoker.server.heap import HeapKeeper, freeze_heap
 from stoker.server.heap import applies as heap_policy_applies
 
+T = TypeVar("T")
 log = logging.getLogger("stoker.server")
 
 
@@ -157,37 +158,41 @@ def _is_proxy(app: ASGIApp) -> bool:
 
 
 def make_server(kind: str, app: ASGIApp, address: str, tls: Tls | None = None,
-                grace: float | None = None) -> _Server:
+                grace: float | None = None, shared: bool = False) -> _Server:
     """A server of ``kind`` for ``app`` on ``address``: ``granian``, or ``stoker``
     (Stoker's HTTP/1.1 front; on a TLS listener, granian, which negotiates HTTP/2 by
     ALPN).  Once stopped, a server lets requests in flight finish for ``grace`` seconds
-    (default: as long as they take), then cancels them."""
+    (default: as long as they take), then cancels them.  A ``shared`` address is bound
+    with ``SO_REUSEPORT`` (granian always binds so), for several serving processes."""
     if kind == "granian" or tls is not None:
         return _Granian(app, address, tls, grace=grace)
     from stoker.proxy.asgi_proxy import ProxyApp
 
     host, port = split_address(address)
     return FrontServer(app, host, port, hot=app.hot if isinstance(app, ProxyApp) else None,
-                       date_header=not _is_proxy(app), grace=grace)
+                       date_header=not _is_proxy(app), grace=grace, shared=shared)
 
 
 async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
                    stop: asyncio.Event | None = None,
                    tls: Mapping[str, Tls] | None = None, *, grace: float | None = None,
-                   silence: float | None = None) -> None:
+                   silence: float | None = None, shared: frozenset[str] = frozenset()) -> None:
     """Serve every ``(app, address)`` (with TLS where ``tls`` names the address) until
     ``stop`` is set or a signal arrives; requests in flight then get ``grace`` seconds
     (:func:`make_server`).  A connection to a granian listener without a byte either way
-    for ``silence`` seconds (default :func:`silence_for` the default settings) is closed."""
+    for ``silence`` seconds (default :func:`silence_for` the default settings) is closed.
+    The ``shared`` addresses are bound beside other processes (checked free by whoever
+    started them)."""
     for _, address in apps:
-        ensure_free(address, "listen address")
+        if address not in shared:
+            ensure_free(address, "listen address")
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, stop.set)
-    servers = [make_server(kind, app, address, (tls or {}).get(address), grace)
-               for app, address in apps]
+    servers = [make_server(kind, app, address, (tls or {}).get(address), grace,
+                           shared=address in shared) for app, address in apps]
     tasks = [asyncio.create_task(server.serve()) for server in servers]
     granian = [port for server in servers for port in server.granian_ports]
     reaper = ConnectionReaper(granian, silence=silence_for() if silence is None else silence,
@@ -209,7 +214,7 @@ async def run_apps(kind: str, apps: Sequence[tuple[ASGIApp, str]],
             raise result
 
 
-def run_async(main: Coroutine[Any, Any, None]) -> None:
+def run_async(main: Coroutine[Any, Any, T]) -> T:
     """Run ``main`` to completion on uvloop when installed (it serves faster), else asyncio;
     where :mod:`stoker.server.heap`'s policy applies (the CPython versions it was measured on),
     the heap built so far is frozen first, and the process's full collections follow the
@@ -220,6 +225,5 @@ def run_async(main: Coroutine[Any, Any, None]) -> None:
     try:
         import uvloop
     except ImportError:
-        asyncio.run(main)
-    else:
-        uvloop.run(main)
+        return asyncio.run(main)
+    return uvloop.run(main)

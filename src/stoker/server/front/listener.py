@@ -76,14 +76,16 @@ class Listener:
 
 class FrontServer:
     """``server = "stoker"`` on one plain-HTTP address (``serve`` / ``stop``, as
-    :mod:`stoker.server.listeners` runs its servers)."""
+    :mod:`stoker.server.listeners` runs its servers); ``shared``: bound with
+    ``SO_REUSEPORT``, beside the other serving processes of this Stoker."""
 
     granian_ports: tuple[int, ...] = ()
 
     def __init__(self, app: ASGIApp, host: str, port: int, *, hot: HotPath | None,
-                 date_header: bool, grace: float | None = None) -> None:
+                 date_header: bool, grace: float | None = None, shared: bool = False) -> None:
         self._app, self._host, self._port = app, host, port
         self._hot, self._date_header, self._grace = hot, date_header, grace
+        self._shared = shared
         self._stopped = asyncio.Event()
 
     async def serve(self) -> None:
@@ -91,7 +93,7 @@ class FrontServer:
         listener = Listener(self._app, self._hot, date_header=self._date_header)
         server = await listener.loop.create_server(
             lambda: Connection(listener), self._host or None, self._port, backlog=BACKLOG,
-            reuse_address=True)
+            reuse_address=True, reuse_port=self._shared or None)
         sweeping = asyncio.create_task(self._sweep(listener))
         try:
             await self._stopped.wait()

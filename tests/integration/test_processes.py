@@ -1,0 +1,77 @@
+"""``stoker serve --processes 2``: two serving processes on one address share the cache
+tier; a purge answers once both have it in force; a process that dies is started again."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import httpx
+from tests.integration.conftest import Origin
+from tests.integration.serve_process import DEADLINE, Serve
+
+TAGGED = [("cache-control", "max-age=600"), ("cache-tag", "post-9")]
+TOKEN = "test-admin-token-0123456789"
+
+
+def serving_pids(serve: Serve) -> set[int]:
+    """The children's pids, read from their start lines."""
+    return {int(line.rsplit("pid ", 1)[1].split(",")[0]) for line in serve.lines()
+            if ": proxying " in line}
+
+
+async def eventually_two(serve: Serve) -> set[int]:
+    for _ in range(int(DEADLINE / 0.05)):
+        pids = serving_pids(serve)
+        if len(pids) >= 2:
+            return pids
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"two processes did not start:\n{serve.log.read_text()}")
+
+
+async def fresh_get(serve: Serve, path: str) -> httpx.Response:
+    """One request on a connection of its own (the kernel picks the process)."""
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{serve.port}",
+                                 timeout=DEADLINE) as client:
+        return await client.get(path)
+
+
+async def test_two_processes_share_the_cache_and_every_purge(
+        origin: Origin, tmp_path: Path) -> None:
+    origin.app.set("/tagged/9", headers=TAGGED, body=b"v1")
+    serve = Serve(origin, tmp_path, "--processes", "2", "--admin-token", TOKEN)
+    serve.config.write_text('warm_on_start = "never"\n')
+    async with serve:
+        pids = await eventually_two(serve)
+        await asyncio.sleep(0.3)  # both listening
+        first = [await fresh_get(serve, "/tagged/9") for _ in range(30)]
+        origin.app.set("/tagged/9", headers=TAGGED, body=b"v2")
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{serve.admin_port}",
+                                     headers={"authorization": f"Bearer {TOKEN}"}) as admin:
+            purge = await admin.post("/api/purge", json={"tags": ["post-9"]})
+        after = [await fresh_get(serve, "/tagged/9") for _ in range(30)]
+    assert len(pids) == 2
+    assert all(response.content == b"v1" for response in first)
+    assert origin.app.count("/tagged/9") - 1 <= 2  # one fetch per process at most, then v2
+    assert purge.status_code == 200 and purge.json()["unconfirmed"] == []
+    assert not [response for response in after if response.content != b"v2"]
+
+
+async def test_a_process_killed_is_started_again(origin: Origin, tmp_path: Path) -> None:
+    origin.app.set("/page", headers=TAGGED, body=b"page")
+    serve = Serve(origin, tmp_path, "--processes", "2")
+    serve.config.write_text('warm_on_start = "never"\n')
+    async with serve:
+        pids = await eventually_two(serve)
+        await asyncio.sleep(0.3)
+        os.kill(min(pids), signal.SIGKILL)
+        for _ in range(int(DEADLINE / 0.05)):
+            if len(serving_pids(serve)) == 3:
+                break
+            await asyncio.sleep(0.05)
+        answers = [await fresh_get(serve, "/page") for _ in range(10)]
+    assert len(serving_pids(serve)) == 3  # the two, and the one started again
+    assert all(response.status_code == 200 for response in answers)
+    assert "starting it again" in serve.log.read_text()
