@@ -1,6 +1,7 @@
 """Two Stokers on one ``data_dir`` (the processes of ``--processes 2``, here in one test
 process): a purge answers once the other has it in force, so it never serves the old
-copy afterwards; what it does not confirm in time is named."""
+copy afterwards; what it does not confirm in time is named; misses of one key in both
+make one origin request."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tests.integration.conftest import Origin
 from tests.integration.test_serve import get, read
 
 from stoker.app.purge_relay import PurgeRelay, open_relay
+from stoker.app.sharing import share_cache
 from stoker.app.stoker import Stoker
 from stoker.cache.invalidation import PurgeScope
 from stoker.cache.outcome import Kind
@@ -29,15 +31,15 @@ async def member(origin: Origin, data_dir: Path, name: str,
     """One Stoker on ``data_dir``, on its bus as ``name``, following it."""
     stoker = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(data_dir),
                                               **settings}))
-    relay = await open_relay(stoker, name)
+    sharing = await share_cache(stoker, name)
     stop = asyncio.Event()
-    following = asyncio.create_task(relay.follow(stop))
+    following = asyncio.create_task(sharing.relay.follow(stop))
     try:
-        yield stoker, relay
+        yield stoker, sharing.relay
     finally:
         stop.set()
         await following
-        await relay.close()
+        await sharing.close()
         await stoker.close()
 
 
@@ -105,3 +107,20 @@ async def test_a_member_that_does_not_confirm_is_named_and_waited_for_no_longer(
             await b.close()
     assert result.unconfirmed == ("b",)
     assert again.unconfirmed == ()
+
+
+async def test_misses_in_both_processes_make_one_origin_request(
+        origin: Origin, tmp_path: Path) -> None:
+    origin.app.set("/slow", headers=TAGGED, body=b"v1", delay=0.3)
+    async with member(origin, tmp_path, "a") as (a, _), member(origin, tmp_path, "b") as (b, _):
+        answers = await asyncio.gather(*(served(stoker, "/slow")
+                                         for stoker in (a, b) * 10))
+        origin.app.set("/next", headers=TAGGED, body=b"next")
+        first = await served(a, "/next")
+        second = await served(b, "/next")  # at once: A's write may still be queued
+    assert origin.app.count("/slow") == 1
+    assert {body for _, body in answers} == {b"v1"}
+    assert {kind for kind, _ in answers} == {Kind.MISS, Kind.COLLAPSED}
+    assert first[0] is Kind.MISS and second[1] == b"next"
+    assert second[0] in (Kind.HIT, Kind.COLLAPSED)  # from the shared tier, or A's flight
+    assert origin.app.count("/next") == 1

@@ -28,7 +28,8 @@ import httpx
 
 from stoker.admin.app import build_admin_app
 from stoker.app.processes import ServingProcess, Supervisor, default_node_id
-from stoker.app.purge_relay import PurgeRelay, open_relay
+from stoker.app.purge_relay import PurgeRelay
+from stoker.app.sharing import share_cache
 from stoker.app.stoker import Stoker
 from stoker.app.warm_service import WarmService
 from stoker.asgi import ASGIApp
@@ -85,7 +86,7 @@ async def run_service(settings: Settings, *, announce: Announce = print,
         ensure_free(settings.admin_listen, "admin_listen")
     first = process is None or process.index == 0
     stoker, warm = await _open_with_warmer(settings)
-    relay = await open_relay(stoker, process.name) if process is not None else None
+    sharing = await share_cache(stoker, process.name) if process is not None else None
     apps: list[tuple[ASGIApp, str]] = [(proxy_app(stoker), settings.listen)]
     if first:
         apps += [(build_admin_app(stoker, warm), settings.admin_listen), *extra]
@@ -102,11 +103,11 @@ async def run_service(settings: Settings, *, announce: Announce = print,
         with _reloading_on_hangup(stoker, warm, reload):
             await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(
                 settings.server, apps, stop, tls, grace=settings.shutdown_timeout,
-                silence=silence, shared=shared), _beside(relay, alongside),
-                warm_on_start=first)
+                silence=silence, shared=shared),
+                _beside(sharing.relay if sharing else None, alongside), warm_on_start=first)
     finally:
-        if relay is not None:
-            await relay.close()
+        if sharing is not None:
+            await sharing.close()
         announce(f"stoker {VERSION}: stopped proxying {where}"
                  f"{process.described() if process else ''}")
 

@@ -129,6 +129,7 @@ class L2WriteQueue:
         self._epoch = 0
         self._dirty: dict[str, int] = {}
         self._dirty_all = 0
+        self._written: dict[str, list[asyncio.Future[None]]] = {}
         self.dropped = 0
         """Puts dropped (queue full, or after close) since this queue was made."""
 
@@ -146,6 +147,15 @@ class L2WriteQueue:
     def untouched(self, primary_key: str) -> bool:
         """No queued operation may change ``primary_key`` (or every key) in L2."""
         return self._dirty_all == 0 and primary_key not in self._dirty
+
+    async def settled(self, primary_key: str) -> None:
+        """Return once no queued operation names ``primary_key`` (what was queued for it
+        has reached L2, or was dropped)."""
+        if primary_key not in self._dirty:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._written.setdefault(primary_key, []).append(waiter)
+        await waiter
 
     def pending(self) -> int:
         """L2 operations queued or in progress, flush barriers and dropped puts not counted."""
@@ -362,8 +372,11 @@ class L2WriteQueue:
             left = self._dirty[key] - 1
             if left:
                 self._dirty[key] = left
-            else:
-                del self._dirty[key]
+                continue
+            del self._dirty[key]
+            for waiter in self._written.pop(key, ()):
+                if not waiter.done():
+                    waiter.set_result(None)
 
     def _end_burst(self) -> None:
         if self._burst:
@@ -391,6 +404,11 @@ class L2WriteQueue:
         self._queued_bytes = self._noops = 0
         self._dirty.clear()
         self._dirty_all = 0
+        for waiters in self._written.values():  # nothing queued will reach L2 now
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+        self._written.clear()
 
 
 async def _nothing() -> None:

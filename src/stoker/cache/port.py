@@ -75,5 +75,8 @@ class Cache(Protocol):
     async def count(self) -> int:
         """Entries stored now, not waiting for queued writes."""
 
+    async def written(self, primary_key: str) -> None:
+        """Return once every write of ``primary_key`` made so far has reached every tier."""
+
     async def flush(self) -> None:
         """Wait until every write made so far has reached every tier."""

@@ -281,6 +281,10 @@ class TieredStore:
         L2's covered entries are looked up."""
         return await self._applier.apply(mark)
 
+    async def written(self, primary_key: str) -> None:
+        """Return once what was queued for ``primary_key`` has reached L2 (or was dropped)."""
+        await self._queue.settled(primary_key)
+
     async def flush(self) -> None:
         """Wait until every operation queued so far has reached L2 (or was dropped), and
         every purge's background L1 steps started so far are done."""

@@ -71,6 +71,7 @@ import logging
 from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from urllib.parse import urljoin, urlsplit
 
 from stoker.cache.bodies import BodyStore
@@ -115,6 +116,7 @@ from stoker.proxy.origin_health import OriginHealth
 from stoker.proxy.reply import Reply, ReplySink, error_response
 from stoker.proxy.request import BadRequest, RequestInfo
 from stoker.proxy.request_body import RequestBody, discard_body, read_body
+from stoker.proxy.shared_flights import SharedFlights
 
 log = logging.getLogger("stoker.proxy")
 PurgeMethodHandler = Callable[[RequestInfo, ReplySink], Awaitable[None]]
@@ -199,6 +201,8 @@ class Pipeline:
         self.purge_method: PurgeMethodHandler | None = None
         self.relay: Relay | None = None
         """The other processes sharing the cache, told of unsafe methods' invalidations."""
+        self.shared_flights: SharedFlights | None = None
+        """Fetch leases, when other processes share the cache: their misses collapse."""
         self._via = (b"via", fetcher.config.via)
 
     @property
@@ -403,24 +407,43 @@ class Pipeline:
                     return
             await self._fetch(lookup, entry, fwd, sink, None)
             return
-        landed = self._fresh_in_l1(lookup) if fwd != "request" else None  # not if forced
+        forced = fwd == "request"
+        landed = self._fresh(lookup, self.store.get_l1(lookup.primary)) if not forced else None
         if landed is not None:  # a flight for this key landed while we read L2
-            self.collapser.land(key, flight, landed)
-            now = self.clock.now()
-            hit = Outcome(Kind.HIT, ttl=landed.ttl(now))
-            if not await self._serve(sink, lookup.request, landed, now, hit):
-                await self._fetch(lookup, None, fwd, sink, None)
+            await self._land_and_serve(lookup, key, flight, landed, fwd, sink,
+                                       Outcome(Kind.HIT, ttl=landed.ttl(self.clock.now())))
             return
+        leased = self.shared_flights if not forced else None
+        if leased is not None and not await leased.take(lookup.primary):
+            elsewhere = await leased.wait(lookup.primary, partial(self._fresh, lookup))
+            if elsewhere is not None:  # another process fetched it for us
+                self.stats["collapsed"] += 1
+                await self._land_and_serve(lookup, key, flight, elsewhere, fwd, sink, Outcome(
+                    Kind.COLLAPSED, fwd=fwd, fwd_status=elsewhere.status, stored=True,
+                    ttl=elsewhere.ttl(self.clock.now())))
+                return
+            leased = None  # it gave up: fetch ourselves, holding no lease
         result: FetchResult | None = None
         try:
             result = await self._fetch(lookup, entry, fwd, sink, flight)
         finally:
             shared_entry = result.entry if result and result.kind in SHAREABLE else None
             self.collapser.land(key, flight, shared_entry)
+            if leased is not None:
+                await leased.release(lookup.primary)
 
-    def _fresh_in_l1(self, lookup: Lookup) -> CacheEntry | None:
-        """A fresh L1 entry this request may use (checked without awaiting)."""
-        entries = self.store.get_l1(lookup.primary)
+    async def _land_and_serve(self, lookup: Lookup, key: str, flight: Flight,
+                              entry: CacheEntry, fwd: str, sink: ReplySink,
+                              outcome: Outcome) -> None:
+        """Land ``flight`` with ``entry`` (its followers get it) and serve it; fetch when its
+        body is gone."""
+        self.collapser.land(key, flight, entry)
+        if not await self._serve(sink, lookup.request, entry, self.clock.now(), outcome):
+            await self._fetch(lookup, None, fwd, sink, None)
+
+    def _fresh(self, lookup: Lookup, entries: list[CacheEntry] | None) -> CacheEntry | None:
+        """The fresh entry among ``entries`` this request may use (checked without
+        awaiting)."""
         entry = select_variant(entries, lookup.varying) if entries else None
         if entry is None or not lookup.may_reuse(entry):
             return None

@@ -237,3 +237,29 @@ async def test_close_fails_what_is_left_logs_it_and_refuses_work(
     with pytest.raises(RuntimeError, match="after close"):
         await queue.flush()
     assert await l2.get(later.primary_key) == []
+
+
+async def test_settled_returns_once_the_keys_puts_have_reached_l2(
+        queue: L2WriteQueue, l2: FailingPuts) -> None:
+    entry = make_entry("https://example.com/a")
+    await queue.settled(entry.primary_key)  # nothing queued: at once
+    l2.failures = 1  # the first write fails: settled waits for the retry's success
+    queue.put(entry)
+    settled = asyncio.ensure_future(queue.settled(entry.primary_key))
+    await asyncio.sleep(0)
+    assert not settled.done()
+    await asyncio.wait_for(settled, 30)
+    assert await l2.get(entry.primary_key) == [entry]
+
+
+async def test_close_lets_whoever_waits_for_a_key_go(l2: FailingPuts,
+                                                    clock: RecordingClock) -> None:
+    queue = L2WriteQueue(l2, clock, QueuePolicy(retry_delay=FOREVER, max_retry_delay=FOREVER))
+    l2.failures = 10**6
+    entry = make_entry("https://example.com/a")
+    queue.put(entry)
+    settled = asyncio.ensure_future(queue.settled(entry.primary_key))
+    await asyncio.sleep(0)
+    await queue.close()
+    await asyncio.wait_for(settled, 5)
+    assert await l2.get(entry.primary_key) == []
