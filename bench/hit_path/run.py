@@ -54,8 +54,11 @@ sys.path.insert(0, str(HERE))
 from page import CACHE_CONTROL, CONTENT_TYPE, PAGE  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
-ALL_SYSTEMS = ("stoker", "raw", "raw-uvicorn", "varnish", "nginx", "stoker-l2", "stoker-granian")
-PROXIES = {"stoker", "varnish", "nginx", "stoker-l2", "stoker-granian"}
+ALL_SYSTEMS = ("stoker", "raw", "raw-uvicorn", "varnish", "nginx", "stoker-l2", "stoker-granian",
+               "stoker-2p", "nginx-2w")
+PROXIES = {"stoker", "varnish", "nginx", "stoker-l2", "stoker-granian", "stoker-2p", "nginx-2w"}
+SCALING = {"stoker-2p": "stoker", "nginx-2w": "nginx"}
+"""Two serving processes (``--processes 2``) and two nginx workers, each against its one."""
 STOKERS = ("stoker", "stoker-granian")
 GOALS = {"raw": 1.1, "varnish": 1.2}  # Stoker's req/s must be at least this times theirs.
 L2_GOAL = 0.5  # stoker-l2's req/s must be at least this times Stoker's (L1) req/s.
@@ -125,10 +128,12 @@ class System:
         return f"http://127.0.0.1:{self.port}/"
 
 
-def nginx_config(tmp: Path, port: int, origin: int, max_size: str = "100m") -> str:
-    """nginx (one worker) with a ``proxy_cache`` of ``max_size`` in front of ``origin``."""
+def nginx_config(tmp: Path, port: int, origin: int, max_size: str = "100m",
+                 workers: int = 1) -> str:
+    """nginx (``workers`` workers) with a ``proxy_cache`` of ``max_size`` in front of
+    ``origin``, its files under ``tmp``."""
     user = "user root root;\n" if os.geteuid() == 0 else ""
-    return f"""{user}worker_processes 1;
+    return f"""{user}worker_processes {workers};
 daemon off;
 pid {tmp}/nginx.pid;
 error_log {tmp}/nginx-error.log warn;
@@ -163,11 +168,14 @@ def build_system(name: str, tmp: Path, args: argparse.Namespace) -> System:
     port = free_port()
     origin = Origin() if name in PROXIES else None
     log = tmp / f"{name}.log"
-    if name == "nginx":
+    if name in ("nginx", "nginx-2w"):
         assert origin is not None
-        conf = tmp / "nginx.conf"
-        conf.write_text(nginx_config(tmp, port, origin.port))
-        argv = ["nginx", "-p", str(tmp), "-e", str(tmp / "nginx-error.log"), "-c", str(conf)]
+        home = tmp / name
+        home.mkdir()
+        conf = home / "nginx.conf"
+        conf.write_text(nginx_config(home, port, origin.port,
+                                     workers=2 if name == "nginx-2w" else 1))
+        argv = ["nginx", "-p", str(home), "-e", str(home / "nginx-error.log"), "-c", str(conf)]
     elif name == "varnish":
         assert origin is not None
         argv = [
@@ -188,7 +196,7 @@ def build_system(name: str, tmp: Path, args: argparse.Namespace) -> System:
             "--no-access-log", "--log-level", "warning", "--lifespan", "off",
             "bench.hit_path.raw_app:app",
         ]  # fmt: skip
-    elif name in ("stoker", "stoker-l2", "stoker-granian"):
+    elif name in ("stoker", "stoker-l2", "stoker-granian", "stoker-2p"):
         assert origin is not None
         argv = stoker_argv(name, tmp, port, origin.port, args)
     else:
@@ -204,7 +212,8 @@ def stoker_argv(
     ``stoker-granian`` on granian (``server = "granian"``)."""
     data = tmp / f"{name}-data"
     data.mkdir()
-    special = {"stoker-l2": "l1_max_bytes = 0\n", "stoker-granian": 'server = "granian"\n'}
+    special = {"stoker-l2": "l1_max_bytes = 0\n", "stoker-granian": 'server = "granian"\n',
+               "stoker-2p": "processes = 2\n"}
     # no warm run of its own: the origin counts only what the benchmark asked for
     (tmp / f"{name}.toml").write_text('warm_on_start = "never"\n' + special.get(name, ""))
     return [
@@ -223,6 +232,21 @@ def l2_verdict(rounds: list[dict[str, Measure]]) -> dict[str, Any]:
           f"p99 {found['p99_ratio_median']:.3f}x   goal >= {L2_GOAL}x: "
           f"{'met' if met else 'MISSED'}")  # fmt: skip
     return found
+
+
+def scaling_verdict(rounds: list[dict[str, Measure]]) -> dict[str, Any]:
+    """Issue 23's goal: Stoker's 1 → 2 processes scaling at least nginx's 1 → 2 workers
+    (per round: (stoker-2p / stoker) / (nginx-2w / nginx), same client, same run)."""
+    both = [r for r in rounds if all(n in r for n in (*SCALING, *SCALING.values()))]
+    per_round = [(r["stoker-2p"].rps / r["stoker"].rps) / (r["nginx-2w"].rps / r["nginx"].rps)
+                 for r in both]
+    found = {name: ratios(rounds, name, one) for name, one in SCALING.items()}
+    median = statistics.median(per_round)
+    print(f"  scaling 1 -> 2: stoker {found['stoker-2p']['rps_ratio_median']:.3f}x, nginx "
+          f"{found['nginx-2w']['rps_ratio_median']:.3f}x; stoker's / nginx's {median:.3f}x   "
+          f"goal >= 1x: {'met' if median >= 1.0 else 'MISSED'}")  # fmt: skip
+    return {"stoker": found["stoker-2p"], "nginx": found["nginx-2w"],
+            "relative_per_round": per_round, "relative_median": median}
 
 
 def has_module(name: str) -> bool:
@@ -565,7 +589,8 @@ def report_scenario(scenario: str, rounds: list[dict[str, Measure]], names: list
     subjects = [subject, *(["stoker-granian"] if subject == "stoker" and "stoker-granian" in names
                            else [])]
     for this in subjects:
-        others = [n for n in names if n not in subjects and n != "stoker-l2"]
+        others = [n for n in names if n not in subjects and n != "stoker-l2"
+                  and n not in SCALING]
         if others:
             print(f"{scenario}: median of per-round ratios ({this} / other; req/s higher is "
                   "better, p99 lower is better):")
@@ -585,6 +610,8 @@ def report_scenario(scenario: str, rounds: list[dict[str, Measure]], names: list
         comparisons["stoker/stoker-granian"] = ratios(rounds, "stoker", "stoker-granian")
     if scenario == "identical" and subject == "stoker" and "stoker-l2" in names:
         comparisons["stoker-l2/stoker"] = l2_verdict(rounds)
+    if all(n in names for n in (*SCALING, *SCALING.values())):
+        comparisons["scaling"] = scaling_verdict(rounds)
     return {"rounds": [{n: vars(m) for n, m in r.items()} for r in rounds],
             "summary": summary, "ratios": comparisons}
 
