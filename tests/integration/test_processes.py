@@ -52,11 +52,15 @@ async def test_two_processes_share_the_cache_and_every_purge(
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{serve.admin_port}",
                                      headers={"authorization": f"Bearer {TOKEN}"}) as admin:
             purge = await admin.post("/api/purge", json={"tags": ["post-9"]})
+            status = (await admin.get("/api/status")).json()
         after = [await fresh_get(serve, "/tagged/9") for _ in range(30)]
     assert len(pids) == 2
     assert all(response.content == b"v1" for response in first)
     assert origin.app.count("/tagged/9") == 2  # one fetch for both processes, one after
     assert purge.status_code == 200 and purge.json()["unconfirmed"] == []
+    members = status["members"]
+    assert [member["name"].rsplit("/", 1)[1] for member in members] == ["0", "1"]
+    assert all(member["live"] for member in members)
     assert not [response for response in after if response.content != b"v2"]
 
 

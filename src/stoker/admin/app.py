@@ -9,7 +9,7 @@ and ``/readyz`` are open (:mod:`stoker.admin.health`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
@@ -23,6 +23,7 @@ from stoker.admin.audit import RefusalAudit
 from stoker.admin.guard import AdminGuard
 from stoker.admin.warm_api import run_json, warm_routes
 from stoker.asgi import ASGIApp
+from stoker.cache.purge_bus import Member
 from stoker.server.heap import heap_status
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
@@ -41,6 +42,13 @@ def cookie_bypass_report(bypasses: Mapping[str, int],
     return [{"cookie": name, "requests": count,
              "share": round(count / total, 4) if total else 0.0}
             for name, count in sorted(bypasses.items(), key=lambda item: (-item[1], item[0]))]
+
+
+def members_json(members: Sequence[Member], now: float,
+                 node_timeout: float) -> list[dict[str, Any]]:
+    """The processes sharing the cache as ``/api/status`` lists them.  Pure."""
+    return [{"name": member.name, "confirmed": member.confirmed, "seen_at": member.seen_at,
+             "live": now - member.seen_at <= node_timeout} for member in members]
 
 
 async def warm_status(warm: WarmService) -> dict[str, Any]:
@@ -82,6 +90,10 @@ def build_admin_app(stoker: Stoker, warm: WarmService | None = None) -> ASGIApp:
         }
         if warm is not None:
             body["warm"] = await warm_status(warm)
+        relay = stoker.purger.relay
+        if relay is not None:
+            body["members"] = members_json(await relay.members(), stoker.clock.now(),
+                                           stoker.settings.node_timeout)
         return JSONResponse(body)
 
     app = Starlette(routes=[Route("/healthz", alive), Route("/readyz", ready),

@@ -26,11 +26,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Sequence
 from typing import Final
 
 from stoker.app.stoker import Stoker
 from stoker.backends.sqlite.purge_bus import SqlitePurgeBus
-from stoker.cache.purge_bus import PurgeBus, Relayed, unconfirmed
+from stoker.cache.purge_bus import Member, PurgeBus, Relayed, unconfirmed
 from stoker.cache.purge_list import PurgeMark
 from stoker.clock import Clock
 
@@ -76,6 +77,9 @@ class PurgeRelay:
                                 self._ack_timeout, ", ".join(waiting))
                 return tuple(waiting)
             await self._clock.sleep(POLL / 2)
+
+    async def members(self) -> Sequence[Member]:
+        return await self._bus.members()
 
     def tell(self, mark: PurgeMark) -> None:
         task = asyncio.ensure_future(self._bus.publish(self.me, mark, None))

@@ -82,6 +82,9 @@ class Relay(Protocol):
     def tell(self, mark: PurgeMark) -> None:
         """Relay ``mark`` without waiting (an unsafe method's invalidation)."""
 
+    async def members(self) -> Sequence[Member]:
+        """Every member of the bus, this process included."""
+
 
 def unconfirmed(members: Sequence[Member], number: int, me: str, now: float,
                 node_timeout: float) -> list[str]:
