@@ -527,10 +527,10 @@ def fill(system: System, pages: int) -> None:
 
 def warm_up(systems: list[System], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Fill each system's cache for every scenario and run a short warm-up of each; the
-    origin must then have been asked once per URL."""
+    origin must then have been asked once per URL (``/``, which :func:`start` asked for,
+    and the browser scenario's pages)."""
     info: dict[str, dict[str, Any]] = {}
-    urls = (1 if "identical" in args.scenario_names else 0) + (
-        args.pages if "browser" in args.scenario_names else 0)
+    urls = 1 + (args.pages if "browser" in args.scenario_names else 0)  # "/": start()'s
     for system in systems:
         if "browser" in args.scenario_names:
             fill(system, args.pages)
