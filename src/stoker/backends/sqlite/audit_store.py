@@ -6,7 +6,9 @@ It satisfies :class:`stoker.proxy.purge.AuditTrail`; what gets recorded
 
 Invariants:
 - Rows are only ever appended, stamped with the injected clock's ``now``;
-  every row is also logged on the ``stoker.audit`` logger.
+  every row is also logged on the ``stoker.audit`` logger.  What a row holds, and how
+  many one read returns, is :mod:`stoker.backends.audit_records`, shared with
+  PostgreSQL's store.
 - Statements are the constants of :mod:`~stoker.backends.sqlite.audit_sql`
   and run on one dedicated thread owning the only connection, so the event
   loop never blocks on SQLite.  The schema comes from the ``audit`` migrations.
@@ -14,20 +16,15 @@ Invariants:
 
 from __future__ import annotations
 
-import json
-import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from stoker.backends import audit_records
+from stoker.backends.audit_records import COMPONENT
 from stoker.backends.sqlite import audit_sql
 from stoker.backends.sqlite.connection import SqliteThread
 from stoker.clock import Clock
-
-log = logging.getLogger("stoker.audit")
-
-COMPONENT = "audit"
-MAX_LIMIT = 1000
 
 
 class SqliteAuditStore:
@@ -48,20 +45,18 @@ class SqliteAuditStore:
     async def record(self, *, actor: str, action: str, target: Mapping[str, Any],
                      count: int | None, outcome: str) -> None:
         """Append one record (and log it on ``stoker.audit``)."""
-        at = self._clock.now()
-        text = json.dumps(dict(target), sort_keys=True)
-        log.info("audit: %s %s %s -> %s (%s)", actor, action, text, outcome, count)
-        await self._db.run(lambda conn: conn.execute(
-            audit_sql.INSERT_RECORD, (at, actor, action, text, count, outcome)))
+        values = audit_records.row(self._clock.now(), actor=actor, action=action,
+                                   target=target, count=count, outcome=outcome)
+        audit_records.log_row(values)
+        await self._db.run(lambda conn: conn.execute(audit_sql.INSERT_RECORD, values))
 
     async def recent(self, limit: int = 100) -> list[dict[str, Any]]:
-        """The newest ``limit`` records (at most :data:`MAX_LIMIT`), newest first."""
-        limit = max(1, min(limit, MAX_LIMIT))
+        """The newest ``limit`` records (at least one, at most
+        :data:`~stoker.backends.audit_records.MAX_LIMIT`), newest first."""
+        capped = audit_records.capped(limit)
         rows = await self._db.run(
-            lambda conn: conn.execute(audit_sql.SELECT_RECENT, (limit,)).fetchall())
-        return [{"id": row[0], "at": row[1], "actor": row[2], "action": row[3],
-                 "target": json.loads(row[4]), "count": row[5], "outcome": row[6]}
-                for row in rows]
+            lambda conn: conn.execute(audit_sql.SELECT_RECENT, (capped,)).fetchall())
+        return [audit_records.record(row) for row in rows]
 
     async def close(self) -> None:
         """Close the connection and the thread."""

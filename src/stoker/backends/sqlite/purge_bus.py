@@ -6,16 +6,17 @@ Lifecycle: ``bus = await SqlitePurgeBus.open(path)``; ``await bus.close()``.
 Invariants (beyond the port's): one thread of its own owns the connection, at the
 loop's priority (a purge call waits on it); numbers are SQLite's ``AUTOINCREMENT`` row
 ids, so they only grow, across processes too; every statement is one transaction; the
-schema comes from the ``bus`` migrations.
+schema comes from the ``bus`` migrations, a row's values from
+:mod:`stoker.backends.bus_rows`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
+from stoker.backends.bus_rows import publish_values, relayed
 from stoker.backends.sqlite.connection import SqliteThread
 from stoker.cache.purge_bus import Member, Relayed
 from stoker.cache.purge_list import PurgeMark
@@ -60,15 +61,13 @@ class SqlitePurgeBus:
         return bus
 
     async def publish(self, sender: str, mark: PurgeMark, version: str | None) -> int:
-        row = (sender, mark.now, mark.now, int(mark.soft), json.dumps(sorted(mark.keys)),
-               json.dumps(list(mark.prefixes)), json.dumps(sorted(mark.tags)),
-               int(mark.everything), version)
+        row = publish_values(sender, mark, version)
         number: int = await self._db.run(lambda conn: conn.execute(_PUBLISH, row).fetchone()[0])
         return number
 
     async def since(self, number: int) -> Sequence[Relayed]:
         rows = await self._db.run(lambda conn: conn.execute(_SINCE, (number,)).fetchall())
-        return [_relayed(row) for row in rows]
+        return [relayed(row) for row in rows]
 
     async def latest(self) -> int:
         latest: int = await self._db.run(lambda conn: conn.execute(_LATEST).fetchone()[0])
@@ -89,10 +88,3 @@ class SqlitePurgeBus:
 
     async def close(self) -> None:
         await self._db.close()
-
-
-def _relayed(row: tuple[Any, ...]) -> Relayed:
-    number, sender, purged_at, soft, keys, prefixes, tags, everything, version = row
-    mark = PurgeMark(0, 0.0, float(purged_at), bool(soft), frozenset(json.loads(keys)),
-                     tuple(json.loads(prefixes)), frozenset(json.loads(tags)), bool(everything))
-    return Relayed(int(number), str(sender), mark, None if version is None else str(version))

@@ -1,0 +1,65 @@
+"""The audit log of several nodes in PostgreSQL: append-only rows in ``audit_log``.
+
+Lifecycle: ``store = await PostgresAuditStore.open(pool, clock)`` (applies the ``audit``
+migrations); ``await store.close()`` leaves the pool open: it belongs to whoever gave it.
+It satisfies :class:`stoker.proxy.purge.AuditTrail`, as the SQLite store does; what gets
+recorded (and how often) is decided by its callers (:mod:`stoker.admin.audit`).
+
+Invariants:
+- Rows are only ever appended, stamped with the injected clock's ``now``; every row is
+  also logged on the ``stoker.audit`` logger.  What a row holds, and how many one read
+  returns, is :mod:`stoker.backends.audit_records`, shared with SQLite's store.
+- Newest first is the order of the ``id`` identity: the order the inserts ran, on
+  whichever node.  Every call is one statement on any connection of the pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import asyncpg
+
+from stoker.backends import audit_records
+from stoker.backends.audit_records import COMPONENT
+from stoker.backends.postgres.connection import migrate
+from stoker.clock import Clock
+
+_INSERT: Final = """
+INSERT INTO audit_log (at, actor, action, target, count, outcome)
+VALUES ($1, $2, $3, $4, $5, $6)
+"""
+_RECENT: Final = """
+SELECT id, at, actor, action, target, count, outcome FROM audit_log ORDER BY id DESC LIMIT $1
+"""
+
+
+class PostgresAuditStore:
+    """Append-only audit records on an asyncpg pool.  See the module docstring."""
+
+    def __init__(self, pool: asyncpg.Pool, clock: Clock) -> None:
+        self._pool = pool
+        self._clock = clock
+
+    @classmethod
+    async def open(cls, pool: asyncpg.Pool, clock: Clock) -> PostgresAuditStore:
+        """Apply the ``audit`` migrations on ``pool`` and use it."""
+        await migrate(pool, COMPONENT)
+        return cls(pool, clock)
+
+    async def record(self, *, actor: str, action: str, target: Mapping[str, Any],
+                     count: int | None, outcome: str) -> None:
+        """Append one record (and log it on ``stoker.audit``)."""
+        values = audit_records.row(self._clock.now(), actor=actor, action=action,
+                                   target=target, count=count, outcome=outcome)
+        audit_records.log_row(values)
+        await self._pool.execute(_INSERT, *values)
+
+    async def recent(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The newest ``limit`` records (at least one, at most
+        :data:`~stoker.backends.audit_records.MAX_LIMIT`), newest first."""
+        rows = await self._pool.fetch(_RECENT, audit_records.capped(limit))
+        return [audit_records.record(row) for row in rows]
+
+    async def close(self) -> None:
+        """Nothing to release: the pool stays open, it belongs to whoever gave it."""
