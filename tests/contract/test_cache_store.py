@@ -1,17 +1,27 @@
 """The CacheStore contract: every tier (memory, SQLite, tiered) behaves the same.
 
-A new backend joins by adding a name to ``STORES`` and a branch to ``open_store``.
+A new backend joins by adding a name to ``STORES`` and a branch to ``opened_store``.
+Redis runs at ``STOKER_TEST_REDIS_URL`` (default: database 9 on 127.0.0.1), each store
+under a random prefix whose keys are deleted at the end; when Redis is unreachable its
+tests fail saying so.
 """
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from tests.entries import make_entry
 
+from stoker.backends.redis.cache_store import RedisCacheStore
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry, Freshness
@@ -20,21 +30,62 @@ from stoker.cache.store import CacheStore, EntryRef
 from stoker.cache.tiered import TieredStore
 from stoker.clock import FakeClock
 
-STORES = ["memory", "sqlite", "sqlite-thread", "tiered"]
+STORES = ["memory", "sqlite", "sqlite-thread", "tiered", "redis"]
 """``sqlite-thread``: SQLite with ``inline_reads`` off (reads on its worker thread too)."""
 L1_BYTES = 10_000_000
+REDIS_URL = os.environ.get("STOKER_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
 
 
-async def open_store(kind: str, directory: Path, clock: FakeClock) -> CacheStore:
+@asynccontextmanager
+async def redis_store(clock: FakeClock, prefix: str | None = None,
+                      **options: Any) -> AsyncIterator[RedisCacheStore]:
+    """A :class:`RedisCacheStore` under ``prefix`` (default: a new random one), closed on
+    exit; the prefix's keys are deleted then (several stores may share one prefix)."""
+    prefix = prefix or f"stoker-test-{uuid.uuid4().hex}:"
+    try:
+        store = await RedisCacheStore.open(REDIS_URL, clock, prefix=prefix, **options)
+    except (RedisConnectionError, OSError) as error:
+        pytest.fail(f"Redis is unreachable at {REDIS_URL} ({error!r}); the Redis cache store "
+                    "tests need it (start it, or point STOKER_TEST_REDIS_URL at one).",
+                    pytrace=False)
+    try:
+        yield store
+    finally:
+        await store.close()
+        await drop_keys(prefix)
+
+
+async def drop_keys(prefix: str) -> None:
+    """Delete every key under ``prefix`` (never anything else in the database)."""
+    client = aioredis.Redis.from_url(REDIS_URL)
+    try:
+        keys = [key async for key in client.scan_iter(match=f"{prefix}*", count=1000)]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+@asynccontextmanager
+async def opened_store(kind: str, directory: Path, clock: FakeClock) -> AsyncIterator[CacheStore]:
+    """A store of ``kind``, closed on exit."""
+    if kind == "redis":
+        async with redis_store(clock) as shared:
+            yield shared
+        return
     if kind == "memory":
-        return MemoryStore(L1_BYTES, clock)
-    sqlite = await SqliteCacheStore.open(
-        directory / "cache.sqlite3", BodyStore(directory / "bodies"), clock,
-        inline_reads=kind != "sqlite-thread",
-    )
-    if kind.startswith("sqlite"):
-        return sqlite
-    return TieredStore(MemoryStore(L1_BYTES, clock), sqlite, clock)
+        opened: CacheStore = MemoryStore(L1_BYTES, clock)
+    else:
+        opened = await SqliteCacheStore.open(
+            directory / "cache.sqlite3", BodyStore(directory / "bodies"), clock,
+            inline_reads=kind != "sqlite-thread",
+        )
+        if kind == "tiered":
+            opened = TieredStore(MemoryStore(L1_BYTES, clock), opened, clock)
+    try:
+        yield opened
+    finally:
+        await opened.close()
 
 
 @pytest.fixture
@@ -46,9 +97,8 @@ def clock() -> FakeClock:
 async def store(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock
 ) -> AsyncIterator[CacheStore]:
-    opened = await open_store(request.param, tmp_path, clock)
-    yield opened
-    await opened.close()
+    async with opened_store(request.param, tmp_path, clock) as opened:
+        yield opened
 
 
 def ref(entry: CacheEntry) -> EntryRef:
@@ -89,6 +139,9 @@ async def test_round_trip_keeps_every_field(store: CacheStore) -> None:
 
 
 async def test_round_trip_of_a_body_in_a_file(store: CacheStore) -> None:
+    if isinstance(store, RedisCacheStore):
+        pytest.skip("body files are a node's own: Redis stores a body inline or not at all "
+                    "(tests/integration/test_redis_cache_store.py)")
     entry = make_entry(body=None, body_file="0123abcd.body", body_size=50_000_000)
     await store.put(entry)
     assert await store.get(entry.primary_key) == [entry]
@@ -325,6 +378,7 @@ async def test_read_now_gives_what_get_gives_or_none(store: CacheStore,
         now = store.read_now(key)
         if now is not None:
             assert by_variant(now) == by_variant(await store.get(key))
-    if not isinstance(store, SqliteCacheStore) or store.read_now(live.primary_key) is not None:
+    if not isinstance(store, SqliteCacheStore | RedisCacheStore) or store.read_now(
+            live.primary_key) is not None:
         assert store.read_now(live.primary_key) == [live]
         assert store.read_now(gone.primary_key) == []

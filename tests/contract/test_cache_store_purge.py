@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from tests.contract.test_cache_store import STORES, open_store
+from tests.contract.test_cache_store import STORES, opened_store
 from tests.entries import make_entry
 
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
@@ -36,10 +36,11 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path,
     if request.param == "tiered-l2-only":
         l2 = await SqliteCacheStore.open(tmp_path / "c.db", BodyStore(tmp_path / "b"), clock)
         opened: CacheStore = TieredStore(MemoryStore(1, clock), l2, clock)
+        yield opened
+        await opened.close()
     else:
-        opened = await open_store(request.param, tmp_path, clock)
-    yield opened
-    await opened.close()
+        async with opened_store(request.param, tmp_path, clock) as shared:
+            yield shared
 
 
 def ref(entry: CacheEntry) -> EntryRef:

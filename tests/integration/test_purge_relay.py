@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from tests.integration.conftest import Origin
+from tests.job_backends import PG_URL, pg_schema
 from tests.integration.test_serve import get, read
 
 from stoker.app.purge_relay import PurgeRelay, open_relay
 from stoker.app.sharing import share_cache
 from stoker.app.stoker import Stoker
+from stoker.backends.sqlite.purge_bus import SqlitePurgeBus
 from stoker.cache.invalidation import PurgeScope
 from stoker.cache.outcome import Kind
 from stoker.config.settings import settings_from
@@ -30,7 +32,7 @@ async def member(origin: Origin, data_dir: Path, name: str,
                  **settings: Any) -> AsyncIterator[tuple[Stoker, PurgeRelay]]:
     """One Stoker on ``data_dir``, on its bus as ``name``, following it."""
     stoker = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(data_dir),
-                                              **settings}))
+                                              **{"processes": 2, **settings}}))
     sharing = await share_cache(stoker, name)
     stop = asyncio.Event()
     following = asyncio.create_task(sharing.relay.follow(stop))
@@ -98,7 +100,8 @@ async def test_a_member_that_does_not_confirm_is_named_and_waited_for_no_longer(
         origin: Origin, tmp_path: Path) -> None:
     async with member(origin, tmp_path, "a", purge_ack_timeout=0.3) as (a, _):
         b = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(tmp_path)}))
-        silent = await open_relay(b, "b")  # joined, never follows
+        silent = await open_relay(b, await SqlitePurgeBus.open(b.settings.cache_path),
+                                  "b")  # joined, never follows
         try:
             result = await a.purger.purge(PurgeScope(tags=("post-1",)))
             await silent.close()  # left: no longer waited for
@@ -124,3 +127,24 @@ async def test_misses_in_both_processes_make_one_origin_request(
     assert first[0] is Kind.MISS and second[1] == b"next"
     assert second[0] in (Kind.HIT, Kind.COLLAPSED)  # from the shared tier, or A's flight
     assert origin.app.count("/next") == 1
+
+
+async def test_nodes_on_one_database_purge_each_other_through_postgresql(
+        origin: Origin, tmp_path: Path) -> None:
+    """Two nodes, each with its own data_dir (its own cache tiers), on one database_url:
+    the bus is in PostgreSQL, and a purge on one reaches the other before it answers."""
+    origin.app.set("/t", headers=TAGGED, body=b"v1")
+    with pg_schema(migrated=False) as schema:
+        url = f"{PG_URL}{'&' if '?' in PG_URL else '?'}search_path={schema}"
+        async with member(origin, tmp_path / "a", "a", processes=1, database_url=url) as (
+                a, _), member(origin, tmp_path / "b", "b", processes=1,
+                              database_url=url) as (b, _):
+            assert a.pool is not None and b.pool is not None  # the bus is PostgreSQL's
+            await served(a, "/t")
+            assert (await served(b, "/t"))[0] is Kind.MISS  # B's own tiers
+            assert (await served(b, "/t"))[0] is Kind.HIT
+            origin.app.set("/t", headers=TAGGED, body=b"v2")
+            result = await a.purger.purge(PurgeScope(tags=("post-1",)))
+            after = await served(b, "/t")
+    assert result.unconfirmed == ()
+    assert after == (Kind.MISS, b"v2")

@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from typing import Final
 
 from stoker.app.stoker import Stoker
-from stoker.backends.sqlite.purge_bus import SqlitePurgeBus
 from stoker.cache.purge_bus import Member, PurgeBus, Relayed, unconfirmed
 from stoker.cache.purge_list import PurgeMark
 from stoker.clock import Clock
@@ -145,11 +144,10 @@ class PurgeRelay:
         self._confirmed_at = self._clock.monotonic()
 
 
-async def open_relay(stoker: Stoker, me: str) -> PurgeRelay:
-    """``stoker`` on the bus of the processes sharing its ``data_dir`` (in ``cache.db``),
-    as ``me``: joined, its purger and pipeline relaying through it."""
+async def open_relay(stoker: Stoker, bus: PurgeBus, me: str) -> PurgeRelay:
+    """``stoker`` on ``bus`` (taken over: closed with the relay) as ``me``: joined, its
+    purger and pipeline relaying through it."""
     settings = stoker.settings
-    bus = await SqlitePurgeBus.open(settings.cache_path)
     relay = PurgeRelay(bus, me, stoker, stoker.clock, ack_timeout=settings.purge_ack_timeout,
                        node_timeout=settings.node_timeout)
     try:

@@ -29,7 +29,7 @@ import httpx
 from stoker.admin.app import build_admin_app
 from stoker.app.processes import ServingProcess, Supervisor, default_node_id
 from stoker.app.purge_relay import PurgeRelay
-from stoker.app.sharing import share_cache
+from stoker.app.sharing import share_cache, shares_cache
 from stoker.app.stoker import Stoker
 from stoker.app.warm_service import WarmService
 from stoker.asgi import ASGIApp
@@ -86,7 +86,8 @@ async def run_service(settings: Settings, *, announce: Announce = print,
         ensure_free(settings.admin_listen, "admin_listen")
     first = process is None or process.index == 0
     stoker, warm = await _open_with_warmer(settings)
-    sharing = await share_cache(stoker, process.name) if process is not None else None
+    sharing = await share_cache(stoker, process.name if process else (
+        settings.node_id or default_node_id())) if shares_cache(settings, process) else None
     apps: list[tuple[ASGIApp, str]] = [(proxy_app(stoker), settings.listen)]
     if first:
         apps += [(build_admin_app(stoker, warm), settings.admin_listen), *extra]

@@ -1,15 +1,25 @@
-"""What a serving process sharing its cache with others (``processes > 1``) adds to a
-lone one: the purge relay (:mod:`stoker.app.purge_relay`) and the fetch leases through
-which misses collapse across processes (:mod:`stoker.proxy.shared_flights`), both in
-the file the processes share (``data_dir/cache.db``)."""
+"""What a serving process sharing its cache with others adds to a lone one: the purge
+relay (:mod:`stoker.app.purge_relay`) and, where the persistent tier is shared, the fetch
+leases through which misses collapse across processes (:mod:`stoker.proxy.shared_flights`).
+
+Who shares: the processes of ``--processes N`` (through the file they share,
+``data_dir/cache.db``), and with ``database_url`` every node using that database (the bus
+in PostgreSQL, so a purge on one node reaches every node).  Leases exist where the
+persistent tier is shared: between the processes of one machine (``cache.db``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stoker.app.processes import ServingProcess
 from stoker.app.purge_relay import PurgeRelay, open_relay
 from stoker.app.stoker import Stoker
+from stoker.backends.postgres.purge_bus import PostgresPurgeBus
 from stoker.backends.sqlite.fetch_leases import SqliteFetchLeases
+from stoker.backends.sqlite.purge_bus import SqlitePurgeBus
+from stoker.cache.purge_bus import PurgeBus
+from stoker.config.settings import Settings
 from stoker.proxy.shared_flights import SharedFlights
 
 
@@ -18,25 +28,35 @@ class Sharing:
     """This process's part in the shared cache."""
 
     relay: PurgeRelay
-    flights: SharedFlights
+    flights: SharedFlights | None
 
     async def close(self) -> None:
         """Leave the bus, close the leases."""
         try:
             await self.relay.close()
         finally:
-            await self.flights.close()
+            if self.flights is not None:
+                await self.flights.close()
+
+
+def shares_cache(settings: Settings, process: ServingProcess | None) -> bool:
+    """Whether a serving process with ``settings`` shares its cache with others."""
+    return process is not None or bool(settings.database_url)
 
 
 async def share_cache(stoker: Stoker, name: str) -> Sharing:
-    """Join ``stoker`` to the processes sharing its ``data_dir``, as ``name``."""
-    relay = await open_relay(stoker, name)
+    """Join ``stoker`` to those sharing its cache, as ``name`` (see the module docstring)."""
+    settings = stoker.settings
+    bus: PurgeBus = await PostgresPurgeBus.open(stoker.pool) if stoker.pool is not None else (
+        await SqlitePurgeBus.open(settings.cache_path))
+    relay = await open_relay(stoker, bus, name)
+    if settings.processes == 1:
+        return Sharing(relay, None)
     try:
-        leases = await SqliteFetchLeases.open(stoker.settings.cache_path)
+        leases = await SqliteFetchLeases.open(settings.cache_path)
     except BaseException:
         await relay.close()
         raise
-    flights = SharedFlights(leases, stoker.store, stoker.clock, name,
-                            stoker.settings.collapse_timeout)
+    flights = SharedFlights(leases, stoker.store, stoker.clock, name, settings.collapse_timeout)
     stoker.pipeline.shared_flights = flights
     return Sharing(relay, flights)

@@ -24,7 +24,10 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+from stoker.backends.postgres.audit_store import PostgresAuditStore
+from stoker.backends.postgres.connection import create_pool
 from stoker.backends.sqlite.audit_store import SqliteAuditStore
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
@@ -52,6 +55,9 @@ from stoker.proxy.purge_method import PurgeMethod, parse_networks
 from stoker.server.heap import set_aside_young
 
 log = logging.getLogger("stoker")
+POOL_SIZE = 4
+"""Connections of the pool the audit log and the purge bus share (each call is one
+statement or one short transaction)."""
 EVICT_EVERY = 60.0
 
 
@@ -73,6 +79,19 @@ def fetch_config(settings: Settings) -> FetchConfig:
         keep_stale=settings.keep_stale,
         compress=settings.compress,
     )
+
+
+async def _open_audit(settings: Settings, clock: Clock) -> tuple[Any, AuditTrail]:
+    """The audit log: in PostgreSQL with ``database_url`` (on a pool of its own, returned
+    to be closed last), else in ``data_dir/stoker.db``."""
+    if not settings.database_url:
+        return None, await SqliteAuditStore.open(settings.sqlite_path, clock)
+    pool = await create_pool(settings.database_url, min_size=1, max_size=POOL_SIZE)
+    try:
+        return pool, await PostgresAuditStore.open(pool, clock)
+    except BaseException:
+        await pool.close()
+        raise
 
 
 def pipeline_config(settings: Settings, memory: MemoryBudget) -> PipelineConfig:
@@ -100,6 +119,9 @@ class Stoker:
     audit: AuditTrail
     origin_timing: OriginTiming = field(default_factory=OriginTiming)
     """The origin's answer times and failures (for ``/metrics``)."""
+    pool: Any = None
+    """With ``database_url``: the PostgreSQL pool of the audit log (and of the purge bus
+    of the nodes sharing the cache); closed with this object."""
     _maintenance: asyncio.Task[None] | None = field(default=None)
     _shutdown: ShutdownBudget | None = field(default=None)
     _first_flush: asyncio.Future[None] | None = field(default=None)
@@ -131,7 +153,7 @@ class Stoker:
                                          max_bytes=settings.l2_max_bytes,
                                          inline_reads=settings.l2_inline_reads)
         try:
-            audit = await SqliteAuditStore.open(settings.sqlite_path, clock)
+            pool, audit = await _open_audit(settings, clock)
         except BaseException:
             await l2.close()
             raise
@@ -155,7 +177,7 @@ class Stoker:
         purger = Purger(pipeline, store, purges, PurgeEvents(), clock, versions)
         pipeline.purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit,
                                             settings.site_hosts)
-        stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit, timing)
+        stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit, timing, pool)
         purger.resume_reclaim(state)
         if evict_loop:
             stoker._maintenance = asyncio.create_task(stoker._evict_forever())
@@ -217,6 +239,8 @@ class Stoker:
                          self._unwritten)
         await self.store.close(flush=False)  # logs what stayed unwritten
         await self.audit.close()
+        if self.pool is not None:
+            await self.pool.close()
         await self.origin.close()
 
     def _unwritten(self) -> str:

@@ -1,0 +1,1 @@
+"""Redis: a cache tier several Stoker nodes share (:class:`RedisCacheStore`)."""
