@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.integration.conftest import Origin
-from tests.job_backends import PG_URL, pg_schema
 from tests.integration.test_serve import get, read
+from tests.job_backends import PG_URL, pg_schema
 
 from stoker.app.purge_relay import PurgeRelay, open_relay
 from stoker.app.sharing import share_cache
