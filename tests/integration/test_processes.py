@@ -10,8 +10,11 @@ import signal
 from pathlib import Path
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 from tests.integration.conftest import Origin
 from tests.integration.serve_process import DEADLINE, Serve
+
+from stoker.app.purge_relay import HEARTBEAT
 
 TAGGED = [("cache-control", "max-age=600"), ("cache-tag", "post-9")]
 TOKEN = "test-admin-token-0123456789"
@@ -53,7 +56,9 @@ async def test_two_processes_share_the_cache_and_every_purge(
                                      headers={"authorization": f"Bearer {TOKEN}"}) as admin:
             purge = await admin.post("/api/purge", json={"tags": ["post-9"]})
             status = (await admin.get("/api/status")).json()
-        after = [await fresh_get(serve, "/tagged/9") for _ in range(30)]
+            after = [await fresh_get(serve, "/tagged/9") for _ in range(30)]
+            await asyncio.sleep(HEARTBEAT + 0.5)  # each process has told the bus its figures
+            scraped = (await admin.get("/metrics")).text
     assert len(pids) == 2
     assert all(response.content == b"v1" for response in first)
     assert origin.app.count("/tagged/9") == 2  # one fetch for both processes, one after
@@ -62,6 +67,10 @@ async def test_two_processes_share_the_cache_and_every_purge(
     assert [member["name"].rsplit("/", 1)[1] for member in members] == ["0", "1"]
     assert all(member["live"] for member in members)
     assert not [response for response in after if response.content != b"v2"]
+    answered = sum(sample.value for family in text_string_to_metric_families(scraped)
+                   for sample in family.samples if sample.name == "stoker_requests_total"
+                   and sample.labels["source"] == "visitor")
+    assert answered == 60  # one scrape counts both processes' requests
 
 
 async def test_a_process_killed_is_started_again(origin: Origin, tmp_path: Path) -> None:

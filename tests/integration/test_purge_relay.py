@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import redis.asyncio as aioredis
 from tests.integration.conftest import Origin
 from tests.integration.test_serve import get, read
 from tests.job_backends import PG_URL, pg_schema
@@ -148,3 +149,49 @@ async def test_nodes_on_one_database_purge_each_other_through_postgresql(
             after = await served(b, "/t")
     assert result.unconfirmed == ()
     assert after == (Kind.MISS, b"v2")
+
+
+REDIS_DB_URL = "redis://127.0.0.1:6379/10"
+"""The Redis database of the shared-tier tests: emptied of Stoker's keys before and after."""
+
+
+async def drop_stoker_keys() -> None:
+    client = aioredis.Redis.from_url(REDIS_DB_URL)
+    try:
+        keys = [key async for key in client.scan_iter("stoker:*")]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+async def test_nodes_sharing_redis_are_one_cache(origin: Origin, tmp_path: Path) -> None:
+    """Two nodes with their own data_dir, one Redis tier (l2_url) and one database: B
+    hits what A stored, misses over both make one origin request, a purge on A answers
+    once B has it in force, and a purge of everything reaches a node started after it."""
+    origin.app.set("/t", headers=TAGGED, body=b"v1")
+    origin.app.set("/slow", headers=TAGGED, body=b"slow", delay=0.3)
+    await drop_stoker_keys()
+    with pg_schema(migrated=False) as schema:
+        shared = {"processes": 1, "l2_url": REDIS_DB_URL,
+                  "database_url": f"{PG_URL}{'&' if '?' in PG_URL else '?'}search_path={schema}"}
+        try:
+            async with member(origin, tmp_path / "a", "a", **shared) as (a, _), \
+                    member(origin, tmp_path / "b", "b", **shared) as (b, _):
+                await served(a, "/t")
+                await a.store.flush()
+                from_a = await served(b, "/t")
+                herd = await asyncio.gather(*(served(node, "/slow") for node in (a, b) * 30))
+                origin.app.set("/t", headers=TAGGED, body=b"v2")
+                purged = await a.purger.purge(PurgeScope(tags=("post-1",)))
+                after = await served(b, "/t")
+                await a.purger.purge(PurgeScope(everything=True))
+                version = a.pipeline.version
+            async with member(origin, tmp_path / "c", "c", **shared) as (c, _):
+                late = c.pipeline.version
+        finally:
+            await drop_stoker_keys()
+    assert from_a == (Kind.HIT, b"v1") and origin.app.count("/t") == 2
+    assert origin.app.count("/slow") == 1 and {body for _, body in herd} == {b"slow"}
+    assert purged.unconfirmed == () and after == (Kind.MISS, b"v2")
+    assert late == version != "1"  # the version is Redis's, not a file of node c's

@@ -13,14 +13,20 @@ Invariants:
 - Requests by outcome keep bypasses and passes apart from misses, with their reason
   (``reason``), and warm visits apart from visitors (``source``).
 - A figure whose store cannot be read is left out of that scrape (logged), never faked.
+- With several processes serving from one cache (``--processes``), one scrape counts
+  them all: each tells the bus its own figures with its heartbeat (:func:`said`), and
+  the scraped one adds those of the live others (:func:`combined`), at most a heartbeat
+  old.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -31,6 +37,7 @@ from prometheus_client.core import (
 )
 
 from stoker.cache.outcome import Kind
+from stoker.cache.purge_bus import Member
 from stoker.cache.purge_list import L1, L2
 from stoker.proxy.origin_timing import OriginTiming
 
@@ -69,19 +76,91 @@ class Figures:
 
 
 async def read(stoker: Stoker, warm: WarmService | None) -> Figures:
-    """The figures of ``stoker`` (and its warmer) now."""
-    store, pipeline = stoker.store, stoker.pipeline
-    figures = Figures(
-        outcomes=dict(pipeline.outcomes), cookie_bypasses=dict(pipeline.cookie_bypasses),
-        timing=stoker.origin_timing, origin_up=not pipeline.health.is_down(),
-        in_flight=len(pipeline.collapser), l1=store.l1.stats_nowait(),
-        l1_evictions=store.l1.evictions, l2=await _or_none(stoker.l2.stats()),
-        l2_pending=store.pending(), l2_pending_bytes=store.pending_bytes(),
-        l2_dropped=store.dropped, purge_marks=len(store.purges),
-        applying={tier: len(store.purges.unapplied(tier)) for tier in (L1, L2)})
+    """The figures of ``stoker`` (and its warmer) now; with other processes serving from
+    the same cache (``--processes``), theirs added as they last told the bus."""
+    figures = own(stoker)
+    figures.l2 = await _or_none(stoker.l2.stats())
+    relay = stoker.purger.relay
+    if relay is not None:
+        members = await _or_none(relay.members())
+        figures = combined(figures, others_said(members or (), relay.me, stoker.clock.now(),
+                                                stoker.settings.node_timeout))
     if warm is not None:
         await _read_warm(figures, warm, stoker.clock.now())
     return figures
+
+
+def own(stoker: Stoker) -> Figures:
+    """This process's figures, without the shared stores' (read without waiting)."""
+    store, pipeline = stoker.store, stoker.pipeline
+    return Figures(
+        outcomes=dict(pipeline.outcomes), cookie_bypasses=dict(pipeline.cookie_bypasses),
+        timing=stoker.origin_timing, origin_up=not pipeline.health.is_down(),
+        in_flight=len(pipeline.collapser), l1=store.l1.stats_nowait(),
+        l1_evictions=store.l1.evictions, l2=None,
+        l2_pending=store.pending(), l2_pending_bytes=store.pending_bytes(),
+        l2_dropped=store.dropped, purge_marks=len(store.purges),
+        applying={tier: len(store.purges.unapplied(tier)) for tier in (L1, L2)})
+
+
+def said(figures: Figures) -> str:
+    """What a process tells the others of its own figures (JSON; see :func:`combined`)."""
+    timing = figures.timing
+    return json.dumps({
+        "outcomes": [[kind.value, reason, warm, count]
+                     for (kind, reason, warm), count in figures.outcomes.items()],
+        "cookie_bypasses": dict(figures.cookie_bypasses),
+        "timing": {"counts": timing.counts, "seconds": timing.seconds,
+                   "failures": timing.failures},
+        "origin_up": figures.origin_up, "in_flight": figures.in_flight,
+        "l1": dict(figures.l1), "l1_evictions": figures.l1_evictions,
+        "l2_pending": figures.l2_pending, "l2_pending_bytes": figures.l2_pending_bytes,
+        "l2_dropped": figures.l2_dropped, "applying": dict(figures.applying)})
+
+
+def others_said(members: Iterable[Member], me: str, now: float,
+                node_timeout: float) -> list[Any]:
+    """The figures the other live members last told the bus.  Pure."""
+    return [json.loads(member.figures) for member in members
+            if member.name != me and member.figures and now - member.seen_at <= node_timeout]
+
+
+def combined(figures: Figures, others: Iterable[Any]) -> Figures:
+    """``figures`` with the other processes' (:func:`said`) added: their counts summed,
+    the origin up only if every one of them finds it so; the shared stores' figures (the
+    persistent tier, the queue, the warm run, the deadlines) are read once.  Pure."""
+    outcomes = Counter(figures.outcomes)
+    cookies = Counter(figures.cookie_bypasses)
+    timing = OriginTiming()
+    _add_timing(timing, figures.timing.counts, figures.timing.seconds, figures.timing.failures)
+    sums = {name: getattr(figures, name) for name in _SUMMED}
+    l1, applying = Counter(figures.l1), Counter(figures.applying)
+    origin_up = figures.origin_up
+    for other in others:
+        outcomes.update({(Kind(kind), reason, warm): count
+                         for kind, reason, warm, count in other["outcomes"]})
+        cookies.update(other["cookie_bypasses"])
+        _add_timing(timing, other["timing"]["counts"], other["timing"]["seconds"],
+                    other["timing"]["failures"])
+        for name in _SUMMED:
+            sums[name] += other[name]
+        l1.update(other["l1"])
+        applying.update(other["applying"])
+        origin_up = origin_up and other["origin_up"]
+    return replace(figures, outcomes=dict(outcomes), cookie_bypasses=dict(cookies),
+                   timing=timing, origin_up=origin_up, l1=dict(l1), applying=dict(applying),
+                   **sums)
+
+
+_SUMMED = ("in_flight", "l1_evictions", "l2_pending", "l2_pending_bytes", "l2_dropped")
+
+
+def _add_timing(timing: OriginTiming, counts: Sequence[int], seconds: float,
+                failures: int) -> None:
+    timing.counts = [mine + theirs for mine, theirs in zip(timing.counts, counts, strict=True)]
+    timing.answers = sum(timing.counts)
+    timing.seconds += seconds
+    timing.failures += failures
 
 
 async def _read_warm(figures: Figures, warm: WarmService, now: float) -> None:

@@ -2,7 +2,9 @@
 
 The supervisor (the process the user started) checks that ``listen`` and
 ``admin_listen`` are free, then starts N children, each ``stoker serve`` with the same
-arguments plus ``--process-index I``: every child binds ``listen`` with
+arguments plus ``--process-index I`` (child 0 first; the others once it accepts
+connections on ``admin_listen``, so whoever finds the proxy answering finds the admin
+API too): every child binds ``listen`` with
 ``SO_REUSEPORT`` (the kernel spreads connections over them), keeps its own memory tier
 and shares ``data_dir`` (the cache tier, the job queue, the deadlines, the purge bus)
 with the others; child 0 also serves the admin API and starts the ``warm_on_start`` run.
@@ -72,8 +74,9 @@ class Supervisor:
     """Runs the children (see the module invariants)."""
 
     def __init__(self, count: int, args: Sequence[str], node: str,
-                 shutdown_timeout: float) -> None:
+                 shutdown_timeout: float, admin: tuple[str, int]) -> None:
         self._count = count
+        self._admin = admin
         self._args = list(args)
         self._env = {**os.environ, "STOKER_NODE_ID": node}
         self._shutdown_timeout = shutdown_timeout
@@ -94,7 +97,13 @@ class Supervisor:
                 loop.remove_signal_handler(signum)
 
     async def _keep_running(self) -> int:
-        started = {index: await self._start(index) for index in range(self._count)}
+        started = {0: await self._start(0)}
+        if not await self._accepting(self._children[0]):
+            if self._stopping.is_set():
+                return 0
+            log.error("process 0 exited at start; stopping")
+            return 1
+        started.update({index: await self._start(index) for index in range(1, self._count)})
         stopping = asyncio.ensure_future(self._stopping.wait())
         try:
             while True:
@@ -118,6 +127,20 @@ class Supervisor:
                     started[index] = await self._start(index)
         finally:
             stopping.cancel()
+
+    async def _accepting(self, child: asyncio.subprocess.Process) -> bool:
+        """Wait until ``child`` accepts connections on the admin address (True), or exits
+        or a stop signal comes (False)."""
+        host, port = self._admin
+        while child.returncode is None and not self._stopping.is_set():
+            try:
+                _, writer = await asyncio.open_connection(host or "127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(0.05)
+                continue
+            writer.close()
+            return True
+        return False
 
     async def _start(self, index: int) -> float:
         self._children[index] = await asyncio.create_subprocess_exec(

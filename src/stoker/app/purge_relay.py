@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from stoker.app.stoker import Stoker
@@ -58,6 +58,8 @@ class PurgeRelay:
         self._position = 0
         self._confirmed_at = float("-inf")
         self._telling: set[asyncio.Task[int]] = set()
+        self.figures: Callable[[], str] | None = None
+        """What this process says of itself with each confirmation (its metrics)."""
 
     async def join(self) -> None:
         """Start at the bus's newest number, and say so."""
@@ -140,7 +142,8 @@ class PurgeRelay:
             await self._stoker.store.purge(purges.latest)
 
     async def _confirm(self) -> None:
-        await self._bus.confirm(self.me, self._position, self._clock.now())
+        said = self.figures() if self.figures is not None else None
+        await self._bus.confirm(self.me, self._position, self._clock.now(), said)
         self._confirmed_at = self._clock.monotonic()
 
 

@@ -44,7 +44,7 @@ from stoker.config.settings import (
 )
 from stoker.proxy.access_log import AccessLogApp, open_stream
 from stoker.proxy.asgi_proxy import ProxyApp
-from stoker.server.listeners import Tls, ensure_free, run_apps, silence_for
+from stoker.server.listeners import Tls, ensure_free, run_apps, silence_for, split_address
 from stoker.version import VERSION
 from stoker.warm.run import Run
 from stoker.warm.run_store import not_stored_text
@@ -124,7 +124,8 @@ async def supervise(settings: Settings, args: Sequence[str], *,
     count = settings.processes
     announce(f"stoker {VERSION}: {count} serving processes on {settings.listen} "
              f"(admin on http://{settings.admin_listen}, node {node}, pid {os.getpid()})")
-    status = await Supervisor(count, args, node, settings.shutdown_timeout).run()
+    status = await Supervisor(count, args, node, settings.shutdown_timeout,
+                              split_address(settings.admin_listen)).run()
     announce(f"stoker {VERSION}: stopped the {count} serving processes on {settings.listen}")
     return status
 

@@ -5,19 +5,23 @@ leases through which misses collapse across processes (:mod:`stoker.proxy.shared
 Who shares: the processes of ``--processes N`` (through the file they share,
 ``data_dir/cache.db``), and with ``database_url`` every node using that database (the bus
 in PostgreSQL, so a purge on one node reaches every node).  Leases exist where the
-persistent tier is shared: between the processes of one machine (``cache.db``).
+persistent tier is shared: between the processes of one machine (``cache.db``), and
+between the nodes sharing a Redis tier (``l2_url``: in PostgreSQL).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stoker.admin import metrics
 from stoker.app.processes import ServingProcess
 from stoker.app.purge_relay import PurgeRelay, open_relay
 from stoker.app.stoker import Stoker
+from stoker.backends.postgres.fetch_leases import PostgresFetchLeases
 from stoker.backends.postgres.purge_bus import PostgresPurgeBus
 from stoker.backends.sqlite.fetch_leases import SqliteFetchLeases
 from stoker.backends.sqlite.purge_bus import SqlitePurgeBus
+from stoker.cache.fetch_leases import FetchLeases
 from stoker.cache.purge_bus import PurgeBus
 from stoker.config.settings import Settings
 from stoker.proxy.shared_flights import SharedFlights
@@ -50,10 +54,12 @@ async def share_cache(stoker: Stoker, name: str) -> Sharing:
     bus: PurgeBus = await PostgresPurgeBus.open(stoker.pool) if stoker.pool is not None else (
         await SqlitePurgeBus.open(settings.cache_path))
     relay = await open_relay(stoker, bus, name)
-    if settings.processes == 1:
-        return Sharing(relay, None)
+    relay.figures = lambda: metrics.said(metrics.own(stoker))
+    if not settings.l2_url and settings.processes == 1:
+        return Sharing(relay, None)  # nobody shares this node's persistent tier
     try:
-        leases = await SqliteFetchLeases.open(settings.cache_path)
+        leases: FetchLeases = await PostgresFetchLeases.open(stoker.pool) if (
+            settings.l2_url) else await SqliteFetchLeases.open(settings.cache_path)
     except BaseException:
         await relay.close()
         raise

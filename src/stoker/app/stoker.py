@@ -28,6 +28,7 @@ from typing import Any
 
 from stoker.backends.postgres.audit_store import PostgresAuditStore
 from stoker.backends.postgres.connection import create_pool
+from stoker.backends.redis.cache_store import RedisCacheStore
 from stoker.backends.sqlite.audit_store import SqliteAuditStore
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
@@ -36,8 +37,9 @@ from stoker.cache.events import PurgeEvents
 from stoker.cache.l2_queue import QueuePolicy
 from stoker.cache.memory import MemoryStore
 from stoker.cache.purge_list import PurgeList
+from stoker.cache.store import CacheStore
 from stoker.cache.tiered import TieredStore
-from stoker.cache.version_file import VersionFile
+from stoker.cache.version_file import VersionFile, VersionStore
 from stoker.clock import Clock, SystemClock
 from stoker.config.reload import Reload, plan
 from stoker.config.settings import Settings, SettingsError, require_data_dir, require_origin
@@ -62,16 +64,20 @@ EVICT_EVERY = 60.0
 
 
 def fetch_config(settings: Settings) -> FetchConfig:
-    """The per-fetch settings derived from :class:`Settings`."""
+    """The per-fetch settings derived from :class:`Settings` (with ``l2_url``, nothing
+    larger than ``l2_max_object_bytes`` is stored and no body goes to a file: a node's
+    files are not the others')."""
     tag_headers = tuple(name.lower().encode("latin-1") for name in settings.tag_headers)
+    largest = min(settings.max_object_bytes, settings.l2_max_object_bytes) if (
+        settings.l2_url) else settings.max_object_bytes
     return FetchConfig(
         cache_name=settings.cache_name,
         via=f"1.1 {settings.cache_name}".encode("latin-1"),
         origin_host=settings.origin_host,
         defaults=StaleDefaults(swr=settings.default_swr, sie=settings.default_sie,
                                keep=settings.keep),
-        body_file_threshold=settings.body_file_threshold,
-        max_object_bytes=settings.max_object_bytes,
+        body_file_threshold=largest if settings.l2_url else settings.body_file_threshold,
+        max_object_bytes=largest,
         tag_headers=tag_headers,
         hidden_headers=frozenset(tag_headers) if settings.strip_tag_headers else frozenset(),
         max_variants=settings.max_variants,
@@ -79,6 +85,21 @@ def fetch_config(settings: Settings) -> FetchConfig:
         keep_stale=settings.keep_stale,
         compress=settings.compress,
     )
+
+
+async def _open_l2(settings: Settings, bodies: BodyStore,
+                   clock: Clock) -> tuple[CacheStore, VersionStore]:
+    """The persistent tier and where the cache version is kept: Redis with ``l2_url``
+    (shared by the nodes), else ``data_dir`` (``cache.db``, ``cache-version.json``)."""
+    if settings.l2_url:
+        redis = await RedisCacheStore.open(settings.l2_url, clock,
+                                           max_object_bytes=settings.l2_max_object_bytes,
+                                           bodies=bodies)
+        return redis, redis.versions()
+    sqlite = await SqliteCacheStore.open(settings.cache_path, bodies, clock,
+                                         max_bytes=settings.l2_max_bytes,
+                                         inline_reads=settings.l2_inline_reads)
+    return sqlite, VersionFile(settings.data_dir)
 
 
 async def _open_audit(settings: Settings, clock: Clock) -> tuple[Any, AuditTrail]:
@@ -113,7 +134,7 @@ class Stoker:
     clock: Clock
     pipeline: Pipeline
     store: TieredStore
-    l2: SqliteCacheStore
+    l2: CacheStore
     origin: OriginClient
     purger: Purger
     audit: AuditTrail
@@ -142,18 +163,15 @@ class Stoker:
         clock = clock or SystemClock()
         origin_url = require_origin(settings) if origin is None else None
         require_data_dir(settings)
-        versions = VersionFile(settings.data_dir)
-        try:
-            state = await versions.load()
-        except ValueError as error:
-            raise SettingsError(str(error)) from None
         bodies = BodyStore(settings.data_dir / "bodies")
         await bodies.sweep_temp()
-        l2 = await SqliteCacheStore.open(settings.cache_path, bodies, clock,
-                                         max_bytes=settings.l2_max_bytes,
-                                         inline_reads=settings.l2_inline_reads)
+        l2, versions = await _open_l2(settings, bodies, clock)
         try:
+            state = await versions.load()
             pool, audit = await _open_audit(settings, clock)
+        except ValueError as error:  # an unreadable cache version
+            await l2.close()
+            raise SettingsError(str(error)) from None
         except BaseException:
             await l2.close()
             raise
@@ -186,6 +204,8 @@ class Stoker:
     async def evict_once(self) -> int:
         """Write queued L2 writes, then drop expired and excess L2 entries; how many."""
         await self.store.flush()
+        if not isinstance(self.l2, SqliteCacheStore):
+            return 0  # Redis expires its entries itself, and evicts by its maxmemory policy
         evicted = await self.l2.evict(self.clock.now())
         if evicted:
             log.info("evicted %d expired or excess L2 entries", evicted)

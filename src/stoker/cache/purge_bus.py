@@ -43,6 +43,8 @@ class Member:
     name: str
     confirmed: int
     seen_at: float
+    figures: str | None = None
+    """What it last said of itself (JSON, for the metrics of every process together)."""
 
 
 class PurgeBus(Protocol):
@@ -57,8 +59,10 @@ class PurgeBus(Protocol):
     async def latest(self) -> int:
         """The newest number (0 before any)."""
 
-    async def confirm(self, member: str, number: int, now: float) -> None:
-        """``member`` has every purge up to ``number`` in force, at ``now`` (a heartbeat)."""
+    async def confirm(self, member: str, number: int, now: float,
+                      figures: str | None = None) -> None:
+        """``member`` has every purge up to ``number`` in force, at ``now`` (a heartbeat);
+        with ``figures``, what it says of itself now (kept until it says something else)."""
 
     async def members(self) -> Sequence[Member]:
         """Every member that has confirmed and not left."""
@@ -74,6 +78,9 @@ class PurgeBus(Protocol):
 
 class Relay(Protocol):
     """This process's side of the bus, as the purger and the pipeline use it."""
+
+    me: str
+    """This process's name on the bus."""
 
     async def spread(self, mark: PurgeMark, version: str | None) -> tuple[str, ...]:
         """Relay ``mark`` (in force here already) and wait until every other live member

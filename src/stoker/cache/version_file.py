@@ -19,6 +19,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 INITIAL_VERSION = "1"
 FILE_NAME = "cache-version.json"
@@ -37,6 +38,17 @@ def next_version(version: str) -> str:
     if not version.isdigit():
         raise ValueError(f"cache version {version!r} is not a non-negative integer")
     return str(int(version) + 1)
+
+
+class VersionStore(Protocol):
+    """Where the cache version is kept: ``data_dir`` (:class:`VersionFile`), or a store
+    the nodes share."""
+
+    async def load(self) -> VersionState:
+        """The stored state (the initial one before any is stored)."""
+
+    async def save(self, state: VersionState) -> None:
+        """Replace the stored state."""
 
 
 class VersionFile:

@@ -414,15 +414,16 @@ class Pipeline:
                                        Outcome(Kind.HIT, ttl=landed.ttl(self.clock.now())))
             return
         leased = self.shared_flights if not forced else None
-        if leased is not None and not await leased.take(lookup.primary):
-            elsewhere = await leased.wait(lookup.primary, partial(self._fresh, lookup))
+        if leased is not None:
+            elsewhere = await self._fetched_elsewhere(lookup, leased)
             if elsewhere is not None:  # another process fetched it for us
                 self.stats["collapsed"] += 1
                 await self._land_and_serve(lookup, key, flight, elsewhere, fwd, sink, Outcome(
                     Kind.COLLAPSED, fwd=fwd, fwd_status=elsewhere.status, stored=True,
                     ttl=elsewhere.ttl(self.clock.now())))
                 return
-            leased = None  # it gave up: fetch ourselves, holding no lease
+            if not leased.holds(lookup.primary):
+                leased = None  # it gave up waiting: fetch ourselves, holding no lease
         result: FetchResult | None = None
         try:
             result = await self._fetch(lookup, entry, fwd, sink, flight)
@@ -431,6 +432,20 @@ class Pipeline:
             self.collapser.land(key, flight, shared_entry)
             if leased is not None:
                 await leased.release(lookup.primary)
+
+    async def _fetched_elsewhere(self, lookup: Lookup,
+                                 leased: SharedFlights) -> CacheEntry | None:
+        """The entry another process sharing the persistent tier fetched for this request:
+        waited for while it holds the key's lease; looked for once more when this one
+        took the lease (the other's write may have landed since this request's lookup,
+        and its lease been given back).  None: this one fetches."""
+        usable = partial(self._fresh, lookup)
+        if not await leased.take(lookup.primary):
+            return await leased.wait(lookup.primary, usable)
+        found = usable(await self.store.get(lookup.primary))
+        if found is not None:
+            await leased.release(lookup.primary)
+        return found
 
     async def _land_and_serve(self, lookup: Lookup, key: str, flight: Flight,
                               entry: CacheEntry, fwd: str, sink: ReplySink,

@@ -41,7 +41,7 @@ from stoker.cache.invalidation import PurgeScope
 from stoker.cache.port import Cache
 from stoker.cache.purge_bus import Relay
 from stoker.cache.purge_list import PurgeList, PurgeMark
-from stoker.cache.version_file import VersionFile, VersionState, next_version
+from stoker.cache.version_file import VersionState, VersionStore, next_version
 from stoker.clock import Clock
 from stoker.proxy.pipeline import Pipeline
 
@@ -109,7 +109,7 @@ class Purger:
     """Runs purges (see the module invariants)."""
 
     def __init__(self, pipeline: Pipeline, store: Cache, purges: PurgeList,
-                 events: PurgeEvents, clock: Clock, versions: VersionFile) -> None:
+                 events: PurgeEvents, clock: Clock, versions: VersionStore) -> None:
         self.pipeline = pipeline
         self.store = store
         self.purges = purges

@@ -47,15 +47,24 @@ class SharedFlights:
         self._clock = clock
         self._owner = owner
         self._timeout = timeout
+        self._held: set[str] = set()
 
     async def take(self, key: str) -> bool:
-        """Take ``key``'s lease; False when another member holds it."""
+        """Take ``key``'s lease; False when another member holds it (True, holding none,
+        when the lease store fails: fetch as if alone)."""
         now = self._clock.now()
         try:
-            return await self._leases.take(key, self._owner, now + self._timeout, now)
+            taken = await self._leases.take(key, self._owner, now + self._timeout, now)
         except Exception:
             log.warning("taking a fetch lease failed; fetching as if alone", exc_info=True)
             return True
+        if taken:
+            self._held.add(key)
+        return taken
+
+    def holds(self, key: str) -> bool:
+        """Whether this process holds ``key``'s lease now."""
+        return key in self._held
 
     async def wait(self, key: str,
                    usable: Callable[[list[CacheEntry]], CacheEntry | None]) -> CacheEntry | None:
@@ -81,6 +90,7 @@ class SharedFlights:
         """Give ``key``'s lease back once what this process stored under it has reached
         the shared tier (so a member that takes the lease next finds it there); a failure
         is logged: the lease expires."""
+        self._held.discard(key)
         try:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._store.written(key), self._timeout)

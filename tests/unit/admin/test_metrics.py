@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from stoker.admin.metrics import Figures, exposition, families
+from stoker.admin.metrics import Figures, combined, exposition, families, others_said, said
 from stoker.cache.outcome import Kind
+from stoker.cache.purge_bus import Member
 from stoker.proxy.origin_timing import BUCKETS, OriginTiming
 
 
@@ -91,3 +94,22 @@ def test_timing_buckets_are_cumulative_counts_of_answers(times: list[float]) -> 
     assert counts == sorted(counts) and counts[-1] == len(times) == timing.answers
     for bound, count in rows:
         assert count == sum(1 for seconds in times if seconds <= bound)
+
+
+def test_one_scrape_counts_every_process_as_they_last_said() -> None:
+    mine = figures()
+    theirs = json.loads(said(figures(in_flight=5, origin_up=False)))
+    total = combined(mine, [theirs])
+    assert total.outcomes[(Kind.HIT, "", False)] == 14
+    assert total.cookie_bypasses == {"session": 6}
+    assert total.timing.answers == 10 and total.timing.failures == 2
+    assert total.timing.seconds == 2 * mine.timing.seconds
+    assert total.in_flight == 7 and total.origin_up is False
+    assert total.l1["entries"] == 8 and total.l2 == mine.l2  # the shared tier read once
+    assert total.jobs == mine.jobs
+
+
+def test_only_live_others_figures_are_counted() -> None:
+    members = [Member("n/0", 1, 100.0, said(figures())), Member("n/1", 1, 100.0, said(figures())),
+               Member("n/2", 1, 50.0, said(figures())), Member("n/3", 1, 100.0, None)]
+    assert len(others_said(members, "n/0", now=105.0, node_timeout=10.0)) == 1

@@ -53,12 +53,13 @@ FROM purge_bus WHERE number > $1 ORDER BY number
 """
 _LATEST: Final = "SELECT coalesce(max(number), 0) FROM purge_bus"
 _CONFIRM: Final = """
-INSERT INTO purge_members (name, confirmed, seen_at) VALUES ($1, $2, $3)
+INSERT INTO purge_members (name, confirmed, seen_at, figures) VALUES ($1, $2, $3, $4)
 ON CONFLICT (name) DO UPDATE SET confirmed = greatest(purge_members.confirmed,
                                                       excluded.confirmed),
+                                 figures = coalesce(excluded.figures, purge_members.figures),
                                  seen_at = excluded.seen_at
 """
-_MEMBERS: Final = "SELECT name, confirmed, seen_at FROM purge_members ORDER BY name"
+_MEMBERS: Final = "SELECT name, confirmed, seen_at, figures FROM purge_members ORDER BY name"
 _LEAVE: Final = "DELETE FROM purge_members WHERE name = $1"
 _TRIM: Final = """
 DELETE FROM purge_bus WHERE published_at < $1
@@ -91,12 +92,13 @@ class PostgresPurgeBus:
     async def latest(self) -> int:
         return int(await self._pool.fetchval(_LATEST))
 
-    async def confirm(self, member: str, number: int, now: float) -> None:
-        await self._pool.execute(_CONFIRM, member, number, now)
+    async def confirm(self, member: str, number: int, now: float,
+                      figures: str | None = None) -> None:
+        await self._pool.execute(_CONFIRM, member, number, now, figures)
 
     async def members(self) -> Sequence[Member]:
         rows = await self._pool.fetch(_MEMBERS)
-        return [Member(name, confirmed, seen_at) for name, confirmed, seen_at in rows]
+        return [Member(*row) for row in rows]
 
     async def leave(self, member: str) -> None:
         await self._pool.execute(_LEAVE, member)

@@ -48,6 +48,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 from redis.commands.core import AsyncScript
 
+from stoker.backends.redis.version_store import RedisVersionStore
 from stoker.backends.sqlite.entry_rows import encode_codings, encode_record, entry_from_row
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry
@@ -269,6 +270,10 @@ class RedisCacheStore:
         await client.ping()
         return cls(client, clock, prefix=prefix, max_object_bytes=max_object_bytes,
                    bodies=bodies)
+
+    def versions(self) -> RedisVersionStore:
+        """The cache version kept beside these entries (closed with this store)."""
+        return RedisVersionStore(self._client, self._prefix.decode())
 
     async def close(self) -> None:
         await self._client.aclose()

@@ -33,11 +33,12 @@ FROM purge_bus WHERE number > ? ORDER BY number
 """
 _LATEST: Final = "SELECT coalesce(max(number), 0) FROM purge_bus"
 _CONFIRM: Final = """
-INSERT INTO purge_members (name, confirmed, seen_at) VALUES (?, ?, ?)
+INSERT INTO purge_members (name, confirmed, seen_at, figures) VALUES (?, ?, ?, ?)
 ON CONFLICT (name) DO UPDATE SET confirmed = max(confirmed, excluded.confirmed),
+                                 figures = coalesce(excluded.figures, figures),
                                  seen_at = excluded.seen_at
 """
-_MEMBERS: Final = "SELECT name, confirmed, seen_at FROM purge_members ORDER BY name"
+_MEMBERS: Final = "SELECT name, confirmed, seen_at, figures FROM purge_members ORDER BY name"
 _LEAVE: Final = "DELETE FROM purge_members WHERE name = ?"
 _TRIM: Final = """
 DELETE FROM purge_bus WHERE published_at < ?
@@ -73,12 +74,13 @@ class SqlitePurgeBus:
         latest: int = await self._db.run(lambda conn: conn.execute(_LATEST).fetchone()[0])
         return latest
 
-    async def confirm(self, member: str, number: int, now: float) -> None:
-        await self._db.run(lambda conn: conn.execute(_CONFIRM, (member, number, now)))
+    async def confirm(self, member: str, number: int, now: float,
+                      figures: str | None = None) -> None:
+        await self._db.run(lambda conn: conn.execute(_CONFIRM, (member, number, now, figures)))
 
     async def members(self) -> Sequence[Member]:
         rows = await self._db.run(lambda conn: conn.execute(_MEMBERS).fetchall())
-        return [Member(name, confirmed, seen_at) for name, confirmed, seen_at in rows]
+        return [Member(*row) for row in rows]
 
     async def leave(self, member: str) -> None:
         await self._db.run(lambda conn: conn.execute(_LEAVE, (member,)))

@@ -27,6 +27,7 @@ from stoker.config.settings.values import (
     path,
     positive_int,
     process_count,
+    redis_url,
     seconds,
     size,
     str_list,
@@ -277,6 +278,18 @@ class Settings:
         "How long a purge or flush waits for a failing L2 before reporting an error",
         doc="How long a purge waits for a failing SQLite tier before answering with an error "
             "(the purge still reaches it, in order, once it recovers)")
+    l2_url: str | None = setting(
+        None, optional(redis_url),
+        "redis://… to keep the persistent tier in Redis, shared by the nodes (with database_url)",
+        doc="`redis://host:port/db`: the persistent tier in Redis, shared by every node with "
+            "this setting (entries, their bodies up to `l2_max_object_bytes`, the tag index, "
+            "the cache version) instead of `data_dir/cache.db`; needs `database_url`, through "
+            "which the nodes share their purges and fetch leases")
+    l2_max_object_bytes: int = setting(
+        8 * 1024 * 1024, size,
+        "With l2_url: the largest response stored (larger ones pass through)",
+        doc="With `l2_url`: the largest response stored, its body kept in memory and in "
+            "Redis (larger ones pass through unstored; no body goes to a file)")
     l2_inline_reads: bool = setting(
         True, boolean,
         "Read L2 hits on the event loop (fast); false on a slow or network disk, whose reads "
@@ -442,6 +455,9 @@ class Settings:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise SettingsError("tls_cert and tls_key go together: set both (PEM files) for "
                                 "HTTPS on the public listener, or neither")
+        if self.l2_url and not self.database_url:
+            raise SettingsError("l2_url needs database_url: the nodes sharing the Redis tier "
+                                "share their purges and fetch leases through PostgreSQL")
 
     @property
     def site_urls(self) -> tuple[str, ...]:

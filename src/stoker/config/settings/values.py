@@ -150,6 +150,15 @@ def positive_int(value: Any) -> int:
     return int(value)
 
 
+def redis_url(value: Any) -> str:
+    """A ``redis://`` (or ``rediss://``) URL with a host."""
+    text = str(value).strip()
+    parts = urlsplit(text)
+    if parts.scheme not in ("redis", "rediss") or not parts.hostname:
+        raise ValueError(f"expected redis://host:port/db, got {value!r}")
+    return text
+
+
 def process_count(value: Any) -> int:
     """A number of processes, at least 1; ``auto``: one per core this process may use."""
     if str(value).strip().lower() == "auto":
