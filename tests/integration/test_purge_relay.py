@@ -6,7 +6,7 @@ make one origin request."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from stoker.app.stoker import Stoker
 from stoker.backends.sqlite.purge_bus import SqlitePurgeBus
 from stoker.cache.invalidation import PurgeScope
 from stoker.cache.outcome import Kind
+from stoker.cache.purge_bus import Relayed
 from stoker.config.settings import settings_from
 from stoker.proxy.request_body import no_body
 
@@ -195,3 +196,43 @@ async def test_nodes_sharing_redis_are_one_cache(origin: Origin, tmp_path: Path)
     assert origin.app.count("/slow") == 1 and {body for _, body in herd} == {b"slow"}
     assert purged.unconfirmed == () and after == (Kind.MISS, b"v2")
     assert late == version != "1"  # the version is Redis's, not a file of node c's
+
+
+class Unreachable(SqlitePurgeBus):
+    """A bus that, while ``down``, cannot be read (a fault: the database went away)."""
+
+    down = False
+
+    async def since(self, number: int) -> Sequence[Relayed]:
+        if self.down:
+            raise ConnectionError("injected: the bus is unreachable")
+        return await super().since(number)
+
+
+async def test_a_process_cut_off_from_the_bus_longer_than_node_timeout_forgets_l1(
+        origin: Origin, tmp_path: Path) -> None:
+    origin.app.set("/t", headers=TAGGED, body=b"v1")
+    stoker = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(tmp_path),
+                                              "node_timeout": 0.3}))
+    bus = await Unreachable.open(stoker.settings.cache_path)
+    relay = await open_relay(stoker, bus, "cut-off")
+    stop = asyncio.Event()
+    following = asyncio.create_task(relay.follow(stop))
+    try:
+        await served(stoker, "/t")
+        key = stoker.pipeline.key_for_url("http://site.test/t")
+        bus.down = True
+        await asyncio.sleep(0.15)
+        kept = stoker.store.get_l1(key)  # within node_timeout: kept
+        await asyncio.sleep(0.5)
+        forgotten = stoker.store.get_l1(key)
+        bus.down = False
+        await asyncio.sleep(0.1)
+        after = await served(stoker, "/t")  # from the persistent tier again
+    finally:
+        stop.set()
+        await following
+        await relay.close()
+        await stoker.close()
+    assert kept is not None and forgotten is None
+    assert after == (Kind.HIT, b"v1")

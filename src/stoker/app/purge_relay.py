@@ -17,8 +17,10 @@ before is in the shared tier already, and its memory tier is new).  Then:
 Invariants: a number is confirmed only once everything up to it is in force here, its
 own relayed purges included (they were in force before they were relayed); a gap in
 the numbers (this process fell behind what the bus keeps) drops the memory tier whole
-before anything is confirmed; a failure to read or apply is logged and retried at the
-next poll, never skipped.
+before anything is confirmed, and so does a bus unreachable for longer than
+``node_timeout`` (the others then stop waiting for this process), once per outage; a
+failure to read or apply is logged and retried at the next poll, never skipped (what
+was relayed meanwhile is put in force when the bus answers again).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ POLL: Final = 0.02
 """Seconds between two reads of the bus."""
 HEARTBEAT: Final = 1.0
 """Longest time between two confirmations."""
+LOG_EVERY: Final = 30.0
+"""Seconds between two log lines while the bus cannot be read."""
 KEPT: Final = 600.0
 """Seconds what was relayed stays on the bus (for members catching up)."""
 
@@ -95,15 +99,26 @@ class PurgeRelay:
 
     async def follow(self, stop: asyncio.Event) -> None:
         """Carry out what the others relay until ``stop``."""
-        trimmed = self._clock.monotonic()
+        trimmed = heard = said = self._clock.monotonic()
+        forgot = False
         while not stop.is_set():
             try:
                 await self.catch_up()
-                if self._clock.monotonic() - trimmed >= KEPT / 10:
+                if forgot:
+                    log.info("the purge bus answers again")
+                heard, forgot = self._clock.monotonic(), False
+                if heard - trimmed >= KEPT / 10:
                     await self._bus.trim(self._clock.now() - KEPT)
                     trimmed = self._clock.monotonic()
-            except Exception:
-                log.exception("reading the purge bus failed; trying again")
+            except Exception as error:
+                if heard >= said or self._clock.monotonic() - said >= LOG_EVERY:
+                    log.warning("reading the purge bus failed (%s: %s); trying again every "
+                                "%g s", type(error).__name__, error, POLL)
+                    said = self._clock.monotonic()
+                if not forgot and self._clock.monotonic() - heard > self._node_timeout:
+                    self._forget_memory(f"the purge bus is unreachable for over "
+                                        f"{self._node_timeout:g} s")
+                    forgot = True
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), POLL)
 
@@ -111,9 +126,8 @@ class PurgeRelay:
         """Put in force what was relayed since the last call, confirm; how many."""
         relayed = await self._bus.since(self._position)
         if relayed and self._position and relayed[0].number > self._position + 1:
-            log.warning("fell behind the purge bus (%d -> %d): dropping the memory tier",
-                        self._position, relayed[0].number)
-            self._stoker.store.l1.clear_nowait()
+            self._forget_memory(f"fell behind the purge bus ({self._position} -> "
+                                f"{relayed[0].number})")
         for one in relayed:
             if one.sender != self.me:
                 await self._apply(one)
@@ -130,6 +144,12 @@ class PurgeRelay:
             await self._bus.leave(self.me)
         finally:
             await self._bus.close()
+
+    def _forget_memory(self, why: str) -> None:
+        """Drop the memory tier: purges may have been missed (the others stopped waiting
+        for this process), and what it holds may be what they purged."""
+        log.warning("%s: dropping the memory tier", why)
+        self._stoker.store.l1.clear_nowait()
 
     async def _apply(self, relayed: Relayed) -> None:
         mark, purger = relayed.mark, self._stoker.purger
