@@ -14,14 +14,16 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 from tests.conftest import free_port
 from tests.integration.conftest import Origin
 from tests.integration.warm_site import stoker_env
+from tests.job_backends import PG_URL, pg_schema
 
 UNREACHABLE = "http://127.0.0.1:1"
 SUBJECTS = ("configuration", "origin", "data_dir", "cache tier", "job queue", "audit log",
-            "listen", "admin_listen")
+            "purge bus", "listen", "admin_listen")
 
 
 def check(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -76,10 +78,11 @@ async def test_a_usable_configuration_lists_every_check_and_exits_0(
                       "cache version 1",
         "job queue": f"ok job queue {data_dir}/stoker.db: opened and migrated",
         "audit log": f"ok audit log {data_dir}/stoker.db: opened and migrated",
+        "purge bus": f"ok purge bus {data_dir}/cache.db: opened and migrated",
         "listen": f"ok listen {args[1]}: can be bound",
         "admin_listen": f"ok admin_listen {args[3]}: can be bound",
     }
-    assert result.stdout.splitlines()[-1] == "stoker check: all 8 checks passed"
+    assert result.stdout.splitlines()[-1] == "stoker check: all 9 checks passed"
     assert result.stderr == ""
     for address in (args[1], args[3]):  # nothing was left bound
         with socket.socket() as sock:
@@ -93,8 +96,8 @@ def test_an_origin_that_does_not_answer_fails_and_the_rest_still_run(tmp_path: P
     found = lines(result)
     assert found["origin"] == f"FAIL origin {UNREACHABLE}: no answer (Connection refused)"
     assert [line.split()[0] for subject, line in found.items() if subject != "origin"] == [
-        "ok"] * 7
-    assert result.stdout.splitlines()[-1] == "stoker check: 1 of 8 checks failed"
+        "ok"] * 8
+    assert result.stdout.splitlines()[-1] == "stoker check: 1 of 9 checks failed"
 
 
 async def test_a_listen_address_in_use_fails_naming_it(origin: Origin, tmp_path: Path,
@@ -118,10 +121,10 @@ def test_a_data_dir_under_a_file_fails_and_its_databases_are_not_tried(tmp_path:
     assert found["data_dir"] == (f"FAIL data_dir {data_dir}: {data_dir} is under a file, not a "
                                  "directory; point data_dir (or --data-dir) at a directory")
     for subject, file in (("cache tier", "cache.db"), ("job queue", "stoker.db"),
-                          ("audit log", "stoker.db")):
+                          ("audit log", "stoker.db"), ("purge bus", "cache.db")):
         assert found[subject] == (f"skip {subject} {data_dir / file}: not tried: data_dir is "
                                   "not usable")
-    assert result.stdout.splitlines()[-1] == "stoker check: 2 of 8 checks failed, 3 not tried"
+    assert result.stdout.splitlines()[-1] == "stoker check: 2 of 9 checks failed, 4 not tried"
     assert result.stderr == ""
 
 
@@ -130,9 +133,35 @@ def test_an_unreachable_database_url_fails_naming_its_host_not_its_password(
     result = check("--origin", UNREACHABLE, "--data-dir", str(tmp_path / "data"), *listeners(),
                    cwd=tmp_path, STOKER_DATABASE_URL="postgresql://stoker:s3cret@127.0.0.1:1/x")
     assert result.returncode == 1, result.stderr
-    assert lines(result)["job queue"].startswith(
-        "FAIL job queue postgresql://stoker@127.0.0.1:1/x: cannot connect to PostgreSQL")
+    for subject in ("job queue", "audit log", "purge bus"):
+        assert lines(result)[subject].startswith(
+            f"FAIL {subject} postgresql://stoker@127.0.0.1:1/x: cannot connect to PostgreSQL")
     assert "s3cret" not in result.stdout + result.stderr
+
+
+def test_migrate_opens_every_store_once_and_says_so(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    with pg_schema(migrated=False) as schema:
+        url = f"{PG_URL}{'&' if '?' in PG_URL else '?'}search_path={schema}"
+        result = subprocess.run(
+            [sys.executable, "-m", "stoker", "migrate", "--data-dir", str(data_dir)],
+            cwd=tmp_path, env={**stoker_env(), "STOKER_DATABASE_URL": url},
+            capture_output=True, text=True, timeout=60, check=False)
+        tables = asyncio.run(_tables(schema))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1] == "stoker migrate: all 5 checks passed"
+    assert {"jobs", "audit_log", "purge_bus", "purge_members", "fetch_leases"} <= tables
+    assert (data_dir / "cache.db").is_file()  # the cache tier stays in data_dir
+
+
+async def _tables(schema: str) -> set[str]:
+    conn = await asyncpg.connect(PG_URL)
+    try:
+        rows = await conn.fetch("SELECT table_name FROM information_schema.tables "
+                                "WHERE table_schema = $1", schema)
+    finally:
+        await conn.close()
+    return {row["table_name"] for row in rows}
 
 
 @pytest.mark.parametrize(("toml", "env", "error"), [

@@ -12,11 +12,13 @@ between the nodes sharing a Redis tier (``l2_url``: in PostgreSQL).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from stoker.admin import metrics
 from stoker.app.processes import ServingProcess
 from stoker.app.purge_relay import PurgeRelay, open_relay
 from stoker.app.stoker import Stoker
+from stoker.backends.postgres.connection import create_pool
 from stoker.backends.postgres.fetch_leases import PostgresFetchLeases
 from stoker.backends.postgres.purge_bus import PostgresPurgeBus
 from stoker.backends.sqlite.fetch_leases import SqliteFetchLeases
@@ -41,6 +43,21 @@ class Sharing:
         finally:
             if self.flights is not None:
                 await self.flights.close()
+
+
+async def open_bus_and_leases(settings: Settings) -> tuple[PurgeBus, FetchLeases, Any]:
+    """The bus and the leases ``settings`` point at, opened (so migrated) on their own
+    (``stoker migrate``, ``stoker check``): PostgreSQL with ``database_url`` (on a pool
+    returned to be closed after them), else ``cache.db``."""
+    if not settings.database_url:
+        return (await SqlitePurgeBus.open(settings.cache_path),
+                await SqliteFetchLeases.open(settings.cache_path), None)
+    pool = await create_pool(settings.database_url, min_size=1, max_size=1)
+    try:
+        return await PostgresPurgeBus.open(pool), await PostgresFetchLeases.open(pool), pool
+    except BaseException:
+        await pool.close()
+        raise
 
 
 def shares_cache(settings: Settings, process: ServingProcess | None) -> bool:

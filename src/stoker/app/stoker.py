@@ -87,7 +87,7 @@ def fetch_config(settings: Settings) -> FetchConfig:
     )
 
 
-async def _open_l2(settings: Settings, bodies: BodyStore,
+async def open_l2(settings: Settings, bodies: BodyStore,
                    clock: Clock) -> tuple[CacheStore, VersionStore]:
     """The persistent tier and where the cache version is kept: Redis with ``l2_url``
     (shared by the nodes), else ``data_dir`` (``cache.db``, ``cache-version.json``)."""
@@ -102,7 +102,7 @@ async def _open_l2(settings: Settings, bodies: BodyStore,
     return sqlite, VersionFile(settings.data_dir)
 
 
-async def _open_audit(settings: Settings, clock: Clock) -> tuple[Any, AuditTrail]:
+async def open_audit(settings: Settings, clock: Clock) -> tuple[Any, AuditTrail]:
     """The audit log: in PostgreSQL with ``database_url`` (on a pool of its own, returned
     to be closed last), else in ``data_dir/stoker.db``."""
     if not settings.database_url:
@@ -165,10 +165,10 @@ class Stoker:
         require_data_dir(settings)
         bodies = BodyStore(settings.data_dir / "bodies")
         await bodies.sweep_temp()
-        l2, versions = await _open_l2(settings, bodies, clock)
+        l2, versions = await open_l2(settings, bodies, clock)
         try:
             state = await versions.load()
-            pool, audit = await _open_audit(settings, clock)
+            pool, audit = await open_audit(settings, clock)
         except ValueError as error:  # an unreadable cache version
             await l2.close()
             raise SettingsError(str(error)) from None

@@ -32,6 +32,7 @@ from stoker.backends import open_warm_stores
 from stoker.cli.common import (
     AdminListenOpt,
     ConfigOpt,
+    DatabaseUrlOpt,
     DataDirOpt,
     ListenOpt,
     OriginOpt,
@@ -105,6 +106,47 @@ def check(
         raise typer.Exit(1)
 
 
+def store_checks(settings: Settings) -> list[Check]:
+    """Opening (and so migrating) every store ``stoker serve`` with ``settings`` opens."""
+    data_dir = settings.data_dir
+    shared_db = None if settings.database_url else "data_dir"
+    return [
+        Check("data_dir", str(data_dir), partial(data_dir_writable, settings)),
+        Check("cache tier", place(settings.l2_url, settings.cache_path),
+              partial(cache_tier_opens, settings), needs="data_dir"),
+        Check("job queue", place(settings.database_url, settings.sqlite_path),
+              partial(job_queue_opens, settings), needs=shared_db),
+        Check("audit log", place(settings.database_url, settings.sqlite_path),
+              partial(audit_log_opens, settings), needs=shared_db),
+        Check("purge bus", place(settings.database_url, settings.cache_path),
+              partial(purge_bus_opens, settings), needs=shared_db),
+    ]
+
+
+def migrate(
+    config: ConfigOpt = None, data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
+) -> None:
+    """Create or upgrade every store's schema, then exit (stoker serve also does at start).
+
+    The stores are those stoker serve opens with this configuration: SQLite files in
+    data_dir, or PostgreSQL with database_url (and Redis with l2_url), so that an upgrade
+    can run once, before the nodes start. Exit status: 0 when every store is migrated, 1
+    when one could not be opened, 2 for a configuration error."""
+    settings = settings_or_exit(config, data_dir=data_dir, database_url=database_url)
+    marks = asyncio.run(run_checks(store_checks(settings), secrets_of(settings)))
+    output().print(f"stoker migrate: {summary(marks)}", highlight=False)
+    if FAILED in marks:
+        raise typer.Exit(1)
+
+
+def place(url: str | None, path: Path) -> str:
+    """Where a store lives: the URL it is given (without a password), else its file."""
+    from stoker.backends.postgres.connection import describe
+
+    return describe(url) if url else str(path)
+
+
 def summary(marks: Sequence[str]) -> str:
     """``all 8 checks passed``, or how many failed (and were not tried)."""
     failed, not_tried = marks.count(FAILED), marks.count(NOT_TRIED)
@@ -116,19 +158,11 @@ def summary(marks: Sequence[str]) -> str:
 
 def checks_for(settings: Settings, config_file: Path | None) -> list[Check]:
     """What ``stoker serve`` with ``settings`` needs, in the order it needs it."""
-    data_dir = settings.data_dir
-    queue_needs = None if settings.database_url else "data_dir"
     checks = [
         Check("configuration", str(config_file or "(defaults, STOKER_* variables, flags)"),
               partial(configuration, settings)),
         Check("origin", require_origin(settings), partial(origin_answers, settings)),
-        Check("data_dir", str(data_dir), partial(data_dir_writable, settings)),
-        Check("cache tier", str(settings.cache_path), partial(cache_tier_opens, settings),
-              needs="data_dir"),
-        Check("job queue", job_queue_place(settings), partial(job_queue_opens, settings),
-              needs=queue_needs),
-        Check("audit log", str(settings.sqlite_path), partial(audit_log_opens, settings),
-              needs="data_dir"),
+        *store_checks(settings),
     ]
     if settings.tls_cert is not None:
         checks.append(Check("tls_cert, tls_key", f"{settings.tls_cert}, {settings.tls_key}",
@@ -226,24 +260,18 @@ async def data_dir_writable(settings: Settings) -> str:
 
 
 async def cache_tier_opens(settings: Settings) -> str:
-    """The cache tier's database opens and migrates, and the cache version file reads."""
-    from stoker.backends.sqlite.cache_store import SqliteCacheStore
+    """The persistent tier opens (and migrates), and the cache version reads, as
+    :meth:`~stoker.app.stoker.Stoker.open` opens them."""
+    from stoker.app.stoker import open_l2
     from stoker.cache.bodies import BodyStore
-    from stoker.cache.version_file import VersionFile
 
-    state = await VersionFile(settings.data_dir).load()
-    bodies = BodyStore(settings.data_dir / "bodies")
-    store = await SqliteCacheStore.open(settings.cache_path, bodies, SystemClock())
-    await store.close()
+    l2, versions = await open_l2(settings, BodyStore(settings.data_dir / "bodies"),
+                                 SystemClock())
+    try:
+        state = await versions.load()
+    finally:
+        await l2.close()
     return f"opened and migrated; cache version {state.version}"
-
-
-def job_queue_place(settings: Settings) -> str:
-    """Where the job queue (and the warmer's other stores) lives, without a password."""
-    from stoker.backends.postgres.connection import describe
-
-    return describe(settings.database_url) if settings.database_url else str(
-        settings.sqlite_path)
 
 
 async def job_queue_opens(settings: Settings) -> str:
@@ -256,11 +284,27 @@ async def job_queue_opens(settings: Settings) -> str:
 
 
 async def audit_log_opens(settings: Settings) -> str:
-    """The audit log's database (always SQLite in ``data_dir``) opens and migrates."""
-    from stoker.backends.sqlite.audit_store import SqliteAuditStore
+    """The audit log opens and migrates (PostgreSQL with ``database_url``, else SQLite in
+    ``data_dir``), as the serving process opens it."""
+    from stoker.app.stoker import open_audit
 
-    store = await SqliteAuditStore.open(settings.sqlite_path, SystemClock())
-    await store.close()
+    pool, audit = await open_audit(settings, SystemClock())
+    await audit.close()
+    if pool is not None:
+        await pool.close()
+    return "opened and migrated"
+
+
+async def purge_bus_opens(settings: Settings) -> str:
+    """The purge bus and the fetch leases of the processes and nodes sharing the cache
+    open and migrate (PostgreSQL with ``database_url``, else ``cache.db``)."""
+    from stoker.app.sharing import open_bus_and_leases
+
+    bus, leases, pool = await open_bus_and_leases(settings)
+    await bus.close()
+    await leases.close()
+    if pool is not None:
+        await pool.close()
     return "opened and migrated"
 
 

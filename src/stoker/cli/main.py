@@ -242,11 +242,12 @@ def show_settings(
 
 def _mount_subcommands() -> None:
     from stoker.cli import status
-    from stoker.cli.check import check
+    from stoker.cli.check import check, migrate
     from stoker.cli.jobs import jobs_app
     from stoker.cli.warm import mount
 
     app.command("check")(check)
+    app.command("migrate")(migrate)
     app.add_typer(jobs_app, name="jobs")
     mount(app)
     status.mount(app)
