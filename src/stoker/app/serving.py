@@ -105,10 +105,9 @@ async def run_service(settings: Settings, *, announce: Announce = print,
             await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(
                 settings.server, apps, stop, tls, grace=settings.shutdown_timeout,
                 silence=silence, shared=shared),
-                _beside(sharing.relay if sharing else None, alongside), warm_on_start=first)
+                _beside(sharing.relay if sharing else None, alongside), warm_on_start=first,
+                before_close=sharing.close if sharing else None)
     finally:
-        if sharing is not None:
-            await sharing.close()
         announce(f"stoker {VERSION}: stopped proxying {where}"
                  f"{process.described() if process else ''}")
 
@@ -213,10 +212,12 @@ async def _open_with_warmer(settings: Settings) -> tuple[Stoker, WarmService]:
 async def _run_with_warmer(stoker: Stoker, warm: WarmService, stop: asyncio.Event | None,
                            serve: Callable[[asyncio.Event], Awaitable[None]],
                            alongside: Alongside | None = None, *,
-                           warm_on_start: bool = True) -> None:
+                           warm_on_start: bool = True,
+                           before_close: Callable[[], Awaitable[None]] | None = None) -> None:
     """Run ``serve``, the warmer and ``alongside`` until ``stop`` (or a signal); then
     close in order: ``alongside`` (cancelled), the warmer (its worker releases what it
-    holds, hit statistics are flushed), then the stores.  The shutdown's one budget
+    holds, hit statistics are flushed), ``before_close`` (leaving the processes sharing
+    the cache), then the stores.  The shutdown's one budget
     starts when ``stop`` is set (:meth:`Stoker.begin_shutdown`): the servers' requests,
     the warm worker's visits and every closing step share it."""
     stop = stop or asyncio.Event()
@@ -236,6 +237,11 @@ async def _run_with_warmer(stoker: Stoker, warm: WarmService, stop: asyncio.Even
         except Exception:
             log.exception("the warmer stopped with an error")
         await warm.close(budget.left())
+        if before_close is not None:  # what uses the stores' connections, before they close
+            try:
+                await before_close()
+            except Exception:
+                log.exception("leaving the processes sharing the cache failed")
         await stoker.close()
 
 
