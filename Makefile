@@ -39,6 +39,8 @@ bench: install
 	$(PY) bench/hit_path/run.py --systems stoker,stoker-l2 --rounds 5 --duration 8 --output bench/results/hit_path_l2.json
 	$(PY) bench/miss_path.py --rounds 5 --duration 6
 	$(PY) bench/memory.py --rounds 3
+	$(PY) bench/hit_path/run.py --systems stoker,stoker-2p,nginx,nginx-2w --scenarios browser --no-pin --connections 64 --rounds 5 --duration 8 --output bench/results/scaling.json
+	$(PY) bench/cluster.py
 	$(PY) bench/access_log.py --rounds 5
 	$(PY) bench/warm.py
 	$(PY) bench/hostile.py
