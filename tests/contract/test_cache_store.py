@@ -139,12 +139,13 @@ async def test_round_trip_keeps_every_field(store: CacheStore) -> None:
 
 
 async def test_round_trip_of_a_body_in_a_file(store: CacheStore) -> None:
-    if isinstance(store, RedisCacheStore):
-        pytest.skip("body files are a node's own: Redis stores a body inline or not at all "
-                    "(tests/integration/test_redis_cache_store.py)")
+    """The tiers on one machine keep a body file's name; Redis, shared by nodes whose files
+    are their own, never does: it stores the body inline or not at all (here: 50 MB, over
+    its bound, and no file to read), never a name another node cannot open."""
     entry = make_entry(body=None, body_file="0123abcd.body", body_size=50_000_000)
     await store.put(entry)
-    assert await store.get(entry.primary_key) == [entry]
+    kept = [] if isinstance(store, RedisCacheStore) else [entry]
+    assert await store.get(entry.primary_key) == kept
 
 
 async def test_round_trip_of_an_empty_body(store: CacheStore) -> None:
