@@ -1,8 +1,9 @@
 """This process on the purge bus: it relays its own purges and carries out the others'.
 
-A process sharing its cache with others (``processes > 1``) joins the
+A process sharing its cache with others (``processes > 1``, or nodes on one
+``database_url``: :mod:`stoker.app.sharing`) joins the
 :class:`~stoker.cache.purge_bus.PurgeBus` at the bus's newest number (what was relayed
-before is in the shared tier already, and its memory tier is new).  Then:
+before is in force already where it was stored, and its memory tier is new).  Then:
 
 - its purger relays each purge once it is in force here (:meth:`PurgeRelay.spread`) and
   answers once every other live member has confirmed it, or after
