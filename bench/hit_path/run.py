@@ -55,8 +55,13 @@ from page import CACHE_CONTROL, CONTENT_TYPE, PAGE  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
 ALL_SYSTEMS = ("stoker", "raw", "raw-uvicorn", "varnish", "nginx", "stoker-l2", "stoker-granian",
-               "stoker-2p", "nginx-2w")
-PROXIES = {"stoker", "varnish", "nginx", "stoker-l2", "stoker-granian", "stoker-2p", "nginx-2w"}
+               "stoker-2p", "nginx-2w", "stoker-redis")
+PROXIES = {"stoker", "varnish", "nginx", "stoker-l2", "stoker-granian", "stoker-2p", "nginx-2w",
+           "stoker-redis"}
+REDIS_URL = "redis://127.0.0.1:6379/14"
+"""``stoker-redis``'s tier: its Stoker keys are deleted before it starts."""
+BENCH_DATABASE = "stoker_bench_hits"
+"""``stoker-redis``'s database (``l2_url`` needs one), made anew for each run."""
 SCALING = {"stoker-2p": "stoker", "nginx-2w": "nginx"}
 """Two serving processes (``--processes 2``) and two nginx workers, each against its one."""
 STOKERS = ("stoker", "stoker-granian")
@@ -196,7 +201,7 @@ def build_system(name: str, tmp: Path, args: argparse.Namespace) -> System:
             "--no-access-log", "--log-level", "warning", "--lifespan", "off",
             "bench.hit_path.raw_app:app",
         ]  # fmt: skip
-    elif name in ("stoker", "stoker-l2", "stoker-granian", "stoker-2p"):
+    elif name in ("stoker", "stoker-l2", "stoker-granian", "stoker-2p", "stoker-redis"):
         assert origin is not None
         argv = stoker_argv(name, tmp, port, origin.port, args)
     else:
@@ -213,7 +218,7 @@ def stoker_argv(
     data = tmp / f"{name}-data"
     data.mkdir()
     special = {"stoker-l2": "l1_max_bytes = 0\n", "stoker-granian": 'server = "granian"\n',
-               "stoker-2p": "processes = 2\n"}
+               "stoker-2p": "processes = 2\n", "stoker-redis": redis_config()}
     # no warm run of its own: the origin counts only what the benchmark asked for
     (tmp / f"{name}.toml").write_text('warm_on_start = "never"\n' + special.get(name, ""))
     return [
@@ -222,6 +227,20 @@ def stoker_argv(
         "--listen", f"127.0.0.1:{port}", "--admin-listen", f"127.0.0.1:{free_port()}",
         "--data-dir", str(data), *args.stoker_arg,
     ]  # fmt: skip
+
+
+def redis_config() -> str:
+    """``stoker-redis``: an L1 that holds nothing and L2 in Redis (every hit a Redis hit),
+    on a fresh database and a Redis database emptied of Stoker's keys."""
+    for sql in (f"DROP DATABASE IF EXISTS {BENCH_DATABASE} WITH (FORCE)",
+                f"CREATE DATABASE {BENCH_DATABASE}"):
+        subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc",
+                        sql], check=True, capture_output=True)
+    subprocess.run(["redis-cli", "-u", REDIS_URL, "eval",
+                    "for _, k in ipairs(redis.call('keys', 'stoker:*')) do "
+                    "redis.call('del', k) end", "0"], check=True, capture_output=True)
+    return (f'l1_max_bytes = 0\nl2_url = "{REDIS_URL}"\n'
+            f'database_url = "postgresql://postgres@127.0.0.1:5432/{BENCH_DATABASE}"\n')
 
 
 def l2_verdict(rounds: list[dict[str, Measure]]) -> dict[str, Any]:
@@ -589,7 +608,7 @@ def report_scenario(scenario: str, rounds: list[dict[str, Measure]], names: list
     subjects = [subject, *(["stoker-granian"] if subject == "stoker" and "stoker-granian" in names
                            else [])]
     for this in subjects:
-        others = [n for n in names if n not in subjects and n != "stoker-l2"
+        others = [n for n in names if n not in subjects and n not in ("stoker-l2", "stoker-redis")
                   and n not in SCALING]
         if others:
             print(f"{scenario}: median of per-round ratios ({this} / other; req/s higher is "
@@ -610,6 +629,13 @@ def report_scenario(scenario: str, rounds: list[dict[str, Measure]], names: list
         comparisons["stoker/stoker-granian"] = ratios(rounds, "stoker", "stoker-granian")
     if scenario == "identical" and subject == "stoker" and "stoker-l2" in names:
         comparisons["stoker-l2/stoker"] = l2_verdict(rounds)
+    if subject == "stoker" and "stoker-redis" in names:
+        found = ratios(rounds, "stoker-redis", "stoker")
+        met = found["rps_ratio_median"] >= L2_GOAL
+        print(f"  stoker-redis/stoker  req/s {found['rps_ratio_median']:.3f}x   p99 "
+              f"{found['p99_ratio_median']:.3f}x   goal >= {L2_GOAL}x: "
+              f"{'met' if met else 'MISSED'}")  # fmt: skip
+        comparisons["stoker-redis/stoker"] = found
     if all(n in names for n in (*SCALING, *SCALING.values())):
         comparisons["scaling"] = scaling_verdict(rounds)
     return {"rounds": [{n: vars(m) for n, m in r.items()} for r in rounds],
