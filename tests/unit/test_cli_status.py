@@ -14,6 +14,7 @@ from stoker.cli.status import (
     Sample,
     counter_rates,
     hit_ratio,
+    member_rows,
     rate,
     render,
     sections,
@@ -169,3 +170,10 @@ def test_the_table_prints_every_cell_as_it_is() -> None:
     lines = [line.split() for line in shown.splitlines()]
     assert ["requests", "│", "hit", "│", "3", "│", "—"] in lines
     assert "over 1.0 s" in shown
+
+
+def test_the_members_sharing_the_cache_get_a_row_each() -> None:
+    view = {"members": [{"name": "web-1/0", "confirmed": 7, "seen_at": 1.0, "live": True},
+                        {"name": "web-2", "confirmed": 5, "seen_at": 0.0, "live": False}]}
+    assert member_rows(view) == [("web-1/0", "live", "purge 7"), ("web-2", "gone", "purge 5")]
+    assert member_rows({}) == []

@@ -148,10 +148,11 @@ def _rounded(value: float | None, digits: int) -> float | None:
 
 
 def sections(view: Mapping[str, Any]) -> list[Section]:
-    """The view's rows, by section, from a :func:`summary`: requests, origin, cache, and
-    the warm run while one is active."""
+    """The view's rows, by section, from a :func:`summary`: requests, origin, cache, the
+    warm run while one is active, and the processes and nodes sharing the cache."""
     found = [("requests", request_rows(view)), ("origin", origin_rows(view)),
-             ("cache", cache_rows(view)), ("warm run", warm_rows(view))]
+             ("cache", cache_rows(view)), ("warm run", warm_rows(view)),
+             ("sharing", member_rows(view))]
     return [(title, rows) for title, rows in found if rows]
 
 
@@ -171,6 +172,13 @@ def request_rows(view: Mapping[str, Any]) -> list[Row]:
             ("all", _count(view["requests_total"]), _per_second(view["requests_per_second"])),
             ("hit ratio", _percent(view["hit_ratio"]), ""),
             *(row(name, f"{name} (among the above)") for name in extra)]
+
+
+def member_rows(view: Mapping[str, Any]) -> list[Row]:
+    """A row per process or node sharing the cache (``members``): live or gone, and the
+    newest purge it has in force; none when the cache is this process's alone."""
+    return [(member["name"], "live" if member["live"] else "gone",
+             f"purge {member['confirmed']}") for member in view.get("members", ())]
 
 
 def origin_rows(view: Mapping[str, Any]) -> list[Row]:
