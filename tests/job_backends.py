@@ -27,6 +27,11 @@ from stoker.clock import Clock
 from stoker.jobs.queue import JobQueue
 
 PG_URL = os.environ.get("STOKER_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def schema_url(schema: str) -> str:
+    """:data:`PG_URL` with ``schema`` as its search path: a ``database_url`` for a test."""
+    return f"{PG_URL}{'&' if '?' in PG_URL else '?'}search_path={schema}"
 BACKENDS = ("sqlite", "postgres")
 
 

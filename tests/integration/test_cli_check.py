@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import free_port
 from tests.integration.conftest import Origin
 from tests.integration.warm_site import stoker_env
-from tests.job_backends import PG_URL, pg_schema
+from tests.job_backends import PG_URL, pg_schema, schema_url
 
 UNREACHABLE = "http://127.0.0.1:1"
 SUBJECTS = ("configuration", "origin", "data_dir", "cache tier", "job queue", "audit log",
@@ -142,7 +142,7 @@ def test_an_unreachable_database_url_fails_naming_its_host_not_its_password(
 def test_migrate_opens_every_store_once_and_says_so(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     with pg_schema(migrated=False) as schema:
-        url = f"{PG_URL}{'&' if '?' in PG_URL else '?'}search_path={schema}"
+        url = schema_url(schema)
         result = subprocess.run(
             [sys.executable, "-m", "stoker", "migrate", "--data-dir", str(data_dir)],
             cwd=tmp_path, env={**stoker_env(), "STOKER_DATABASE_URL": url},

@@ -14,7 +14,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from tests.integration.conftest import Origin
 from tests.integration.test_serve import get, read
-from tests.job_backends import PG_URL, pg_schema
+from tests.job_backends import pg_schema, schema_url
 
 from stoker.app.purge_relay import PurgeRelay, open_relay
 from stoker.app.sharing import share_cache
@@ -137,7 +137,7 @@ async def test_nodes_on_one_database_purge_each_other_through_postgresql(
     the bus is in PostgreSQL, and a purge on one reaches the other before it answers."""
     origin.app.set("/t", headers=TAGGED, body=b"v1")
     with pg_schema(migrated=False) as schema:
-        url = f"{PG_URL}{'&' if '?' in PG_URL else '?'}search_path={schema}"
+        url = schema_url(schema)
         async with member(origin, tmp_path / "a", "a", processes=1, database_url=url) as (
                 a, _), member(origin, tmp_path / "b", "b", processes=1,
                               database_url=url) as (b, _):
@@ -175,7 +175,7 @@ async def test_nodes_sharing_redis_are_one_cache(origin: Origin, tmp_path: Path)
     await drop_stoker_keys()
     with pg_schema(migrated=False) as schema:
         shared = {"processes": 1, "l2_url": REDIS_DB_URL,
-                  "database_url": f"{PG_URL}{'&' if '?' in PG_URL else '?'}search_path={schema}"}
+                  "database_url": schema_url(schema)}
         try:
             async with member(origin, tmp_path / "a", "a", **shared) as (a, _), \
                     member(origin, tmp_path / "b", "b", **shared) as (b, _):

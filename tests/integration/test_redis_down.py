@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import free_port
 from tests.integration.conftest import Origin
 from tests.integration.test_purge_relay import TAGGED, member, served
-from tests.job_backends import PG_URL, pg_schema
+from tests.job_backends import pg_schema, schema_url
 
 from stoker.cache.outcome import Kind
 
@@ -54,7 +54,7 @@ async def test_redis_stopped_and_restarted_under_load(origin: Origin, tmp_path: 
     with pg_schema(migrated=False) as schema:
         shared = {"processes": 1, "l2_url": f"redis://127.0.0.1:{port}/0",
                   "l2_write_timeout": 2,
-                  "database_url": f"{PG_URL}{'&' if '?' in PG_URL else '?'}search_path={schema}"}
+                  "database_url": schema_url(schema)}
         with own_redis(port, tmp_path) as redis:
             await listening(port)
             async with member(origin, tmp_path / "a", "a", **shared) as (a, _):

@@ -4,12 +4,11 @@ mid-run leaves the rest to the other."""
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 
-from tests.integration.test_warmer_kill import KILL_AFTER, PAST_LEASES, warm_until_settled
-from tests.integration.warm_site import SiteOrigin, page, site_origin, start_serve, warming
-from tests.job_backends import PG_URL, pg_schema
+from tests.integration.test_warmer_kill import PAST_LEASES, killed_mid_run
+from tests.integration.warm_site import SiteOrigin, page, site_origin, warming
+from tests.job_backends import pg_schema, schema_url
 
 from stoker.clock import FakeClock, SystemClock
 
@@ -19,7 +18,7 @@ PAGES = 300
 async def test_a_run_split_across_two_nodes_visits_every_url_once(tmp_path: Path) -> None:
     site = SiteOrigin(PAGES, delay=0.02)
     with pg_schema(migrated=False) as schema:
-        url = f"{PG_URL}{'&' if '?' in PG_URL else '?'}search_path={schema}"
+        url = schema_url(schema)
         async with site_origin(site) as origin_url, \
                 warming(origin_url, tmp_path / "a", database_url=url, warm_workers=4) as a, \
                 warming(origin_url, tmp_path / "b", database_url=url, warm_workers=4) as b:
@@ -41,19 +40,10 @@ async def test_a_node_killed_mid_run_leaves_the_run_to_the_other(tmp_path: Path)
     past them) and finishes the run, each URL counted once."""
     site = SiteOrigin(PAGES, delay=0.02)
     with pg_schema(migrated=False) as schema:
-        url = f"{PG_URL}{'&' if '?' in PG_URL else '?'}search_path={schema}"
+        url = schema_url(schema)
         async with site_origin(site) as origin_url:
-            with (tmp_path / "a.log").open("wb") as log:
-                proc, admin_url = await start_serve(origin_url, tmp_path / "a", log,
-                                                    warm_workers=4, database_url=url)
-                try:
-                    run_id, settled = await warm_until_settled(admin_url, KILL_AFTER)
-                    proc.send_signal(signal.SIGKILL)
-                    assert await proc.wait() == -signal.SIGKILL
-                finally:
-                    if proc.returncode is None:
-                        proc.kill()
-                        await proc.wait()
+            run_id, settled = await killed_mid_run(origin_url, tmp_path / "a",
+                                                   tmp_path / "a.log", database_url=url)
             clock = FakeClock(SystemClock().now() + PAST_LEASES, auto_advance=False)
             async with warming(origin_url, tmp_path / "b", clock=clock, database_url=url,
                                warm_workers=4) as b:

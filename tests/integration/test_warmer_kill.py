@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from pathlib import Path
+from typing import Any
 
 import httpx
 from tests.integration.warm_site import (
@@ -35,16 +36,7 @@ async def test_a_killed_server_mid_run_leaves_a_run_counted_once(tmp_path: Path)
     site = SiteOrigin(PAGES, delay=0.02)
     data_dir = tmp_path / "data"
     async with site_origin(site) as origin_url:
-        with (tmp_path / "serve.log").open("wb") as log:
-            proc, admin_url = await start_serve(origin_url, data_dir, log, warm_workers=4)
-            try:
-                run_id, settled = await warm_until_settled(admin_url, KILL_AFTER)
-                proc.send_signal(signal.SIGKILL)
-                assert await proc.wait() == -signal.SIGKILL
-            finally:
-                if proc.returncode is None:
-                    proc.kill()
-                    await proc.wait()
+        run_id, settled = await killed_mid_run(origin_url, data_dir, tmp_path / "serve.log")
         assert settled < PAGES + 1, "the run ended before the kill: nothing was tested"
         clock = FakeClock(SystemClock().now() + PAST_LEASES, auto_advance=False)
         async with warming(origin_url, data_dir, clock=clock, warm_workers=4) as warm:
@@ -56,6 +48,24 @@ async def test_a_killed_server_mid_run_leaves_a_run_counted_once(tmp_path: Path)
     seen = site.page_hits()
     assert set(seen) == {page(n) for n in range(1, PAGES + 1)}
     assert max(seen.values()) <= 2, {path: n for path, n in seen.items() if n > 2}
+
+
+async def killed_mid_run(origin_url: str, data_dir: Path, log_path: Path,
+                         **settings: Any) -> tuple[int, int]:
+    """``stoker serve`` (4 warm workers, ``settings``) in its own process, killed with
+    SIGKILL once its full run has settled :data:`KILL_AFTER` URLs: ``(run id, settled)``."""
+    with log_path.open("wb") as log:
+        proc, admin_url = await start_serve(origin_url, data_dir, log, warm_workers=4,
+                                            **settings)
+        try:
+            run_id, settled = await warm_until_settled(admin_url, KILL_AFTER)
+            proc.send_signal(signal.SIGKILL)
+            assert await proc.wait() == -signal.SIGKILL
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    return run_id, settled
 
 
 async def warm_until_settled(admin_url: str, at_least: int) -> tuple[int, int]:

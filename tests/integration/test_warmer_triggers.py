@@ -23,7 +23,7 @@ from tests.integration.warm_site import (
     site_origin,
     warming,
 )
-from tests.job_backends import PG_URL, pg_schema
+from tests.job_backends import pg_schema, schema_url
 
 from stoker.cache.invalidation import PurgeScope
 from stoker.clock import FakeClock, SystemClock
@@ -180,7 +180,7 @@ def backend_settings(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]
         yield {}
         return
     with pg_schema(migrated=False) as schema:
-        yield {"database_url": f"{PG_URL}{'&' if '?' in PG_URL else '?'}search_path={schema}"}
+        yield {"database_url": schema_url(schema)}
 
 
 async def test_a_rewarm_armed_before_a_restart_fires_after_it(
