@@ -4,22 +4,17 @@ cache-caused 5xx) and uses the tier again once it is back."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
 from tests.conftest import free_port
 from tests.integration.conftest import Origin
 from tests.integration.test_purge_relay import TAGGED, member, served
 from tests.job_backends import pg_schema, schema_url
 
 from stoker.cache.outcome import Kind
-
-pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None,
-                                reason="redis-server is not installed")
 
 
 @contextmanager

@@ -51,16 +51,6 @@ class Steps:
         if after_step is not None and items:
             after_step()
 
-    async def repeat(self, work: Callable[[], bool],
-                     after_step: Callable[[], None] | None = None) -> None:
-        """Call ``work`` until it returns False, as :meth:`chunks` hands out chunks: one
-        call is one chunk's work."""
-        started = self._timer()
-        while work():
-            started = await self._next_step(started, after_step)
-        if after_step is not None:
-            after_step()
-
     async def _next_step(self, started: float, after_step: Callable[[], None] | None) -> float:
         """``started`` while the step begun then is within budget; else end it (calling
         ``after_step``), yield to the loop (for ``pause`` seconds) and return when the
