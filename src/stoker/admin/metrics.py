@@ -36,7 +36,6 @@ from prometheus_client.core import (
     Metric,
 )
 
-from stoker.cache.outcome import Kind
 from stoker.cache.purge_bus import Member
 from stoker.cache.purge_list import L1, L2
 from stoker.proxy.origin_timing import OriginTiming
@@ -57,7 +56,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 class Figures:
     """What one scrape reports (see :func:`families`)."""
 
-    outcomes: Mapping[tuple[Kind, str, bool], int]
+    outcomes: Mapping[tuple[str, str, bool], int]
     cookie_bypasses: Mapping[str, int]
     timing: OriginTiming
     origin_up: bool
@@ -107,7 +106,7 @@ def said(figures: Figures) -> str:
     """What a process tells the others of its own figures (JSON; see :func:`combined`)."""
     timing = figures.timing
     return json.dumps({
-        "outcomes": [[kind.value, reason, warm, count]
+        "outcomes": [[kind, reason, warm, count]
                      for (kind, reason, warm), count in figures.outcomes.items()],
         "cookie_bypasses": dict(figures.cookie_bypasses),
         "timing": {"counts": timing.counts, "seconds": timing.seconds,
@@ -137,7 +136,7 @@ def combined(figures: Figures, others: Iterable[Any]) -> Figures:
     l1, applying = Counter(figures.l1), Counter(figures.applying)
     origin_up = figures.origin_up
     for other in others:
-        outcomes.update({(Kind(kind), reason, warm): count
+        outcomes.update({(kind, reason, warm): count
                          for kind, reason, warm, count in other["outcomes"]})
         cookies.update(other["cookie_bypasses"])
         _add_timing(timing, other["timing"]["counts"], other["timing"]["seconds"],
@@ -198,19 +197,14 @@ def _request_families(figures: Figures) -> Iterable[Metric]:
         "stoker_requests", "Requests answered, by what the cache did (outcome), why it was "
         "left out (reason, for pass and bypass) and who asked (visitor or warmer)",
         labels=["outcome", "reason", "source"])
-    for (kind, reason, warm), count in sorted(figures.outcomes.items(), key=_outcome_order):
-        requests.add_metric([kind.value, reason, "warmer" if warm else "visitor"], count)
+    for (kind, reason, warm), count in sorted(figures.outcomes.items()):
+        requests.add_metric([kind, reason, "warmer" if warm else "visitor"], count)
     cookies = CounterMetricFamily(
         "stoker_cookie_bypasses", "Requests that skipped the cache for a cookie, by name",
         labels=["cookie"])
     for name, count in sorted(figures.cookie_bypasses.items()):
         cookies.add_metric([name], count)
     return requests, cookies
-
-
-def _outcome_order(item: tuple[tuple[Kind, str, bool], int]) -> tuple[str, str, bool]:
-    (kind, reason, warm), _ = item
-    return kind.value, reason, warm
 
 
 def _origin_families(figures: Figures) -> Iterable[Metric]:

@@ -53,7 +53,7 @@ from stoker.proxy.request import (
 MemoKey = tuple[str, str, bytes, bytes]
 
 FAST_HIT = Outcome(Kind.HIT)
-HIT_COUNTED: Final = (Kind.HIT, "", False)
+HIT_COUNTED: Final = (Kind.HIT.value, "", False)
 """A visitor's hit, as :attr:`Pipeline.outcomes` counts it."""
 """The outcome of every reply the fast path gives (its ``Cache-Status`` says the ttl)."""
 

@@ -186,8 +186,9 @@ class Pipeline:
         self.codings = Codings(store)
         """Compressed forms of stored entries, made when first wanted."""
         self.stats: Counter[str] = Counter()
-        self.outcomes: Counter[tuple[Kind, str, bool]] = Counter()
-        """Replies by ``(kind, reason, warm)`` (:attr:`Outcome.reason`; ``warm``: a warm
+        self.outcomes: Counter[tuple[str, str, bool]] = Counter()
+        """Replies by ``(kind, reason, warm)`` (the :class:`Kind`'s value: strings hash in
+        C, an enum in Python, on every hit; :attr:`Outcome.reason`; ``warm``: a warm
         visit), each counted once, with its final outcome (the fast path counts its own
         hits here too)."""
         self.hits = HitCounter(config.memory.counted_urls)
@@ -276,7 +277,7 @@ class Pipeline:
             sink.fail(RuntimeError("the pipeline gave no reply"))
         finally:
             outcome = sink.outcome or GENERATED  # none stamped: a failure Stoker answered
-            self.outcomes[outcome.kind, outcome.reason, request.context.warm] += 1
+            self.outcomes[outcome.kind.value, outcome.reason, request.context.warm] += 1
 
     def _refuse(self, sink: ReplySink, error: BadRequest) -> None:
         if sink.started:
