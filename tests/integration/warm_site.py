@@ -237,11 +237,12 @@ async def warm_cli(admin_url: str, *args: str) -> tuple[int, str]:
     return await proc.wait(), out.decode()
 
 
-async def start_serve(origin_url: str, data_dir: Path, log: IO[bytes], **settings: Any
+async def start_serve(origin_url: str, data_dir: Path, log: IO[bytes], *,
+                      port: int | None = None, **settings: Any
                       ) -> tuple[asyncio.subprocess.Process, str]:
-    """``stoker serve`` for :data:`SITE` in its own process, ``settings`` in its config
-    file; ``(process, admin URL)``."""
-    port, admin_port = free_port(), free_port()
+    """``stoker serve`` for :data:`SITE` in its own process (proxying on ``port``, a free
+    one unless given), ``settings`` in its config file; ``(process, admin URL)``."""
+    port, admin_port = port or free_port(), free_port()
     config = data_dir.parent / "stoker.toml"
     config.write_text("".join(f"{key} = {toml_value(value)}\n" for key, value in
                               {"site_url": SITE, "refresh_interval": 0,
