@@ -72,6 +72,9 @@ class Figures:
     jobs: Sequence[tuple[str, str, int]] = ()
     warm_run: Mapping[str, int] | None = None
     deadline_lag: Mapping[str, float] = field(default_factory=dict)
+    notifier_reconnects: int = 0
+    notifier_connected: bool = True
+    """``False`` while a notifier has lost its subscription (a lone process has none)."""
 
 
 async def read(stoker: Stoker, warm: WarmService | None) -> Figures:
@@ -91,7 +94,8 @@ async def read(stoker: Stoker, warm: WarmService | None) -> Figures:
 
 def own(stoker: Stoker) -> Figures:
     """This process's figures, without the shared stores' (read without waiting)."""
-    store, pipeline = stoker.store, stoker.pipeline
+    store, pipeline, relay = stoker.store, stoker.pipeline, stoker.purger.relay
+    notifier = relay.notifier if relay is not None else None
     return Figures(
         outcomes=dict(pipeline.outcomes), cookie_bypasses=dict(pipeline.cookie_bypasses),
         timing=stoker.origin_timing, origin_up=not pipeline.health.is_down(),
@@ -99,7 +103,9 @@ def own(stoker: Stoker) -> Figures:
         l1_evictions=store.l1.evictions, l2=None,
         l2_pending=store.pending(), l2_pending_bytes=store.pending_bytes(),
         l2_dropped=store.dropped, purge_marks=len(store.purges),
-        applying={tier: len(store.purges.unapplied(tier)) for tier in (L1, L2)})
+        applying={tier: len(store.purges.unapplied(tier)) for tier in (L1, L2)},
+        notifier_reconnects=notifier.reconnects if notifier is not None else 0,
+        notifier_connected=notifier is None or notifier.connected)
 
 
 def said(figures: Figures) -> str:
@@ -114,7 +120,9 @@ def said(figures: Figures) -> str:
         "origin_up": figures.origin_up, "in_flight": figures.in_flight,
         "l1": dict(figures.l1), "l1_evictions": figures.l1_evictions,
         "l2_pending": figures.l2_pending, "l2_pending_bytes": figures.l2_pending_bytes,
-        "l2_dropped": figures.l2_dropped, "applying": dict(figures.applying)})
+        "l2_dropped": figures.l2_dropped, "applying": dict(figures.applying),
+        "notifier_reconnects": figures.notifier_reconnects,
+        "notifier_connected": figures.notifier_connected})
 
 
 def others_said(members: Iterable[Member], me: str, now: float,
@@ -126,7 +134,8 @@ def others_said(members: Iterable[Member], me: str, now: float,
 
 def combined(figures: Figures, others: Iterable[Any]) -> Figures:
     """``figures`` with the other processes' (:func:`said`) added: their counts summed,
-    the origin up only if every one of them finds it so; the shared stores' figures (the
+    the origin up (and the notifiers connected) only if every one of them finds it so;
+    the shared stores' figures (the
     persistent tier, the queue, the warm run, the deadlines) are read once.  Pure."""
     outcomes = Counter(figures.outcomes)
     cookies = Counter(figures.cookie_bypasses)
@@ -134,7 +143,7 @@ def combined(figures: Figures, others: Iterable[Any]) -> Figures:
     _add_timing(timing, figures.timing.counts, figures.timing.seconds, figures.timing.failures)
     sums = {name: getattr(figures, name) for name in _SUMMED}
     l1, applying = Counter(figures.l1), Counter(figures.applying)
-    origin_up = figures.origin_up
+    origin_up, connected = figures.origin_up, figures.notifier_connected
     for other in others:
         outcomes.update({(kind, reason, warm): count
                          for kind, reason, warm, count in other["outcomes"]})
@@ -146,12 +155,14 @@ def combined(figures: Figures, others: Iterable[Any]) -> Figures:
         l1.update(other["l1"])
         applying.update(other["applying"])
         origin_up = origin_up and other["origin_up"]
+        connected = connected and other["notifier_connected"]
     return replace(figures, outcomes=dict(outcomes), cookie_bypasses=dict(cookies),
                    timing=timing, origin_up=origin_up, l1=dict(l1), applying=dict(applying),
-                   **sums)
+                   notifier_connected=connected, **sums)
 
 
-_SUMMED = ("in_flight", "l1_evictions", "l2_pending", "l2_pending_bytes", "l2_dropped")
+_SUMMED = ("in_flight", "l1_evictions", "l2_pending", "l2_pending_bytes", "l2_dropped",
+           "notifier_reconnects")
 
 
 def _add_timing(timing: OriginTiming, counts: Sequence[int], seconds: float,
@@ -258,6 +269,12 @@ def _cache_families(figures: Figures) -> Iterable[Metric]:
     for tier, count in sorted(figures.applying.items()):
         applying.add_metric([tier], count)
     yield applying
+    yield CounterMetricFamily("stoker_notifier_reconnects",
+                              "Lost notifier subscriptions made again (the purge bus is "
+                              "polled meanwhile)", value=figures.notifier_reconnects)
+    yield GaugeMetricFamily("stoker_notifier_connected",
+                            "0 while a process's notifier has lost its subscription",
+                            value=1 if figures.notifier_connected else 0)
 
 
 def _warm_families(figures: Figures) -> Iterable[Metric]:

@@ -8,12 +8,26 @@ before is in force already where it was stored, and its memory tier is new).  Th
 - its purger relays each purge once it is in force here (:meth:`PurgeRelay.spread`) and
   answers once every other live member has confirmed it, or after
   ``purge_ack_timeout`` naming those that had not;
-- :meth:`PurgeRelay.follow` reads what the others relayed every :data:`POLL` seconds
-  and puts each in force here as this process's own purge of the same scope (recorded
-  in its purge list, applied to both tiers: a fetch of this process that raced the
-  other's purge may have written the shared tier after the other's lookups), a new
-  cache version adopted as it is; then it confirms the number.  It confirms at least
-  every :data:`HEARTBEAT` seconds, so the others know it lives.
+- :meth:`PurgeRelay.follow` reads what the others relayed when the
+  :class:`~stoker.cache.notifier.Notifier` says something was published, and at the
+  latest every :data:`POLL` seconds (:data:`SLOW_POLL` while a notifier reaching the
+  other processes is connected), and puts each in force here as this process's own
+  purge of the same scope (recorded in its purge list, applied to both tiers: a fetch of
+  this process that raced the other's purge may have written the shared tier after the
+  other's lookups), a new cache version adopted as it is; then it confirms the number,
+  and pokes the others that it did when it put one of theirs in force.  It confirms at
+  least every :data:`HEARTBEAT` seconds, so the others know it lives.
+
+The notifier only makes members hear sooner; the bus stays the record.  Every relayed
+purge pokes ``"published"`` (after it is on the bus), every confirmation of another's
+purge pokes ``"confirmed"``, and a waiter looks at the bus again on a poke or at its
+fallback poll, whichever comes first.  A process whose subscription is lost does NOT
+drop its memory tier: a poke carries no purge, so a missed one loses time, never a purge.
+What it would have heard is on the bus, numbered: it polls every :data:`POLL` seconds
+while the subscription is down and reads everything at once when it is back (every bell
+rings); a gap in the numbers, or a bus it cannot read for longer than ``node_timeout``,
+drops the memory tier as they always did.  And a purge answers on the others'
+confirmations on the bus, never on a poke (docs/decisions/0037-notifier.md).
 
 Invariants: a number is confirmed only once everything up to it is in force here, its
 own relayed purges included (they were in force before they were relayed); a gap in
@@ -27,12 +41,12 @@ was relayed meanwhile is put in force when the bus answers again).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import Final
 
 from stoker.app.stoker import Stoker
+from stoker.cache.notifier import LocalNotifier, Notifier
 from stoker.cache.purge_bus import Member, PurgeBus, Relayed, unconfirmed
 from stoker.cache.purge_list import PurgeMark
 from stoker.clock import Clock
@@ -40,7 +54,10 @@ from stoker.clock import Clock
 log = logging.getLogger("stoker.purge")
 
 POLL: Final = 0.02
-"""Seconds between two reads of the bus."""
+"""Most seconds between two reads of the bus (pokes reach this process alone)."""
+SLOW_POLL: Final = 0.25
+"""Most seconds between two reads of the bus while a notifier reaching the others is
+connected: they poke when they publish or confirm, this read is for a poke lost."""
 HEARTBEAT: Final = 1.0
 """Longest time between two confirmations."""
 LOG_EVERY: Final = 30.0
@@ -53,8 +70,10 @@ class PurgeRelay:
     """This process's member of the bus (see the module docstring)."""
 
     def __init__(self, bus: PurgeBus, me: str, stoker: Stoker, clock: Clock, *,
-                 ack_timeout: float, node_timeout: float) -> None:
+                 ack_timeout: float, node_timeout: float,
+                 notifier: Notifier | None = None) -> None:
         self._bus = bus
+        self.notifier: Notifier = notifier or LocalNotifier(clock)
         self.me = me
         self._stoker = stoker
         self._clock = clock
@@ -72,23 +91,25 @@ class PurgeRelay:
         await self._confirm()
 
     async def spread(self, mark: PurgeMark, version: str | None) -> tuple[str, ...]:
-        number = await self._bus.publish(self.me, mark, version)
+        number = await self._publish(mark, version)
         deadline = self._clock.monotonic() + self._ack_timeout
         while True:
+            heard = self.notifier.rung("confirmed")
             waiting = unconfirmed(await self._bus.members(), number, self.me,
                                   self._clock.now(), self._node_timeout)
-            if not waiting or self._clock.monotonic() >= deadline:
+            left = deadline - self._clock.monotonic()
+            if not waiting or left <= 0:
                 if waiting:
                     log.warning("purge %d: not confirmed within %g s by %s", number,
                                 self._ack_timeout, ", ".join(waiting))
                 return tuple(waiting)
-            await self._clock.sleep(POLL / 2)
+            await self.notifier.wait("confirmed", min(self._poll() / 2, left), heard)
 
     async def members(self) -> Sequence[Member]:
         return await self._bus.members()
 
     def tell(self, mark: PurgeMark) -> None:
-        task = asyncio.ensure_future(self._bus.publish(self.me, mark, None))
+        task = asyncio.ensure_future(self._publish(mark, None))
         self._telling.add(task)
         task.add_done_callback(self._told)
 
@@ -103,6 +124,7 @@ class PurgeRelay:
         trimmed = heard = said = self._clock.monotonic()
         forgot = False
         while not stop.is_set():
+            poked = self.notifier.rung("published")
             try:
                 await self.catch_up()
                 if forgot:
@@ -114,14 +136,13 @@ class PurgeRelay:
             except Exception as error:
                 if heard >= said or self._clock.monotonic() - said >= LOG_EVERY:
                     log.warning("reading the purge bus failed (%s: %s); trying again every "
-                                "%g s", type(error).__name__, error, POLL)
+                                "%g s", type(error).__name__, error, self._poll())
                     said = self._clock.monotonic()
                 if not forgot and self._clock.monotonic() - heard > self._node_timeout:
                     self._forget_memory(f"the purge bus is unreachable for over "
                                         f"{self._node_timeout:g} s")
                     forgot = True
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), POLL)
+            await self._pause(stop, poked)
 
     async def catch_up(self) -> int:
         """Put in force what was relayed since the last call, confirm; how many."""
@@ -129,22 +150,51 @@ class PurgeRelay:
         if relayed and self._position and relayed[0].number > self._position + 1:
             self._forget_memory(f"fell behind the purge bus ({self._position} -> "
                                 f"{relayed[0].number})")
+        theirs = False
         for one in relayed:
             if one.sender != self.me:
                 await self._apply(one)
+                theirs = True
             self._position = one.number
         if relayed or self._clock.monotonic() - self._confirmed_at >= HEARTBEAT:
             await self._confirm()
+        if theirs:  # someone's purge may be waiting for this confirmation
+            await self.notifier.poke("confirmed")
         return len(relayed)
 
     async def close(self) -> None:
-        """Finish relaying, leave the bus (no purge waits for this process now), close it."""
+        """Finish relaying, leave the bus (no purge waits for this process now), close it
+        and the notifier."""
         if self._telling:
             await asyncio.gather(*self._telling, return_exceptions=True)
         try:
             await self._bus.leave(self.me)
         finally:
-            await self._bus.close()
+            try:
+                await self._bus.close()
+            finally:
+                await self.notifier.close()
+
+    async def _publish(self, mark: PurgeMark, version: str | None) -> int:
+        """Relay ``mark`` and poke the others to read it; its number."""
+        number = await self._bus.publish(self.me, mark, version)
+        await self.notifier.poke("published")
+        return number
+
+    def _poll(self) -> float:
+        """The most seconds between two looks at the bus now (see :data:`SLOW_POLL`)."""
+        notifier = self.notifier
+        return SLOW_POLL if notifier.reaches_others and notifier.connected else POLL
+
+    async def _pause(self, stop: asyncio.Event, poked: int) -> None:
+        """Until a poke of ``"published"`` beyond ``poked``, the poll, or ``stop``."""
+        stopping = asyncio.ensure_future(stop.wait())
+        waking = asyncio.ensure_future(self.notifier.wait("published", self._poll(), poked))
+        try:
+            await asyncio.wait([stopping, waking], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            waking.cancel()
 
     def _forget_memory(self, why: str) -> None:
         """Drop the memory tier: purges may have been missed (the others stopped waiting
@@ -168,16 +218,21 @@ class PurgeRelay:
         self._confirmed_at = self._clock.monotonic()
 
 
-async def open_relay(stoker: Stoker, bus: PurgeBus, me: str) -> PurgeRelay:
-    """``stoker`` on ``bus`` (taken over: closed with the relay) as ``me``: joined, its
-    purger and pipeline relaying through it."""
+async def open_relay(stoker: Stoker, bus: PurgeBus, me: str,
+                     notifier: Notifier | None = None) -> PurgeRelay:
+    """``stoker`` on ``bus`` as ``me``, hearing the others through ``notifier`` (default:
+    a :class:`~stoker.cache.notifier.LocalNotifier`; both taken over: closed with the
+    relay): joined, its purger and pipeline relaying through it."""
     settings = stoker.settings
     relay = PurgeRelay(bus, me, stoker, stoker.clock, ack_timeout=settings.purge_ack_timeout,
-                       node_timeout=settings.node_timeout)
+                       node_timeout=settings.node_timeout, notifier=notifier)
     try:
         await relay.join()
     except BaseException:
-        await bus.close()
+        try:
+            await bus.close()
+        finally:
+            await relay.notifier.close()
         raise
     stoker.purger.relay = stoker.pipeline.relay = relay
     return relay

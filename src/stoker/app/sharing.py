@@ -6,24 +6,28 @@ Who shares: the processes of ``--processes N`` (through the file they share,
 ``data_dir/cache.db``), and with ``database_url`` every node using that database (the bus
 in PostgreSQL, so a purge on one node reaches every node).  Leases exist where the
 persistent tier is shared: between the processes of one machine (``cache.db``), and
-between the nodes sharing a Redis tier (``l2_url``: in PostgreSQL).
+between the nodes sharing a Redis tier (``l2_url``: in PostgreSQL).  The members poke
+each other through the notifier the ``notifier`` setting names (:func:`notifier_kind`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from stoker.admin import metrics
 from stoker.app.processes import ServingProcess
 from stoker.app.purge_relay import PurgeRelay, open_relay
 from stoker.app.stoker import Stoker
+from stoker.backends.postgres import notifier as postgres_notifier
 from stoker.backends.postgres.connection import create_pool
 from stoker.backends.postgres.fetch_leases import PostgresFetchLeases
 from stoker.backends.postgres.purge_bus import PostgresPurgeBus
+from stoker.backends.redis import notifier as redis_notifier
 from stoker.backends.sqlite.fetch_leases import SqliteFetchLeases
 from stoker.backends.sqlite.purge_bus import SqlitePurgeBus
 from stoker.cache.fetch_leases import FetchLeases
+from stoker.cache.notifier import LocalNotifier, Notifier
 from stoker.cache.purge_bus import PurgeBus
 from stoker.config.settings import Settings
 from stoker.proxy.shared_flights import SharedFlights
@@ -60,6 +64,30 @@ async def open_bus_and_leases(settings: Settings) -> tuple[PurgeBus, FetchLeases
         raise
 
 
+def notifier_kind(settings: Settings) -> Literal["local", "postgres", "redis"]:
+    """Which notifier ``settings`` ask for (``auto``: Redis with ``l2_url``, else PostgreSQL
+    with ``database_url``, else this process alone; ``poll``: this process alone).  Pure."""
+    if settings.notifier == "redis" or (settings.notifier == "auto" and settings.l2_url):
+        return "redis"
+    if settings.notifier == "postgres" or (settings.notifier == "auto" and
+                                           settings.database_url):
+        return "postgres"
+    return "local"
+
+
+async def open_notifier(stoker: Stoker) -> Notifier:
+    """The notifier :func:`notifier_kind` names for ``stoker``, subscribed."""
+    settings, clock = stoker.settings, stoker.clock
+    kind = notifier_kind(settings)
+    if kind == "redis":
+        assert settings.l2_url is not None  # the settings' check
+        return await redis_notifier.open_notifier(settings.l2_url, clock)
+    if kind == "postgres":
+        assert settings.database_url is not None and stoker.pool is not None
+        return await postgres_notifier.open_notifier(settings.database_url, stoker.pool, clock)
+    return LocalNotifier(clock)
+
+
 def shares_cache(settings: Settings, process: ServingProcess | None) -> bool:
     """Whether a serving process with ``settings`` shares its cache with others."""
     return process is not None or bool(settings.database_url)
@@ -70,7 +98,12 @@ async def share_cache(stoker: Stoker, name: str) -> Sharing:
     settings = stoker.settings
     bus: PurgeBus = await PostgresPurgeBus.open(stoker.pool) if stoker.pool is not None else (
         await SqlitePurgeBus.open(settings.cache_path))
-    relay = await open_relay(stoker, bus, name)
+    try:
+        notifier = await open_notifier(stoker)
+    except BaseException:
+        await bus.close()
+        raise
+    relay = await open_relay(stoker, bus, name, notifier)
     relay.figures = lambda: metrics.said(metrics.own(stoker))
     if not settings.l2_url and settings.processes == 1:
         return Sharing(relay, None)  # nobody shares this node's persistent tier

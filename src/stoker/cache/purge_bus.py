@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from stoker.cache.notifier import Notifier
 from stoker.cache.purge_list import PurgeMark
 
 
@@ -81,6 +82,8 @@ class Relay(Protocol):
 
     me: str
     """This process's name on the bus."""
+    notifier: Notifier
+    """How it pokes the others and hears their pokes (for the metrics)."""
 
     async def spread(self, mark: PurgeMark, version: str | None) -> tuple[str, ...]:
         """Relay ``mark`` (in force here already) and wait until every other live member

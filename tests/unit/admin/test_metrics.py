@@ -112,3 +112,13 @@ def test_only_live_others_figures_are_counted() -> None:
     members = [Member("n/0", 1, 100.0, said(figures())), Member("n/1", 1, 100.0, said(figures())),
                Member("n/2", 1, 50.0, said(figures())), Member("n/3", 1, 100.0, None)]
     assert len(others_said(members, "n/0", now=105.0, node_timeout=10.0)) == 1
+
+
+def test_notifier_reconnects_are_summed_and_connected_only_if_every_process_is() -> None:
+    theirs = json.loads(said(figures(notifier_reconnects=2, notifier_connected=False)))
+    total = combined(figures(notifier_reconnects=1), [theirs])
+    assert total.notifier_reconnects == 3 and total.notifier_connected is False
+    found = samples(total)
+    assert found["stoker_notifier_reconnects_total", ()] == 3
+    assert found["stoker_notifier_connected", ()] == 0
+    assert samples(figures())["stoker_notifier_connected", ()] == 1

@@ -259,6 +259,17 @@ class Settings:
         "A process sharing the cache that has not been heard of this long is not waited for",
         doc="A process sharing the cache that has not confirmed its position for this long "
             "is taken for gone: purges no longer wait for it")
+    notifier: str = setting(
+        "auto", choice("auto", "poll", "postgres", "redis"),
+        "How the processes sharing a cache hear of each other's purges sooner than their "
+        "polls: auto, poll, postgres or redis",
+        doc="How the processes and nodes sharing a cache poke each other when a purge is "
+            "relayed or confirmed, so that a purge answers without waiting for polls of the "
+            "purge bus: `redis` (pub/sub on `l2_url`), `postgres` (LISTEN/NOTIFY on "
+            "`database_url`), `poll` (none: the bus is read every 20 ms); `auto`: `redis` "
+            "with `l2_url`, else `postgres` with `database_url`, else `poll`. The bus stays "
+            "the record: a lost subscription is made again, counted "
+            "(`stoker_notifier_reconnects_total`), and meanwhile the bus is polled")
     shutdown_timeout: float = setting(
         10.0, seconds,
         "On SIGTERM: time to flush L2 writes and drain background work, then give up",
@@ -458,6 +469,12 @@ class Settings:
         if self.l2_url and not self.database_url:
             raise SettingsError("l2_url needs database_url: the nodes sharing the Redis tier "
                                 "share their purges and fetch leases through PostgreSQL")
+        if self.notifier == "postgres" and not self.database_url:
+            raise SettingsError("notifier = postgres needs database_url: the pokes go "
+                                "through the PostgreSQL the nodes share (or choose auto)")
+        if self.notifier == "redis" and not self.l2_url:
+            raise SettingsError("notifier = redis needs l2_url: the pokes go through the "
+                                "Redis the nodes share (or choose auto)")
 
     @property
     def site_urls(self) -> tuple[str, ...]:
