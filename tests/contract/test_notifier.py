@@ -25,7 +25,7 @@ from stoker.backends.postgres import notifier as postgres_notifier
 from stoker.backends.postgres.connection import create_pool
 from stoker.backends.redis import notifier as redis_notifier
 from stoker.cache.notifier import LocalNotifier, Notifier
-from stoker.cache.subscription import Subscription
+from stoker.cache.subscription import Link, Subscription
 from stoker.clock import SystemClock
 
 CROSSING = ("postgres", "redis")
@@ -169,7 +169,7 @@ async def test_a_poke_after_the_count_it_waits_from_is_not_missed(members: Membe
     assert await b.wait("published", 0.05) is False  # from the count now: nothing new
 
 
-async def test_a_killed_subscription_is_made_again_and_rings_every_bell(
+async def test_a_killed_subscription_is_made_again_ringing_every_bell(
         crossing: Members) -> None:
     a, b = await crossing.open(), await crossing.open()
     assert a.connected and b.connected
@@ -177,7 +177,7 @@ async def test_a_killed_subscription_is_made_again_and_rings_every_bell(
     assert await crossing.kill() == 2
     await eventually(lambda: a.reconnects == 1 and b.reconnects == 1)
     assert a.connected and b.connected
-    assert a.rung("confirmed") == rung + 1  # every waiter looks at the bus again
+    assert a.rung("confirmed") == rung + 2  # lost, then back: every waiter looks again
     arriving = await started(a.wait("published", SOON))
     await b.poke("published")
     assert await arriving is True
@@ -186,20 +186,23 @@ async def test_a_killed_subscription_is_made_again_and_rings_every_bell(
 async def test_while_the_subscription_is_down_waits_end_and_pokes_do_not_raise(
         crossing: Members, monkeypatch: pytest.MonkeyPatch) -> None:
     """The server refuses the subscription again for a while (a fault injected into the
-    channel): waits still end at their timeout, a poke does not raise; once the server
-    lets the member in again, it is connected and counted."""
+    channel): the loss wakes every waiter (to choose a shorter timeout), waits still end
+    at their timeout, a poke does not raise; once the server lets the member in again, it
+    is connected and counted."""
     a = cast(Subscription, await crossing.open())
     channel = a.channel
     subscribe, refused = channel.subscribe, []
 
-    async def refusing(heard: Callable[[str], None]) -> object:
+    async def refusing(heard: Callable[[str], None]) -> Link:
         if len(refused) < 3:
             refused.append(heard)
             raise ConnectionError("injected: the server refuses connections")
         return await subscribe(heard)
 
     monkeypatch.setattr(channel, "subscribe", refusing)
+    long_wait = await started(a.wait("confirmed", 60.0))
     assert await crossing.kill() == 1
+    assert await asyncio.wait_for(long_wait, SOON) is True  # woken by the loss itself
     await eventually(lambda: not a.connected)
     assert await a.wait("published", 0.05) is False
     await a.poke("published")

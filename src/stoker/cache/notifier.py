@@ -18,8 +18,9 @@ count of rings only grows, and a waiter wakes for any ring of its kind after the
 it started from (so a poke arriving between a look at the bus and the wait is not
 missed); :meth:`Notifier.wait` returns ``False`` once ``timeout`` has passed on the
 injected clock, connected or not; :meth:`Notifier.poke` never raises for a lost
-connection (logged; the members read the bus at their fallback poll); once a lost
-subscription is back, every bell rings, since what was poked meanwhile went unheard.
+connection (logged; the members read the bus at their fallback poll); when a
+subscription is lost every bell rings (a waiter chooses its timeout again: ``connected``
+changed), and again once it is back, since what was poked meanwhile went unheard.
 """
 
 from __future__ import annotations

@@ -8,12 +8,13 @@ notifier.close()`` lets go of the subscription and of the channel.
 
 Invariants: while a subscription is held, every message heard on it that names a kind
 rings that kind's bell (anything else is logged and dropped); a lost subscription (the
-link's :meth:`Link.lost` returned or raised) is logged once, then subscribed again after
-:func:`backoff` seconds on the injected clock, doubling up to :data:`RETRY_MAX`, until it
-is back; then ``reconnects`` grows by one, that is logged, and every bell rings (what
-was poked meanwhile went unheard).  While it is down ``connected`` is ``False`` and
-waits still end at their timeout.  A failed send is logged once until one succeeds,
-never raised.
+link's :meth:`Link.lost` returned or raised) is logged once and rings every bell (a
+waiter that chose a long timeout while connected chooses again), then is subscribed
+again after :func:`backoff` seconds on the injected clock, doubling up to
+:data:`RETRY_MAX`, until it is back; then ``reconnects`` grows by one, that is logged,
+and every bell rings again (what was poked meanwhile went unheard).  While it is down
+``connected`` is ``False`` and waits still end at their timeout.  A failed send is
+logged once until one succeeds, never raised.
 """
 
 from __future__ import annotations
@@ -143,6 +144,7 @@ class Subscription:
             self._link = None
             log.warning("lost the subscription to %s (%s); the purge bus is polled until it "
                         "is back", self.channel.where, why)
+            self._bell.ring_all()  # the waiters choose how long to wait again
             link = await self._again()
             self._link = link
             self.reconnects += 1
