@@ -620,3 +620,67 @@ async def test_worker_shutdown_releases_jobs_it_did_not_start(
     counts = {c.state: c.count for c in await queue.counts()}
     assert counts == {"done": 1, "pending": 2} and worker.stats.released == 1
     assert all(job.attempts == 0 for job in await queue.list("pending"))
+
+
+class Unreachable:
+    """The real queue, but while ``down`` its writes and leases fail (an injected fault:
+    the database went away)."""
+
+    FAILING = frozenset({"lease", "heartbeat", "ack_done", "ack_failed", "release"})
+
+    def __init__(self, queue: JobQueue) -> None:
+        self.queue = queue
+        self.down = False
+        self.refused = 0
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.queue, name)
+        if name not in self.FAILING:
+            return method
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            if self.down:
+                self.refused += 1
+                raise ConnectionError("injected: the database went away")
+            return await method(*args, **kwargs)
+
+        return call
+
+
+async def test_worker_keeps_results_the_queue_cannot_take_and_writes_them_once_it_answers(
+        queue: JobQueue, clock: FakeClock) -> None:
+    """Job 0 succeeds and job 1 fails (on the same database) while the queue is down:
+    both endings are written once it answers, job 1 released (not failed) and run again,
+    the breaker (threshold 1) never told of a failure, no attempt used up."""
+    outage = Unreachable(queue)
+    started: list[int] = []
+    gate = asyncio.Event()
+
+    async def handler(job: Job) -> None:
+        started.append(job.payload["n"])
+        await gate.wait()
+        if job.payload["n"] == 1 and started.count(1) == 1:
+            raise ConnectionError("the record write found the database gone")
+
+    await queue.enqueue([NewJob("q", {"n": n}) for n in range(2)])
+    worker = make_worker(cast(JobQueue, outage), clock, handler, concurrency=2,
+                         breaker=BreakerState(threshold=1, cooldown=3_600))
+
+    async def both_started() -> bool:
+        return sorted(started) == [0, 1]
+
+    async def refused_writes() -> bool:
+        return outage.refused >= 4  # each ending tried again at least once
+
+    async with running(worker.run):
+        await eventually(both_started, "both jobs started")
+        outage.down = True
+        gate.set()
+        await eventually(refused_writes, "the endings tried while the queue is down")
+        assert await state_count(queue, "running", 2)()  # nothing written, nothing lost
+        outage.down = False
+        await eventually(state_count(queue, "done", 2), "both jobs done")
+    jobs = [await queue.get(job_id) for job_id in (1, 2)]
+    assert [(job.state, job.attempts) for job in jobs if job] == [("done", 1), ("done", 1)]
+    assert (worker.stats.done, worker.stats.failed, worker.stats.released) == (2, 0, 1)
+    assert worker.breaker.phase == "closed" and started.count(1) == 2

@@ -232,6 +232,42 @@ async def test_a_store_error_is_logged_and_the_loop_goes_on(
         assert await runs.next() == T + 5
 
 
+class FailingFail:
+    """The real store, but ``fail`` fails the first ``failures`` times (an injected fault:
+    the database went away as the run failed on it)."""
+
+    def __init__(self, store: DeadlineStore, failures: int) -> None:
+        self.store = store
+        self.failures = failures
+
+    async def fail(self, *args: object) -> bool:
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("database went away")
+        return await self.store.fail(*args)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+
+async def test_a_run_failing_with_its_store_is_recorded_due_at_once(
+        store: DeadlineStore, clock: WatchedClock) -> None:
+    """The failure could not be recorded at once, nor at once again: it is retried 2 s
+    later (the outage's second failure; not once the claim's lease ends) and recorded due
+    then, not ``retry_delay`` later."""
+    runs = Runs(clock, failures=1)
+    ticker = Ticker(FailingFail(store, 2), clock, "node-a")  # type: ignore[arg-type]
+    ticker.register("stats_flush", runs, retry_delay=120)
+    await store.arm("stats_flush", "earliest", T, 0)
+    async with running(ticker.run):
+        await clock.naps_reach(2)  # ran, failed, the store failed: waiting to record it
+        assert (await row_of(store, "stats_flush")).owner == "node-a"
+        clock.advance(2)
+        assert await runs.next() == T + 2
+    done = await row_of(store, "stats_flush")
+    assert (done.due_at, done.owner, done.completed_at) == (None, None, T + 2)
+
+
 async def test_purposes_without_a_handler_here_are_left_alone(
         store: DeadlineStore, clock: WatchedClock, caplog: pytest.LogCaptureFixture) -> None:
     ticker = Ticker(store, clock, "node-a", max_sleep=3_600)

@@ -17,6 +17,8 @@ Invariants:
   :data:`KEEP_HITS`), ``l2_reclaim`` (L2 eviction,
   every ``EVICT_EVERY``: the :class:`Stoker` is opened without its own loop);
   each re-arms itself.
+- A flush of the hit statistics that the store does not take puts the counts back
+  (the next flush, the deadline's retry, has them): a database outage loses none.
 - :meth:`WarmService.close` unsubscribes, records the purged URLs still in
   memory, flushes the hit statistics (nothing counted is lost on a graceful
   shutdown) and closes the stores.
@@ -134,10 +136,16 @@ class WarmService:
             await self.ticker.arm(REFRESH, "earliest", self.stoker.settings.refresh_interval)
 
     async def flush_stats(self) -> int:
-        """Write the hit counts gathered since the last flush; return how many URLs."""
-        counts = self.stoker.pipeline.hits.drain()
+        """Write the hit counts gathered since the last flush; return how many URLs.
+        Counts the store does not take go back to the counter, and the error is raised."""
+        hits = self.stoker.pipeline.hits
+        counts = hits.drain()
         if counts:
-            await self.stores.hits.add(counts, self.stoker.clock.now())
+            try:
+                await self.stores.hits.add(counts, self.stoker.clock.now())
+            except BaseException:
+                hits.restore(counts)
+                raise
         return len(counts)
 
     async def _flush_due(self, _: Deadline) -> None:

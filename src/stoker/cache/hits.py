@@ -18,7 +18,9 @@ so each is atomic with respect to the loop's other tasks):
   amortised cost stays O(log n) per new URL;
   dropped visits are lost and counted in :attr:`HitCounter.dropped`;
 - :meth:`HitCounter.drain` returns every count recorded since the last drain
-  exactly once and leaves the table empty.
+  exactly once and leaves the table empty; what a flush could not store goes back
+  with :meth:`HitCounter.restore`, added to what was counted meanwhile, so a store
+  that does not answer (its database restarting) delays the counts, never drops them.
 
 Invariants of a :class:`HitStatsStore`: ``add`` increments (never overwrites)
 the stored sums, so flushes from several processes or nodes add up; a URL's
@@ -77,16 +79,27 @@ class HitCounter:
         table, self._table = self._table, {}
         return {url: (hits, misses) for url, (hits, misses) in table.items()}
 
+    def restore(self, counts: Mapping[str, tuple[int, int]]) -> None:
+        """Put back drained ``counts`` a flush could not store (the next flush has them)."""
+        for url, (hits, misses) in counts.items():
+            row = self._row(url)
+            row[0] += hits
+            row[1] += misses
+
     def _count(self, url: str, column: int) -> None:
+        if url not in self._table and not countable(url):
+            self.dropped += 1
+            return
+        self._row(url)[column] += 1
+
+    def _row(self, url: str) -> list[int]:
+        """``url``'s counters, added (making room first) when missing."""
         counts = self._table.get(url)
         if counts is None:
-            if not countable(url):
-                self.dropped += 1
-                return
             if len(self._table) >= self._max_urls:
                 self._evict()
             counts = self._table[url] = [0, 0]
-        counts[column] += 1
+        return counts
 
     def _evict(self) -> None:
         """Drop the least-visited quarter (at least one URL), earliest added among equals."""

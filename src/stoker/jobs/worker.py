@@ -18,6 +18,15 @@ Invariants:
   finish for ``shutdown_grace`` seconds, then cancels and releases the rest.
 - An idle worker sleeps in ``JobQueue.wait_for_work`` (LISTEN/NOTIFY or the
   in-process signal), waking at least every ``poll_interval`` seconds.
+- A queue that does not answer (its database down or restarting) loses no result:
+  the job's ending is written again, at the pace of :mod:`stoker.outage` (at most
+  ``poll_interval`` apart), until the queue takes it or the job is lost or cancelled;
+  leasing and waiting for work are retried at that pace too.  A handler failure the
+  queue could not take at once is taken for the queue's (the handler most likely
+  failed on the same database): the job is released instead (run again, that attempt
+  not counted) and the breaker hears of it as abandoned, so an outage of the database
+  neither opens the breaker nor uses up attempts.  An outage is logged when it starts,
+  every ``SAY_EVERY`` seconds while it lasts and when it ends, not at every try.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stoker import breaker
+from stoker import breaker, outage
 from stoker.breaker import BreakerState
 from stoker.clock import Clock
 from stoker.jobs.model import Job
@@ -100,6 +109,9 @@ class Worker:
         self._buffer: deque[Job] = deque()
         self._running: dict[int, tuple[Job, asyncio.Task[None]]] = {}
         self._lost: set[int] = set()
+        self._writing: set[int] = set()
+        """Jobs whose ending is being written (their heartbeats stop)."""
+        self._outage = outage.Outage()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Work until ``stop`` is set, then shut down gracefully."""
@@ -127,9 +139,10 @@ class Worker:
         try:
             jobs = await self._queue.lease(self._config.queue, n, self.owner,
                                            self._config.lease_ttl)
-        except Exception:
-            log.exception("leasing from queue %r failed; retrying later", self._config.queue)
+        except Exception as error:
+            self._queue_failed("leasing", error)
             return
+        self._queue_answered()
         if jobs and self.breaker.phase != "closed":
             self.breaker = breaker.on_probe(self.breaker, now, jobs[0].id)
         self._buffer.extend(jobs)
@@ -164,24 +177,25 @@ class Worker:
         """Like ``JobQueue.wait_for_work``, but a failing database means a full poll wait."""
         try:
             return await self._queue.wait_for_work(self._config.queue, self._config.poll_interval)
-        except Exception:
-            log.exception("waiting for work on %r failed; polling", self._config.queue)
-            await asyncio.sleep(self._config.poll_interval)
+        except Exception as error:
+            self._queue_failed("waiting for work", error)
+            await asyncio.sleep(self._retry_in())
             return False
 
     async def _execute(self, job: Job) -> None:
-        error: str | None = None
-        finished = False
+        recording = False
         try:
             error = await self._call_handler(job)
-            finished = job.id not in self._lost
+            if job.id not in self._lost:
+                recording = True
+                self._writing.add(job.id)
+                await self._record(job, error)
         finally:
             self._running.pop(job.id, None)
             self._lost.discard(job.id)
-            if not finished:
+            self._writing.discard(job.id)
+            if not recording:
                 self._abandon(job)
-        if finished:
-            await self._record(job, error)
 
     async def _call_handler(self, job: Job) -> str | None:
         try:
@@ -199,22 +213,65 @@ class Worker:
         return None
 
     async def _record(self, job: Job, error: str | None) -> None:
-        was_open = self.breaker.phase == "open"
-        self.breaker = breaker.on_result(self.breaker, job.id, error is None, self._clock.now())
+        """Write ``job``'s ending and tell the breaker, once each (see the module
+        invariants: a failure the queue cannot take at once becomes a release)."""
+        if error is None:
+            await self._judge(job, ok=True)
+            acked = await self._written(lambda: self._queue.ack_done(job.lease))
+            self.stats.done += acked  # not ``+= await``: that reads the count before waiting
+            return
         try:
-            if error is None:
-                acked = await self._queue.ack_done(job.lease)
-                self.stats.done += acked
-            else:
-                self.stats.failed += 1
-                await self._queue.ack_failed(job.lease, error)
-        except Exception:
-            log.exception("acking job %d failed; its lease will expire and it will rerun",
-                          job.id)
+            await self._queue.ack_failed(job.lease, error)
+        except Exception as failure:
+            self._abandon(job)
+            self._queue_failed(f"recording the failure of job {job.id}", failure)
+            released = await self._written(lambda: self._queue.release(job.lease))
+            self.stats.released += released
+            return
+        except BaseException:
+            self._abandon(job)
+            raise
+        self._queue_answered()
+        self.stats.failed += 1
+        await self._judge(job, ok=False)
+
+    async def _judge(self, job: Job, *, ok: bool) -> None:
+        """Tell the breaker ``job``'s result; when that opens it, release the buffer."""
+        was_open = self.breaker.phase == "open"
+        self.breaker = breaker.on_result(self.breaker, job.id, ok, self._clock.now())
         if self.breaker.phase == "open" and not was_open:
             log.warning("circuit breaker opened on queue %r after %d consecutive failures",
                         job.queue, self.breaker.failures)
             await self._release_buffer()
+
+    async def _written(self, write: Callable[[], Awaitable[bool]]) -> int:
+        """``write()`` again until the queue answers; 1 when it took the write, else 0
+        (the lease was lost meanwhile)."""
+        while True:
+            try:
+                took = await write()
+            except Exception as error:
+                self._queue_failed("writing a job's result", error)
+                await asyncio.sleep(self._retry_in())
+                continue
+            self._queue_answered()
+            return int(took)
+
+    def _queue_failed(self, doing: str, error: Exception) -> None:
+        """Count a failure of the queue; log it as :mod:`stoker.outage` says."""
+        self._outage, say = outage.failed(self._outage, self._clock.monotonic())
+        if say:
+            log.warning("queue %r: %s failed (%s: %s); results are kept and leasing paused, "
+                        "retried until the queue answers", self._config.queue, doing,
+                        type(error).__name__, error)
+
+    def _queue_answered(self) -> None:
+        self._outage, back = outage.answered(self._outage)
+        if back:
+            log.info("queue %r answers again", self._config.queue)
+
+    def _retry_in(self) -> float:
+        return outage.retry_in(self._outage, self._config.poll_interval)
 
     def _abandon(self, job: Job) -> None:
         """``job`` ended without a result; if it was the breaker's probe, probe again."""
@@ -227,15 +284,17 @@ class Worker:
 
     async def _heartbeat_once(self) -> None:
         jobs = list(self._buffer) + [
-            job for job, _ in self._running.values() if job.id not in self._lost]
+            job for job, _ in self._running.values()
+            if job.id not in self._lost and job.id not in self._writing]
         if not jobs:
             return
         try:
             held = await self._queue.heartbeat([job.lease for job in jobs],
                                                self._config.lease_ttl)
-        except Exception:
-            log.exception("heartbeat failed; leases may expire")
+        except Exception as error:
+            self._queue_failed("a heartbeat (leases may expire)", error)
             return
+        self._queue_answered()
         for job in jobs:
             if job.id not in held:
                 self._drop_lost(job)
@@ -247,7 +306,7 @@ class Worker:
         if job in self._buffer:
             self._buffer.remove(job)
             self._abandon(job)
-        elif entry is not None:
+        elif entry is not None and job.id not in self._writing:
             self._lost.add(job.id)
             entry[1].cancel()
         else:

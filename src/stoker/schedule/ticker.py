@@ -21,8 +21,18 @@ Invariants:
   down) runs again when its claim's lease ends.
 - ``run`` returns promptly once ``stop`` is set: handlers in flight are
   cancelled (never a run whose outcome is being recorded), and it returns once
-  their outcomes are recorded.
-  A store error is logged and the loop carries on after ``max_sleep``.
+  their outcomes are recorded (or, the store not answering, given up on: those
+  runs go again when their claims' leases end).
+- A store that does not answer (its database down or restarting) is tried again at
+  the pace of :mod:`stoker.outage` (1 s, doubling, at most ``max_sleep``): reading
+  and claiming the deadlines, and recording a run's outcome while the ticker runs
+  (so a run that ended during an outage is not left claimed until its lease ends).
+  A run that failed while the store could not take its failure at once is taken for
+  the store's failure (the handler most likely failed on the same database): it is
+  recorded due at once, not ``retry_delay`` later, so it runs as soon as the store
+  answers.
+  The outage is logged when it starts, every ``SAY_EVERY`` seconds while it lasts
+  and when it ends, not at every try.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from stoker import outage
 from stoker.clock import Clock
 from stoker.schedule.deadlines import due, next_wake
 from stoker.schedule.store import ArmMode, Deadline, DeadlineStore
@@ -77,6 +88,8 @@ class Ticker:
         """True while :meth:`run` loops (for readiness checks)."""
         self._in_handler: set[str] = set()
         self._poked = asyncio.Event()
+        self._stop: asyncio.Event | None = None
+        self._outage = outage.Outage()
 
     def register(self, name: str, handler: Handler, retry_delay: float, *,
                  lease: float = DEFAULT_LEASE) -> None:
@@ -104,6 +117,7 @@ class Ticker:
     async def run(self, stop: asyncio.Event) -> None:
         """Claim and run due deadlines until ``stop`` is set; then cancel runs in flight."""
         stopping = asyncio.create_task(stop.wait())
+        self._stop = stop
         self.alive = True
         try:
             while not stop.is_set():
@@ -154,11 +168,14 @@ class Ticker:
         return next_wake(rows.values())
 
     async def _tick_logged(self) -> float | None:
+        """:meth:`_tick`; when the store fails, the time to try again."""
         try:
-            return await self._tick()
-        except Exception:
-            log.exception("deadline ticker: reading or claiming deadlines failed")
-            return None
+            wake = await self._tick()
+        except Exception as error:
+            self._store_failed("reading or claiming deadlines", error)
+            return self._clock.now() + outage.retry_in(self._outage, self._max_sleep)
+        self._store_answered()
+        return wake
 
     def _start(self, claimed: Deadline) -> None:
         task = asyncio.create_task(self._execute(self._purposes[claimed.name], claimed))
@@ -183,11 +200,10 @@ class Ticker:
             log.exception("deadline %r: run failed; retrying in %ss", name, purpose.retry_delay)
             await self._record_failure(name, purpose.retry_delay, f"{type(exc).__name__}: {exc}")
             return False
-        try:
-            if not await self._store.complete(name, self._owner, self._clock.now()):
-                log.warning("deadline %r: claim lost before the run completed", name)
-        except Exception:
-            log.exception("deadline %r: could not record completion", name)
+        completed = await self._written(name, "completion", lambda: self._store.complete(
+            name, self._owner, self._clock.now()))
+        if completed is False:
+            log.warning("deadline %r: claim lost before the run completed", name)
         return True
 
     @contextlib.contextmanager
@@ -201,10 +217,56 @@ class Ticker:
             self._in_handler.discard(name)
 
     async def _record_failure(self, name: str, retry_delay: float, error: str) -> None:
+        """Record the failure, due ``retry_delay`` later; the store failing too, due at
+        once (see the module invariants)."""
         try:
             await self._store.fail(name, self._owner, self._clock.now(), retry_delay, error)
-        except Exception:
-            log.exception("deadline %r: could not record the failure (%s)", name, error)
+        except Exception as failure:
+            self._store_failed(f"recording the failure of deadline {name!r}", failure)
+            await self._written(name, f"failure ({error})", lambda: self._store.fail(
+                name, self._owner, self._clock.now(), 0.0, error))
+            return
+        self._store_answered()
+
+    async def _written(self, name: str, what: str,
+                       write: Callable[[], Awaitable[bool]]) -> bool | None:
+        """``write()`` (a run's outcome) until the store answers, tried again while the
+        ticker runs; the store's answer, or ``None`` when it never answered."""
+        while True:
+            try:
+                answer = await write()
+            except Exception as error:
+                self._store_failed(f"recording the {what} of deadline {name!r}", error)
+                if not self.alive or self._stop is None or self._stop.is_set():
+                    log.warning("deadline %r: its %s was not recorded; it runs again once "
+                                "its claim's lease ends", name, what)
+                    return None
+                await self._pause(outage.retry_in(self._outage, self._max_sleep), self._stop)
+                continue
+            self._store_answered()
+            return answer
+
+    async def _pause(self, seconds: float, stop: asyncio.Event) -> None:
+        """``seconds`` on the clock, or until ``stop``."""
+        sleeping = asyncio.create_task(self._clock.sleep(seconds))
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait([sleeping, stopping], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeping.cancel()
+            stopping.cancel()
+
+    def _store_failed(self, doing: str, error: Exception) -> None:
+        """Count a failure of the deadline store; log it as :mod:`stoker.outage` says."""
+        self._outage, say = outage.failed(self._outage, self._clock.monotonic())
+        if say:
+            log.warning("deadline ticker: %s failed (%s: %s); trying again until the store "
+                        "answers", doing, type(error).__name__, error)
+
+    def _store_answered(self) -> None:
+        self._outage, back = outage.answered(self._outage)
+        if back:
+            log.info("deadline ticker: the deadline store answers again")
 
     async def _sleep(self, wake_at: float | None, stopping: asyncio.Task[bool]) -> None:
         """Until ``wake_at`` (at most ``max_sleep``), a poke, or stop."""

@@ -94,3 +94,14 @@ def test_bounded_and_every_visit_counted_or_dropped(
     drained = counter.drain()
     assert sum(h + m for h, m in drained.values()) + counter.dropped == len(visits)
     assert sum(h for h, _ in drained.values()) <= sum(1 for _, hit in visits if hit)
+
+
+def test_counts_a_flush_could_not_store_go_back_and_add_up() -> None:
+    counter = HitCounter(10)
+    counter.hit(A)
+    counter.miss(B)
+    unstored = counter.drain()
+    counter.hit(A)  # counted while the store did not answer
+    counter.restore(unstored)
+    assert counter.drain() == {A: (2, 0), B: (0, 1)}
+    assert counter.drain() == {}

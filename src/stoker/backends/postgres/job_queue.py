@@ -8,7 +8,9 @@ Invariants (beyond those of ``stoker.jobs.queue``):
   lessees on any node skip each other's rows instead of waiting or sharing.
 - ``enqueue`` and ``requeue`` ``NOTIFY`` the queues that got work, in the
   same transaction (delivered on commit); ``wait_for_work`` ``LISTEN``s on a
-  connection held for that alone, so idle workers do not poll the table.
+  connection held for that alone, so idle workers do not poll the table.  When that
+  connection dies (the server restarted), every waiter is woken (what was notified
+  meanwhile is lost: they look at the table) and the next wait listens on a new one.
 - Statements run on the :class:`~stoker.backends.postgres.database.PostgresHandle`'s
   executor (inside a unit of work: its connection, where the ``NOTIFY`` is delivered
   when it commits); ``aclose`` closes the handle only when the queue ``owns`` it.
@@ -197,8 +199,20 @@ class PostgresJobQueue:
         async with self._listen_lock:
             if self._listener is None:
                 listener = await self._db.pool.acquire()
-                await listener.add_listener(sql.CHANNEL, self._on_notify)
+                try:
+                    await listener.add_listener(sql.CHANNEL, self._on_notify)
+                except BaseException:
+                    await self._db.pool.release(listener)
+                    raise
+                listener.add_termination_listener(self._on_listener_lost)
                 self._listener = listener
+
+    def _on_listener_lost(self, _conn: object) -> None:
+        """The listening connection died (the pool has taken it back): wake every waiter
+        and listen anew at the next wait (see the module invariants)."""
+        self._listener = None
+        for event in self._wakeups.values():
+            event.set()
 
     def _on_notify(self, _conn: object, _pid: int, _channel: str, queue: object) -> None:
         self._wakeups.setdefault(str(queue), asyncio.Event()).set()
