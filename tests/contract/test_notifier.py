@@ -194,7 +194,7 @@ async def test_while_the_subscription_is_down_waits_end_and_pokes_do_not_raise(
     subscribe, refused = channel.subscribe, []
 
     async def refusing(heard: Callable[[str], None]) -> Link:
-        if len(refused) < 3:
+        if not refused:
             refused.append(heard)
             raise ConnectionError("injected: the server refuses connections")
         return await subscribe(heard)
@@ -207,4 +207,4 @@ async def test_while_the_subscription_is_down_waits_end_and_pokes_do_not_raise(
     assert await a.wait("published", 0.05) is False
     await a.poke("published")
     await eventually(lambda: a.connected)
-    assert a.reconnects == 1 and len(refused) == 3
+    assert a.reconnects == 1 and len(refused) == 1

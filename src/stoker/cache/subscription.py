@@ -8,13 +8,14 @@ notifier.close()`` lets go of the subscription and of the channel.
 
 Invariants: while a subscription is held, every message heard on it that names a kind
 rings that kind's bell (anything else is logged and dropped); a lost subscription (the
-link's :meth:`Link.lost` returned or raised) is logged once and rings every bell (a
-waiter that chose a long timeout while connected chooses again), then is subscribed
-again after :func:`backoff` seconds on the injected clock, doubling up to
-:data:`RETRY_MAX`, until it is back; then ``reconnects`` grows by one, that is logged,
-and every bell rings again (what was poked meanwhile went unheard).  While it is down
-``connected`` is ``False`` and waits still end at their timeout.  A failed send is
-logged once until one succeeds, never raised.
+link's :meth:`Link.lost` returned or raised) is logged and rings every bell (a waiter
+that chose a long timeout while connected chooses again), then is subscribed again
+after :func:`stoker.outage.retry_in` seconds on the injected clock (doubling, at most
+:data:`RETRY_MOST`), until it is back; then ``reconnects`` grows by one, that is
+logged, and every bell rings again (what was poked meanwhile went unheard).  Failed
+attempts and failed sends are logged as :mod:`stoker.outage` says (the first, then one
+line every ``SAY_EVERY`` seconds, then the return), and a send never raises.  While it
+is down ``connected`` is ``False`` and waits still end at their timeout.
 """
 
 from __future__ import annotations
@@ -25,15 +26,15 @@ import logging
 from collections.abc import Callable
 from typing import Final, Protocol
 
+from stoker import outage
 from stoker.cache.notifier import KINDS, Doorbell, Kind
 from stoker.clock import Clock
 
 log = logging.getLogger("stoker.purge")
 
-RETRY_FIRST: Final = 0.05
-"""Seconds before the first attempt to subscribe again."""
-RETRY_MAX: Final = 2.0
-"""Most seconds between two attempts (a restarted server is heard of within this)."""
+RETRY_MOST: Final = 2.0
+"""Most seconds between two attempts to subscribe again (the first after
+:data:`~stoker.outage.RETRY_FIRST`): a restarted server is heard of within this."""
 _KIND_OF: Final[dict[str, Kind]] = {kind: kind for kind in KINDS}
 
 
@@ -66,12 +67,6 @@ class Channel(Protocol):
         """Let go of what :meth:`send` uses."""
 
 
-def backoff(failures: int) -> float:
-    """Seconds to wait before the next attempt after ``failures`` failed ones in a row:
-    :data:`RETRY_FIRST`, doubling, at most :data:`RETRY_MAX`.  Pure."""
-    return min(RETRY_MAX, RETRY_FIRST * 2.0 ** min(failures, 16))
-
-
 class Subscription:
     """A notifier on ``channel`` (see the module docstring)."""
 
@@ -83,7 +78,7 @@ class Subscription:
         self._bell = Doorbell(clock)
         self._link: Link | None = None
         self._keeping: asyncio.Task[None] | None = None
-        self._send_failing = False
+        self._sending = outage.Outage()
         self.reconnects = 0
 
     @property
@@ -108,13 +103,15 @@ class Subscription:
         try:
             await self.channel.send(what)
         except Exception as error:
-            if not self._send_failing:
+            self._sending, say = outage.failed(self._sending, self._clock.monotonic())
+            if say:
                 log.warning("could not poke the others through %s (%s: %s); they read the "
                             "purge bus at their next poll", self.channel.where,
                             type(error).__name__, error)
-            self._send_failing = True
         else:
-            self._send_failing = False
+            self._sending, back = outage.answered(self._sending)
+            if back:
+                log.info("poking the others through %s again", self.channel.where)
 
     async def wait(self, what: Kind, timeout: float, after: int | None = None) -> bool:
         return await self._bell.wait(what, timeout, after)
@@ -152,14 +149,18 @@ class Subscription:
             self._bell.ring_all()
 
     async def _again(self) -> Link:
-        """A new subscription, tried after :func:`backoff` until one is made."""
-        failures = 0
+        """A new subscription, tried after :func:`~stoker.outage.retry_in` until one is
+        made; a failing try said as the outage machine says (every ``SAY_EVERY`` s)."""
+        state, _ = outage.failed(outage.Outage(), self._clock.monotonic())  # said: lost
         while True:
-            await self._clock.sleep(backoff(failures))
+            await self._clock.sleep(outage.retry_in(state, RETRY_MOST))
             try:
                 return await self.channel.subscribe(self._heard)
-            except Exception:
-                failures += 1
+            except Exception as error:
+                state, say = outage.failed(state, self._clock.monotonic())
+                if say:
+                    log.warning("still no subscription to %s (%s: %s); trying again",
+                                self.channel.where, type(error).__name__, error)
 
 
 async def _until_lost(link: Link) -> str:

@@ -1,5 +1,5 @@
-"""The notifier's doorbell (a count of rings per kind, one event per count, the timeouts on
-the injected clock) and the reconnect backoff: both pure of I/O."""
+"""The notifier's doorbell: a count of rings per kind, one event per count, the timeouts on
+the injected clock (no I/O)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.cache.notifier import KINDS, Doorbell, Kind
-from stoker.cache.subscription import RETRY_FIRST, RETRY_MAX, backoff
 from stoker.clock import FakeClock
 
 TIMEOUT = 10.0
@@ -82,11 +81,3 @@ async def test_a_wait_cancelled_leaves_nothing_behind() -> None:
     waiting.cancel()
     await settle()
     assert len(asyncio.all_tasks()) == before
-
-
-@given(st.integers(min_value=0, max_value=10_000))
-def test_backoff_doubles_from_the_first_retry_up_to_the_cap(failures: int) -> None:
-    assert backoff(0) == RETRY_FIRST
-    assert RETRY_FIRST <= backoff(failures) <= RETRY_MAX
-    assert backoff(failures) <= backoff(failures + 1) <= 2 * backoff(failures)
-    assert backoff(10_000) == RETRY_MAX
