@@ -3,7 +3,8 @@ sample of ``stoker serve``.
 
 For each tier a fresh Stoker (pinned to ``--stoker-core``) serves cached 20 KB pages
 (``bench/origin_app.py`` is the origin; ``l2`` runs with ``l1_max_bytes = 0``, so
-every hit is read from SQLite) to wrk (``--connections`` connections, pinned to
+every hit is read from SQLite; ``redis`` also with ``l2_url`` on the local Redis, so every
+hit is read from Redis) to wrk (``--connections`` connections, pinned to
 ``--client-core``), per scenario (``--scenarios``: ``identical``, one URL with one request
 head; ``browser``, ``--pages`` pages with varied heads, ``bench/hit_path/browser.lua``)
 in two runs of ``--duration`` seconds; the origin's counter must not move during them.
@@ -32,17 +33,27 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 # import bench/* as the ``bench`` package, never as top-level modules.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))
 
-from bench.hit_path.run import BROWSER_SCRIPT, SCENARIOS, VENV_BIN, Measure, fill  # noqa: E402
+from bench.hit_path.run import (  # noqa: E402
+    BROWSER_SCRIPT,
+    SCENARIOS,
+    VENV_BIN,
+    Measure,
+    fill,
+    redis_settings,
+)
 from bench.hit_path.run import run_wrk as wrk  # noqa: E402
 from bench.procs import Stack, serving  # noqa: E402
 
-TIERS = {"l1": {}, "l2": {"l1_max_bytes": 0}}
+TIERS: dict[str, Callable[[], dict[str, Any]]] = {
+    "l1": dict, "l2": lambda: {"l1_max_bytes": 0}, "redis": redis_settings}
+"""Each tier's stoker.toml settings (``redis``: every hit read from Redis, L1 empty)."""
 OWN_FRAME = re.compile(r"\(stoker/(?!cli|server\.py|__main__)")
 THREAD = re.compile(r'^Thread (\d+) \([^)]*\)(?:: "([^"]*)")?', re.M)
 
@@ -155,7 +166,7 @@ def report(tier: str, measure: Measure, cpu: dict[str, float], collapsed: str, t
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--tiers", default="l1,l2", help="comma-separated, from l1, l2")
+    parser.add_argument("--tiers", default="l1,l2", help="comma-separated, from l1, l2, redis")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS),
                         help=f"comma-separated, from {', '.join(SCENARIOS)}")
     parser.add_argument("--pages", type=int, default=2000,
@@ -178,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         if shutil.which(tool) is None:
             parser.error(f"{tool} is not installed")
     for tier in tiers:
-        with serving(TIERS[tier], latency_ms=0, stoker_core=args.stoker_core,
+        with serving(TIERS[tier](), latency_ms=0, stoker_core=args.stoker_core,
                      origin_core=args.client_core) as stack:
             if "browser" in scenarios:
                 fill(stack.stoker, args.pages)

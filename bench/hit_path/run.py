@@ -229,7 +229,7 @@ def stoker_argv(
     ]  # fmt: skip
 
 
-def redis_config() -> str:
+def redis_settings() -> dict[str, Any]:
     """``stoker-redis``: an L1 that holds nothing and L2 in Redis (every hit a Redis hit),
     on a fresh database and a Redis database emptied of Stoker's keys."""
     for sql in (f"DROP DATABASE IF EXISTS {BENCH_DATABASE} WITH (FORCE)",
@@ -239,8 +239,13 @@ def redis_config() -> str:
     subprocess.run(["redis-cli", "-u", REDIS_URL, "eval",
                     "for _, k in ipairs(redis.call('keys', 'stoker:*')) do "
                     "redis.call('del', k) end", "0"], check=True, capture_output=True)
-    return (f'l1_max_bytes = 0\nl2_url = "{REDIS_URL}"\n'
-            f'database_url = "postgresql://postgres@127.0.0.1:5432/{BENCH_DATABASE}"\n')
+    return {"l1_max_bytes": 0, "l2_url": REDIS_URL,
+            "database_url": f"postgresql://postgres@127.0.0.1:5432/{BENCH_DATABASE}"}
+
+
+def redis_config() -> str:
+    """:func:`redis_settings` as stoker.toml lines."""
+    return "".join(f"{name} = {json.dumps(value)}\n" for name, value in redis_settings().items())
 
 
 def l2_verdict(rounds: list[dict[str, Measure]]) -> dict[str, Any]:
