@@ -13,6 +13,7 @@ import pytest
 from tests import deadline_backends
 from tests.deadline_backends import open_store
 
+from stoker.schedule.deadlines import DUE_SLACK
 from stoker.schedule.store import Deadline, DeadlineStore
 
 # the fixtures every deadline test module shares
@@ -69,10 +70,10 @@ async def test_arm_refuses_nonsense_and_writes_nothing(store: DeadlineStore) -> 
 async def test_claim_only_when_due_within_the_slack_or_forced(store: DeadlineStore) -> None:
     assert await store.claim("rewarm", "a", T, 30) is None  # no row
     await store.arm("rewarm", "earliest", T, 60)
-    assert await store.claim("rewarm", "a", T + 58, 30) is None
-    got = await store.claim("rewarm", "a", T + 59, 30)
+    assert await store.claim("rewarm", "a", T + 60 - 2 * DUE_SLACK, 30) is None
+    got = await store.claim("rewarm", "a", T + 60 - DUE_SLACK / 2, 30)
     assert got is not None
-    assert (got.owner, got.claimed_until, got.attempts) == ("a", T + 89, 1)
+    assert (got.owner, got.claimed_until, got.attempts) == ("a", T + 90 - DUE_SLACK / 2, 1)
     await store.arm("refresh", "earliest", T, 3_600)
     assert (await store.claim("refresh", "a", T, 30, force=True)) is not None
 
@@ -122,7 +123,7 @@ async def test_an_arm_during_a_run_is_not_lost(
     after = await get(store, "rewarm")
     assert after is not None
     assert (after.due_at, after.first_armed_at, after.owner) == (T + 130, T + 70, None)
-    assert await store.claim("rewarm", "a", T + 129, 30) is not None
+    assert await store.claim("rewarm", "a", T + 130, 30) is not None
 
 
 async def test_fail_records_the_error_and_retries_later(store: DeadlineStore) -> None:

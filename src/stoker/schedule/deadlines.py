@@ -26,8 +26,10 @@ from dataclasses import dataclass, replace
 
 from stoker.schedule.store import ARM_MODES, MAX_ERROR_CHARS, ArmMode, Deadline
 
-DUE_SLACK = 1.0
-"""Timers wake a hair early; a deadline this close (seconds) counts as due."""
+DUE_SLACK = 0.05
+"""Timers wake a hair early; a deadline this close (seconds) counts as due.  Far below
+the shortest delay a deadline is armed with (a 0.5 s ``rewarm_delay`` must not fire at
+once)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -215,7 +215,7 @@ def test_fail_refuses_a_negative_retry_delay() -> None:
 def test_due_lists_armed_unheld_rows_within_the_slack_soonest_first() -> None:
     rows = [
         row(name="later", due_at=T + 5, first_armed_at=T),
-        row(name="slack", due_at=T + 1, first_armed_at=T),
+        row(name="slack", due_at=T + DUE_SLACK / 2, first_armed_at=T),
         row(name="overdue", due_at=T - 10, first_armed_at=T - 20),
         row(name="idle"),
         replace(RUNNING, name="running"),
