@@ -22,7 +22,8 @@ from stoker.app.stoker import Stoker
 from stoker.backends.sqlite.purge_bus import SqlitePurgeBus
 from stoker.cache.invalidation import PurgeScope
 from stoker.cache.outcome import Kind
-from stoker.cache.purge_bus import Relayed
+from stoker.cache.purge_bus import NOT_RELAYED, Relayed
+from stoker.cache.purge_list import PurgeMark
 from stoker.config.settings import settings_from
 from stoker.proxy.request_body import no_body
 
@@ -236,3 +237,63 @@ async def test_a_process_cut_off_from_the_bus_longer_than_node_timeout_forgets_l
         await stoker.close()
     assert kept is not None and forgotten is None
     assert after == (Kind.HIT, b"v1")
+
+
+class Refusing(SqlitePurgeBus):
+    """A bus that, while ``down``, takes no purge (a fault: the database went away)."""
+
+    down = False
+
+    async def publish(self, sender: str, mark: PurgeMark, version: str | None) -> int:
+        if self.down:
+            raise ConnectionError("injected: the bus does not answer")
+        return await super().publish(sender, mark, version)
+
+
+@asynccontextmanager
+async def following(stoker: Stoker, bus: SqlitePurgeBus, name: str) -> AsyncIterator[PurgeRelay]:
+    """``stoker`` on ``bus`` as ``name``, following it."""
+    relay = await open_relay(stoker, bus, name)
+    stop = asyncio.Event()
+    task = asyncio.create_task(relay.follow(stop))
+    try:
+        yield relay
+    finally:
+        stop.set()
+        await task
+        await relay.close()
+
+
+async def test_purges_the_bus_did_not_take_are_answered_kept_and_relayed_once_it_does(
+        origin: Origin, tmp_path: Path) -> None:
+    for path in ("/t", "/u"):
+        origin.app.set(path, headers=TAGGED, body=b"v1")
+    settings = settings_from({"origin": origin.url, "data_dir": str(tmp_path), "processes": 2})
+    a, b = await Stoker.open(settings), await Stoker.open(settings)
+    refusing = await Refusing.open(settings.cache_path)
+    try:
+        async with following(a, refusing, "a") as relay_a, \
+                following(b, await SqlitePurgeBus.open(settings.cache_path), "b"):
+            for path in ("/t", "/u"):
+                await served(a, path)
+                await a.store.flush()
+                await served(b, path)  # now in B's memory tier
+            origin.app.set("/t", headers=TAGGED, body=b"v2")
+            origin.app.set("/u", headers=TAGGED, body=b"v2")
+            refusing.down = True
+            purged = await a.purger.purge(PurgeScope(urls=("http://site.test/t",)))
+            also = await a.purger.purge(PurgeScope(urls=("http://site.test/u",), soft=True))
+            kept = relay_a.kept()
+            during = await served(b, "/t")  # B never heard of it: its copy stands
+            refusing.down = False
+            await asyncio.sleep(0.3)  # a's next looks at the bus publish what it kept
+            after = [await served(b, path) for path in ("/t", "/u")]
+            left = relay_a.kept()
+    finally:
+        await a.close()
+        await b.close()
+    assert purged.unconfirmed == also.unconfirmed == (NOT_RELAYED,)
+    assert kept == 2 and left == 0
+    assert during == (Kind.HIT, b"v1")
+    assert after[0] == (Kind.MISS, b"v2")
+    assert after[1] == (Kind.STALE_SWR, b"v1"), after  # soft on B too: stale, revalidated

@@ -2,7 +2,10 @@
 
 Routes (behind :class:`~stoker.admin.guard.AdminGuard`):
 - ``POST /api/purge`` ``{"urls": [], "prefixes": [], "tags": [], "all": false,
-  "soft": false, "host": null}`` → 200 with what was purged.
+  "soft": false, "host": null}`` → 200 with what was purged, and ``relayed``: false when
+  the purge bus (PostgreSQL with ``database_url``) did not take it within
+  ``purge_ack_timeout`` (in force here, kept, relayed to the others once the bus answers;
+  ``unconfirmed`` is then ``["*"]``, every other member).
 - ``GET /api/entry?url=…`` → what the cache holds for a URL, per variant.
 - ``GET /api/audit?limit=…`` → the newest audit records.
 
@@ -28,6 +31,7 @@ from starlette.routing import Route
 from stoker.admin.auth import ANONYMOUS
 from stoker.cache.entry import CacheEntry
 from stoker.cache.invalidation import PurgeRequestError, expand_url, parse_purge_request
+from stoker.cache.purge_bus import NOT_RELAYED
 from stoker.proxy.purge import record_safely
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
@@ -115,7 +119,8 @@ def api_routes(stoker: Stoker) -> list[Route]:
             await record(request, scope.as_json(), None, "error")
             return error_response(500, "purge", f"the purge failed: {error}")
         await record(request, scope.as_json(), result.purged, "ok")
-        return JSONResponse(result.as_json())
+        return JSONResponse({**result.as_json(),
+                             "relayed": NOT_RELAYED not in result.unconfirmed})
 
     async def entry(request: Request) -> Response:
         url = request.query_params.get("url")

@@ -29,26 +29,45 @@ rings); a gap in the numbers, or a bus it cannot read for longer than ``node_tim
 drops the memory tier as they always did.  And a purge answers on the others'
 confirmations on the bus, never on a poke (docs/decisions/0037-notifier.md).
 
+What this process purges while the bus does not take it (the database down) is kept, in
+order, in its outbox (:mod:`stoker.cache.purge_outbox`: bounded, a hard purge of
+everything replacing what was kept before it, soft and hard keeping their meaning when
+folded) and published, oldest first, as soon as the bus answers: by the purge or
+invalidation that comes next, and at the latest by :meth:`PurgeRelay.follow` before its
+next read.  A purge waits at most ``purge_ack_timeout`` for the bus to take it; one it
+did not (or whose try failed) is answered with :data:`~stoker.cache.purge_bus.NOT_RELAYED`
+alone as its unconfirmed members: in force here, not on the bus yet.  An unsafe method's
+invalidation (:meth:`PurgeRelay.tell`) goes through the same outbox.  A process stopping
+with purges still kept logs an error naming how many (they live in its memory only: the
+database that would keep them durably is the one not answering, and this process's own
+files are read by no other node).
+
 Invariants: a number is confirmed only once everything up to it is in force here, its
-own relayed purges included (they were in force before they were relayed); a gap in
-the numbers (this process fell behind what the bus keeps) drops the memory tier whole
-before anything is confirmed, and so does a bus unreachable for longer than
+own relayed purges included (they were in force before they were relayed, or kept); a
+gap in the numbers (this process fell behind what the bus keeps) drops the memory tier
+whole before anything is confirmed, and so does a bus unreachable for longer than
 ``node_timeout`` (the others then stop waiting for this process), once per outage; a
-failure to read or apply is logged and retried at the next poll, never skipped (what
-was relayed meanwhile is put in force when the bus answers again).
+failure to publish, read or apply is logged as :mod:`stoker.outage` says (when it starts,
+every ``SAY_EVERY`` seconds, when it ends) and retried at the next poll, never skipped
+(what was relayed meanwhile is put in force, and what was kept published, when the bus
+answers again).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from stoker import outage
 from stoker.app.stoker import Stoker
+from stoker.cache import purge_outbox
 from stoker.cache.notifier import LocalNotifier, Notifier
-from stoker.cache.purge_bus import Member, PurgeBus, Relayed, unconfirmed
+from stoker.cache.purge_bus import NOT_RELAYED, Member, PurgeBus, Relayed, unconfirmed
 from stoker.cache.purge_list import PurgeMark
+from stoker.cache.purge_outbox import Outgoing
 from stoker.clock import Clock
 
 log = logging.getLogger("stoker.purge")
@@ -60,8 +79,6 @@ SLOW_POLL: Final = 0.25
 connected: they poke when they publish or confirm, this read is for a poke lost."""
 HEARTBEAT: Final = 1.0
 """Longest time between two confirmations."""
-LOG_EVERY: Final = 30.0
-"""Seconds between two log lines while the bus cannot be read."""
 KEPT: Final = 600.0
 """Seconds what was relayed stays on the bus (for members catching up)."""
 
@@ -81,7 +98,13 @@ class PurgeRelay:
         self._node_timeout = node_timeout
         self._position = 0
         self._confirmed_at = float("-inf")
-        self._telling: set[asyncio.Task[int]] = set()
+        self._outbox: tuple[Outgoing, ...] = ()
+        self._taken = self._sent = self._failures = self._newest = 0
+        """Tickets taken, tickets on the bus, failed tries to publish, the number of this
+        process's newest purge on the bus."""
+        self._sending = asyncio.Lock()
+        self._progress = asyncio.Condition()
+        self._kicked: asyncio.Task[None] | None = None
         self.figures: Callable[[], str] | None = None
         """What this process says of itself with each confirmation (its metrics)."""
 
@@ -91,8 +114,13 @@ class PurgeRelay:
         await self._confirm()
 
     async def spread(self, mark: PurgeMark, version: str | None) -> tuple[str, ...]:
-        number = await self._publish(mark, version)
         deadline = self._clock.monotonic() + self._ack_timeout
+        if not await self._on_bus(self._take(mark, version), self._ack_timeout):
+            log.warning("purge not relayed (the purge bus did not take it within %g s): in "
+                        "force here, kept (%d purges in all) and relayed once the bus answers",
+                        self._ack_timeout, self.kept())
+            return (NOT_RELAYED,)
+        number = self._newest
         while True:
             heard = self.notifier.rung("confirmed")
             waiting = unconfirmed(await self._bus.members(), number, self.me,
@@ -109,35 +137,34 @@ class PurgeRelay:
         return await self._bus.members()
 
     def tell(self, mark: PurgeMark) -> None:
-        task = asyncio.ensure_future(self._publish(mark, None))
-        self._telling.add(task)
-        task.add_done_callback(self._told)
+        self._take(mark, None)
 
-    def _told(self, task: asyncio.Task[int]) -> None:
-        self._telling.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("could not relay an invalidation to the other processes: %s",
-                      task.exception())
+    def kept(self) -> int:
+        """How many of this process's purges are in force here but not on the bus yet."""
+        return self._taken - self._sent
 
     async def follow(self, stop: asyncio.Event) -> None:
         """Carry out what the others relay until ``stop``."""
-        trimmed = heard = said = self._clock.monotonic()
-        forgot = False
+        trimmed = heard = self._clock.monotonic()
+        state, forgot = outage.Outage(), False
         while not stop.is_set():
             poked = self.notifier.rung("published")
             try:
+                await self._send()
                 await self.catch_up()
-                if forgot:
+                state, back = outage.answered(state)
+                if back:
                     log.info("the purge bus answers again")
                 heard, forgot = self._clock.monotonic(), False
                 if heard - trimmed >= KEPT / 10:
                     await self._bus.trim(self._clock.now() - KEPT)
                     trimmed = self._clock.monotonic()
             except Exception as error:
-                if heard >= said or self._clock.monotonic() - said >= LOG_EVERY:
-                    log.warning("reading the purge bus failed (%s: %s); trying again every "
-                                "%g s", type(error).__name__, error, self._poll())
-                    said = self._clock.monotonic()
+                state, say = outage.failed(state, self._clock.monotonic())
+                if say:
+                    log.warning("the purge bus failed (%s: %s); trying again every %g s, "
+                                "%d purges of this process kept meanwhile",
+                                type(error).__name__, error, self._poll(), self.kept())
                 if not forgot and self._clock.monotonic() - heard > self._node_timeout:
                     self._forget_memory(f"the purge bus is unreachable for over "
                                         f"{self._node_timeout:g} s")
@@ -163,10 +190,18 @@ class PurgeRelay:
         return len(relayed)
 
     async def close(self) -> None:
-        """Finish relaying, leave the bus (no purge waits for this process now), close it
-        and the notifier."""
-        if self._telling:
-            await asyncio.gather(*self._telling, return_exceptions=True)
+        """Relay what is kept (trying for at most ``purge_ack_timeout``; what is still kept
+        then is logged, as an error naming how many), leave the bus (no purge waits for
+        this process now), close it and the notifier."""
+        try:
+            await asyncio.wait_for(self._send(), self._ack_timeout)
+        except Exception as error:
+            log.error("stopping with %d purges in force here that the other processes never "
+                      "heard of (the purge bus did not take them: %s: %s); purge them again",
+                      self.kept(), type(error).__name__, error)
+        if self._kicked is not None:
+            self._kicked.cancel()
+            await asyncio.gather(self._kicked, return_exceptions=True)
         try:
             await self._bus.leave(self.me)
         finally:
@@ -175,11 +210,62 @@ class PurgeRelay:
             finally:
                 await self.notifier.close()
 
-    async def _publish(self, mark: PurgeMark, version: str | None) -> int:
-        """Relay ``mark`` and poke the others to read it; its number."""
-        number = await self._bus.publish(self.me, mark, version)
-        await self.notifier.poke("published")
-        return number
+    def _take(self, mark: PurgeMark, version: str | None) -> int:
+        """Keep ``mark`` (and the version it switched to) to publish, and start publishing
+        what is kept; its ticket."""
+        self._taken += 1
+        self._outbox = purge_outbox.kept(self._outbox, Outgoing(mark, version, self._taken))
+        if self._kicked is None or self._kicked.done():
+            self._kicked = asyncio.ensure_future(self._send_now())
+        return self._taken
+
+    async def _on_bus(self, ticket: int, timeout: float) -> bool:
+        """Whether the purge of ``ticket`` is on the bus before a try to publish fails or
+        ``timeout`` seconds pass."""
+        failures = self._failures
+        async with self._progress:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._progress.wait_for(
+                    lambda: self._sent >= ticket or self._failures > failures), timeout)
+            return self._sent >= ticket
+
+    async def _send_now(self) -> None:
+        """:meth:`_send` at once; a failure is :meth:`follow`'s to say, and to retry."""
+        try:
+            await self._send()
+        except Exception:
+            return
+
+    async def _send(self) -> None:
+        """Publish what is kept, oldest first, until nothing is (a failure is raised, what
+        was not published stays kept), and poke the others to read it."""
+        async with self._sending:
+            published = False
+            try:
+                while self._outbox:
+                    head = self._outbox[0]
+                    try:
+                        number = await self._bus.publish(self.me, head.mark, head.version)
+                    except Exception:
+                        await self._progressed(failed=True)
+                        raise
+                    if self._outbox and self._outbox[0] is head:  # else replaced meanwhile
+                        self._outbox = self._outbox[1:]
+                    published = True
+                    await self._progressed(upto=head.upto, number=number)
+            finally:
+                if published:
+                    await self.notifier.poke("published")
+
+    async def _progressed(self, *, failed: bool = False, upto: int = 0,
+                          number: int = 0) -> None:
+        """Count a try to publish (failed, or on the bus up to ticket ``upto`` as
+        ``number``) and wake the purges waiting for it."""
+        async with self._progress:
+            self._failures += failed
+            self._sent = max(self._sent, upto)
+            self._newest = max(self._newest, number)
+            self._progress.notify_all()
 
     def _poll(self) -> float:
         """The most seconds between two looks at the bus now (see :data:`SLOW_POLL`)."""

@@ -12,17 +12,22 @@ passed, naming those that had not.
 Invariants (every implementation): numbers only grow, in the order :meth:`PurgeBus.publish`
 calls took effect; :meth:`PurgeBus.since` returns what was published after a number,
 oldest first, including the publisher's own (the follower skips those); a member's
-confirmed number only grows.  :func:`unconfirmed` is pure.
+confirmed number only grows.  :func:`unconfirmed` is pure.  A purge the bus did not take
+(it did not answer) is kept by its relay and published once it answers; until then the
+purge answers :data:`NOT_RELAYED` as the members that had not confirmed it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 from stoker.cache.notifier import Notifier
 from stoker.cache.purge_list import PurgeMark
+
+NOT_RELAYED: Final = "*"
+"""Who has not confirmed a purge the bus did not take yet: every other member."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +92,13 @@ class Relay(Protocol):
 
     async def spread(self, mark: PurgeMark, version: str | None) -> tuple[str, ...]:
         """Relay ``mark`` (in force here already) and wait until every other live member
-        has it in force, or the timeout; the names of those that had not confirmed."""
+        has it in force, or the timeout; the names of those that had not confirmed
+        (:data:`NOT_RELAYED` alone: the bus had not taken it, it is kept and relayed once
+        the bus answers)."""
 
     def tell(self, mark: PurgeMark) -> None:
-        """Relay ``mark`` without waiting (an unsafe method's invalidation)."""
+        """Relay ``mark`` without waiting (an unsafe method's invalidation; kept until the
+        bus takes it, as a purge is)."""
 
     async def members(self) -> Sequence[Member]:
         """Every member of the bus, this process included."""
