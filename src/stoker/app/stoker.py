@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stoker.backends.audit_backlog import KeptAudit
 from stoker.backends.postgres.audit_store import PostgresAuditStore
 from stoker.backends.postgres.connection import create_pool
 from stoker.backends.redis.cache_store import RedisCacheStore
@@ -104,12 +105,13 @@ async def open_l2(settings: Settings, bodies: BodyStore,
 
 async def open_audit(settings: Settings, clock: Clock) -> tuple[Any, AuditTrail]:
     """The audit log: in PostgreSQL with ``database_url`` (on a pool of its own, returned
-    to be closed last), else in ``data_dir/stoker.db``."""
+    to be closed last), else in ``data_dir/stoker.db``; what its store refuses kept and
+    written late (:class:`~stoker.backends.audit_backlog.KeptAudit`)."""
     if not settings.database_url:
-        return None, await SqliteAuditStore.open(settings.sqlite_path, clock)
+        return None, KeptAudit(await SqliteAuditStore.open(settings.sqlite_path, clock), clock)
     pool = await create_pool(settings.database_url, min_size=1, max_size=POOL_SIZE)
     try:
-        return pool, await PostgresAuditStore.open(pool, clock)
+        return pool, KeptAudit(await PostgresAuditStore.open(pool, clock), clock)
     except BaseException:
         await pool.close()
         raise

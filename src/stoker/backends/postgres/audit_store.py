@@ -53,6 +53,10 @@ class PostgresAuditStore:
         values = audit_records.row(self._clock.now(), actor=actor, action=action,
                                    target=target, count=count, outcome=outcome)
         audit_records.log_row(values)
+        await self.append(values)
+
+    async def append(self, values: audit_records.Row) -> None:
+        """Insert one record made already (logged by whoever made it)."""
         await self._pool.execute(_INSERT, *values)
 
     async def recent(self, limit: int = 100) -> list[dict[str, Any]]:

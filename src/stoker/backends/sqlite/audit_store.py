@@ -48,6 +48,10 @@ class SqliteAuditStore:
         values = audit_records.row(self._clock.now(), actor=actor, action=action,
                                    target=target, count=count, outcome=outcome)
         audit_records.log_row(values)
+        await self.append(values)
+
+    async def append(self, values: audit_records.Row) -> None:
+        """Insert one record made already (logged by whoever made it)."""
         await self._db.run(lambda conn: conn.execute(audit_sql.INSERT_RECORD, values))
 
     async def recent(self, limit: int = 100) -> list[dict[str, Any]]:
