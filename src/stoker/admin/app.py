@@ -46,9 +46,12 @@ def cookie_bypass_report(bypasses: Mapping[str, int],
 
 def members_json(members: Sequence[Member], now: float,
                  node_timeout: float) -> list[dict[str, Any]]:
-    """The processes sharing the cache as ``/api/status`` lists them.  Pure."""
+    """The processes sharing the cache as ``/api/status`` lists them: name, purge-bus
+    position (``confirmed``), last heartbeat, liveness, and what the heartbeat said
+    (:func:`~stoker.admin.metrics.member_summary`).  Pure."""
     return [{"name": member.name, "confirmed": member.confirmed, "seen_at": member.seen_at,
-             "live": now - member.seen_at <= node_timeout} for member in members]
+             "live": now - member.seen_at <= node_timeout,
+             **metrics.member_summary(member.figures)} for member in members]
 
 
 async def warm_status(warm: WarmService) -> dict[str, Any]:

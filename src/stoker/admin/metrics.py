@@ -36,9 +36,11 @@ from prometheus_client.core import (
     Metric,
 )
 
+from stoker.cache.outcome import FROM_CACHE
 from stoker.cache.purge_bus import Member
 from stoker.cache.purge_list import L1, L2
 from stoker.proxy.origin_timing import OriginTiming
+from stoker.version import VERSION
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.app.stoker import Stoker
@@ -75,6 +77,8 @@ class Figures:
     notifier_reconnects: int = 0
     notifier_connected: bool = True
     """``False`` while a notifier has lost its subscription (a lone process has none)."""
+    node: Mapping[str, Any] = field(default_factory=dict)
+    """What a member's heartbeat says of it beside its counts (:func:`node_facts`)."""
 
 
 async def read(stoker: Stoker, warm: WarmService | None) -> Figures:
@@ -105,7 +109,13 @@ def own(stoker: Stoker) -> Figures:
         l2_dropped=store.dropped, purge_marks=len(store.purges),
         applying={tier: len(store.purges.unapplied(tier)) for tier in (L1, L2)},
         notifier_reconnects=notifier.reconnects if notifier is not None else 0,
-        notifier_connected=notifier is None or notifier.connected)
+        notifier_connected=notifier is None or notifier.connected, node=node_facts(stoker))
+
+
+def node_facts(stoker: Stoker) -> dict[str, Any]:
+    """The Stoker release, cache version and warm workers of ``stoker``'s process."""
+    return {"release": VERSION, "cache_version": stoker.pipeline.version,
+            "warm_workers": stoker.settings.warm_workers}
 
 
 def said(figures: Figures) -> str:
@@ -122,7 +132,27 @@ def said(figures: Figures) -> str:
         "l2_pending": figures.l2_pending, "l2_pending_bytes": figures.l2_pending_bytes,
         "l2_dropped": figures.l2_dropped, "applying": dict(figures.applying),
         "notifier_reconnects": figures.notifier_reconnects,
-        "notifier_connected": figures.notifier_connected})
+        "notifier_connected": figures.notifier_connected, "node": dict(figures.node)})
+
+
+def member_summary(said_json: str | None) -> dict[str, Any]:
+    """What ``/api/status`` shows of a member from its last heartbeat's figures (:func:`said`):
+    release, cache version, warm workers, requests, hit ratio (``None`` before any request),
+    L1 entries and bytes; each ``None`` when the member did not say it (an older release,
+    or no heartbeat with figures yet).  Pure."""
+    told: dict[str, Any] = json.loads(said_json) if said_json else {}
+    node, l1 = told.get("node", {}), told.get("l1", {})
+    counts = Counter[str]()
+    for kind, _reason, warm, count in told.get("outcomes", ()):
+        if not warm:
+            counts[kind] += count
+    requests = sum(counts.values())
+    cached = sum(counts[kind.value] for kind in FROM_CACHE)
+    return {"release": node.get("release"), "cache_version": node.get("cache_version"),
+            "warm_workers": node.get("warm_workers"),
+            "requests": requests if told else None,
+            "hit_ratio": round(cached / requests, 4) if requests else None,
+            "l1_entries": l1.get("entries"), "l1_bytes": l1.get("bytes")}
 
 
 def others_said(members: Iterable[Member], me: str, now: float,
@@ -151,11 +181,11 @@ def combined(figures: Figures, others: Iterable[Any]) -> Figures:
         _add_timing(timing, other["timing"]["counts"], other["timing"]["seconds"],
                     other["timing"]["failures"])
         for name in _SUMMED:
-            sums[name] += other[name]
-        l1.update(other["l1"])
-        applying.update(other["applying"])
-        origin_up = origin_up and other["origin_up"]
-        connected = connected and other["notifier_connected"]
+            sums[name] += other.get(name, 0)  # a key a release added: 0 before it
+        l1.update(other.get("l1", {}))
+        applying.update(other.get("applying", {}))
+        origin_up = origin_up and other.get("origin_up", True)
+        connected = connected and other.get("notifier_connected", True)
     return replace(figures, outcomes=dict(outcomes), cookie_bypasses=dict(cookies),
                    timing=timing, origin_up=origin_up, l1=dict(l1), applying=dict(applying),
                    notifier_connected=connected, **sums)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from stoker.admin.app import members_json
 from stoker.admin.guard import guarded
 from stoker.admin.health import OK, verdict
+from stoker.admin.metrics import member_summary
 from stoker.cache.purge_bus import Member
 
 
@@ -24,5 +25,8 @@ def test_the_api_and_the_metrics_are_guarded_the_probes_are_not() -> None:
 def test_members_are_live_while_heard_of_within_the_node_timeout() -> None:
     listed = members_json([Member("n/0", 7, 100.0), Member("n/1", 5, 80.0)], now=105.0,
                           node_timeout=10.0)
-    assert listed == [{"name": "n/0", "confirmed": 7, "seen_at": 100.0, "live": True},
-                      {"name": "n/1", "confirmed": 5, "seen_at": 80.0, "live": False}]
+    said_nothing = member_summary(None)
+    assert listed == [{"name": "n/0", "confirmed": 7, "seen_at": 100.0, "live": True,
+                       **said_nothing},
+                      {"name": "n/1", "confirmed": 5, "seen_at": 80.0, "live": False,
+                       **said_nothing}]

@@ -8,7 +8,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from stoker.admin.metrics import Figures, combined, exposition, families, others_said, said
+from stoker.admin.metrics import (
+    Figures,
+    combined,
+    exposition,
+    families,
+    member_summary,
+    others_said,
+    said,
+)
 from stoker.cache.purge_bus import Member
 from stoker.proxy.origin_timing import BUCKETS, OriginTiming
 
@@ -122,3 +130,21 @@ def test_notifier_reconnects_are_summed_and_connected_only_if_every_process_is()
     assert found["stoker_notifier_reconnects_total", ()] == 3
     assert found["stoker_notifier_connected", ()] == 0
     assert samples(figures())["stoker_notifier_connected", ()] == 1
+
+
+def test_a_heartbeat_says_release_cache_version_workers_hit_ratio_and_l1() -> None:
+    node = {"release": "9.9.9", "cache_version": "4", "warm_workers": 2}
+    summary = member_summary(said(figures(node=node)))
+    # 7 hits of 13 requests by visitors (the warmer's 5 misses are not theirs)
+    assert summary == {**node, "requests": 13, "hit_ratio": round(7 / 13, 4),
+                       "l1_entries": 4, "l1_bytes": 4096}
+
+
+def test_a_member_that_said_nothing_or_is_older_shows_what_it_did_say() -> None:
+    nothing = member_summary(None)
+    assert set(nothing.values()) == {None}
+    older = json.loads(said(figures()))
+    del older["node"], older["l2_dropped"]
+    summary = member_summary(json.dumps(older))
+    assert summary["release"] is None and summary["l1_entries"] == 4
+    assert combined(figures(), [older]).l2_dropped == 0  # a key it lacks counts 0
