@@ -177,3 +177,7 @@ def test_the_members_sharing_the_cache_get_a_row_each() -> None:
                         {"name": "web-2", "confirmed": 5, "seen_at": 0.0, "live": False}]}
     assert member_rows(view) == [("web-1/0", "live", "purge 7"), ("web-2", "gone", "purge 5")]
     assert member_rows({}) == []
+    said = {"name": "web-3", "confirmed": 9, "seen_at": 2.0, "live": True, "release": "0.1.0",
+            "hit_ratio": 0.931, "l1_entries": 120, "l1_bytes": 2048}
+    assert member_rows({"members": [said]}) == [
+        ("web-3", "live, hits 93.1%, L1 120 entries, 2.0 KiB", "purge 9 0.1.0")]

@@ -175,10 +175,21 @@ def request_rows(view: Mapping[str, Any]) -> list[Row]:
 
 
 def member_rows(view: Mapping[str, Any]) -> list[Row]:
-    """A row per process or node sharing the cache (``members``): live or gone, and the
-    newest purge it has in force; none when the cache is this process's alone."""
-    return [(member["name"], "live" if member["live"] else "gone",
-             f"purge {member['confirmed']}") for member in view.get("members", ())]
+    """A row per process or node sharing the cache (``members``): live or gone, its hit
+    ratio and L1 fill as its heartbeat said them (when it did), and the newest purge it
+    has in force, with its release; none when the cache is this process's alone."""
+    return [(member["name"], _member_state(member),
+             " ".join(filter(None, (f"purge {member['confirmed']}", member.get("release")))))
+            for member in view.get("members", ())]
+
+
+def _member_state(member: Mapping[str, Any]) -> str:
+    parts = ["live" if member["live"] else "gone"]
+    if member.get("hit_ratio") is not None:
+        parts.append(f"hits {_percent(member['hit_ratio'])}")
+    if member.get("l1_entries") is not None:
+        parts.append(f"L1 {_fill(member['l1_entries'], member.get('l1_bytes'))}")
+    return ", ".join(parts)
 
 
 def origin_rows(view: Mapping[str, Any]) -> list[Row]:
