@@ -67,6 +67,10 @@ class Channel(Protocol):
         """Let go of what :meth:`send` uses."""
 
 
+CANCEL_AGAIN: Final = 0.5
+"""Seconds :meth:`Subscription.close` waits for its task to end before cancelling again."""
+
+
 class Subscription:
     """A notifier on ``channel`` (see the module docstring)."""
 
@@ -118,9 +122,7 @@ class Subscription:
 
     async def close(self) -> None:
         if self._keeping is not None:
-            self._keeping.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._keeping
+            await _cancelled(self._keeping)
         if self._link is not None:
             await self._link.close()
             self._link = None
@@ -172,3 +174,13 @@ async def _until_lost(link: Link) -> str:
         return f"{type(error).__name__}: {error}"
     finally:
         await link.close()
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` until it ends: a client library may swallow one cancellation (redis-py
+    turns one that meets its read timeout into a timeout, and its loop reads on)."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=CANCEL_AGAIN)
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        task.result()
