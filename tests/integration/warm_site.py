@@ -56,6 +56,7 @@ class SiteOrigin:
     missing: set[str] = field(default_factory=set)
     hits: Counter[str] = field(default_factory=Counter)
     headers: list[dict[str, str]] = field(default_factory=list)  # of page requests
+    other_heads: dict[str, dict[str, str]] = field(default_factory=dict)  # the last, by path
     order: list[str] = field(default_factory=list)  # page paths, as requested
     gate: asyncio.Event = field(default_factory=asyncio.Event)  # clear it to hold pages
 
@@ -80,7 +81,9 @@ class SiteOrigin:
         self.hits[path] += 1
         base = f"{headers.get('x-forwarded-proto', 'http')}://{headers['host']}"
         status, out, body = self._answer(path, base)
-        if path.startswith("/page/"):
+        if not path.startswith("/page/"):
+            self.other_heads[path] = headers
+        else:
             self.headers.append(headers)
             self.order.append(path)
             await self.gate.wait()

@@ -8,6 +8,12 @@ Routes (behind :class:`~stoker.admin.guard.AdminGuard`):
 - ``GET /api/warm`` → the active run and the recent ones.
 - ``GET /api/warm/{id}`` → one run, with up to 100 of its failed URLs and why its
   ``not_stored`` pages were not stored (``not_stored_reasons``: reason → URLs, most first).
+- ``GET /api/warm/credentials`` → every name ``warm_credentials`` allows, whether it is
+  set, and when and its fingerprint if so; never a value.
+- ``PUT /api/warm/credentials/{name}`` ``{"value": "…"}`` → 200 with its fingerprint;
+  ``DELETE`` the same path → 200 (``removed``: whether it was set).  A name the setting
+  does not allow is 404 naming the setting; a bad value 400.  Each change is audited
+  (``warm-credential``, the name and the fingerprint, never the value).
 
 Invariants: a request that fails validation is answered 400 naming the
 ``field`` and starts nothing; every start attempt is audited (``ok``,
@@ -142,6 +148,54 @@ def warm_routes(service: WarmService | None) -> list[Route]:
         return JSONResponse({**run_json(run), "failed_urls": failed,
                              "not_stored_reasons": reasons})
 
-    return [Route("/api/warm", start, methods=["POST"]),
+    async def credentials(request: Request) -> Response:
+        if service is None:
+            return unavailable()
+        book = service.credentials
+        stored = {info.name: info for info in await book.store.listed()}
+        return JSONResponse({"credentials": [
+            {"name": name, "set": name in stored,
+             "fingerprint": stored[name].fingerprint if name in stored else None,
+             "set_at": stored[name].set_at if name in stored else None}
+            for name in book.allowed]})
+
+    async def credential(request: Request) -> Response:
+        if service is None:
+            return unavailable()
+        name = request.path_params["name"]
+        book, audit = service.credentials, service.stoker.audit
+
+        async def record(target: dict[str, Any], outcome: str) -> None:
+            await record_safely(audit, actor=actor_of(request), action="warm-credential",
+                                target={"name": name, "method": request.method, **target},
+                                count=None, outcome=outcome)
+
+        if name not in book.allowed:
+            await record({}, "invalid")
+            allowed = ", ".join(book.allowed) or "none"
+            return error_response(404, "name", f"{name}: not a warm credential; allow it in "
+                                  f"warm_credentials (allowed: {allowed})")
+        if request.method == "DELETE":
+            removed = await book.delete(name)
+            await record({"removed": removed}, "ok")
+            return JSONResponse({"name": name, "removed": removed})
+        body = await read_limited(request, MAX_BODY)
+        try:
+            try:
+                data = parse_json(body) if body else None
+            except ValueError:
+                data = None
+            if not isinstance(data, dict) or set(data) != {"value"}:
+                raise ValueError('body: expected {"value": "..."}')
+            mark = await book.put(name, data["value"])
+        except ValueError as error:
+            await record({"error": str(error).split(":")[0]}, "invalid")
+            return error_response(400, "value", str(error))
+        await record({"fingerprint": mark}, "ok")
+        return JSONResponse({"name": name, "fingerprint": mark})
+
+    return [Route("/api/warm/credentials", credentials, methods=["GET"]),
+            Route("/api/warm/credentials/{name}", credential, methods=["PUT", "DELETE"]),
+            Route("/api/warm", start, methods=["POST"]),
             Route("/api/warm", runs, methods=["GET"]),
             Route("/api/warm/{run_id}", one, methods=["GET"])]

@@ -40,6 +40,7 @@ from stoker.proxy.visit import OriginFetch, PipelineVisitor
 from stoker.schedule.store import Deadline
 from stoker.schedule.ticker import Ticker
 from stoker.version import VERSION
+from stoker.warm.credentials import CredentialBook
 from stoker.warm.discovery import Discovery, DiscoveryConfig, discover
 from stoker.warm.run import RevisitPolicy, Run
 from stoker.warm.warmer import QUEUE, REFRESH, REWARM, WarmBusy, WarmConfig, Warmer
@@ -72,6 +73,7 @@ class WarmService:
     stores: WarmStores
     warmer: Warmer
     ticker: Ticker
+    credentials: CredentialBook
     _unsubscribe: Callable[[], None] | None = None
 
     @classmethod
@@ -88,8 +90,9 @@ class WarmService:
         variants = tuple(
             variant if any(name == b"user-agent" for name, _ in variant)
             else ((b"user-agent", user_agent), *variant) for variant in variants)
+        credentials = CredentialBook(stores.credentials, settings.warm_credentials, clock)
         fetch = OriginFetch(stoker.origin, origin_host=settings.origin_host,
-                            user_agent=user_agent)
+                            user_agent=user_agent, credentials=credentials)
         discovery = DiscoveryConfig(site_urls=settings.site_urls,
                                     aliases=settings.site_aliases,
                                     max_urls=settings.warm_max_urls,
@@ -107,9 +110,10 @@ class WarmService:
                               popular_limit=settings.warm_max_urls),
             stores=stores,
             visitor=PipelineVisitor(stoker.pipeline, clock,
-                                    stopgap_header=settings.stopgap_header.lower().encode()),
+                                    stopgap_header=settings.stopgap_header.lower().encode(),
+                                    credentials=credentials),
             clock=clock, owner=owner, collect=collect, arm=ticker.arm)
-        service = cls(stoker, stores, warmer, ticker)
+        service = cls(stoker, stores, warmer, ticker, credentials)
         service._register()
         service._unsubscribe = stoker.events.subscribe(warmer.on_purge)
         await service._arm_own()

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from stoker.config.settings import Settings
     from stoker.jobs.queue import JobQueue
     from stoker.schedule.store import DeadlineStore
+    from stoker.warm.credentials import CredentialStore
     from stoker.warm.pending import PendingUrls
     from stoker.warm.run import RevisitPolicy
     from stoker.warm.run_store import RunStore
@@ -67,6 +68,7 @@ class StoreViews:
     deadlines: DeadlineStore
     pending: PendingUrls
     hits: HitStatsStore
+    credentials: CredentialStore
 
 
 class WarmStores:
@@ -78,7 +80,7 @@ class WarmStores:
                  close: Callable[[], Awaitable[None]]) -> None:
         stores = views(database)
         self.queue, self.runs, self.deadlines = stores.queue, stores.runs, stores.deadlines
-        self.pending, self.hits = stores.pending, stores.hits
+        self.pending, self.hits, self.credentials = stores.pending, stores.hits, stores.credentials
         self._begin: Callable[[], AbstractAsyncContextManager[Any]] = begin
         self._views: Callable[[Any], StoreViews] = views
         self._close = close
@@ -100,7 +102,8 @@ class WarmStores:
 
 async def open_warm_stores(settings: Settings, clock: Clock,
                            policy: RevisitPolicy) -> WarmStores:
-    """The queue, runs, deadlines, pending URLs and hit statistics the settings point at:
+    """The queue, runs, deadlines, pending URLs, hit statistics and warm credentials the
+    settings point at:
     PostgreSQL (one pool) with ``database_url``, else SQLite at ``settings.sqlite_path``."""
     if settings.database_url:
         from stoker.backends.postgres.connection import create_pool
@@ -119,6 +122,7 @@ async def open_warm_stores(settings: Settings, clock: Clock,
 
 async def warm_stores_on_file(path: Path, clock: Clock, policy: RevisitPolicy) -> WarmStores:
     """The warm stores on the SQLite file ``path`` (created and migrated), one handle."""
+    from stoker.backends.sqlite.credentials import SqliteCredentialStore
     from stoker.backends.sqlite.database import SqliteDatabase, SqliteHandle
     from stoker.backends.sqlite.deadline_store import SqliteDeadlineStore
     from stoker.backends.sqlite.hit_stats import SqliteHitStatsStore
@@ -128,7 +132,8 @@ async def warm_stores_on_file(path: Path, clock: Clock, policy: RevisitPolicy) -
 
     def views(db: SqliteHandle) -> StoreViews:
         return StoreViews(SqliteJobQueue(db, clock), SqliteRunStore(db, policy),
-                          SqliteDeadlineStore(db), SqlitePendingUrls(db), SqliteHitStatsStore(db))
+                          SqliteDeadlineStore(db), SqlitePendingUrls(db), SqliteHitStatsStore(db),
+                          SqliteCredentialStore(db))
 
     database = await SqliteDatabase.open(path)
     handle: SqliteHandle = database
@@ -138,6 +143,7 @@ async def warm_stores_on_file(path: Path, clock: Clock, policy: RevisitPolicy) -
 async def warm_stores_on_pool(pool: asyncpg.Pool, clock: Clock,
                               policy: RevisitPolicy) -> WarmStores:
     """The warm stores on ``pool`` (migrated here), which they own from now on."""
+    from stoker.backends.postgres.credentials import PostgresCredentialStore
     from stoker.backends.postgres.database import PostgresDatabase, PostgresHandle
     from stoker.backends.postgres.deadline_store import PostgresDeadlineStore
     from stoker.backends.postgres.hit_stats import PostgresHitStatsStore
@@ -148,7 +154,7 @@ async def warm_stores_on_pool(pool: asyncpg.Pool, clock: Clock,
     def views(db: PostgresHandle) -> StoreViews:
         return StoreViews(PostgresJobQueue(db, clock), PostgresRunStore(db, policy),
                           PostgresDeadlineStore(db), PostgresPendingUrls(db),
-                          PostgresHitStatsStore(db))
+                          PostgresHitStatsStore(db), PostgresCredentialStore(db))
 
     database = await PostgresDatabase.open(pool)
     handle: PostgresHandle = database

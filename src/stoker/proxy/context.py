@@ -24,6 +24,9 @@ class RequestContext:
     scope: Mapping[str, Any] | None = None
     """The client's ASGI scope, when the request came through ASGI (a wrapped app, as
     :class:`~stoker.app.middleware.CacheMiddleware`'s origin, is called with it)."""
+    origin_headers: tuple[tuple[bytes, bytes], ...] = ()
+    """Headers every origin request made for it carries besides its own: a warm visit's
+    credentials (never a visitor's request)."""
     origin_waits: list[float] = field(default_factory=list)
     """Seconds each origin request made for it waited for its answer, in order."""
 
@@ -38,6 +41,8 @@ class RequestContext:
         return sum(self.origin_waits)
 
 
-def warm_context(allowance: int) -> RequestContext:
-    """The context of one warm visit, at most ``allowance`` (at least one) at once."""
-    return RequestContext(warm_allowance=max(1, allowance))
+def warm_context(allowance: int,
+                 origin_headers: tuple[tuple[bytes, bytes], ...] = ()) -> RequestContext:
+    """The context of one warm visit, at most ``allowance`` (at least one) at once, its
+    origin requests carrying ``origin_headers``."""
+    return RequestContext(warm_allowance=max(1, allowance), origin_headers=origin_headers)

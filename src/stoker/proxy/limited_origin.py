@@ -7,6 +7,8 @@ requests of this process in flight; a failed request gives its slot back at
 once.  A request made for a warm visit (its
 :class:`~stoker.proxy.context.RequestContext` has a ``warm_allowance``) takes a warm slot
 under that allowance; every other request is a visitor's and takes a visitor slot.
+A warm visit's request also carries the context's ``origin_headers`` (the warm
+credentials, :mod:`stoker.warm.credentials`); a visitor's context has none.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from contextlib import AsyncExitStack
 from stoker.proxy.context import RequestContext
 from stoker.proxy.origin import Body, Headers, OriginClient, OriginResponse
 from stoker.proxy.origin_slots import OriginLimiter
+from stoker.warm.credentials import with_origin_headers
 
 
 class LimitedOrigin:
@@ -31,6 +34,8 @@ class LimitedOrigin:
         allowance = context.warm_allowance if context is not None else None
         await slot.enter_async_context(
             self.limiter.visitor() if allowance is None else self.limiter.warm(allowance))
+        if context is not None and context.origin_headers:
+            headers = with_origin_headers(headers, context.origin_headers)
         try:
             response = await self._origin.fetch(method, target, headers, body, context)
         except BaseException:

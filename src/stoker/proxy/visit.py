@@ -3,7 +3,8 @@ and discovery's fetches from the origin (:class:`OriginFetch`).
 
 Invariants: a visit is a plain GET built from the absolute URL — its scheme
 and Host are the site's, so it fills exactly the entry visitors read — with
-only the headers the warmer gives (never a visitor's cookies); it is answered by the
+only the headers the warmer gives (never a visitor's cookies), its origin requests
+carrying the warm credentials (:mod:`stoker.warm.credentials`) besides; it is answered by the
 request core (:meth:`Pipeline.serve`) as a warm visit (its context has a warm allowance),
 so the pipeline refreshes a stale entry synchronously (a conditional request) instead of
 serving it stale, and leaves the visit out of the hit statistics; the visit is judged on
@@ -24,6 +25,7 @@ from stoker.proxy.origin import OriginClient
 from stoker.proxy.pipeline import Pipeline
 from stoker.proxy.request import RequestInfo
 from stoker.proxy.request_body import no_body
+from stoker.warm.credentials import CredentialBook, Header
 from stoker.warm.discovery import Fetched
 from stoker.warm.visits import VisitResult, judge
 
@@ -31,15 +33,18 @@ from stoker.warm.visits import VisitResult, judge
 class PipelineVisitor:
     """Visits URLs through one :class:`Pipeline`."""
 
-    def __init__(self, pipeline: Pipeline, clock: Clock, *, stopgap_header: bytes) -> None:
+    def __init__(self, pipeline: Pipeline, clock: Clock, *, stopgap_header: bytes,
+                 credentials: CredentialBook | None = None) -> None:
         self._pipeline = pipeline
         self._clock = clock
         self._stopgap_header = stopgap_header
+        self._credentials = credentials
 
     async def visit(self, url: str, headers: Sequence[tuple[bytes, bytes]], *,
                     allowance: int) -> VisitResult:
         """GET ``url`` through the cache, as a warm visit at the origin; judge it."""
-        request = visit_request(url, headers, warm_context(allowance))
+        request = visit_request(url, headers, warm_context(
+            allowance, await credential_headers(self._credentials)))
         started = self._clock.monotonic()
         reply = await self._pipeline.serve(request, no_body())
         try:
@@ -78,10 +83,11 @@ class OriginFetch:
     home page straight from the origin (not through the cache), as the site's Host."""
 
     def __init__(self, origin: OriginClient, *, origin_host: str | None,
-                 user_agent: bytes) -> None:
+                 user_agent: bytes, credentials: CredentialBook | None = None) -> None:
         self._origin = origin
         self._origin_host = origin_host
         self._user_agent = user_agent
+        self._credentials = credentials
 
     async def fetch(self, url: str) -> Fetched:
         parts = urlsplit(url)
@@ -90,5 +96,11 @@ class OriginFetch:
         headers = [(b"host", host.encode("latin-1")), (b"user-agent", self._user_agent),
                    (b"accept-encoding", b"gzip"),
                    (b"x-forwarded-proto", parts.scheme.encode("latin-1"))]
-        response = await self._origin.fetch("GET", target, headers, None, warm_context(1))
+        response = await self._origin.fetch("GET", target, headers, None, warm_context(
+            1, await credential_headers(self._credentials)))
         return Fetched(response.status, response.headers, response.chunks, response.close)
+
+
+async def credential_headers(book: CredentialBook | None) -> tuple[Header, ...]:
+    """The warm credentials' headers now (none without a book)."""
+    return () if book is None else await book.headers()

@@ -24,7 +24,7 @@ import asyncpg
 
 from stoker.backends.postgres.connection import migrate
 
-COMPONENTS: Final = ("jobs", "runs", "deadlines", "pending", "hits")
+COMPONENTS: Final = ("jobs", "runs", "deadlines", "pending", "hits", "credentials")
 """Every component of the warm stores, in the order their migrations are applied."""
 
 

@@ -30,7 +30,7 @@ from stoker.backends.sqlite.connection import SqliteThread
 
 T = TypeVar("T")
 
-COMPONENTS: Final = ("jobs", "runs", "deadlines", "pending", "hits")
+COMPONENTS: Final = ("jobs", "runs", "deadlines", "pending", "hits", "credentials")
 """Every component of the warm stores, in the order their migrations are applied."""
 
 

@@ -21,6 +21,7 @@ from stoker.config.settings.values import (
     boolean,
     cache_name,
     choice,
+    credential_names,
     networks,
     optional,
     origin_slots,
@@ -377,6 +378,17 @@ class Settings:
             "(JSON in the variable); a variant without `user-agent` sends "
             "`stoker-warmer/<version>`",
         default_doc="a typical browser")
+    warm_credentials: tuple[str, ...] = setting(
+        (), credential_names,
+        "Names of the headers and cookies the warmer may send the origin, set through the "
+        "admin API (e.g. header:x-bypass-maintenance, cookie:age_ok)",
+        doc="The headers and cookies the warmer may send the origin (`header:NAME`, "
+            "`cookie:NAME`), e.g. a header that lets it past a maintenance page; their values "
+            "are set at run time (`PUT /api/warm/credentials/NAME`), write-only, kept in the "
+            "database and never logged. Sent on warm visits and the warmer's sitemap "
+            "fetches only, never on a visitor's request; the answer is stored for visitors "
+            "as any other, so a credential must not make the origin personalise the page",
+        default_doc="— (none)")
     rewarm_delay: float = setting(
         60.0, seconds,
         "Re-warm purged URLs this long after the last purge",

@@ -144,6 +144,35 @@ def variants(value: Any) -> tuple[tuple[tuple[str, str], ...], ...]:
                  for table in value)
 
 
+CREDENTIAL_KINDS = ("header", "cookie")
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_NOT_CREDENTIALS = frozenset({
+    "host", "cookie", "authorization", "proxy-authorization", "content-length",
+    "transfer-encoding", "connection", "keep-alive", "te", "trailer", "upgrade",
+    "proxy-connection", "expect", "if-none-match", "if-modified-since", "range"})
+"""Headers a warm credential may not be: the request's framing, its target, the
+revalidation the pipeline makes, and ``Authorization`` (a shared cache stores no answer
+to it, RFC 9111 §3.5) and ``Cookie`` (a ``cookie:`` credential is one cookie in it)."""
+
+
+def credential_names(value: Any) -> tuple[str, ...]:
+    """``kind:name`` items (``header:x-bypass-maintenance``, ``cookie:age_ok``); header
+    names lower-cased, cookie names kept as written."""
+    found = []
+    for item in str_list(value):
+        kind, sep, name = item.partition(":")
+        kind = kind.strip().lower()
+        name = name.strip()
+        if not sep or kind not in CREDENTIAL_KINDS or not _TOKEN.fullmatch(name):
+            raise ValueError(f"{item!r}: expected header:NAME or cookie:NAME (NAME an HTTP "
+                             "token, e.g. header:x-bypass-maintenance)")
+        if kind == "header" and name.lower() in _NOT_CREDENTIALS:
+            raise ValueError(f"{item!r}: {name} cannot be a warm credential"
+                             + (" (use cookie:NAME)" if name.lower() == "cookie" else ""))
+        found.append(f"{kind}:{name.lower() if kind == 'header' else name}")
+    return tuple(dict.fromkeys(found))
+
+
 def positive_int(value: Any) -> int:
     if isinstance(value, bool) or not str(value).strip().isdigit() or int(value) < 1:
         raise ValueError(f"expected a whole number of at least 1, got {value!r}")

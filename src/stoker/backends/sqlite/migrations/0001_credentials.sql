@@ -1,0 +1,7 @@
+-- Warm credentials (stoker.warm.credentials): a value per allowed name, write-only.
+CREATE TABLE warm_credentials (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    set_at REAL NOT NULL
+);
