@@ -21,6 +21,7 @@ from stoker.admin import health, metrics
 from stoker.admin.api import api_routes
 from stoker.admin.audit import RefusalAudit
 from stoker.admin.guard import AdminGuard
+from stoker.admin.jobs_api import jobs_routes
 from stoker.admin.warm_api import run_json, warm_routes
 from stoker.asgi import ASGIApp
 from stoker.cache.purge_bus import Member
@@ -101,6 +102,6 @@ def build_admin_app(stoker: Stoker, warm: WarmService | None = None) -> ASGIApp:
 
     app = Starlette(routes=[Route("/healthz", alive), Route("/readyz", ready),
                             Route("/metrics", scrape), Route("/api/status", status),
-                            *api_routes(stoker), *warm_routes(warm)])
+                            *api_routes(stoker), *warm_routes(warm), *jobs_routes(warm)])
     return AdminGuard(app, token=stoker.settings.admin_token,
                       refusals=RefusalAudit(stoker.audit, stoker.clock))
