@@ -72,6 +72,19 @@ async def test_every_member_appends_to_one_log(members: Members, clock: FakeCloc
         assert [row["count"] for row in await reader.recent()] == [3, 2, 1]
 
 
+async def test_a_read_keeps_one_action_and_pages_back_by_id(audit: AuditTrail) -> None:
+    for n in range(6):
+        await audit.record(actor="token:x", action="purge" if n % 2 else "warm",
+                           target={}, count=n, outcome="ok")
+    purges = await audit.recent(action="purge")
+    assert [row["count"] for row in purges] == [5, 3, 1]
+    older = await audit.recent(2, before=purges[0]["id"])
+    assert [row["count"] for row in older] == [4, 3]
+    assert [row["count"] for row in await audit.recent(action="purge", before=older[1]["id"])
+            ] == [1]
+    assert await audit.recent(action="nothing") == []
+
+
 async def test_a_read_returns_at_least_one_and_at_most_max_limit(audit: AuditTrail) -> None:
     for n in range(MAX_LIMIT + 1):
         await record(audit, n)

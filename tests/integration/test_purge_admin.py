@@ -189,8 +189,9 @@ class FailingAudit:
                      count: int | None, outcome: str) -> None:
         raise OSError("injected fault: disk full")
 
-    async def recent(self, limit: int = 100) -> list[dict[str, Any]]:
-        return await self.inner.recent(limit)
+    async def recent(self, limit: int = 100, *, action: str | None = None,
+                     before: int | None = None) -> list[dict[str, Any]]:
+        return await self.inner.recent(limit, action=action, before=before)
 
     async def close(self) -> None:
         await self.inner.close()

@@ -7,7 +7,8 @@ Routes (behind :class:`~stoker.admin.guard.AdminGuard`):
   ``purge_ack_timeout`` (in force here, kept, relayed to the others once the bus answers;
   ``unconfirmed`` is then ``["*"]``, every other member).
 - ``GET /api/entry?url=…`` → what the cache holds for a URL, per variant.
-- ``GET /api/audit?limit=…`` → the newest audit records.
+- ``GET /api/audit?limit=…&action=…&before=…`` → the newest audit records (of one action;
+  older than record ``before``, to page).
 
 Invariants: a request that fails validation is answered 400 with the
 offending ``field`` named and purges nothing; every purge attempt is audited
@@ -141,10 +142,15 @@ def api_routes(stoker: Stoker) -> list[Route]:
         return JSONResponse({"now": now, "version": stoker.pipeline.version, "keys": found})
 
     async def audit(request: Request) -> Response:
-        raw = request.query_params.get("limit", "100")
+        params = request.query_params
+        raw, before = params.get("limit", "100"), params.get("before")
         if not raw.isdigit() or not 1 <= int(raw) <= 1000:
             return error_response(400, "limit", "limit: expected a whole number from 1 to 1000")
-        return JSONResponse({"records": await stoker.audit.recent(int(raw))})
+        if before is not None and not before.isdigit():
+            return error_response(400, "before", "before: expected a record id")
+        return JSONResponse({"records": await stoker.audit.recent(
+            int(raw), action=params.get("action") or None,
+            before=int(before) if before is not None else None)})
 
     return [Route("/api/purge", purge, methods=["POST"]),
             Route("/api/entry", entry, methods=["GET"]),

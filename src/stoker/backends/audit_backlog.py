@@ -48,7 +48,8 @@ class AuditStore(Protocol):
 
     async def append(self, values: Row) -> None: ...
 
-    async def recent(self, limit: int = 100) -> list[dict[str, Any]]: ...
+    async def recent(self, limit: int = 100, *, action: str | None = None,
+                     before: int | None = None) -> list[dict[str, Any]]: ...
 
     async def close(self) -> None: ...
 
@@ -83,9 +84,10 @@ class KeptAudit:
                             "written once it answers", type(error).__name__, error)
         self._keep(values)
 
-    async def recent(self, limit: int = 100) -> list[dict[str, Any]]:
-        """The store's newest ``limit`` records (those kept are not among them yet)."""
-        return await self._store.recent(limit)
+    async def recent(self, limit: int = 100, *, action: str | None = None,
+                     before: int | None = None) -> list[dict[str, Any]]:
+        """The store's newest records (those kept are not among them yet)."""
+        return await self._store.recent(limit, action=action, before=before)
 
     async def close(self) -> None:
         """Try what is kept once more, say what was never written, close the store."""

@@ -60,7 +60,8 @@ class AuditTrail(Auditor, Protocol):
     """An :class:`Auditor` that can be read back and closed: what a running Stoker
     holds (``stoker.backends.sqlite.audit_store.SqliteAuditStore``)."""
 
-    async def recent(self, limit: int = 100) -> list[dict[str, Any]]: ...
+    async def recent(self, limit: int = 100, *, action: str | None = None,
+                     before: int | None = None) -> list[dict[str, Any]]: ...
 
     async def close(self) -> None: ...
 

@@ -31,8 +31,9 @@ class Switched:
             raise ConnectionRefusedError("the audit database is down")
         await self.store.append(values)
 
-    async def recent(self, limit: int = 100) -> list[dict[str, Any]]:
-        return await self.store.recent(limit)
+    async def recent(self, limit: int = 100, *, action: str | None = None,
+                     before: int | None = None) -> list[dict[str, Any]]:
+        return await self.store.recent(limit, action=action, before=before)
 
     async def close(self) -> None:
         await self.store.close()

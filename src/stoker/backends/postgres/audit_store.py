@@ -30,7 +30,9 @@ INSERT INTO audit_log (at, actor, action, target, count, outcome)
 VALUES ($1, $2, $3, $4, $5, $6)
 """
 _RECENT: Final = """
-SELECT id, at, actor, action, target, count, outcome FROM audit_log ORDER BY id DESC LIMIT $1
+SELECT id, at, actor, action, target, count, outcome FROM audit_log
+WHERE ($1::text IS NULL OR action = $1) AND ($2::bigint IS NULL OR id < $2)
+ORDER BY id DESC LIMIT $3
 """
 
 
@@ -59,10 +61,12 @@ class PostgresAuditStore:
         """Insert one record made already (logged by whoever made it)."""
         await self._pool.execute(_INSERT, *values)
 
-    async def recent(self, limit: int = 100) -> list[dict[str, Any]]:
+    async def recent(self, limit: int = 100, *, action: str | None = None,
+                     before: int | None = None) -> list[dict[str, Any]]:
         """The newest ``limit`` records (at least one, at most
-        :data:`~stoker.backends.audit_records.MAX_LIMIT`), newest first."""
-        rows = await self._pool.fetch(_RECENT, audit_records.capped(limit))
+        :data:`~stoker.backends.audit_records.MAX_LIMIT`), newest first; only ``action``'s,
+        only those older than record ``before``, when given."""
+        rows = await self._pool.fetch(_RECENT, action, before, audit_records.capped(limit))
         return [audit_records.record(row) for row in rows]
 
     async def close(self) -> None:

@@ -12,5 +12,6 @@ INSERT_RECORD: Final = """
 INSERT INTO audit_log (at, actor, action, target, count, outcome) VALUES (?, ?, ?, ?, ?, ?)
 """
 SELECT_RECENT: Final = """
-SELECT id, at, actor, action, target, count, outcome FROM audit_log ORDER BY id DESC LIMIT ?
+SELECT id, at, actor, action, target, count, outcome FROM audit_log
+WHERE (?1 IS NULL OR action = ?1) AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3
 """

@@ -54,12 +54,14 @@ class SqliteAuditStore:
         """Insert one record made already (logged by whoever made it)."""
         await self._db.run(lambda conn: conn.execute(audit_sql.INSERT_RECORD, values))
 
-    async def recent(self, limit: int = 100) -> list[dict[str, Any]]:
+    async def recent(self, limit: int = 100, *, action: str | None = None,
+                     before: int | None = None) -> list[dict[str, Any]]:
         """The newest ``limit`` records (at least one, at most
-        :data:`~stoker.backends.audit_records.MAX_LIMIT`), newest first."""
+        :data:`~stoker.backends.audit_records.MAX_LIMIT`), newest first; only ``action``'s,
+        only those older than record ``before``, when given."""
         capped = audit_records.capped(limit)
-        rows = await self._db.run(
-            lambda conn: conn.execute(audit_sql.SELECT_RECENT, (capped,)).fetchall())
+        rows = await self._db.run(lambda conn: conn.execute(
+            audit_sql.SELECT_RECENT, (action, before, capped)).fetchall())
         return [audit_records.record(row) for row in rows]
 
     async def close(self) -> None:
