@@ -37,6 +37,9 @@ async def test_warm_counts_separate_warmed_not_stored_and_failed(
             assert started.status_code == 202, started.text
             run = await warm.wait_run(started.json()["run"]["id"])
             shown = (await warm.admin.get(f"/api/warm/{run.id}")).json()
+            mapped = (await warm.admin.get(f"/api/warm/{run.id}/map")).json()
+            one = (await warm.admin.get(f"/api/warm/{run.id}/map", params={"limit": 1})).json()
+            no_run = await warm.admin.get("/api/warm/999/map")
             cookie_page = await warm.proxy.get("/cookie")
             code, out = await warm_cli(warm.admin_url, "--wait", *(
                 arg for url in URLS for arg in ("--url", url)))
@@ -45,6 +48,9 @@ async def test_warm_counts_separate_warmed_not_stored_and_failed(
     assert shown["counts"]["not_stored"] == 1 and shown["counts"]["settled"] == 3
     assert shown["not_stored_reasons"] == {"set-cookie": 1}
     assert shown["failed_urls"] == [f"{SITE}/broken"]
+    assert mapped["states"] == {"warmed": [f"{SITE}/ok"], "not_stored": [f"{SITE}/cookie"],
+                                "failed": [f"{SITE}/broken"]} and not mapped["truncated"]
+    assert one["states"] == mapped["states"] and no_run.status_code == 404
     assert "3 URLs, 1 warmed, 0 not modified, 1 not stored (set-cookie: 1), 1 failed" \
         in caplog.text
     # not stored indeed: the visitor after the run missed, and the origin was asked again

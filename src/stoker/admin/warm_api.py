@@ -8,6 +8,10 @@ Routes (behind :class:`~stoker.admin.guard.AdminGuard`):
 - ``GET /api/warm`` → the active run and the recent ones.
 - ``GET /api/warm/{id}`` → one run, with up to 100 of its failed URLs and why its
   ``not_stored`` pages were not stored (``not_stored_reasons``: reason → URLs, most first).
+- ``GET /api/warm/{id}/map?limit=…`` → the run's URLs by state (``queued``, ``warmed``,
+  ``not_modified``, ``not_stored``, ``failed``, ``gave_up``, ...), at most ``limit`` (default
+  and most :data:`MAP_MOST`) per state, ``truncated`` when a state had more: the
+  dashboard's map of the run.
 - ``GET /api/warm/credentials`` → every name ``warm_credentials`` allows, whether it is
   set, and when and its fingerprint if so; never a value.
 - ``PUT /api/warm/credentials/{name}`` ``{"value": "…"}`` → 200 with its fingerprint;
@@ -32,7 +36,7 @@ from starlette.routing import Route
 
 from stoker.admin.api import MAX_BODY, actor_of, error_response, parse_json, read_limited
 from stoker.proxy.purge import record_safely
-from stoker.warm.run import Run
+from stoker.warm.run import URL_STATES, Run
 from stoker.warm.urls import SiteOrigins, normalise, origin_of
 from stoker.warm.warmer import WarmBusy
 
@@ -41,6 +45,7 @@ if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
 
 MAX_URLS: Final = 50_000
 FAILED_SHOWN: Final = 100
+MAP_MOST: Final = 10_000
 
 
 def run_json(run: Run) -> dict[str, Any]:
@@ -148,6 +153,22 @@ def warm_routes(service: WarmService | None) -> list[Route]:
         return JSONResponse({**run_json(run), "failed_urls": failed,
                              "not_stored_reasons": reasons})
 
+    async def url_map(request: Request) -> Response:
+        if service is None:
+            return unavailable()
+        raw, limit = request.path_params["run_id"], request.query_params.get("limit", "")
+        if limit and not (limit.isdigit() and 1 <= int(limit) <= MAP_MOST):
+            return error_response(400, "limit", f"limit: 1 to {MAP_MOST} URLs per state")
+        run = await service.stores.runs.get(int(raw)) if str(raw).isdigit() else None
+        if run is None:
+            return error_response(404, "id", f"no warm run {raw}")
+        most = int(limit) if limit else MAP_MOST
+        states = {state: await service.stores.runs.urls(run.id, state, most + 1)
+                  for state in URL_STATES}
+        return JSONResponse({
+            "run": run_json(run), "truncated": any(len(urls) > most for urls in states.values()),
+            "states": {state: urls[:most] for state, urls in states.items() if urls}})
+
     async def credentials(request: Request) -> Response:
         if service is None:
             return unavailable()
@@ -198,4 +219,5 @@ def warm_routes(service: WarmService | None) -> list[Route]:
             Route("/api/warm/credentials/{name}", credential, methods=["PUT", "DELETE"]),
             Route("/api/warm", start, methods=["POST"]),
             Route("/api/warm", runs, methods=["GET"]),
-            Route("/api/warm/{run_id}", one, methods=["GET"])]
+            Route("/api/warm/{run_id}", one, methods=["GET"]),
+            Route("/api/warm/{run_id}/map", url_map, methods=["GET"])]
