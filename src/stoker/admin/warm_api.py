@@ -8,6 +8,8 @@ Routes (behind :class:`~stoker.admin.guard.AdminGuard`):
 - ``GET /api/warm`` → the active run and the recent ones.
 - ``GET /api/warm/{id}`` → one run, with up to 100 of its failed URLs and why its
   ``not_stored`` pages were not stored (``not_stored_reasons``: reason → URLs, most first).
+- ``POST /api/warm/{id}/cancel`` → 200 with the run, ended ``cancelled`` (its queued
+  visits do nothing); 404 for no such run, 409 for one that had ended.  Audited.
 - ``GET /api/warm/{id}/map?limit=…`` → the run's URLs by state (``queued``, ``warmed``,
   ``not_modified``, ``not_stored``, ``failed``, ``gave_up``, ...), at most ``limit`` (default
   and most :data:`MAP_MOST`) per state, ``truncated`` when a state had more: the
@@ -153,6 +155,24 @@ def warm_routes(service: WarmService | None) -> list[Route]:
         return JSONResponse({**run_json(run), "failed_urls": failed,
                              "not_stored_reasons": reasons})
 
+    async def cancel(request: Request) -> Response:
+        if service is None:
+            return unavailable()
+        raw = request.path_params["run_id"]
+        run = await service.stores.runs.get(int(raw)) if str(raw).isdigit() else None
+        if run is None:
+            return error_response(404, "id", f"no warm run {raw}")
+        cancelled = await service.warmer.cancel(run.id)
+        await record_safely(service.stoker.audit, actor=actor_of(request), action="warm-cancel",
+                            target={"run": run.id}, count=None,
+                            outcome="ok" if cancelled else "ended")
+        if cancelled is None:
+            ended = await service.stores.runs.get(run.id)
+            return JSONResponse({"error": f"id: warm run {run.id} had ended "
+                                 f"({ended.phase if ended else run.phase})", "field": "id"},
+                                status_code=409)
+        return JSONResponse(run_json(cancelled))
+
     async def url_map(request: Request) -> Response:
         if service is None:
             return unavailable()
@@ -220,4 +240,5 @@ def warm_routes(service: WarmService | None) -> list[Route]:
             Route("/api/warm", start, methods=["POST"]),
             Route("/api/warm", runs, methods=["GET"]),
             Route("/api/warm/{run_id}", one, methods=["GET"]),
-            Route("/api/warm/{run_id}/map", url_map, methods=["GET"])]
+            Route("/api/warm/{run_id}/map", url_map, methods=["GET"]),
+            Route("/api/warm/{run_id}/cancel", cancel, methods=["POST"])]

@@ -149,6 +149,15 @@ class Warmer:
         async with self.stores.transaction() as tx:
             return await self._start(tx, reason, urls, replace=replace)
 
+    async def cancel(self, run_id: int) -> Run | None:
+        """End active run ``run_id`` as ``cancelled`` (its queued visits then do nothing);
+        None when there is no such run or it had ended."""
+        cancelled = await self.stores.runs.cancel(run_id, self.clock.now())
+        if cancelled is not None:
+            log.info("warm run %d cancelled: %d of %d URLs settled", run_id,
+                     cancelled.counts.settled, cancelled.counts.total)
+        return cancelled
+
     async def _start(self, tx: WarmUnit, reason: Reason, urls: Sequence[str] | None, *,
                      replace: bool) -> Created:
         """:meth:`start` inside the unit of work ``tx``."""
