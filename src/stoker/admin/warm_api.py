@@ -14,6 +14,9 @@ Routes (behind :class:`~stoker.admin.guard.AdminGuard`):
   ``not_modified``, ``not_stored``, ``failed``, ``gave_up``, ...), at most ``limit`` (default
   and most :data:`MAP_MOST`) per state, ``truncated`` when a state had more: the
   dashboard's map of the run.
+- ``GET /api/schedule`` → every persisted deadline (re-warm, daily refresh, statistics
+  flush, job reaping, L2 eviction): when it is due (``null``: not armed), when its last run
+  ended and its error if it failed, its attempts, and who holds it while it runs.
 - ``GET /api/warm/credentials`` → every name ``warm_credentials`` allows, whether it is
   set, and when and its fingerprint if so; never a value.
 - ``PUT /api/warm/credentials/{name}`` ``{"value": "…"}`` → 200 with its fingerprint;
@@ -189,6 +192,15 @@ def warm_routes(service: WarmService | None) -> list[Route]:
             "run": run_json(run), "truncated": any(len(urls) > most for urls in states.values()),
             "states": {state: urls[:most] for state, urls in states.items() if urls}})
 
+    async def schedule(_: Request) -> Response:
+        if service is None:
+            return unavailable()
+        return JSONResponse({"deadlines": [
+            {"name": d.name, "due_at": d.due_at, "first_armed_at": d.first_armed_at,
+             "completed_at": d.completed_at, "last_error": d.last_error,
+             "attempts": d.attempts, "owner": d.owner, "claimed_until": d.claimed_until}
+            for d in await service.ticker.status()]})
+
     async def credentials(request: Request) -> Response:
         if service is None:
             return unavailable()
@@ -235,7 +247,8 @@ def warm_routes(service: WarmService | None) -> list[Route]:
         await record({"fingerprint": mark}, "ok")
         return JSONResponse({"name": name, "fingerprint": mark})
 
-    return [Route("/api/warm/credentials", credentials, methods=["GET"]),
+    return [Route("/api/schedule", schedule, methods=["GET"]),
+            Route("/api/warm/credentials", credentials, methods=["GET"]),
             Route("/api/warm/credentials/{name}", credential, methods=["PUT", "DELETE"]),
             Route("/api/warm", start, methods=["POST"]),
             Route("/api/warm", runs, methods=["GET"]),
