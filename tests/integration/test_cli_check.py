@@ -22,8 +22,9 @@ from tests.integration.warm_site import stoker_env
 from tests.job_backends import PG_URL, pg_schema, schema_url
 
 UNREACHABLE = "http://127.0.0.1:1"
+REDIS_URL = "redis://127.0.0.1:6379/13"  # a database of this module's own
 SUBJECTS = ("configuration", "origin", "data_dir", "cache tier", "job queue", "audit log",
-            "purge bus", "listen", "admin_listen")
+            "purge bus", "notifier", "listen", "admin_listen")
 
 
 def check(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -136,7 +137,22 @@ def test_an_unreachable_database_url_fails_naming_its_host_not_its_password(
     for subject in ("job queue", "audit log", "purge bus"):
         assert lines(result)[subject].startswith(
             f"FAIL {subject} postgresql://stoker@127.0.0.1:1/x: cannot connect to PostgreSQL")
+    assert lines(result)["notifier"].startswith(  # auto: LISTEN/NOTIFY on database_url
+        "FAIL notifier LISTEN/NOTIFY postgresql://stoker@127.0.0.1:1/x: ")
     assert "s3cret" not in result.stdout + result.stderr
+
+
+def test_a_notifier_on_redis_subscribes_or_names_the_server(tmp_path: Path) -> None:
+    with pg_schema(migrated=False) as schema:
+        env = {"STOKER_DATABASE_URL": schema_url(schema), "STOKER_L2_URL": REDIS_URL}
+        up = check("--origin", UNREACHABLE, "--data-dir", str(tmp_path / "data"), *listeners(),
+                   cwd=tmp_path, **env)
+        down = check("--origin", UNREACHABLE, "--data-dir", str(tmp_path / "data"),
+                     *listeners(), cwd=tmp_path,
+                     **{**env, "STOKER_NOTIFIER": "redis", "STOKER_L2_URL": "redis://127.0.0.1:1/0"})
+    assert lines(up)["notifier"] == f"ok notifier Redis pub/sub {REDIS_URL}: subscribed"
+    assert lines(down)["notifier"].startswith("FAIL notifier Redis pub/sub redis://127.0.0.1:1/0: "
+                                              "cannot subscribe")
 
 
 def test_migrate_opens_every_store_once_and_says_so(tmp_path: Path) -> None:

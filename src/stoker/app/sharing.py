@@ -29,6 +29,7 @@ from stoker.backends.sqlite.purge_bus import SqlitePurgeBus
 from stoker.cache.fetch_leases import FetchLeases
 from stoker.cache.notifier import LocalNotifier, Notifier
 from stoker.cache.purge_bus import PurgeBus
+from stoker.clock import Clock
 from stoker.config.settings import Settings
 from stoker.proxy.shared_flights import SharedFlights
 
@@ -77,14 +78,19 @@ def notifier_kind(settings: Settings) -> Literal["local", "postgres", "redis"]:
 
 async def open_notifier(stoker: Stoker) -> Notifier:
     """The notifier :func:`notifier_kind` names for ``stoker``, subscribed."""
-    settings, clock = stoker.settings, stoker.clock
+    return await notifier_for(stoker.settings, stoker.clock, stoker.pool)
+
+
+async def notifier_for(settings: Settings, clock: Clock, pool: Any) -> Notifier:
+    """The notifier :func:`notifier_kind` names for ``settings``, subscribed (``pool``: the
+    asyncpg pool on ``database_url``, which a PostgreSQL notifier pokes through)."""
     kind = notifier_kind(settings)
     if kind == "redis":
         assert settings.l2_url is not None  # the settings' check
         return await redis_notifier.open_notifier(settings.l2_url, clock)
     if kind == "postgres":
-        assert settings.database_url is not None and stoker.pool is not None
-        return await postgres_notifier.open_notifier(settings.database_url, stoker.pool, clock)
+        assert settings.database_url is not None and pool is not None
+        return await postgres_notifier.open_notifier(settings.database_url, pool, clock)
     return LocalNotifier(clock)
 
 

@@ -163,6 +163,7 @@ def checks_for(settings: Settings, config_file: Path | None) -> list[Check]:
               partial(configuration, settings)),
         Check("origin", require_origin(settings), partial(origin_answers, settings)),
         *store_checks(settings),
+        *notifier_checks(settings),
     ]
     if settings.tls_cert is not None:
         checks.append(Check("tls_cert, tls_key", f"{settings.tls_cert}, {settings.tls_key}",
@@ -306,6 +307,37 @@ async def purge_bus_opens(settings: Settings) -> str:
     if pool is not None:
         await pool.close()
     return "opened and migrated"
+
+
+def notifier_checks(settings: Settings) -> list[Check]:
+    """Subscribing the notifier, when ``settings`` choose one that crosses processes
+    (Redis pub/sub or PostgreSQL LISTEN/NOTIFY; in one process there is nothing to try)."""
+    from stoker.app.sharing import notifier_kind
+
+    kind = notifier_kind(settings)
+    if kind == "local":
+        return []
+    where = (f"Redis pub/sub {place(settings.l2_url, settings.cache_path)}" if kind == "redis"
+             else f"LISTEN/NOTIFY {place(settings.database_url, settings.cache_path)}")
+    return [Check("notifier", where, partial(notifier_subscribes, settings))]
+
+
+async def notifier_subscribes(settings: Settings) -> str:
+    """The notifier subscribes to its channel, as a serving process subscribes."""
+    from stoker.app.sharing import notifier_for, notifier_kind
+    from stoker.backends.postgres.connection import create_pool
+
+    pool = None
+    if notifier_kind(settings) == "postgres":
+        assert settings.database_url is not None
+        pool = await create_pool(settings.database_url, min_size=1, max_size=1)
+    try:
+        notifier = await notifier_for(settings, SystemClock(), pool)
+        await notifier.close()
+    finally:
+        if pool is not None:
+            await pool.close()
+    return "subscribed"
 
 
 async def tls_files_readable(settings: Settings) -> str:
