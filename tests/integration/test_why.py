@@ -12,8 +12,10 @@ from typing import Any
 import httpx
 from tests.integration.admin_harness import CACHEABLE, TOKEN, purging
 from tests.integration.conftest import Origin, Proxy
+from tests.integration.serve_process import Serve, eventually_two
 from tests.integration.warm_site import stoker_env
 
+from stoker.app.purge_relay import HEARTBEAT
 from stoker.config.rules import parse_rules
 
 PIPE = asyncio.subprocess.PIPE
@@ -166,3 +168,40 @@ async def test_stoker_why_prints_the_report_as_a_table_and_as_json(
         f"{proxy.url}/cart: not cached: the response sets a cookie (set-cookie)",
         "  last not cached: status 200; PHPSESSID; seen by this process"]
     assert refused[0] == 1 and "--admin-token" in refused[2]
+
+
+async def test_a_revalidation_that_may_not_be_stored_is_counted(
+        origin: Origin, tmp_path: Path) -> None:
+    origin.app.set("/r", headers=[("cache-control", "max-age=0"), ("etag", '"v1"')])
+    async with purging(origin.url, tmp_path / "d") as (proxy, admin):
+        await proxy.client.get("/r")  # stored, to be revalidated
+        origin.app.set("/r", headers=[("cache-control", "no-store"), ("etag", '"v1"')],
+                       not_modified_etag='"v1"')
+        await proxy.client.get("/r")  # 304, now no-store: the entry goes
+        report = (await admin.client.get("/api/why")).json()
+        entry = (await admin.client.get("/api/entry", params={"url": f"{proxy.url}/r"})).json()
+    assert by_reason(report)["no-store"]["urls"] == [
+        {"url": f"{proxy.url}/r", "count": 1, "error": 0}]
+    assert entry["keys"][0]["variants"] == []
+
+
+async def test_with_two_processes_the_report_counts_both(origin: Origin, tmp_path: Path) -> None:
+    origin.app.set("/blog/p", body=b"no lifetime")
+    serve = Serve(origin, tmp_path, "--processes", "2", "--admin-token", TOKEN)
+    serve.config.write_text('warm_on_start = "never"\n')
+    async with serve:
+        await eventually_two(serve)
+        await asyncio.sleep(0.3)  # both listening
+        for _ in range(20):  # a connection each: the kernel spreads them over both
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{serve.port}") as client:
+                await client.get("/blog/p")
+        await asyncio.sleep(HEARTBEAT + 0.5)  # each process has told the bus its figures
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{serve.admin_port}",
+                                     headers={"authorization": f"Bearer {TOKEN}"}) as admin:
+            report = (await admin.get("/api/why")).json()
+    assert len(report["processes"]) == 2
+    assert report["requests"] == 20
+    fresh = by_reason(report)["no-freshness"]
+    assert fresh["count"] == 20
+    assert fresh["urls"] == [{"url": f"http://127.0.0.1:{serve.port}/blog/p", "count": 20,
+                              "error": 0}]

@@ -81,7 +81,10 @@ def advise(found: Mapping[str, Any], site: Site) -> list[Advice]:
     if reason == "no-freshness":
         return _no_freshness(count, found.get("sections") or [], site.rules)
     if reason == "cookie":
-        return [_cookie(name, seen, site.requests) for name, seen in _ranked(details)]
+        return [_cookie(name, seen, site.requests) for name, seen in _ranked(details)] or [
+            Advice(CHANGE, f"{_requests(count)} carried cookies the origin did not say are "
+                   "shareable: those that never change a page go in `strip_cookies` or "
+                   "`ignore_cookies`")]
     if reason == "status":
         return [_status(code, seen) for code, seen in _ranked(details)] or [
             _status("", count)]

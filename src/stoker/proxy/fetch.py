@@ -134,9 +134,10 @@ class FetchResult:
     @property
     def not_stored(self) -> str | None:
         """Why the origin's response was not stored: a pass-through's reason, or why a
-        ``304`` that answered a revalidation dropped the stored entry; None when it was
-        stored or there was no response to store (the origin failed)."""
-        if self.kind == "passed" or (self.kind == "stale" and self.status == 304):
+        ``304`` that answered a revalidation did not refresh the stored entry (its new
+        headers forbid storing it, or a purge came meanwhile); None when it was stored or
+        there was no response to store (the origin failed)."""
+        if self.kind == "passed" or (self.status == 304 and self.kind in ("stale", "unshared")):
             return self.detail
         return None
 
