@@ -205,3 +205,16 @@ async def test_with_two_processes_the_report_counts_both(origin: Origin, tmp_pat
     assert fresh["count"] == 20
     assert fresh["urls"] == [{"url": f"http://127.0.0.1:{serve.port}/blog/p", "count": 20,
                               "error": 0}]
+
+
+async def test_a_miss_that_found_only_other_variants_is_counted_by_their_vary(
+        origin: Origin, tmp_path: Path) -> None:
+    origin.app.set("/v", headers=[("cache-control", "max-age=600"), ("vary", "User-Agent")])
+    async with purging(origin.url, tmp_path / "d") as (proxy, admin):
+        for agent in ("firefox", "firefox", "chrome", "chrome", "safari"):
+            await proxy.client.get("/v", headers={"user-agent": agent})
+        report = (await admin.client.get("/api/why")).json()
+    [found] = report["reasons"]  # stored each time: vary-miss is the only reason
+    assert (found["reason"], found["count"]) == ("vary-miss", 2)  # chrome, then safari
+    assert found["details"] == [{"name": "user-agent", "count": 2}]
+    assert found["advice"][0]["kind"] == "origin"

@@ -60,6 +60,7 @@ DESCRIPTIONS: Final[Mapping[str, str]] = {
     "method": "the method is not cached (POST, PUT, …)",
     "bypass": "a rule bypasses the cache (bypass, bypass_cookies)",
     "request": "the request said Cache-Control: no-store",
+    "vary-miss": "only copies for other variants were stored (Vary)",
 }
 """What each reason means, in a few words."""
 

@@ -10,9 +10,11 @@ Invariants:
   the cache: its advice is :data:`RIGHT` (it says why not caching is right) or
   :data:`ORIGIN` (what to fix at the origin), with no ``config``.
 - Only :data:`CHANGE` advice carries ``config``: a ``stoker.toml`` fragment written
-  with the project's own keys (``[[rule]]`` ``path``/``host``/``ttl``,
-  ``strip_cookies``, ``ignore_cookies``, ``max_object_bytes``), which
-  :func:`~stoker.config.rules.parse_rules` accepts.
+  with the project's own keys — a ``[[rule]]`` table (``path``/``host``/``ttl``,
+  ``strip_cookies``, ``ignore_cookies``) that :func:`~stoker.config.rules.parse_rules`
+  accepts, the lines of such a table to add to the rule that matches the pages (the
+  first rule that matches wins, so a new rule after it would never apply), or a
+  setting (``max_object_bytes``).
 - ``no-freshness`` is grouped by section (a URL's first path segment): a section with
   at least :data:`SECTION_SHARE` of the reason's responses gets a rule for its path
   (at most :data:`SECTIONS_ADVISED`), unless those cover less than half of the
@@ -23,6 +25,7 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -81,7 +84,9 @@ def advise(found: Mapping[str, Any], site: Site) -> list[Advice]:
     if reason == "no-freshness":
         return _no_freshness(count, found.get("sections") or [], site.rules)
     if reason == "cookie":
-        return [_cookie(name, seen, site.requests) for name, seen in _ranked(details)] or [
+        rule = _first_rule(found.get("sections") or [], site.rules)
+        return [_cookie(name, seen, site.requests, rule)
+                for name, seen in _ranked(details)] or [
             Advice(CHANGE, f"{_requests(count)} carried cookies the origin did not say are "
                    "shareable: those that never change a page go in `strip_cookies` or "
                    "`ignore_cookies`")]
@@ -92,6 +97,9 @@ def advise(found: Mapping[str, Any], site: Site) -> list[Advice]:
         return [_too_large(count, site)]
     if reason == "set-cookie":
         return [_set_cookie(count, [name for name, _ in _ranked(details)])]
+    if reason == "vary-miss":
+        return [_vary_miss(name, seen) for name, seen in _ranked(details)] or [
+            _vary_miss("", count)]
     if reason == "bypass":
         return [_bypass(kind, seen) for kind, seen in _ranked(details)] or [
             _bypass("bypass = true", count)]
@@ -259,7 +267,22 @@ def _matches(name: str, globs: Sequence[str]) -> bool:
     return any(fnmatchcase(name, glob) for glob in globs)
 
 
-def _cookie(name: str, seen: int, requests: int) -> Advice:
+def _first_rule(rows: Sequence[Sequence[Any]], rules: Sequence[Rule]) -> Rule | None:
+    """The rule that matches the most counted section (None: no section, or no rule)."""
+    sections = _sections(rows[:1])
+    return match_rule(rules, sections[0].host, sections[0].path) if sections else None
+
+
+def _cookie_list(key: str, name: str, rule: Rule | None) -> tuple[str, str]:
+    """Where to list cookie ``name`` under ``key``: the words, and the config."""
+    if rule is None:
+        config = _rule({key: [name]})
+        return f"(`{_inline(config)}`)", config
+    return (f"in the `[[rule]]` that matches these pages ({_describe(rule)})",
+            f"{key} = {json.dumps([*getattr(rule, key), name])}\n")
+
+
+def _cookie(name: str, seen: int, requests: int, rule: Rule | None = None) -> Advice:
     share = min(seen / requests, 1.0) if requests else 0.0
     said = f"{share:.0%} of requests ({seen}) carried cookie `{name}`" if requests else (
         f"{_requests(seen)} carried cookie `{name}`")
@@ -269,13 +292,13 @@ def _cookie(name: str, seen: int, requests: int) -> Advice:
                       "opens. Pages the same for everyone can say so at the origin with "
                       "`Cache-Control: public, max-age=…`", None, about)
     if _matches(name, ANALYTICS_COOKIES):
-        config = _rule({"strip_cookies": [name]})
+        where, config = _cookie_list("strip_cookies", name, rule)
         return Advice(CHANGE, f"{said}, read by analytics scripts only: add it to "
-                      f"`strip_cookies` (`{_inline(config)}`, or in your rule)", config, about)
+                      f"`strip_cookies` {where}", config, about)
     if _matches(name, CONSENT_COOKIES):
-        config = _rule({"ignore_cookies": [name]})
+        where, config = _cookie_list("ignore_cookies", name, rule)
         return Advice(CHANGE, f"{said}, a consent tool's: add it to `ignore_cookies` "
-                      f"(`{_inline(config)}`, or in your rule)", config, about)
+                      f"{where}", config, about)
     return Advice(CHANGE, f"{said}: if it never changes a page, add it to `strip_cookies` "
                   "(it no longer reaches the origin) or `ignore_cookies` (it still does); "
                   "if it opens a session, it is right not to share those pages", None, about)
@@ -310,6 +333,22 @@ def _set_cookie(count: int, names: Sequence[str]) -> Advice:
                   "a stored Set-Cookie would hand one visitor's cookie to every other. If "
                   "these pages are the same for everyone, have the origin set the cookie "
                   "only where it is needed (login, cart)", None, {"cookies": list(names)})
+
+
+def _vary_miss(name: str, seen: int) -> Advice:
+    field_name = "-".join(part.capitalize() for part in name.split("-")) or "…"
+    said = (f"{_requests(seen)} found only copies for other values of "
+            f"`Vary: {field_name}` (each is stored once asked for)")
+    about = {"vary": name}
+    if name == "cookie":
+        return Advice(CHANGE, f"{said}: cookies that never change a page go in "
+                      "`vary_ignore_cookies` (kept out of the variant) or `strip_cookies`",
+                      None, about)
+    if name == "user-agent":
+        return Advice(ORIGIN, f"{said}: that is a copy per browser version (at most "
+                      "`max_variants` per URL): have the origin vary on something coarser, "
+                      "or not at all", None, about)
+    return Advice(RIGHT, f"{said}: right where pages differ by it", None, about)
 
 
 def _bypass(kind: str, seen: int) -> Advice:

@@ -6,13 +6,15 @@ The reasons are those the proxy already gives in ``Cache-Status``: a pass's ``de
 ``private``, ``no-store``, ``vary-star``, ``authorization``, ``status``, … and the
 fetch's ``too-large``, ``cookie``, ``stopgap``, ``incomplete``, ``purged``, …) and a
 bypass's ``fwd`` (``method``, ``bypass`` for a rule, ``request`` for a client's
-``no-store``).  Each record may carry details: the cookie names of a ``cookie`` bypass,
-the cookies a ``set-cookie`` response sets, the status of a ``status`` refusal, the
-method of a ``method`` bypass, the rule key of a ``bypass``.
+``no-store``), and ``vary-miss`` for a miss that found only other variants stored.  Each
+record may carry details: the cookie names of a ``cookie`` bypass, the cookies a
+``set-cookie`` response sets, the status of a ``status`` refusal, the method of a
+``method`` bypass, the rule key of a ``bypass``, the names a ``vary-miss``'s variants
+vary on.
 
 Invariants (one event loop; every method is synchronous, so atomic for the loop):
 - :meth:`NotCachedLog.record` is called only where the cache is left out (a pass, a
-  bypass), never on a hit: the hit path costs nothing.
+  bypass, a miss), never on a hit: the hit path costs nothing.
 - A reason's ``count`` is exact (every record counts once under its reason); a detail
   counts once per record that names it (a request with two cookies counts under both).
 - Memory is bounded: at most :data:`REASONS_KEPT` reasons and, per reason,

@@ -30,8 +30,9 @@ Invariants:
   and logged once per name.
 - Every origin response not stored and every request that bypasses the cache is
   recorded with its reason in :attr:`Pipeline.not_cached`
-  (:class:`~stoker.cache.not_cached.NotCachedLog`); nothing is recorded for a request
-  answered from the cache.
+  (:class:`~stoker.cache.not_cached.NotCachedLog`), and so is a miss that found only
+  other variants stored (``vary-miss``, by the names they vary on); nothing is recorded
+  for a request answered from the cache.
 - Vary selection (lookup, collapsing, storing) compares the request as
   forwarded: the Cookie after the rule's ``strip_cookies``, without the
   rule's ``vary_ignore_cookies`` (:func:`~stoker.config.rules.vary_view`).
@@ -350,9 +351,8 @@ class Pipeline:
                 await self.store.get(primary))
         lookup = Lookup(request, rule, primary, vary_view(request.headers, rule), entries,
                         personal_cookies(request.headers, rule))
-        entry = select_variant(entries, lookup.varying) if entries else None
-        if entry is not None and not lookup.may_reuse(entry):
-            entry = None
+        matched = select_variant(entries, lookup.varying) if entries else None
+        entry = matched if matched is None or lookup.may_reuse(matched) else None
         now = self.clock.now()
         action = decide(entry, now, other_variants=bool(entries),
                         client_no_cache=self._client_forces_revalidation(request),
@@ -375,6 +375,8 @@ class Pipeline:
         self.stats["miss"] += 1
         if counted:
             self.hits.miss(request.url)
+        if entries and matched is None:  # only other variants stored: by what they vary on
+            self.not_cached.record("vary-miss", request.url, now, details=entries[0].vary)
         variant = entry.variant if entry else (
             variant_of(entries[0].vary, lookup.varying) if entries else "")
         await self._collapsed(lookup, entry, variant, fwd, sink)

@@ -136,6 +136,19 @@ def test_each_cookie_gets_advice_by_what_it_is(name: str, kind: str, config: str
     assert advice.about == {"cookie": name, "requests": 62, "share": 0.62}
 
 
+def test_a_cookie_goes_in_the_list_of_the_rule_that_matches_its_pages() -> None:
+    rules = parse_rules([{"path": "/admin/", "bypass": True},
+                         {"path": "/news/", "ttl": "10m", "strip_cookies": ["_hj*"]}])
+    advice = only(advise(figures("cookie", 5, {"_ga": 5}, [[f"{SITE}/news/", 5, 0, 2]]),
+                         Site(rules, requests=10)))
+    assert advice.config == 'strip_cookies = ["_hj*", "_ga"]\n'
+    assert advice.text.endswith('add it to `strip_cookies` in the `[[rule]]` that matches '
+                                'these pages (path = "/news/")')
+    elsewhere = only(advise(figures("cookie", 5, {"_ga": 5}, [[f"{SITE}/shop/", 5, 0, 2]]),
+                            Site(rules, requests=10)))
+    assert elsewhere.config == '[[rule]]\nstrip_cookies = ["_ga"]\n'
+
+
 def test_cookies_come_most_frequent_first() -> None:
     advice = advise(figures("cookie", 9, {"b": 2, "_ga": 9, "a": 2}), Site(requests=10))
     assert [item.about["cookie"] for item in advice] == ["_ga", "a", "b"]
@@ -177,6 +190,21 @@ def test_a_bypass_says_which_setting_made_it(detail: str, said: str) -> None:
     assert advice.kind == RIGHT and advice.text.startswith(f"4 requests {said}")
 
 
+@pytest.mark.parametrize(("vary", "kind", "said"), [
+    ("cookie", CHANGE, "`Vary: Cookie` (each is stored once asked for): cookies that never "
+                       "change a page go in `vary_ignore_cookies`"),
+    ("user-agent", ORIGIN, "`Vary: User-Agent` (each is stored once asked for): that is a "
+                           "copy per browser version"),
+    ("accept-language", RIGHT, "`Vary: Accept-Language` (each is stored once asked for): "
+                               "right where pages differ by it"),
+])
+def test_a_vary_miss_is_advised_by_the_field_varied_on(vary: str, kind: str,
+                                                      said: str) -> None:
+    advice = only(advise(figures("vary-miss", 3, {vary: 3}), Site()))
+    assert advice.kind == kind and advice.config is None
+    assert advice.text.startswith(f"3 requests found only copies for other values of {said}")
+
+
 @pytest.mark.parametrize("reason", sorted(FIXED))
 def test_every_fixed_reason_has_its_sentence(reason: str) -> None:
     advice = only(advise(figures(reason, 2), Site()))
@@ -191,7 +219,7 @@ def test_an_unknown_reason_gets_general_advice() -> None:
 
 # -- properties -------------------------------------------------------------------------
 
-REASONS = ["no-freshness", "cookie", "status", "too-large", "set-cookie", "bypass",
+REASONS = ["no-freshness", "cookie", "status", "too-large", "set-cookie", "bypass", "vary-miss",
            *FIXED, "unheard-of"]
 names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_-0123456789", min_size=1, max_size=12)
 paths = st.lists(st.text(alphabet="abcxyz-", min_size=1, max_size=6), max_size=2).map(
@@ -235,10 +263,10 @@ def test_every_config_is_a_stoker_toml_the_settings_accept(found: dict[str, Any]
         parsed = tomllib.loads(item.config)
         if "rule" in parsed:
             assert parse_rules(parsed["rule"])
-        else:
-            assert set(parsed) <= set(FIELDS) | {"ttl"}
-            if "ttl" not in parsed:
-                settings_from({"origin": "http://127.0.0.1:1", **parsed}, ())
+        elif set(parsed) <= set(FIELDS):
+            settings_from({"origin": "http://127.0.0.1:1", **parsed}, ())
+        else:  # the lines to add to the rule that matches
+            assert parse_rules([{"path": "/", **parsed}])
 
 
 @given(st.integers(min_value=1, max_value=10_000), section_rows, rule_lists)
