@@ -26,7 +26,7 @@ Invariants:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, Final
@@ -79,40 +79,33 @@ def advise(found: Mapping[str, Any], site: Site) -> list[Advice]:
     """The advice for one reason's figures (``{"reason", "count", "details", "sections"}``
     as a snapshot has them), most important first.  Pure."""
     reason: str = found["reason"]
-    count: int = found["count"]
-    details: Mapping[str, int] = found.get("details") or {}
-    if reason == "no-freshness":
-        return _no_freshness(count, found.get("sections") or [], site.rules)
-    if reason == "cookie":
-        rule = _first_rule(found.get("sections") or [], site.rules)
-        return [_cookie(name, seen, site.requests, rule)
-                for name, seen in _ranked(details)] or [
-            Advice(CHANGE, f"{_requests(count)} carried cookies the origin did not say are "
-                   "shareable: those that never change a page go in `strip_cookies` or "
-                   "`ignore_cookies`")]
-    if reason == "status":
-        return [_status(code, seen) for code, seen in _ranked(details)] or [
-            _status("", count)]
-    if reason == "too-large":
-        return [_too_large(count, site)]
-    if reason == "set-cookie":
-        return [_set_cookie(count, [name for name, _ in _ranked(details)])]
-    if reason == "vary-miss":
-        return [_vary_miss(name, seen) for name, seen in _ranked(details)] or [
-            _vary_miss("", count)]
-    if reason == "bypass":
-        return [_bypass(kind, seen) for kind, seen in _ranked(details)] or [
-            _bypass("bypass = true", count)]
+    figures = _Figures(reason, found["count"], found.get("details") or {},
+                       found.get("sections") or [])
+    advised = _BY_REASON.get(reason)
+    if advised is not None:
+        return advised(figures, site)
     kind, text = FIXED.get(reason, (ORIGIN, _UNKNOWN))
-    counted = _requests(count) if reason in REQUEST_REASONS else _responses(count)
+    counted = _requests(figures.count) if reason in REQUEST_REASONS else _responses(
+        figures.count)
     return [Advice(kind, f"{counted}: {text.format(reason=reason)}")]
+
+
+@dataclass(frozen=True, slots=True)
+class _Figures:
+    reason: str
+    count: int
+    details: Mapping[str, int]
+    sections: Sequence[Sequence[Any]]
+
+    def ranked(self) -> list[tuple[str, int]]:
+        """The details, most counted first (then by name)."""
+        return sorted(self.details.items(), key=lambda item: (-item[1], item[0]))
 
 
 REQUEST_REASONS: Final = frozenset({"method", "bypass", "request"})
 """Reasons that count requests which bypassed the cache (the others count responses)."""
 
-_UNKNOWN = ("not stored for the reason `{reason}` (its `Cache-Status` detail); "
-            "see the log for the URLs named below")
+_UNKNOWN = "not cached for the reason `{reason}` (as its `Cache-Status` says)"
 
 FIXED: Final[Mapping[str, tuple[str, str]]] = {
     "private": (RIGHT, "the origin marks them `private` (for one visitor): right not to "
@@ -147,10 +140,6 @@ FIXED: Final[Mapping[str, tuple[str, str]]] = {
     "purged": (RIGHT, "a purge came while they were being fetched: the old copy is never "
                "stored"),
 }
-
-
-def _ranked(details: Mapping[str, int]) -> list[tuple[str, int]]:
-    return sorted(details.items(), key=lambda item: (-item[1], item[0]))
 
 
 def _responses(count: int) -> str:
@@ -360,3 +349,50 @@ def _bypass(kind: str, seen: int) -> Advice:
                   "with `bypass = true`: right for admin, login and account pages; remove "
                   "`bypass` from that rule if these pages are the same for everyone",
                   None, {"key": kind})
+
+
+# -- by reason ---------------------------------------------------------------------------
+
+
+def _advise_no_freshness(figures: _Figures, site: Site) -> list[Advice]:
+    return _no_freshness(figures.count, figures.sections, site.rules)
+
+
+def _advise_cookie(figures: _Figures, site: Site) -> list[Advice]:
+    rule = _first_rule(figures.sections, site.rules)
+    return [_cookie(name, seen, site.requests, rule) for name, seen in figures.ranked()] or [
+        Advice(CHANGE, f"{_requests(figures.count)} carried cookies the origin did not say "
+               "are shareable: those that never change a page go in `strip_cookies` or "
+               "`ignore_cookies`")]
+
+
+def _advise_status(figures: _Figures, site: Site) -> list[Advice]:
+    return [_status(code, seen) for code, seen in figures.ranked()] or [
+        _status("", figures.count)]
+
+
+def _advise_too_large(figures: _Figures, site: Site) -> list[Advice]:
+    return [_too_large(figures.count, site)]
+
+
+def _advise_set_cookie(figures: _Figures, site: Site) -> list[Advice]:
+    return [_set_cookie(figures.count, [name for name, _ in figures.ranked()])]
+
+
+def _advise_vary_miss(figures: _Figures, site: Site) -> list[Advice]:
+    return [_vary_miss(name, seen) for name, seen in figures.ranked()] or [
+        _vary_miss("", figures.count)]
+
+
+def _advise_bypass(figures: _Figures, site: Site) -> list[Advice]:
+    return [_bypass(kind, seen) for kind, seen in figures.ranked()] or [
+        _bypass("bypass = true", figures.count)]
+
+
+_BY_REASON: Final[Mapping[str, Callable[[_Figures, Site], list[Advice]]]] = {
+    "no-freshness": _advise_no_freshness, "cookie": _advise_cookie,
+    "status": _advise_status, "too-large": _advise_too_large,
+    "set-cookie": _advise_set_cookie, "vary-miss": _advise_vary_miss,
+    "bypass": _advise_bypass,
+}
+"""The reasons whose advice depends on their figures (the others': :data:`FIXED`)."""
