@@ -52,3 +52,19 @@ class Serve:
         """What the process has written so far, line by line."""
         return self.log.read_text().splitlines()
 
+
+
+def serving_pids(serve: Serve) -> set[int]:
+    """The children's pids, read from their start lines."""
+    return {int(line.rsplit("pid ", 1)[1].split(",")[0]) for line in serve.lines()
+            if ": proxying " in line}
+
+
+async def eventually_two(serve: Serve) -> set[int]:
+    """The pids of ``serve``'s two children, once both have started."""
+    for _ in range(int(DEADLINE / 0.05)):
+        pids = serving_pids(serve)
+        if len(pids) >= 2:
+            return pids
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"two processes did not start:\n{serve.log.read_text()}")

@@ -12,27 +12,12 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from tests.integration.conftest import Origin
-from tests.integration.serve_process import DEADLINE, Serve
+from tests.integration.serve_process import DEADLINE, Serve, eventually_two, serving_pids
 
 from stoker.app.purge_relay import HEARTBEAT
 
 TAGGED = [("cache-control", "max-age=600"), ("cache-tag", "post-9")]
 TOKEN = "test-admin-token-0123456789"
-
-
-def serving_pids(serve: Serve) -> set[int]:
-    """The children's pids, read from their start lines."""
-    return {int(line.rsplit("pid ", 1)[1].split(",")[0]) for line in serve.lines()
-            if ": proxying " in line}
-
-
-async def eventually_two(serve: Serve) -> set[int]:
-    for _ in range(int(DEADLINE / 0.05)):
-        pids = serving_pids(serve)
-        if len(pids) >= 2:
-            return pids
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"two processes did not start:\n{serve.log.read_text()}")
 
 
 async def fresh_get(serve: Serve, path: str) -> httpx.Response:

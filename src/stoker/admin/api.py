@@ -89,6 +89,29 @@ def describe_entry(entry: CacheEntry, now: float, in_l1: bool) -> dict[str, Any]
     }
 
 
+URL_HELP = "give ?url=https://host/path (or a path and &host=)"
+
+
+def asked_urls(request: Request, stoker: Stoker) -> tuple[str, ...]:
+    """The absolute URLs ``?url=`` (and ``&host=``) stand for; ``PurgeRequestError``
+    naming the field when they stand for none."""
+    url = request.query_params.get("url")
+    if not url:
+        raise PurgeRequestError("url", URL_HELP)
+    host = request.query_params.get("host")
+    return expand_url(url, host, stoker.settings.site_hosts, frozenset(), "url").urls
+
+
+async def stored_keys(stoker: Stoker, urls: tuple[str, ...], now: float) -> list[dict[str, Any]]:
+    """What the cache holds for each of ``urls``: its key and variants (:func:`describe_entry`)."""
+    found = []
+    for absolute in urls:
+        key, entries, in_l1 = await stoker.purger.entries_for_url(absolute)
+        found.append({"url": absolute, "key": key, "variants": [
+            describe_entry(item, now, item.variant in in_l1) for item in entries]})
+    return found
+
+
 def api_routes(stoker: Stoker) -> list[Route]:
     """The ``/api`` routes for one running :class:`Stoker`."""
     settings = stoker.settings
@@ -124,22 +147,13 @@ def api_routes(stoker: Stoker) -> list[Route]:
                              "relayed": NOT_RELAYED not in result.unconfirmed})
 
     async def entry(request: Request) -> Response:
-        url = request.query_params.get("url")
-        if not url:
-            return error_response(400, "url",
-                                  "url: give ?url=https://host/path (or a path and &host=)")
         try:
-            host = request.query_params.get("host")
-            urls = expand_url(url, host, settings.site_hosts, frozenset(), "url").urls
+            urls = asked_urls(request, stoker)
         except PurgeRequestError as error:
             return error_response(400, error.field, str(error))
         now = stoker.clock.now()
-        found = []
-        for absolute in urls:
-            key, entries, in_l1 = await stoker.purger.entries_for_url(absolute)
-            found.append({"url": absolute, "key": key, "variants": [
-                describe_entry(item, now, item.variant in in_l1) for item in entries]})
-        return JSONResponse({"now": now, "version": stoker.pipeline.version, "keys": found})
+        return JSONResponse({"now": now, "version": stoker.pipeline.version,
+                             "keys": await stored_keys(stoker, urls, now)})
 
     async def audit(request: Request) -> Response:
         params = request.query_params

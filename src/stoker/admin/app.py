@@ -1,5 +1,5 @@
 """The admin listener: health, readiness, metrics, status, purges, entry inspection,
-audit log.
+audit log, why not cached.
 
 Invariants: every admin response carries ``Cache-Control: no-store``;
 every ``/api`` route and ``/metrics`` pass :class:`~stoker.admin.guard.AdminGuard`
@@ -9,7 +9,7 @@ and ``/readyz`` are open (:mod:`stoker.admin.health`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
@@ -23,6 +23,7 @@ from stoker.admin.audit import RefusalAudit
 from stoker.admin.guard import AdminGuard
 from stoker.admin.jobs_api import jobs_routes
 from stoker.admin.warm_api import run_json, warm_routes
+from stoker.admin.why import cookie_bypass_report, why_routes
 from stoker.asgi import ASGIApp
 from stoker.cache.purge_bus import Member
 from stoker.server.heap import heap_status
@@ -30,20 +31,6 @@ from stoker.server.heap import heap_status
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.app.stoker import Stoker
     from stoker.app.warm_service import WarmService
-
-REQUEST_KINDS = ("hit", "stale", "miss", "bypass")
-"""Counters of ``Pipeline.stats`` that together count every request answered."""
-
-
-def cookie_bypass_report(bypasses: Mapping[str, int],
-                         stats: Mapping[str, int]) -> list[dict[str, Any]]:
-    """Cookie names that made requests skip the cache, most frequent first, with the
-    share of all requests each one caused (``0.42`` = 42 %).  Pure."""
-    total = sum(stats.get(kind, 0) for kind in REQUEST_KINDS)
-    return [{"cookie": name, "requests": count,
-             "share": round(count / total, 4) if total else 0.0}
-            for name, count in sorted(bypasses.items(), key=lambda item: (-item[1], item[0]))]
-
 
 def members_json(members: Sequence[Member], now: float,
                  node_timeout: float) -> list[dict[str, Any]]:
@@ -102,6 +89,7 @@ def build_admin_app(stoker: Stoker, warm: WarmService | None = None) -> ASGIApp:
 
     app = Starlette(routes=[Route("/healthz", alive), Route("/readyz", ready),
                             Route("/metrics", scrape), Route("/api/status", status),
-                            *api_routes(stoker), *warm_routes(warm), *jobs_routes(warm)])
+                            *api_routes(stoker), *why_routes(stoker), *warm_routes(warm),
+                            *jobs_routes(warm)])
     return AdminGuard(app, token=stoker.settings.admin_token,
                       refusals=RefusalAudit(stoker.audit, stoker.clock))

@@ -48,6 +48,11 @@ class AdminClient:
         """``GET /api/warm/{id}``."""
         return self._call("GET", f"/api/warm/{run_id}")
 
+    def why(self, url: str | None = None, host: str | None = None) -> dict[str, Any]:
+        """``GET /api/why`` (for ``url``, when given)."""
+        params = {"url": url, **({"host": host} if host else {})} if url else {}
+        return self._call("GET", "/api/why", params=params)
+
     def status(self) -> dict[str, Any]:
         """``GET /api/status``: the process's figures."""
         return self._call("GET", "/api/status")

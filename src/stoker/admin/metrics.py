@@ -48,6 +48,9 @@ if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
 
 T = TypeVar("T")
 
+REQUEST_KINDS = ("hit", "stale", "miss", "bypass")
+"""Counters of ``Pipeline.stats`` that together count every request answered."""
+
 log = logging.getLogger("stoker.admin")
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -79,6 +82,11 @@ class Figures:
     """``False`` while a notifier has lost its subscription (a lone process has none)."""
     node: Mapping[str, Any] = field(default_factory=dict)
     """What a member's heartbeat says of it beside its counts (:func:`node_facts`)."""
+    requests: int = 0
+    """Requests this process answered (``Pipeline.stats``' hits, stale, misses, bypasses)."""
+    not_cached: Mapping[str, Any] = field(default_factory=dict)
+    """This process's :meth:`~stoker.cache.not_cached.NotCachedLog.snapshot`, for
+    ``GET /api/why`` (which merges those of the processes itself)."""
 
 
 async def read(stoker: Stoker, warm: WarmService | None) -> Figures:
@@ -109,7 +117,9 @@ def own(stoker: Stoker) -> Figures:
         l2_dropped=store.dropped, purge_marks=len(store.purges),
         applying={tier: len(store.purges.unapplied(tier)) for tier in (L1, L2)},
         notifier_reconnects=notifier.reconnects if notifier is not None else 0,
-        notifier_connected=notifier is None or notifier.connected, node=node_facts(stoker))
+        notifier_connected=notifier is None or notifier.connected, node=node_facts(stoker),
+        requests=sum(pipeline.stats[kind] for kind in REQUEST_KINDS),
+        not_cached=pipeline.not_cached.snapshot())
 
 
 def node_facts(stoker: Stoker) -> dict[str, Any]:
@@ -132,7 +142,8 @@ def said(figures: Figures) -> str:
         "l2_pending": figures.l2_pending, "l2_pending_bytes": figures.l2_pending_bytes,
         "l2_dropped": figures.l2_dropped, "applying": dict(figures.applying),
         "notifier_reconnects": figures.notifier_reconnects,
-        "notifier_connected": figures.notifier_connected, "node": dict(figures.node)})
+        "notifier_connected": figures.notifier_connected, "node": dict(figures.node),
+        "requests": figures.requests, "not_cached": figures.not_cached})
 
 
 def member_summary(said_json: str | None) -> dict[str, Any]:
@@ -158,7 +169,13 @@ def member_summary(said_json: str | None) -> dict[str, Any]:
 def others_said(members: Iterable[Member], me: str, now: float,
                 node_timeout: float) -> list[Any]:
     """The figures the other live members last told the bus.  Pure."""
-    return [json.loads(member.figures) for member in members
+    return [said for _, said in named_others_said(members, me, now, node_timeout)]
+
+
+def named_others_said(members: Iterable[Member], me: str, now: float,
+                      node_timeout: float) -> list[tuple[str, Any]]:
+    """:func:`others_said`, each with the member's name.  Pure."""
+    return [(member.name, json.loads(member.figures)) for member in members
             if member.name != me and member.figures and now - member.seen_at <= node_timeout]
 
 

@@ -241,7 +241,7 @@ def show_settings(
 
 
 def _mount_subcommands() -> None:
-    from stoker.cli import status
+    from stoker.cli import status, why
     from stoker.cli.check import check, migrate
     from stoker.cli.jobs import jobs_app
     from stoker.cli.warm import mount
@@ -251,6 +251,7 @@ def _mount_subcommands() -> None:
     app.add_typer(jobs_app, name="jobs")
     mount(app)
     status.mount(app)
+    why.mount(app)
 
 
 def main() -> None:

@@ -56,6 +56,13 @@ def get_all(headers: HeaderInput, name: bytes) -> list[bytes]:
     return [value for key, value in headers if key == wanted or key.lower() == wanted]
 
 
+def set_cookie_names(headers: HeaderInput) -> list[str]:
+    """The names of the cookies the ``Set-Cookie`` fields set (RFC 6265 §4.1: the text
+    before the first ``=``), in order, never their values."""
+    return [value.split(b"=", 1)[0].strip().decode("latin-1")
+            for value in get_all(headers, b"set-cookie")]
+
+
 def get_joined(headers: HeaderInput, name: bytes) -> str | None:
     """All field lines called ``name`` combined with ``", "`` (RFC 9110 §5.3).
 

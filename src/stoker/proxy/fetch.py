@@ -63,7 +63,7 @@ from stoker.clock import Clock
 from stoker.http.conditional import merge_not_modified, revalidation_headers
 from stoker.http.decoding import CorruptBody, Decoder
 from stoker.http.encoding import IDENTITY, compressible, stored_coding, weakened
-from stoker.http.headers import content_length, get_header, vary_names
+from stoker.http.headers import content_length, get_header, set_cookie_names, vary_names
 from stoker.http.keys import variant_of, variants_to_drop
 from stoker.http.policy import RuleTTL, StaleDefaults, StorageDecision, decide_storage
 from stoker.proxy.client_feed import Feed, feed_for, relay
@@ -128,6 +128,18 @@ class FetchResult:
     entry: CacheEntry | None
     status: int
     detail: str = ""
+    cookies_set: tuple[str, ...] = ()
+    """The cookies a response not stored for ``set-cookie`` sets (names only)."""
+
+    @property
+    def not_stored(self) -> str | None:
+        """Why the origin's response was not stored: a pass-through's reason, or why a
+        ``304`` that answered a revalidation did not refresh the stored entry (its new
+        headers forbid storing it, or a purge came meanwhile); None when it was stored or
+        there was no response to store (the origin failed)."""
+        if self.kind == "passed" or (self.status == 304 and self.kind in ("stale", "unshared")):
+            return self.detail
+        return None
 
 
 class Fetcher:
@@ -202,7 +214,9 @@ class Fetcher:
             if fetch.flight is not None:
                 fetch.flight.share(None)  # followers must not wait for, or share, this response
             await self._pass_through(fetch, response, decision)
-            return FetchResult("passed", None, response.status, decision.reason)
+            return FetchResult("passed", None, response.status, decision.reason,
+                               tuple(set_cookie_names(response.headers)) if (
+                                   decision.reason == "set-cookie") else ())
         entry = await self._stream_and_store(fetch, response, decision, response_time, since)
         if isinstance(entry, str):  # not stored: followers must not share it
             return FetchResult("passed", None, response.status, entry)

@@ -26,8 +26,13 @@ Invariants:
   is answered from cache only with an entry the origin vouched for
   (``CacheEntry.origin_vouched``); it never joins or leads a collapsed
   flight, and its response is stored only when the origin vouches for it.
-  Such bypasses are counted per cookie name (:attr:`Pipeline.cookie_bypasses`,
-  at most :data:`COOKIE_NAMES_KEPT` names) and logged once per name.
+  Such bypasses are counted per cookie name (:attr:`Pipeline.cookie_bypasses`)
+  and logged once per name.
+- Every origin response not stored and every request that bypasses the cache is
+  recorded with its reason in :attr:`Pipeline.not_cached`
+  (:class:`~stoker.cache.not_cached.NotCachedLog`), and so is a miss that found only
+  other variants stored (``vary-miss``, by the names they vary on); nothing is recorded
+  for a request answered from the cache.
 - Vary selection (lookup, collapsing, storing) compares the request as
   forwarded: the Cookie after the rule's ``strip_cookies``, without the
   rule's ``vary_ignore_cookies`` (:func:`~stoker.config.rules.vary_view`).
@@ -69,7 +74,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from functools import partial
 from urllib.parse import urljoin, urlsplit
@@ -79,6 +91,7 @@ from stoker.cache.budget import MemoryBudget, share_memory
 from stoker.cache.collapse import Collapser, Flight
 from stoker.cache.entry import CacheEntry, Freshness
 from stoker.cache.hits import HitCounter
+from stoker.cache.not_cached import NotCachedLog
 from stoker.cache.outcome import GENERATED, Kind, Outcome
 from stoker.cache.port import Cache
 from stoker.cache.purge_bus import Relay
@@ -124,8 +137,6 @@ PurgeMethodHandler = Callable[[RequestInfo, ReplySink], Awaitable[None]]
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 CONDITIONALS = (b"if-none-match", b"if-modified-since")
 SHAREABLE = frozenset({"stored", "refreshed", "stale"})
-COOKIE_NAMES_KEPT = 200
-OTHER_COOKIES = "(other)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +206,8 @@ class Pipeline:
         """Per-URL visitor hits and misses (warm visits left out), flushed by the owner."""
         self.health = health or OriginHealth(clock)
         """The origin's breaker (the origin client given reports to it)."""
-        self.cookie_bypasses: Counter[str] = Counter()
+        self.not_cached = NotCachedLog()
+        """Why responses were not stored and requests bypassed the cache."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._producing: set[asyncio.Future[None]] = set()
         self._name = fetcher.config.cache_name
@@ -205,6 +217,11 @@ class Pipeline:
         self.shared_flights: SharedFlights | None = None
         """Fetch leases, when other processes share the cache: their misses collapse."""
         self._via = (b"via", fetcher.config.via)
+
+    @property
+    def cookie_bypasses(self) -> Mapping[str, int]:
+        """Requests whose personal cookies kept them from the cache, by cookie name."""
+        return self.not_cached.details("cookie")
 
     @property
     def version(self) -> str:
@@ -292,11 +309,16 @@ class Pipeline:
             await self._purge(request, sink)
             return
         if request.method not in ("GET", "HEAD"):
+            self.not_cached.record("method", request.url, self.clock.now(),
+                                   details=(request.method,))
             await self._forward(request, body, sink, "method",
                                 invalidate=request.method not in SAFE_METHODS)
             return
         reason = self._bypass(request, rule)
         if reason is not None:
+            self.not_cached.record(reason, request.url, self.clock.now(), details=(
+                ("bypass = true" if rule is not None and rule.bypass else "bypass_cookies",)
+                if reason == "bypass" else ()))
             await self._forward(request, body, sink, reason, invalidate=False)
             return
         if request.declares_body:  # a cache fetch sends none: read it, so none is pending
@@ -329,9 +351,8 @@ class Pipeline:
                 await self.store.get(primary))
         lookup = Lookup(request, rule, primary, vary_view(request.headers, rule), entries,
                         personal_cookies(request.headers, rule))
-        entry = select_variant(entries, lookup.varying) if entries else None
-        if entry is not None and not lookup.may_reuse(entry):
-            entry = None
+        matched = select_variant(entries, lookup.varying) if entries else None
+        entry = matched if matched is None or lookup.may_reuse(matched) else None
         now = self.clock.now()
         action = decide(entry, now, other_variants=bool(entries),
                         client_no_cache=self._client_forces_revalidation(request),
@@ -354,6 +375,8 @@ class Pipeline:
         self.stats["miss"] += 1
         if counted:
             self.hits.miss(request.url)
+        if entries and matched is None:  # only other variants stored: by what they vary on
+            self.not_cached.record("vary-miss", request.url, now, details=entries[0].vary)
         variant = entry.variant if entry else (
             variant_of(entries[0].vary, lookup.varying) if entries else "")
         await self._collapsed(lookup, entry, variant, fwd, sink)
@@ -475,8 +498,9 @@ class Pipeline:
             cookie=self._origin_cookie(request, rule), stale=entry, sink=sink, fwd=fwd,
             flight=flight, varying=lookup.varying, siblings=lookup.siblings,
             personal=lookup.personal))
-        if result.detail == "cookie":
-            self._count_cookie_bypass(lookup.personal)
+        reason = result.not_stored
+        if reason is not None:
+            self._not_stored(lookup, reason, result)
         if sink is None:
             return result
         if result.kind == "stored" and result.entry is not None and wants_coding(
@@ -498,16 +522,20 @@ class Pipeline:
             sink.outcome = sink.outcome.not_stored(result.detail)  # sent as stored, then not
         return result
 
-    def _count_cookie_bypass(self, names: Sequence[str]) -> None:
-        counts = self.cookie_bypasses
-        for name in dict.fromkeys(names):
-            if name not in counts and len(counts) >= COOKIE_NAMES_KEPT:
-                name = OTHER_COOKIES
-            if name not in counts:
-                log.warning("not caching pages for requests with cookie %r: the origin does "
-                            "not mark them shareable; if this cookie never changes a page, "
-                            "add it to ignore_cookies or strip_cookies", name)
-            counts[name] += 1
+    def _not_stored(self, lookup: Lookup, reason: str, result: FetchResult) -> None:
+        """Record why ``result``'s response was not stored (a cookie bypass by the cookies'
+        names, logged once per name)."""
+        details: Sequence[str] = (
+            lookup.personal if reason == "cookie" else result.cookies_set or (
+                (str(result.status),) if reason == "status" else ()))
+        first = self.not_cached.record(reason, lookup.request.url, self.clock.now(),
+                                       status=result.status, details=details)
+        if reason != "cookie":
+            return
+        for name in first:
+            log.warning("not caching pages for requests with cookie %r: the origin does "
+                        "not mark them shareable; if this cookie never changes a page, "
+                        "add it to ignore_cookies or strip_cookies", name)
 
     def _origin_cookie(self, request: RequestInfo, rule: Rule | None) -> str | bool | None:
         if rule is None or not rule.strip_cookies:

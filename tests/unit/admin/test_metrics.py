@@ -14,6 +14,7 @@ from stoker.admin.metrics import (
     exposition,
     families,
     member_summary,
+    named_others_said,
     others_said,
     said,
 )
@@ -120,6 +121,15 @@ def test_only_live_others_figures_are_counted() -> None:
     members = [Member("n/0", 1, 100.0, said(figures())), Member("n/1", 1, 100.0, said(figures())),
                Member("n/2", 1, 50.0, said(figures())), Member("n/3", 1, 100.0, None)]
     assert len(others_said(members, "n/0", now=105.0, node_timeout=10.0)) == 1
+    assert [name for name, _ in named_others_said(members, "n/0", 105.0, 10.0)] == ["n/1"]
+
+
+def test_a_process_tells_its_requests_and_what_it_did_not_cache() -> None:
+    snapshot = {"total": 1, "reasons": [{"reason": "private", "count": 1, "details": {},
+                                         "urls": [["https://h/", 1, 0]],
+                                         "sections": [["https://h/", 1, 0, 1]]}]}
+    theirs = json.loads(said(figures(requests=12, not_cached=snapshot)))
+    assert (theirs["requests"], theirs["not_cached"]) == (12, snapshot)
 
 
 def test_notifier_reconnects_are_summed_and_connected_only_if_every_process_is() -> None:

@@ -9,6 +9,7 @@ from stoker.http.headers import (
     get_all,
     get_header,
     get_joined,
+    set_cookie_names,
     strip_hop_by_hop,
     vary_names,
     without,
@@ -129,3 +130,10 @@ def test_vary_names_reads_every_line() -> None:
     assert vary_names([(b"vary", b"Accept-Encoding"), (b"content-type", b"x"),
                        (b"vary", b"Cookie")]) == ("accept-encoding", "cookie")
     assert vary_names([(b"vary", b"Origin"), (b"vary", b"*")]) is None
+
+
+def test_set_cookie_names_are_the_names_never_the_values() -> None:
+    headers = [(b"Set-Cookie", b"sid=s3cret; Path=/; HttpOnly"), (b"content-type", b"x"),
+               (b"set-cookie", b" csrf =t0ken"), (b"set-cookie", b"flag")]
+    assert set_cookie_names(headers) == ["sid", "csrf", "flag"]
+    assert set_cookie_names(HEADERS) == []
