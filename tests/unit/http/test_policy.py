@@ -415,6 +415,12 @@ CASES: list[tuple[str, tuple[tuple[str, str], ...], dict[str, Any], dict[str, An
         {"reason": "must-understand"},
     ),
     (
+        "Cache-Control's must-understand yields to a valid CDN-Cache-Control (RFC 9213)",
+        ((CC, "must-understand"), (CDN, "max-age=100")),
+        {"status": 500},
+        {"store": True, "fresh_for": 100},
+    ),
+    (
         "must-understand with no-store on an unknown status",
         ((CC, "no-store, must-understand, max-age=60"),),
         {"status": 599},
@@ -908,7 +914,10 @@ def test_decision_invariants(
     else:
         assert not d.strip_set_cookie
     cdn_valid = f"{CDN}: max-age=6 0" not in values  # else the whole field is ignored
-    if f"{CC}: must-understand" in values or (
+    # Cache-Control's must-understand binds only while Cache-Control is the field in effect
+    # (RFC 9213 §2.1: a valid targeted field replaces it; its own must-understand binds)
+    cc_in_effect = field_in_effect(h(*response))[1] == "cache-control"
+    if (cc_in_effect and f"{CC}: must-understand" in values) or (
             cdn_valid and f"{CDN}: must-understand" in values):
         assert status in UNDERSTOOD_STATUSES
     if not targeted and f"{CC}: must-understand" not in values:
