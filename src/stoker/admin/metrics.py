@@ -81,10 +81,10 @@ async def read(stoker: Stoker, warm: WarmService | None) -> Figures:
     """The figures of ``stoker`` (and its warmer) now; with other processes serving from
     the same cache (``--processes``), theirs added as they last told the bus."""
     figures = own(stoker)
-    figures.l2 = await _or_none(stoker.l2.stats())
+    figures.l2 = await or_none(stoker.l2.stats())
     relay = stoker.purger.relay
     if relay is not None:
-        members = await _or_none(relay.members())
+        members = await or_none(relay.members())
         figures = combined(figures, others_said(members or (), relay.me, stoker.clock.now(),
                                                 stoker.settings.node_timeout))
     if warm is not None:
@@ -174,21 +174,22 @@ def _add_timing(timing: OriginTiming, counts: Sequence[int], seconds: float,
 
 
 async def _read_warm(figures: Figures, warm: WarmService, now: float) -> None:
-    counts = await _or_none(warm.stores.queue.counts())
+    counts = await or_none(warm.stores.queue.counts())
     if counts is not None:
         figures.jobs = [(count.queue, count.state, count.count) for count in counts]
-    active = await _or_none(warm.stores.runs.active())
+    active = await or_none(warm.stores.runs.active())
     if active is not None:
         run = active.counts
         figures.warm_run = {"total": run.total, "settled": run.settled, "warmed": run.warmed,
                             "failed": run.failed, "open": run.open}
-    deadlines = await _or_none(warm.ticker.status())
+    deadlines = await or_none(warm.ticker.status())
     if deadlines is not None:
         figures.deadline_lag = {deadline.name: max(0.0, now - deadline.due_at)
                                 for deadline in deadlines if deadline.due_at is not None}
 
 
-async def _or_none(reading: Awaitable[T]) -> T | None:
+async def or_none(reading: Awaitable[T]) -> T | None:
+    """What ``reading`` gives, or ``None`` (logged) when it fails: a figure left out."""
     try:
         return await reading
     except Exception:

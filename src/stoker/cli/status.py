@@ -77,8 +77,8 @@ def counter_rates(before: Mapping[str, int], after: Mapping[str, int],
 
 
 def _counted_kinds() -> tuple[str, ...]:
-    # Imported here: the admin app (starlette) stays unloaded for the other commands.
-    from stoker.admin.app import REQUEST_KINDS
+    # Imported here: the admin side (starlette) stays unloaded for the other commands.
+    from stoker.admin.status import REQUEST_KINDS
 
     return REQUEST_KINDS
 
