@@ -53,10 +53,11 @@ def open_sessions(stoker: Stoker) -> Sessions:
 
 
 def admin_side(stoker: Stoker, warm: WarmService | None = None, *,
-               sessions: Sessions | None = None) -> AdminSide:
-    """The admin side for one running :class:`Stoker` (and its warmer, if any)."""
+               sessions: Sessions | None = None, hub: StatusHub | None = None) -> AdminSide:
+    """The admin side for one running :class:`Stoker` (and its warmer, if any); ``hub``
+    a status hub over them (default: one with the default timings)."""
     sessions = sessions or open_sessions(stoker)
-    hub = StatusHub(StatusSource(stoker, warm))
+    hub = hub or StatusHub(StatusSource(stoker, warm))
     refusals = RefusalAudit(stoker.audit, stoker.clock)
 
     async def alive(_: Request) -> Response:

@@ -79,6 +79,11 @@ class StatusHub:
         return len(self._subscribers)
 
     @property
+    def skipped(self) -> int:
+        """States the connected subscribers were too slow to receive, summed."""
+        return sum(inbox.skipped for inbox in self._subscribers)
+
+    @property
     def full(self) -> bool:
         """Whether a new subscriber would be refused."""
         return len(self._subscribers) >= self._max
@@ -126,7 +131,7 @@ class StatusHub:
 
     async def _run(self) -> None:
         clock = self.source.clock
-        next_check = clock.monotonic()
+        next_check = clock.monotonic() + self._check_every
         while True:
             self._poked.clear()
             try:

@@ -128,7 +128,7 @@ class Exchange:
             raise
         else:
             if not self.done:
-                if self.started:
+                if self.started and not self.disconnected:  # else it saw the client go
                     log.error("the application returned before completing its response")
                 self._fail()
 
