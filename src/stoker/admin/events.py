@@ -131,6 +131,7 @@ class StatusHub:
 
     async def _run(self) -> None:
         clock = self.source.clock
+        self.source.observe()  # the history starts now; changes are judged from the next tick
         next_check = clock.monotonic() + self._check_every
         while True:
             self._poked.clear()

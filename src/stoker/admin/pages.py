@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
 
 WEB: Final = files("stoker.admin") / "web"
 ASSETS: Final = {"dashboard.js": "text/javascript; charset=utf-8",
-                 "dashboard.css": "text/css; charset=utf-8"}
+                 "dashboard.css": "text/css; charset=utf-8", "favicon.svg": "image/svg+xml"}
 PAGES: Final = (("Overview", "/", True), ("Warm", "/warm", False), ("Jobs", "/jobs", False),
                 ("Cache", "/cache", False), ("Why not cached", "/why", False),
                 ("Schedule", "/schedule", False), ("Audit", "/audit", False),

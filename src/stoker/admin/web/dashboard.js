@@ -1,7 +1,8 @@
 // Stoker's dashboard: keeps the page live from /api/events (no inline script: the CSP).
 // The stream closes while the page is hidden or put away (pagehide) and opens again when
-// it is shown (visibilitychange, pageshow); after 5 errors in a row it asks /api/status,
-// and a 401 there sends the browser to the login page instead of retrying for ever.
+// it is shown (visibilitychange, pageshow); after 5 errors in a row (or once the browser
+// gives the stream up) it asks /api/status, and a 401 there sends the browser to the
+// login page instead of retrying for ever.
 "use strict";
 
 (function () {
@@ -100,12 +101,12 @@
     const values = history.flatMap((m) => keys.map(([k]) => m[k] || 0));
     const top = Math.max(0.001, ...values);
     const newest = history.length ? history[history.length - 1].minute : 0;
-    const nodes = keys.map(([key, cls]) => {
-      const points = history.filter((m) => m[key] !== null).map((m) => {
-        const x = W - ((newest - m.minute) / 60) * (W / 60) - W / 120;
-        return x.toFixed(1) + "," + (H - (m[key] / top) * (H - 4)).toFixed(1);
-      });
-      return shape("polyline", { points: points.join(" "), class: cls, fill: "none" });
+    const nodes = keys.flatMap(([key, cls]) => {
+      const points = history.filter((m) => m[key] !== null).map((m) => [
+        W - ((newest - m.minute) / 60) * (W / 60) - W / 120, H - (m[key] / top) * (H - 4)]);
+      const line = shape("polyline", { class: cls, fill: "none",
+        points: points.map(([x, y]) => x.toFixed(1) + "," + y.toFixed(1)).join(" ") });
+      return [line, ...points.map(([x, y]) => shape("circle", { cx: x, cy: y, r: 2, class: cls }))];
     });
     const scale = shape("text", { x: 2, y: 10, class: "scale" });
     scale.textContent = (top * 1000).toFixed(0) + " ms";
@@ -172,7 +173,8 @@
     source.onerror = () => {
       errors += 1;
       state("reconnecting…", "error");
-      if (errors >= MAX_ERRORS) probe();
+      // CLOSED: the browser gave up on its own (a 401, say); else it retries, up to 5 times
+      if (errors >= MAX_ERRORS || source.readyState === EventSource.CLOSED) probe();
     };
   }
 
