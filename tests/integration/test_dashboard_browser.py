@@ -1,6 +1,6 @@
 """The dashboard in a real browser (Debian's Chromium, driven by Playwright; never a
 downloaded browser): log in, watch the overview follow the traffic live, log out, and a
-revoked session sent back to the login page.  Screenshots at 1280×800 and on a 390-px
+revoked session sent back to the login page.  Screenshots at 1280x800 and on a 390-px
 phone go to ``tests/artifacts/`` (ignored by git)."""
 
 from __future__ import annotations
