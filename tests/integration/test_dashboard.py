@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
-from tests.integration.admin_harness import TOKEN, eventually
+import pytest
+from tests.integration.admin_harness import CACHEABLE, TOKEN, eventually
 from tests.integration.conftest import Origin
 from tests.integration.dashboard_harness import FORM, Dashboard, dashboard, session_cookie
 
@@ -232,3 +233,17 @@ async def test_a_stalled_subscriber_blocks_neither_the_server_nor_the_others(
         await eventually(lambda: hub.subscribers == 1, "the stalled stream left")
         await stream.aclose()
     assert health.status_code == 200
+
+
+@pytest.mark.parametrize("kind", ["stoker", "granian"])
+async def test_bytes_from_cache_count_the_bodies_hits_were_answered_with(
+        origin: Origin, tmp_path: Path, kind: str) -> None:
+    origin.app.set("/big", headers=CACHEABLE, body=b"b" * 5000)
+    async with dashboard(origin.url, tmp_path / "d", kind=kind) as dash:
+        for _ in range(3):  # a miss, then two hits (on the front: answered in its protocol)
+            assert (await dash.proxy.client.get("/big")).status_code == 200
+        status = (await dash.client.get("/api/status", headers=dash.bearer)).json()
+        page = await dash.client.get("/", headers=await dash.session())
+    assert status["cache_bytes"] == 10_000
+    assert status["nodes"][0]["figures"]["cache_bytes"] == 10_000
+    assert "9.8 KiB" in page.text

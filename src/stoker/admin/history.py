@@ -42,7 +42,7 @@ class Sample:
     errors: int
     """Origin requests that got no answer."""
     served: int = 0
-    """Body bytes sent to visitors from the cache."""
+    """Body bytes visitors were answered with from the cache."""
     timing: tuple[int, ...] = ()
     """The origin answer-time histogram's bucket counts (see ``OriginTiming``)."""
 

@@ -73,6 +73,8 @@ class Figures:
     warm_run: Mapping[str, int] | None = None
     deadline_lag: Mapping[str, float] = field(default_factory=dict)
     notifier_reconnects: int = 0
+    cache_bytes: int = 0
+    """Body bytes visitors were answered with from the cache (``Pipeline.cache_bytes``)."""
     notifier_connected: bool = True
     """``False`` while a notifier has lost its subscription (a lone process has none)."""
 
@@ -105,6 +107,7 @@ def own(stoker: Stoker) -> Figures:
         l2_dropped=store.dropped, purge_marks=len(store.purges),
         applying={tier: len(store.purges.unapplied(tier)) for tier in (L1, L2)},
         notifier_reconnects=notifier.reconnects if notifier is not None else 0,
+        cache_bytes=pipeline.cache_bytes,
         notifier_connected=notifier is None or notifier.connected)
 
 
@@ -122,6 +125,7 @@ def said(figures: Figures) -> str:
         "l2_pending": figures.l2_pending, "l2_pending_bytes": figures.l2_pending_bytes,
         "l2_dropped": figures.l2_dropped, "applying": dict(figures.applying),
         "notifier_reconnects": figures.notifier_reconnects,
+        "cache_bytes": figures.cache_bytes,
         "notifier_connected": figures.notifier_connected})
 
 
@@ -151,7 +155,7 @@ def combined(figures: Figures, others: Iterable[Any]) -> Figures:
         _add_timing(timing, other["timing"]["counts"], other["timing"]["seconds"],
                     other["timing"]["failures"])
         for name in _SUMMED:
-            sums[name] += other[name]
+            sums[name] += other.get(name, 0)  # a process of an older version may not say
         l1.update(other["l1"])
         applying.update(other["applying"])
         origin_up = origin_up and other["origin_up"]
@@ -162,7 +166,7 @@ def combined(figures: Figures, others: Iterable[Any]) -> Figures:
 
 
 _SUMMED = ("in_flight", "l1_evictions", "l2_pending", "l2_pending_bytes", "l2_dropped",
-           "notifier_reconnects")
+           "notifier_reconnects", "cache_bytes")
 
 
 def _add_timing(timing: OriginTiming, counts: Sequence[int], seconds: float,
@@ -252,6 +256,9 @@ def _cache_families(figures: Figures) -> Iterable[Metric]:
         size.add_metric(["l2"], figures.l2["bytes"])
     yield entries
     yield size
+    yield CounterMetricFamily("stoker_cache_served_bytes",
+                              "Body bytes visitors were answered with from the cache (what "
+                              "the origin was spared)", value=figures.cache_bytes)
     yield GaugeMetricFamily("stoker_l1_max_bytes", "The memory tier's bound",
                             value=figures.l1["max_bytes"])
     yield CounterMetricFamily("stoker_l1_evictions",

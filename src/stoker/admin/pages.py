@@ -107,6 +107,7 @@ def shown(value: Any, style: str) -> str:
 FIELDS: Final = {"rate": ("requests_per_second", "rate"), "cache_share": ("share.cache", "percent"),
                  "origin_share": ("share.origin", "percent"),
                  "errors": ("served_by.error", "count"), "warm": ("served_by.warm", "count"),
+                 "cache_bytes": ("cache_bytes", "bytes"),
                  "breaker": ("breaker.phase", "text"), "p50": ("origin_timing.p50", "ms"),
                  "p99": ("origin_timing.p99", "ms"),
                  "answers": ("origin_timing.answers", "count"),

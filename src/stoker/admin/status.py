@@ -73,15 +73,17 @@ def said_figures(said: str) -> dict[str, Any] | None:
         data = json.loads(said)
         outcomes = {(kind, reason, warm): count for kind, reason, warm, count in data["outcomes"]}
         return node_figures(outcomes, bool(data["origin_up"]), data["timing"]["counts"],
-                            int(data["timing"]["failures"]))
+                            int(data["timing"]["failures"]), int(data.get("cache_bytes", 0)))
     except (ValueError, TypeError, KeyError):
         return None
 
 
 def node_figures(outcomes: Mapping[tuple[str, str, bool], int], origin_up: bool,
-                 timing: Sequence[int], failures: int) -> dict[str, Any]:
-    """One node's line of the overview: its shares, origin state and latency.  Pure."""
-    return {**shares(outcomes), "origin_up": origin_up, "origin_failures": failures,
+                 timing: Sequence[int], failures: int, cache_bytes: int) -> dict[str, Any]:
+    """One node's line of the overview: its shares, bytes from cache, origin state and
+    latency.  Pure."""
+    return {**shares(outcomes), "cache_bytes": cache_bytes, "origin_up": origin_up,
+            "origin_failures": failures,
             "origin_p50": quantile(timing, 0.5), "origin_p99": quantile(timing, 0.99)}
 
 
@@ -115,7 +117,7 @@ def sample_of(figures: Figures, now: float) -> Sample:
     split = shares(figures.outcomes)
     return Sample(at=now, requests=split["cache"] + split["origin"] + split["error"],
                   cache=split["cache"], errors=figures.timing.failures,
-                  timing=tuple(figures.timing.counts))
+                  served=figures.cache_bytes, timing=tuple(figures.timing.counts))
 
 
 async def warm_status(warm: WarmService) -> dict[str, Any]:
@@ -164,7 +166,8 @@ class StatusSource:
         figures = own(self._stoker)
         return {"name": self._stoker.settings.node_id or "this process", "live": True,
                 "figures": node_figures(figures.outcomes, figures.origin_up,
-                                        figures.timing.counts, figures.timing.failures)}
+                                        figures.timing.counts, figures.timing.failures,
+                                        figures.cache_bytes)}
 
     def _in_memory(self) -> dict[str, Any]:
         stoker = self._stoker
@@ -179,6 +182,7 @@ class StatusSource:
             "origin_down_since": pipeline.health.down_since, "version": pipeline.version,
             "requests": dict(pipeline.stats), "outcomes": outcome_rows(figures.outcomes),
             "served_by": served_by, "share": fractions(served_by),
+            "cache_bytes": figures.cache_bytes,
             "requests_per_second": round(self.history.rate(current), 3),
             "origin_timing": {"answers": timing.answers, "failures": timing.failures,
                               "p50": quantile(timing.counts, 0.5),

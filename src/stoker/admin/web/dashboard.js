@@ -117,7 +117,8 @@
   function charts(history) {
     const draw = { requests: () => bars(history, [["cache", "cache"], ["origin", "origin"]]),
                    latency: () => lines(history, [["p50", "p50"], ["p99", "p99"]]),
-                   errors: () => bars(history, [["errors", "errors"]]) };
+                   errors: () => bars(history, [["errors", "errors"]]),
+                   served: () => bars(history, [["served", "cache"]]) };
     document.querySelectorAll("[data-chart]").forEach((box) => {
       const make = draw[box.dataset.chart];
       if (make) box.replaceChildren(make());
