@@ -247,3 +247,14 @@ async def test_bytes_from_cache_count_the_bodies_hits_were_answered_with(
     assert status["cache_bytes"] == 10_000
     assert status["nodes"][0]["figures"]["cache_bytes"] == 10_000
     assert "9.8 KiB" in page.text
+
+
+async def test_a_stream_ends_when_its_session_is_revoked(origin: Origin, tmp_path: Path) -> None:
+    async with dashboard(origin.url, tmp_path / "d", hub={**QUIET, "keepalive": 0.2}) as dash:
+        cookie = await dash.session()
+        stream = events(dash, cookie)
+        await asyncio.wait_for(anext(stream), 10)
+        await dash.side.sessions.close(cookie["cookie"].split("=", 1)[1])
+        rest = [item async for item in stream]  # ends by itself
+        again = await dash.client.get("/api/events", headers=cookie)
+    assert rest == [] and again.status_code == 401

@@ -76,7 +76,7 @@ def admin_side(stoker: Stoker, warm: WarmService | None = None, *,
 
     app = Starlette(routes=[Route("/healthz", alive), Route("/readyz", ready),
                             Route("/metrics", scrape), Route("/api/status", status),
-                            Route("/api/events", events_endpoint(hub)),
+                            Route("/api/events", events_endpoint(hub, sessions)),
                             *page_routes(stoker, hub, sessions, refusals),
                             *api_routes(stoker), *warm_routes(warm)])
     guarded = AdminGuard(PokeOnWrite(app, hub), token=stoker.settings.admin_token,

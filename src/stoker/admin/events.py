@@ -14,6 +14,7 @@ Invariants:
 - Each subscriber has one :class:`~stoker.admin.live.Latest` slot: the hub never waits
   for a subscriber, and a slow one gets the newest state, skipping those between.
 - At most :data:`MAX_SUBSCRIBERS` streams at once; one more is answered 503.
+- A stream opened with a session ends once the session does (logout, expiry, revocation).
 - The loop survives a compose that fails (logged; the next tick tries again).
 """
 
@@ -31,6 +32,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from stoker.admin.guard import READS
 from stoker.admin.live import Debounce, Latest
+from stoker.admin.sessions import Session, Sessions
 from stoker.admin.status import StatusSource
 from stoker.asgi import ASGIApp, Message, Receive, Send
 
@@ -171,12 +173,14 @@ class StatusHub:
             poked.cancel()
 
 
-def events_endpoint(hub: StatusHub) -> Any:
-    """The ``/api/events`` route handler over ``hub``."""
+def events_endpoint(hub: StatusHub, sessions: Sessions) -> Any:
+    """The ``/api/events`` route handler over ``hub``; a stream opened with a session ends
+    once that session does (before its next event or keep-alive)."""
 
-    async def events(_: Request) -> Response:
+    async def events(request: Request) -> Response:
         if hub.full:
             return JSONResponse({"error": "too many event streams open"}, status_code=503)
+        session: Session | None = request.scope.get("state", {}).get("session")
 
         async def stream() -> AsyncIterator[bytes]:
             async with hub.subscribe() as inbox:
@@ -185,6 +189,8 @@ def events_endpoint(hub: StatusHub) -> Any:
                 yield sse_event(await hub.source.compose())
                 while True:
                     event = await inbox.get(hub.keepalive)
+                    if session is not None and not sessions.holds(session):
+                        return  # logged out or revoked: the page's next try gets a 401
                     yield event if event is not None else KEEPALIVE_COMMENT
 
         return StreamingResponse(stream(), media_type="text/event-stream",

@@ -142,6 +142,11 @@ class Sessions:
         return session if session is not None and session.valid(
             self._clock.now(), self._token) else None
 
+    def holds(self, session: Session) -> bool:
+        """Whether ``session`` is still open and valid (not logged out, expired, revoked)."""
+        return self._sessions.get(session.digest) == session and session.valid(
+            self._clock.now(), self._token)
+
     async def open(self) -> tuple[str, Session]:
         """A new session: its id (the cookie's value, never kept) and its record."""
         secret = secrets.token_urlsafe(32)

@@ -55,6 +55,10 @@ async def test_logout_rotation_and_expiry_each_revoke(tmp_path: Path) -> None:
     clock.advance(1)
     assert sessions.find(second) is None
     assert await sessions.close("never-issued") is None
+    third, record = await sessions.open()
+    assert sessions.holds(record)
+    await sessions.close(third)
+    assert not sessions.holds(record)
     assert sessions.find(None) is None and sessions.find("") is None
 
 
