@@ -45,3 +45,17 @@ async def test_demo_warms_at_start_and_an_edit_rewarms_just_that_page(demo: Demo
     assert rewarm["counts"]["total"] == rewarm["counts"]["warmed"] == 1
     assert "hit" in after.headers["cache-status"] and "Revision 2." in after.text
     assert stats["paths"] == {"/page/7/edit": 1, "/page/7": 1}  # the warmer's one visit
+
+
+async def test_demo_announces_the_dashboard_with_a_one_time_login_link(demo: Demo) -> None:
+    line = (await eventually(demo.announced("dashboard: "), "the dashboard line"))[0]
+    link = re.search(r"(http://\S+)/login\?once=(\S+?),", line)
+    assert link is not None, line
+    base, code = link.groups()
+    async with httpx.AsyncClient(base_url=base) as browser:
+        first = await browser.get("/login", params={"once": code})
+        second = await browser.get("/login", params={"once": code})
+        page = await browser.get("/", headers={"cookie": first.headers["set-cookie"].split(
+            ";", 1)[0]})
+    assert first.status_code == 303 and second.status_code == 401
+    assert page.status_code == 200 and "Overview" in page.text

@@ -1,34 +1,64 @@
-"""ASGI middleware in front of every admin route: no-store, same-origin writes, auth.
+"""ASGI middleware in front of every admin route: security headers, same-origin writes, auth.
 
 Invariants:
-- Every response, errors included, carries ``Cache-Control: no-store``
-  (any other ``Cache-Control`` the app set is replaced).
-- On ``/api`` routes and ``/metrics`` (:func:`guarded`), in this order: with no token
+- Every response, errors included, carries ``Cache-Control: no-store`` (any other
+  ``Cache-Control`` the app set is replaced) and :data:`SECURITY_HEADERS`: a strict
+  Content-Security-Policy (scripts and styles from the listener itself only, no inline
+  script, no framing), ``X-Frame-Options: DENY``, ``X-Content-Type-Options: nosniff``.
+- On every path but the open probes (:func:`kind`), in this order: with no token
   configured, a request whose ``Host`` is not a loopback name is refused (403; defeats DNS
-  rebinding against the open local API); a write (any method but GET/HEAD)
-  carrying an ``Origin`` other than the listener's own ``Host`` is refused
-  (403; a web page cannot purge through a browser); a missing or wrong token
-  is refused (401).  Every refusal is audited through
-  :class:`~stoker.admin.audit.RefusalAudit` (rate-limited per client, the
-  token only as a fingerprint).  Nothing behind the guard runs for a refused
-  request.
-- The authenticated actor is put in ``scope["state"]["actor"]`` for the routes.
+  rebinding against the open local API); a write (any method but GET/HEAD) whose
+  ``Origin`` (or, without one, ``Referer``) is neither the listener's own ``Host`` nor one
+  of ``admin_allowed_origins`` is refused (403; a web page cannot purge through a
+  browser), and so is a write authenticated by the session cookie that carries neither
+  (browsers always send one); on the API (``/api``, ``/metrics``) and the pages, a
+  request with neither a right bearer token nor a valid session is refused: 401 on the
+  API, a ``303`` to ``/login`` on a page.  Every 403 and 401 is audited through
+  :class:`~stoker.admin.audit.RefusalAudit` (rate-limited per client, the token only as
+  a fingerprint).  Nothing behind the guard runs for a refused request.
+- ``Authorization: Bearer`` wins over the cookie: an API client is judged by its token.
+- The authenticated actor (``token:<fingerprint>``, ``session:<digest prefix>`` or
+  ``anonymous``) is put in ``scope["state"]["actor"]`` for the routes, and the session,
+  if any, in ``scope["state"]["session"]``.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final, Literal
 from urllib.parse import urlsplit
 
 from stoker.admin.audit import RefusalAudit
-from stoker.admin.auth import authenticate, bearer_token, host_of, is_loopback_host
+from stoker.admin.auth import (
+    AuthDecision,
+    authenticate,
+    bearer_token,
+    host_of,
+    is_loopback_host,
+)
+from stoker.admin.sessions import Session, Sessions, cookie_value
 from stoker.asgi import ASGIApp, Message, Receive, Send
 
 READS = frozenset({"GET", "HEAD"})
+LOGIN: Final = "/login"
+
+CSP: Final = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+              "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+SECURITY_HEADERS: Final = (
+    (b"content-security-policy", CSP.encode()),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+)
+_REPLACED: Final = frozenset({b"cache-control", *(name for name, _ in SECURITY_HEADERS)})
+
+Kind = Literal["open", "public", "api", "page"]
 
 
-def _header(scope: Message, name: bytes) -> str | None:
+def header(scope: Message, name: bytes) -> str | None:
+    """The first value of field ``name`` (lower case) in an ASGI scope.  Pure."""
     for key, value in scope.get("headers") or ():
         if key.lower() == name:
             return bytes(value).decode("latin-1")
@@ -36,12 +66,13 @@ def _header(scope: Message, name: bytes) -> str | None:
 
 
 def no_store(send: Send) -> Send:
-    """``send`` with ``Cache-Control: no-store`` forced onto the response start."""
+    """``send`` with ``Cache-Control: no-store`` and :data:`SECURITY_HEADERS` forced onto
+    the response start."""
     async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":
             headers = [(k, v) for k, v in message.get("headers", ())
-                       if k.lower() != b"cache-control"]
-            headers.append((b"cache-control", b"no-store"))
+                       if k.lower() not in _REPLACED]
+            headers += [(b"cache-control", b"no-store"), *SECURITY_HEADERS]
             message = {**message, "headers": headers}
         await send(message)
 
@@ -56,6 +87,12 @@ async def _refuse(send: Send, refusal: Refusal) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+async def _to_login(send: Send) -> None:
+    await send({"type": "http.response.start", "status": 303,
+                "headers": [(b"location", LOGIN.encode()), (b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})
+
+
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """Why the guard refuses a request."""
@@ -65,25 +102,63 @@ class Refusal:
     extra: tuple[tuple[bytes, bytes], ...] = ()
 
 
-def check(scope: Message, token: str | None, authenticated: bool) -> Refusal | None:
-    """The refusal of an ``/api`` request, in the order of the module invariants.  Pure."""
-    host = (_header(scope, b"host") or "").strip().lower()
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of a URL, lower case ("" when it has none).  Pure."""
+    parts = urlsplit(url.strip())
+    return f"{parts.scheme}://{parts.netloc}".lower() if parts.scheme and parts.netloc else ""
+
+
+def write_refusal(origin: str | None, referer: str | None, host: str,
+                  allowed: Iterable[str], *, by_cookie: bool) -> Refusal | None:
+    """The refusal of a write whose page was ``origin`` (else ``referer``'s origin), made
+    to the listener addressed as ``host``; ``None`` when it may go on.  Pure."""
+    source = origin if origin is not None else (referer if referer is not None else None)
+    if source is None:
+        if by_cookie:
+            return Refusal(403, "a write with the session cookie must carry Origin or Referer")
+        return None
+    named = origin_of(source)
+    if (named and urlsplit(named).netloc == host) or (named and named in allowed):
+        return None
+    what = "Origin" if origin is not None else "Referer"
+    return Refusal(403, f"cross-origin write refused ({what} {source!r}, Host {host!r})")
+
+
+def check(scope: Message, token: str | None, decision: AuthDecision, *, by_cookie: bool,
+          allowed: Iterable[str] = ()) -> Refusal | None:
+    """The refusal of a request, in the order of the module invariants, before the auth
+    step (401) a page answers differently.  Pure."""
+    host = (header(scope, b"host") or "").strip().lower()
     method = str(scope.get("method", "GET")).upper()
     if token is None and not is_loopback_host(host_of(host)):
         return Refusal(403, "the admin API has no admin_token, so it only answers requests "
                             "addressed to a loopback host")
-    origin = _header(scope, b"origin")
-    if method not in READS and origin is not None and (
-            urlsplit(origin.strip()).netloc.lower() != host):
-        return Refusal(403, f"cross-origin write refused (Origin {origin!r}, Host {host!r})")
-    if not authenticated:
+    if method not in READS:
+        refusal = write_refusal(header(scope, b"origin"), header(scope, b"referer"), host,
+                                allowed, by_cookie=by_cookie)
+        if refusal is not None:
+            return refusal
+    if not decision.allowed:
         return Refusal(401, "missing or wrong admin token (Authorization: Bearer <admin_token>)",
                        ((b"www-authenticate", b'Bearer realm="stoker-admin"'),))
     return None
 
 
+def kind(path: str) -> Kind:
+    """How the guard treats ``path``: ``open`` (probes: headers only), ``public`` (login,
+    logout, assets: no auth, writes origin-checked), ``api`` (401) or ``page`` (303 to
+    the login page).  Pure."""
+    if path in ("/healthz", "/readyz"):
+        return "open"
+    if path in (LOGIN, "/logout") or path.startswith("/static/"):
+        return "public"
+    if guarded(path):
+        return "api"
+    return "page"
+
+
 def guarded(path: str) -> bool:
-    """Whether requests for ``path`` pass the checks: the API and the metrics.  Pure."""
+    """Whether ``path`` is the API or the metrics (refused with a 401).  Pure."""
     return path in ("/api", "/metrics") or path.startswith("/api/")
 
 
@@ -95,10 +170,13 @@ def audited_action(method: str, path: str) -> str:
 class AdminGuard:
     """See the module docstring."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, refusals: RefusalAudit) -> None:
+    def __init__(self, app: ASGIApp, *, token: str | None, refusals: RefusalAudit,
+                 sessions: Sessions | None = None, allowed_origins: Iterable[str] = ()) -> None:
         self._app = app
         self._token = token
         self._refusals = refusals
+        self._sessions = sessions
+        self._allowed = frozenset(filter(None, map(origin_of, allowed_origins)))
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -106,16 +184,32 @@ class AdminGuard:
             return
         send = no_store(send)
         path = str(scope.get("path", ""))
-        if guarded(path):
+        treated = kind(path)
+        if treated != "open":
             await self._refusals.flush()
-            decision = authenticate(self._token, bearer_token(_header(scope, b"authorization")))
-            refusal = check(scope, self._token, decision.allowed)
+            decision, session = self._authenticate(scope)
+            if treated == "public":
+                decision = AuthDecision(True, decision.actor)
+            refusal = check(scope, self._token, decision, allowed=self._allowed,
+                            by_cookie=session is not None)
+            if refusal is not None and refusal.status == 401 and treated == "page":
+                await _to_login(send)
+                return
             if refusal is not None:
                 await self._audit_refusal(scope, path, decision.actor, refusal)
                 await _refuse(send, refusal)
                 return
-            scope.setdefault("state", {})["actor"] = decision.actor
+            state = scope.setdefault("state", {})
+            state["actor"], state["session"] = decision.actor, session
         await self._app(scope, receive, send)
+
+    def _authenticate(self, scope: Message) -> tuple[AuthDecision, Session | None]:
+        presented = bearer_token(header(scope, b"authorization"))
+        if presented is None and self._sessions is not None:
+            session = self._sessions.find(cookie_value(header(scope, b"cookie")))
+            if session is not None:
+                return AuthDecision(True, session.actor), session
+        return authenticate(self._token, presented), None
 
     async def _audit_refusal(self, scope: Message, path: str, actor: str,
                              refusal: Refusal) -> None:

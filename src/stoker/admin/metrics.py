@@ -78,6 +78,8 @@ class Figures:
     warm_run: Mapping[str, int] | None = None
     deadline_lag: Mapping[str, float] = field(default_factory=dict)
     notifier_reconnects: int = 0
+    cache_bytes: int = 0
+    """Body bytes visitors were answered with from the cache (``Pipeline.cache_bytes``)."""
     notifier_connected: bool = True
     """``False`` while a notifier has lost its subscription (a lone process has none)."""
     node: Mapping[str, Any] = field(default_factory=dict)
@@ -93,10 +95,10 @@ async def read(stoker: Stoker, warm: WarmService | None) -> Figures:
     """The figures of ``stoker`` (and its warmer) now; with other processes serving from
     the same cache (``--processes``), theirs added as they last told the bus."""
     figures = own(stoker)
-    figures.l2 = await _or_none(stoker.l2.stats())
+    figures.l2 = await or_none(stoker.l2.stats())
     relay = stoker.purger.relay
     if relay is not None:
-        members = await _or_none(relay.members())
+        members = await or_none(relay.members())
         figures = combined(figures, others_said(members or (), relay.me, stoker.clock.now(),
                                                 stoker.settings.node_timeout))
     if warm is not None:
@@ -117,6 +119,7 @@ def own(stoker: Stoker) -> Figures:
         l2_dropped=store.dropped, purge_marks=len(store.purges),
         applying={tier: len(store.purges.unapplied(tier)) for tier in (L1, L2)},
         notifier_reconnects=notifier.reconnects if notifier is not None else 0,
+        cache_bytes=pipeline.cache_bytes,
         notifier_connected=notifier is None or notifier.connected, node=node_facts(stoker),
         requests=sum(pipeline.stats[kind] for kind in REQUEST_KINDS),
         not_cached=pipeline.not_cached.snapshot())
@@ -142,6 +145,7 @@ def said(figures: Figures) -> str:
         "l2_pending": figures.l2_pending, "l2_pending_bytes": figures.l2_pending_bytes,
         "l2_dropped": figures.l2_dropped, "applying": dict(figures.applying),
         "notifier_reconnects": figures.notifier_reconnects,
+        "cache_bytes": figures.cache_bytes,
         "notifier_connected": figures.notifier_connected, "node": dict(figures.node),
         "requests": figures.requests, "not_cached": figures.not_cached})
 
@@ -209,7 +213,7 @@ def combined(figures: Figures, others: Iterable[Any]) -> Figures:
 
 
 _SUMMED = ("in_flight", "l1_evictions", "l2_pending", "l2_pending_bytes", "l2_dropped",
-           "notifier_reconnects")
+           "notifier_reconnects", "cache_bytes")
 
 
 def _add_timing(timing: OriginTiming, counts: Sequence[int], seconds: float,
@@ -221,21 +225,22 @@ def _add_timing(timing: OriginTiming, counts: Sequence[int], seconds: float,
 
 
 async def _read_warm(figures: Figures, warm: WarmService, now: float) -> None:
-    counts = await _or_none(warm.stores.queue.counts())
+    counts = await or_none(warm.stores.queue.counts())
     if counts is not None:
         figures.jobs = [(count.queue, count.state, count.count) for count in counts]
-    active = await _or_none(warm.stores.runs.active())
+    active = await or_none(warm.stores.runs.active())
     if active is not None:
         run = active.counts
         figures.warm_run = {"total": run.total, "settled": run.settled, "warmed": run.warmed,
                             "failed": run.failed, "open": run.open}
-    deadlines = await _or_none(warm.ticker.status())
+    deadlines = await or_none(warm.ticker.status())
     if deadlines is not None:
         figures.deadline_lag = {deadline.name: max(0.0, now - deadline.due_at)
                                 for deadline in deadlines if deadline.due_at is not None}
 
 
-async def _or_none(reading: Awaitable[T]) -> T | None:
+async def or_none(reading: Awaitable[T]) -> T | None:
+    """What ``reading`` gives, or ``None`` (logged) when it fails: a figure left out."""
     try:
         return await reading
     except Exception:
@@ -298,6 +303,9 @@ def _cache_families(figures: Figures) -> Iterable[Metric]:
         size.add_metric(["l2"], figures.l2["bytes"])
     yield entries
     yield size
+    yield CounterMetricFamily("stoker_cache_served_bytes",
+                              "Body bytes visitors were answered with from the cache (what "
+                              "the origin was spared)", value=figures.cache_bytes)
     yield GaugeMetricFamily("stoker_l1_max_bytes", "The memory tier's bound",
                             value=figures.l1["max_bytes"])
     yield CounterMetricFamily("stoker_l1_evictions",

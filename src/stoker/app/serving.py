@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import signal
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -26,7 +27,7 @@ from typing import Any, Final
 
 import httpx
 
-from stoker.admin.app import build_admin_app
+from stoker.admin.app import AdminSide, admin_side
 from stoker.app.processes import ServingProcess, Supervisor, default_node_id
 from stoker.app.purge_relay import PurgeRelay
 from stoker.app.sharing import share_cache, shares_cache
@@ -51,6 +52,8 @@ from stoker.warm.run_store import not_stored_text
 
 Announce = Callable[[str], None]
 Alongside = Callable[[WarmService], Coroutine[Any, Any, None]]
+AdminReady = Callable[[AdminSide], None]
+"""Told the admin side once it is built (the demo prints a one-time login link)."""
 LoadSettings = Callable[[], Settings]
 """Reads the configuration again, from the sources it was first read from."""
 log = logging.getLogger("stoker")
@@ -71,14 +74,16 @@ async def run_service(settings: Settings, *, announce: Announce = print,
                       stop: asyncio.Event | None = None,
                       alongside: Alongside | None = None,
                       reload: LoadSettings | None = None,
-                      process: ServingProcess | None = None) -> None:
+                      process: ServingProcess | None = None,
+                      admin_ready: AdminReady | None = None) -> None:
     """Serve the proxy and the admin API until stopped; ``alongside`` (given the
     warmer) runs beside the servers from their start until it returns or they stop.
     With ``reload``, ``SIGHUP`` reloads the configuration it reads (:func:`reload_now`).
     As one ``process`` of several (``processes > 1``, started by
     :mod:`stoker.app.processes`), it shares ``listen`` with the others, follows their
     purges on the bus, and only the first serves the admin API and starts the
-    ``warm_on_start`` run."""
+    ``warm_on_start`` run, with its status hub running for the dashboard's charts.
+    ``admin_ready`` is told the admin side once it is built."""
     require_safe_admin(settings)
     require_tls_files(settings)
     if process is None:  # else the supervisor checked them, and the others share listen
@@ -89,8 +94,11 @@ async def run_service(settings: Settings, *, announce: Announce = print,
     sharing = await share_cache(stoker, process.name if process else (
         settings.node_id or default_node_id())) if shares_cache(settings, process) else None
     apps: list[tuple[ASGIApp, str]] = [(proxy_app(stoker), settings.listen)]
-    if first:
-        apps += [(build_admin_app(stoker, warm), settings.admin_listen), *extra]
+    admin = admin_side(stoker, warm) if first else None
+    if admin is not None:
+        apps += [(admin.app, settings.admin_listen), *extra]
+        if admin_ready is not None:
+            admin_ready(admin)
     scheme = "https" if settings.tls_cert else "http"
     where = f"{scheme}://{settings.listen} (admin on http://{settings.admin_listen})"
     announce(f"stoker {VERSION}: proxying {where} → {settings.origin} "
@@ -105,7 +113,8 @@ async def run_service(settings: Settings, *, announce: Announce = print,
             await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(
                 settings.server, apps, stop, tls, grace=settings.shutdown_timeout,
                 silence=silence, shared=shared),
-                _beside(sharing.relay if sharing else None, alongside), warm_on_start=first,
+                _beside(sharing.relay if sharing else None, admin, alongside),
+                warm_on_start=first,
                 before_close=sharing.close if sharing else None)
     finally:
         announce(f"stoker {VERSION}: stopped proxying {where}"
@@ -129,16 +138,19 @@ async def supervise(settings: Settings, args: Sequence[str], *,
     return status
 
 
-def _beside(relay: PurgeRelay | None, alongside: Alongside | None) -> Alongside | None:
-    """What runs beside the servers: ``alongside``, and the relay following the bus."""
-    if relay is None:
+def _beside(relay: PurgeRelay | None, admin: AdminSide | None,
+            alongside: Alongside | None) -> Alongside | None:
+    """What runs beside the servers: ``alongside``, the relay following the bus, and the
+    admin side's status hub."""
+    if relay is None and admin is None:
         return alongside
 
-    async def both(warm: WarmService) -> None:
-        await asyncio.gather(relay.follow(asyncio.Event()),
+    async def all_of(warm: WarmService) -> None:
+        await asyncio.gather(*([relay.follow(asyncio.Event())] if relay is not None else []),
+                             *([admin.hub.run()] if admin is not None else []),
                              *([alongside(warm)] if alongside is not None else []))
 
-    return both
+    return all_of
 
 
 def reload_now(stoker: Stoker, warm: WarmService, load: LoadSettings) -> None:
@@ -266,12 +278,15 @@ async def run_demo(settings: Settings, origin_listen: str, *, pages: int, delay:
     """Serve the bundled demo origin and Stoker in front of it; warm the demo site once
     it answers, showing the progress (so not by ``warm_on_start``).  The re-warm
     debounce is shortened to :data:`DEMO_REWARM_DELAY` / :data:`DEMO_REWARM_MAX_WAIT` so
-    an edit is seen re-warmed within seconds."""
+    an edit is seen re-warmed within seconds.  Without an ``admin_token`` the demo makes
+    one up for the run, so its dashboard shows the login; the dashboard's address and a
+    one-time login link are announced."""
     from stoker.demo.origin import make_demo_app
 
     settings = replace(settings, rewarm_delay=DEMO_REWARM_DELAY,
                        rewarm_max_wait=DEMO_REWARM_MAX_WAIT,
-                       warm_on_start="never")  # the demo warms once its origin answers
+                       warm_on_start="never",  # the demo warms once its origin answers
+                       admin_token=settings.admin_token or secrets.token_urlsafe(18))
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per probe and purge
     origin = make_demo_app(pages=pages, delay=delay, admin_url=admin_url(settings, {}),
                            admin_token=settings.admin_token)
@@ -284,7 +299,8 @@ async def run_demo(settings: Settings, origin_listen: str, *, pages: int, delay:
         f"  curl -si {base}/private         # Cache-Control: private, never stored",
         f"  curl -si {base}/account         # sets a cookie, never stored",
         f"  curl -s  {base}/sitemap.xml     # sitemap index with gzip children",
-        f"  curl -s  http://{settings.admin_listen}/api/status",
+        f"  curl -s -H 'authorization: Bearer {settings.admin_token}' "
+        f"{admin_url(settings, {})}/api/status",
         f"edit: open {base}/page/7 and press \"Edit this page\";",
         f"  the site purges tag page-7, Stoker re-warms that page alone "
         f"{DEMO_REWARM_DELAY:.0f} s later,",
@@ -298,8 +314,13 @@ async def run_demo(settings: Settings, origin_listen: str, *, pages: int, delay:
         else:
             announce("warming: skipped, the demo origin did not answer")
 
+    def dashboard(admin: AdminSide) -> None:
+        url = admin_url(settings, {})
+        announce(f"dashboard: {url}/ (log in once with {url}/login?once={admin.sessions.once()}"
+                 f", or with the admin token)")
+
     await run_service(settings, announce=announce, extra=((origin, origin_listen),),
-                      stop=stop, alongside=warm_at_start)
+                      stop=stop, alongside=warm_at_start, admin_ready=dashboard)
 
 
 async def _answers(url: str, clock: Clock) -> bool:

@@ -191,6 +191,7 @@ class HotPath:
         pipeline = self._pipeline
         pipeline.stats["hit"] += 1
         pipeline.outcomes[HIT_COUNTED] += 1
+        pipeline.cache_bytes += reply.entry.body_size
         pipeline.hits.hit(reply.entry.url)
 
     def _primary_key(self, scheme: str, host: bytes, target: bytes,

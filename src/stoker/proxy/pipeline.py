@@ -131,6 +131,8 @@ from stoker.proxy.request import BadRequest, RequestInfo
 from stoker.proxy.request_body import RequestBody, discard_body, read_body
 from stoker.proxy.shared_flights import SharedFlights
 
+FROM_CACHE = frozenset({Kind.HIT, Kind.STALE_SWR, Kind.STALE_ERROR, Kind.REVALIDATED})
+"""Outcomes whose body came from the cache (counted in :attr:`Pipeline.cache_bytes`)."""
 log = logging.getLogger("stoker.proxy")
 PurgeMethodHandler = Callable[[RequestInfo, ReplySink], Awaitable[None]]
 
@@ -208,6 +210,9 @@ class Pipeline:
         """The origin's breaker (the origin client given reports to it)."""
         self.not_cached = NotCachedLog()
         """Why responses were not stored and requests bypassed the cache."""
+        self.cache_bytes = 0
+        """Body bytes of the stored responses visitors were answered with: what the origin
+        was spared (whole bodies; the fast path counts its own hits here too)."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._producing: set[asyncio.Future[None]] = set()
         self._name = fetcher.config.cache_name
@@ -295,6 +300,9 @@ class Pipeline:
         finally:
             outcome = sink.outcome or GENERATED  # none stamped: a failure Stoker answered
             self.outcomes[outcome.kind.value, outcome.reason, request.context.warm] += 1
+            entry = sink.entry
+            if entry is not None and outcome.kind in FROM_CACHE and not request.context.warm:
+                self.cache_bytes += entry.body_size
 
     def _refuse(self, sink: ReplySink, error: BadRequest) -> None:
         if sink.started:

@@ -91,6 +91,11 @@ class ReplySink:
         return self._reply is not None
 
     @property
+    def entry(self) -> CacheEntry | None:
+        """The cache entry the reply given out was served from, if any."""
+        return self._reply.entry if self._reply is not None else None
+
+    @property
     def outcome(self) -> Outcome | None:
         """What the cache did for this response (set by :meth:`stamp`)."""
         return self._outcome

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from stoker.admin.app import members_json
 from stoker.admin.guard import guarded
 from stoker.admin.health import OK, verdict
 from stoker.admin.metrics import member_summary
+from stoker.admin.status import members_json
 from stoker.cache.purge_bus import Member
 
 

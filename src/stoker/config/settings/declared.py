@@ -223,6 +223,18 @@ class Settings:
         doc="Client addresses/CIDRs allowed to send `PURGE`: the client as `trusted_proxies` "
             "resolve it (the TCP peer, or the address a trusted proxy forwards)",
         default_doc="— (off)")
+    admin_allowed_origins: tuple[str, ...] = setting(
+        (), str_list,
+        "Origins (scheme://host:port) besides the admin listener's own whose pages may send "
+        "it writes",
+        doc="Origins (`https://admin.example.com`) besides the admin listener's own that may "
+            "send it writes (a mutating request whose `Origin`, or else `Referer`, is another "
+            "→ 403, audited)",
+        default_doc="the listener's own")
+    admin_session_lifetime: float = setting(
+        43200.0, seconds,
+        "How long a dashboard login lasts (the session cookie and its server-side record)",
+        default_doc="12h")
     trusted_proxies: tuple[str, ...] = setting(
         ("127.0.0.0/8", "::1"), networks,
         "Peers (IPs/CIDRs) whose X-Forwarded-Proto/-For and Forwarded are believed",

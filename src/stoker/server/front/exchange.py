@@ -9,7 +9,8 @@ Invariants:
 - A body never exceeds its ``Content-Length``, and a response that ends short of it
   closes the connection; a ``HEAD`` response, a ``204`` and a ``304`` carry no body.
 - ``receive`` gives the request body as it arrives, in at most what one read brought,
-  then ``http.disconnect`` once the response is complete or the client is gone; the
+  then waits, and gives ``http.disconnect`` once the response is complete or the client
+  is gone (an app listening for the disconnect while it streams never spins); the
   connection reads no further while :data:`HIGH_WATER` bytes wait unread
   (``Expect: 100-continue`` is answered on the first ``receive``).
 - ``send`` waits while the transport is paused for writing, so a slow reader holds at
@@ -47,6 +48,7 @@ class Exchange:
         "_arrived",
         "_chunked",
         "_left",
+        "_told_whole",
         "body",
         "connection",
         "disconnected",
@@ -83,6 +85,8 @@ class Exchange:
         self._left: int | None = None
         """Body bytes the response's ``Content-Length`` still owes."""
         self._arrived: asyncio.Event | None = None
+        self._told_whole = False
+        """Once the app was given the body's last message: only the disconnect is left."""
 
     # the connection's side
 
@@ -124,7 +128,7 @@ class Exchange:
             raise
         else:
             if not self.done:
-                if self.started:
+                if self.started and not self.disconnected:  # else it saw the client go
                     log.error("the application returned before completing its response")
                 self._fail()
 
@@ -145,7 +149,8 @@ class Exchange:
             self.expect_continue = False
             if not self.started:
                 self.connection.write(CONTINUE)
-        while not (self.disconnected or self.done or self.body or not self.more_body):
+        while not (self.disconnected or self.done) and (
+                self._told_whole or not (self.body or not self.more_body)):
             self.connection.resume_reading()
             if self._arrived is None:
                 self._arrived = asyncio.Event()
@@ -156,6 +161,8 @@ class Exchange:
         body, self.body = bytes(self.body), bytearray()
         if self.more_body:
             self.connection.resume_reading()
+        else:
+            self._told_whole = True
         return {"type": "http.request", "body": body, "more_body": self.more_body}
 
     async def send(self, message: Message) -> None:

@@ -1,0 +1,263 @@
+"""The dashboard's pages: login and logout, the overview, the static assets.
+
+Pages are server-rendered from the templates in ``web/`` with :class:`string.Template`
+(no template engine to install: the pages are few, and their dynamic parts are built
+here, every value escaped); ``web/dashboard.js`` keeps them live from ``/api/events``.
+No asset comes from elsewhere and no script is inline (the guard's CSP forbids both).
+
+Routes (behind :class:`~stoker.admin.guard.AdminGuard`, which sends a page without a
+session to ``/login``):
+- ``GET /login`` the form; ``GET /login?once=CODE`` logs in with a one-time code
+  (:meth:`~stoker.admin.sessions.Sessions.once`) and spends it.
+- ``POST /login`` (form field ``token``) → ``303`` to ``/`` with the session cookie;
+  a wrong token → 401 and the form again; more than
+  :data:`~stoker.admin.login_limit.FAILURES` failures from one address within
+  :data:`~stoker.admin.login_limit.WINDOW` → 429 with ``Retry-After``, the token unread.
+- ``POST /logout`` ends the session, clears the cookie, ``303`` to ``/login``.
+- ``GET /`` the overview; ``GET /static/NAME`` the assets.
+
+Invariants: every login, failed login and logout is audited (failures through the
+rate-limited :class:`~stoker.admin.audit.RefusalAudit`), the token only as a
+fingerprint; the cookie is HttpOnly, SameSite=Strict, and Secure when the request came
+over https (the connection's, or a trusted proxy's word for it).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from importlib.resources import files
+from string import Template
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import parse_qs
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from stoker.admin.api import read_limited
+from stoker.admin.audit import RefusalAudit
+from stoker.admin.auth import authenticate
+from stoker.admin.events import StatusHub
+from stoker.admin.login_limit import LoginLimiter
+from stoker.admin.sessions import Sessions, cookie_value, set_cookie
+from stoker.proxy.purge import record_safely
+from stoker.proxy.request import peer_of, request_scheme
+
+if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
+    from stoker.app.stoker import Stoker
+
+WEB: Final = files("stoker.admin") / "web"
+ASSETS: Final = {"dashboard.js": "text/javascript; charset=utf-8",
+                 "dashboard.css": "text/css; charset=utf-8", "favicon.svg": "image/svg+xml"}
+PAGES: Final = (("Overview", "/", True), ("Warm", "/warm", False), ("Jobs", "/jobs", False),
+                ("Cache", "/cache", False), ("Why not cached", "/why", False),
+                ("Schedule", "/schedule", False), ("Audit", "/audit", False),
+                ("Credentials", "/credentials", False))
+"""The dashboard's pages: label, path, and whether it is built yet (else shown greyed)."""
+MAX_FORM: Final = 4096
+
+
+def template(name: str) -> Template:
+    return Template(WEB.joinpath(name).read_text(encoding="utf-8"))
+
+
+def nav_html(current: str) -> str:
+    """The page links; pages not built yet greyed, unlinked.  Pure."""
+    items = []
+    for label, path, built in PAGES:
+        if not built:
+            items.append(f'<span class="soon" aria-disabled="true" title="not built yet">'
+                         f'{html.escape(label)}</span>')
+        else:
+            mark = ' aria-current="page"' if path == current else ""
+            items.append(f'<a href="{html.escape(path)}"{mark}>{html.escape(label)}</a>')
+    return "".join(items)
+
+
+def _at(status: Mapping[str, Any], path: str) -> Any:
+    value: Any = status
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def shown(value: Any, style: str) -> str:
+    """A figure as the page shows it (``dashboard.js`` formats alike).  Pure."""
+    if value is None:
+        return "—"
+    if style == "percent":
+        return f"{float(value) * 100:.1f} %"
+    if style == "rate":
+        return f"{float(value):.1f}"
+    if style == "ms":
+        return f"{float(value) * 1000:.0f} ms"
+    if style == "bytes":
+        size, unit = float(value), "B"
+        for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+            if size < 1024 or unit == "TiB":
+                break
+            size /= 1024
+        return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+    if style == "count":
+        return f"{int(value):,}".replace(",", " ")
+    return str(value)
+
+
+FIELDS: Final = {"rate": ("requests_per_second", "rate"), "cache_share": ("share.cache", "percent"),
+                 "origin_share": ("share.origin", "percent"),
+                 "errors": ("served_by.error", "count"), "warm": ("served_by.warm", "count"),
+                 "cache_bytes": ("cache_bytes", "bytes"),
+                 "breaker": ("breaker.phase", "text"), "p50": ("origin_timing.p50", "ms"),
+                 "p99": ("origin_timing.p99", "ms"),
+                 "answers": ("origin_timing.answers", "count"),
+                 "failures": ("origin_timing.failures", "count"),
+                 "l1_entries": ("l1.entries", "count"), "l1_bytes": ("l1.bytes", "bytes"),
+                 "l2_entries": ("store.entries", "count"), "l2_bytes": ("store.bytes", "bytes"),
+                 "pending": ("pending_l2_writes", "count")}
+"""The overview's figures: template name → (path in the status, format)."""
+
+
+def _row(cells: list[tuple[str, bool]]) -> str:
+    return "<tr>" + "".join(('<td class="num">' if num else "<td>") + html.escape(text) + "</td>"
+                            for text, num in cells) + "</tr>"
+
+
+def outcome_rows_html(status: Mapping[str, Any]) -> str:
+    """The outcomes table's rows.  Pure."""
+    rows = [_row([(row["kind"], False), (row["reason"] or "—", False), (row["source"], False),
+                  (shown(row["count"], "count"), True)]) for row in status.get("outcomes", ())]
+    return "".join(rows) or '<tr><td colspan="4">no requests yet</td></tr>'
+
+
+def node_rows_html(status: Mapping[str, Any]) -> str:
+    """The nodes table's rows.  Pure."""
+    rows = []
+    for node in status.get("nodes", ()):
+        figures = node.get("figures") or {}
+        up = figures.get("origin_up")
+        rows.append(_row([(node["name"], False), ("live" if node.get("live") else "gone", False),
+                          (shown(figures.get("cache"), "count"), True),
+                          (shown(figures.get("origin"), "count"), True),
+                          ("—" if up is None else "up" if up else "down", False),
+                          (shown(figures.get("origin_p50"), "ms"), True)]))
+    return "".join(rows)
+
+
+def overview_html(status: Mapping[str, Any]) -> str:
+    """The overview's content, rendered from a composed status.  Pure."""
+    values = {name: shown(_at(status, path), style) for name, (path, style) in FIELDS.items()}
+    return template("overview.html").substitute(
+        {name: html.escape(value) for name, value in values.items()},
+        outcomes=outcome_rows_html(status), nodes=node_rows_html(status))
+
+
+def page_html(title: str, page: str, content: str, *, nav: bool, logout: bool) -> str:
+    """A whole page around ``content`` (trusted HTML built here), with the page links
+    (``nav``) and a log-out button (``logout``).  Pure."""
+    account = ('<form method="post" action="/logout" class="logout">'
+               '<button type="submit">Log out</button></form>') if logout else ""
+    return template("page.html").substitute(
+        title=html.escape(title), page=html.escape(page),
+        nav=nav_html(page) if nav else "", account=account, content=content)
+
+
+def login_html(message: str = "") -> str:
+    """The login page, with ``message`` (plain text) above the form.  Pure."""
+    note = f'<p class="error" role="alert">{html.escape(message)}</p>' if message else ""
+    return page_html("Log in", "/login", template("login.html").substitute(message=note),
+                     nav=False, logout=False)
+
+
+def page_routes(stoker: Stoker, hub: StatusHub, sessions: Sessions,
+                refusals: RefusalAudit) -> list[Route]:
+    """The page routes for one running :class:`Stoker`."""
+    token = stoker.settings.admin_token
+    limiter = LoginLimiter(stoker.clock)
+    assets = {name: WEB.joinpath(name).read_bytes() for name in ASSETS}
+
+    def client_of(request: Request) -> str:
+        return peer_of(request.scope) or "unknown"
+
+    def logged_in(request: Request, secret: str) -> Response:
+        secure = request_scheme(request.scope, list(request.scope.get("headers") or ()),
+                                stoker.pipeline.config.trusted) == "https"
+        response = RedirectResponse("/", status_code=303)
+        response.headers["set-cookie"] = set_cookie(secret, max_age=sessions.lifetime,
+                                                    secure=secure)
+        return response
+
+    async def open_session(request: Request, actor: str, how: str) -> Response:
+        secret, session = await sessions.open()
+        await record_safely(stoker.audit, actor=session.actor, action="login",
+                            target={"client": client_of(request), "by": how, "with": actor},
+                            count=None, outcome="ok")
+        return logged_in(request, secret)
+
+    async def login_form(request: Request) -> Response:
+        if token is None:
+            return RedirectResponse("/", status_code=303)
+        code = request.query_params.get("once")
+        if code is None:
+            return HTMLResponse(login_html())
+        if sessions.spend(code):
+            return await open_session(request, "one-time link", "once")
+        await refusals.refused(client=client_of(request), actor="anonymous", action="login",
+                               target={"path": "/login", "status": 401,
+                                       "error": "one-time login link used or expired"})
+        return HTMLResponse(login_html("That login link was used already or has expired: "
+                                       "log in with the admin token."), status_code=401)
+
+    async def login(request: Request) -> Response:
+        if token is None:
+            return RedirectResponse("/", status_code=303)
+        client = client_of(request)
+        wait = limiter.retry_after(client)
+        if wait is not None:
+            await refusals.refused(client=client, actor="anonymous", action="login",
+                                   target={"path": "/login", "status": 429,
+                                           "error": "too many failed logins"})
+            return HTMLResponse(login_html(f"Too many failed logins from {client}: try again "
+                                           f"in {wait:.0f} s."), status_code=429,
+                                headers={"retry-after": str(max(1, round(wait)))})
+        body = await read_limited(request, MAX_FORM)
+        fields = parse_qs((body or b"").decode("utf-8", "replace"), max_num_fields=8)
+        presented = (fields.get("token") or [""])[0].strip() or None
+        decision = authenticate(token, presented)
+        if decision.allowed:
+            limiter.succeeded(client)
+            return await open_session(request, decision.actor, "token")
+        limiter.failed(client)
+        await refusals.refused(client=client, actor=decision.actor, action="login",
+                               target={"path": "/login", "status": 401,
+                                       "error": "wrong admin token"})
+        return HTMLResponse(login_html("That is not the admin token."), status_code=401)
+
+    async def logout(request: Request) -> Response:
+        ended = await sessions.close(cookie_value(request.headers.get("cookie")))
+        if ended is not None:
+            await record_safely(stoker.audit, actor=ended.actor, action="logout",
+                                target={"client": client_of(request)}, count=None,
+                                outcome="ok")
+        response = RedirectResponse("/login", status_code=303)
+        response.headers["set-cookie"] = set_cookie("", max_age=0, secure=False)
+        return response
+
+    async def overview(request: Request) -> Response:
+        content = overview_html(await hub.source.compose())
+        session = request.scope.get("state", {}).get("session")
+        return HTMLResponse(page_html("Overview", "/", content, nav=True,
+                                      logout=session is not None))
+
+    async def asset(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in assets:
+            return Response("not found\n", status_code=404, media_type="text/plain")
+        return Response(assets[name], media_type=ASSETS[name])
+
+    return [Route("/", overview, methods=["GET"]),
+            Route("/login", login_form, methods=["GET"]),
+            Route("/login", login, methods=["POST"]),
+            Route("/logout", logout, methods=["POST"]),
+            Route("/static/{name}", asset, methods=["GET"])]
+

@@ -1,0 +1,222 @@
+"""The one compose function behind ``GET /api/status`` and ``GET /api/events``.
+
+:class:`StatusSource` gives the status of the running Stoker as one JSON object: what the
+process keeps in memory (requests by outcome, origin timing, the breaker, L1, the last
+hour per minute), read fresh on every call, and what the stores must be asked (L2's
+figures, the warm run and deadlines, the processes sharing the cache), memoized for
+:data:`MEMO` seconds, so however many dashboards watch, the stores are asked at most once
+a second.
+
+Invariants:
+- Concurrent calls while the stores are being read share that one read.
+- A store figure that cannot be read is left out (its name listed under
+  ``unavailable``, logged), never faked, and the rest is still given.
+- Outcomes are kept apart by kind and reason (a bypass never folds into a miss); the
+  shares "by cache" and "by origin" count visitors only, warm visits apart.
+- The keys ``/api/status`` had before the dashboard keep their meaning (``stoker status``
+  and scripts read them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from stoker.admin.history import History, Sample, quantile
+from stoker.admin.metrics import Figures, member_summary, or_none, own
+from stoker.admin.warm_api import run_json
+from stoker.admin.why import cookie_bypass_report
+from stoker.cache.purge_bus import Member
+from stoker.clock import Clock
+from stoker.server.heap import heap_status
+
+if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
+    from stoker.app.stoker import Stoker
+    from stoker.app.warm_service import WarmService
+
+MEMO: Final = 1.0
+"""Seconds the stores' figures are reused for."""
+CACHE_KINDS: Final = frozenset({"hit", "stale-while-revalidate", "stale-if-error",
+                                "revalidated"})
+"""Outcomes whose body came from the cache (a revalidation: the origin said 304)."""
+ORIGIN_KINDS: Final = frozenset({"miss", "collapsed", "pass", "bypass"})
+"""Outcomes whose body came from the origin (a collapsed request: another's fetch)."""
+
+
+def members_json(members: Sequence[Member], now: float,
+                 node_timeout: float) -> list[dict[str, Any]]:
+    """The processes sharing the cache as ``/api/status`` lists them: name, purge-bus
+    position (``confirmed``), last heartbeat, liveness, what its heartbeat said of it
+    (:func:`~stoker.admin.metrics.member_summary`) and of its own traffic
+    (:func:`node_figures`).  Pure."""
+    return [{"name": member.name, "confirmed": member.confirmed, "seen_at": member.seen_at,
+             "live": now - member.seen_at <= node_timeout,
+             **member_summary(member.figures),
+             **({"figures": said_figures(member.figures)} if member.figures else {})}
+            for member in members]
+
+
+def said_figures(said: str) -> dict[str, Any] | None:
+    """A member's own figures (:func:`stoker.admin.metrics.said`) as the overview shows
+    them (:func:`node_figures`); ``None`` when what it said cannot be read.  Pure."""
+    try:
+        data = json.loads(said)
+        outcomes = {(kind, reason, warm): count for kind, reason, warm, count in data["outcomes"]}
+        return node_figures(outcomes, bool(data["origin_up"]), data["timing"]["counts"],
+                            int(data["timing"]["failures"]), int(data.get("cache_bytes", 0)))
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def node_figures(outcomes: Mapping[tuple[str, str, bool], int], origin_up: bool,
+                 timing: Sequence[int], failures: int, cache_bytes: int) -> dict[str, Any]:
+    """One node's line of the overview: its shares, bytes from cache, origin state and
+    latency.  Pure."""
+    return {**shares(outcomes), "cache_bytes": cache_bytes, "origin_up": origin_up,
+            "origin_failures": failures,
+            "origin_p50": quantile(timing, 0.5), "origin_p99": quantile(timing, 0.99)}
+
+
+def fractions(served_by: Mapping[str, int]) -> dict[str, float]:
+    """The shares of visitors' requests answered by the cache and by the origin.  Pure."""
+    total = served_by["cache"] + served_by["origin"] + served_by["error"]
+    return {where: round(served_by[where] / total, 4) if total else 0.0
+            for where in ("cache", "origin")}
+
+
+def shares(outcomes: Mapping[tuple[str, str, bool], int]) -> dict[str, int]:
+    """Visitors' requests answered by the cache, by the origin, by Stoker itself (errors),
+    and warm visits, from outcome counts.  Pure."""
+    found = {"cache": 0, "origin": 0, "error": 0, "warm": 0}
+    for (kind, _, warm), count in outcomes.items():
+        where = "warm" if warm else ("cache" if kind in CACHE_KINDS else
+                                     "origin" if kind in ORIGIN_KINDS else "error")
+        found[where] += count
+    return found
+
+
+def outcome_rows(outcomes: Mapping[tuple[str, str, bool], int]) -> list[dict[str, Any]]:
+    """Every ``(kind, reason, source)`` with its count, most frequent first.  Pure."""
+    rows = [{"kind": kind, "reason": reason, "source": "warmer" if warm else "visitor",
+             "count": count} for (kind, reason, warm), count in outcomes.items() if count]
+    return sorted(rows, key=lambda row: (-row["count"], row["kind"], row["reason"]))
+
+
+def sample_of(figures: Figures, now: float) -> Sample:
+    """The cumulative counters the history keeps, from ``figures``.  Pure."""
+    split = shares(figures.outcomes)
+    return Sample(at=now, requests=split["cache"] + split["origin"] + split["error"],
+                  cache=split["cache"], errors=figures.timing.failures,
+                  served=figures.cache_bytes, timing=tuple(figures.timing.counts))
+
+
+async def warm_status(warm: WarmService) -> dict[str, Any]:
+    """The active warm run and every deadline's next due time and last error."""
+    active = await warm.stores.runs.active()
+    deadlines = await warm.ticker.status()
+    return {"active": run_json(active) if active else None,
+            "pending_rewarm": await warm.stores.pending.count(),
+            "deadlines": [{"name": d.name, "due_at": d.due_at, "last_error": d.last_error}
+                          for d in deadlines]}
+
+
+class StatusSource:
+    """The status of one running Stoker (and its warmer), composed (see the module)."""
+
+    def __init__(self, stoker: Stoker, warm: WarmService | None, *,
+                 history: History | None = None, memo: float = MEMO) -> None:
+        self._stoker = stoker
+        self._warm = warm
+        self.history = history or History()
+        self._memo = memo
+        self._stored: dict[str, Any] | None = None
+        self._stored_at = 0.0
+        self._reading: asyncio.Future[dict[str, Any]] | None = None
+
+    @property
+    def clock(self) -> Clock:
+        return self._stoker.clock
+
+    def sample(self) -> Sample:
+        """The history's counters now, read from memory (no store is asked)."""
+        return sample_of(own(self._stoker), self.clock.now())
+
+    def observe(self) -> None:
+        """Give the history a sample taken now."""
+        self.history.observe(self.sample())
+
+    async def compose(self) -> dict[str, Any]:
+        """The status now: memory read fresh, the stores at most :data:`MEMO` s old."""
+        stored = await self._stores()
+        status = {**self._in_memory(), **stored}
+        status["nodes"] = stored.get("members") or [self._own_node()]
+        return status
+
+    def _own_node(self) -> dict[str, Any]:
+        figures = own(self._stoker)
+        return {"name": self._stoker.settings.node_id or "this process", "live": True,
+                "figures": node_figures(figures.outcomes, figures.origin_up,
+                                        figures.timing.counts, figures.timing.failures,
+                                        figures.cache_bytes)}
+
+    def _in_memory(self) -> dict[str, Any]:
+        stoker = self._stoker
+        pipeline, store = stoker.pipeline, stoker.store
+        figures = own(stoker)
+        now = self.clock.now()
+        current = sample_of(figures, now)
+        timing, breaker = figures.timing, pipeline.health.state
+        served_by = shares(figures.outcomes)
+        return {
+            "now": now, "origin": stoker.settings.origin,
+            "origin_down_since": pipeline.health.down_since, "version": pipeline.version,
+            "requests": dict(pipeline.stats), "outcomes": outcome_rows(figures.outcomes),
+            "served_by": served_by, "share": fractions(served_by),
+            "cache_bytes": figures.cache_bytes,
+            "requests_per_second": round(self.history.rate(current), 3),
+            "origin_timing": {"answers": timing.answers, "failures": timing.failures,
+                              "p50": quantile(timing.counts, 0.5),
+                              "p99": quantile(timing.counts, 0.99)},
+            "breaker": {"phase": breaker.phase, "failures": breaker.failures,
+                        "opened_at": breaker.opened_at if breaker.phase != "closed" else None},
+            "l1": dict(figures.l1), "pending_l2_writes": store.pending(),
+            "in_flight": figures.in_flight,
+            "cookie_bypasses": cookie_bypass_report(pipeline.cookie_bypasses, pipeline.stats),
+            "history": self.history.minutes(current), "gc": heap_status(),
+        }
+
+    async def _stores(self) -> dict[str, Any]:
+        monotonic = self.clock.monotonic()
+        if self._stored is not None and monotonic - self._stored_at < self._memo:
+            return self._stored
+        if self._reading is None:
+            self._reading = asyncio.ensure_future(self._read_stores())
+        reading = self._reading
+        try:
+            return await asyncio.shield(reading)
+        finally:
+            if self._reading is reading and reading.done():
+                self._reading = None
+
+    async def _read_stores(self) -> dict[str, Any]:
+        stoker, warm = self._stoker, self._warm
+        wanted: dict[str, Callable[[], Awaitable[Any]]] = {"store": stoker.store.stats}
+        if warm is not None:
+            wanted["warm"] = lambda: warm_status(warm)
+        relay = stoker.purger.relay
+        if relay is not None:
+            wanted["members"] = lambda: self._members(relay.members())
+        found: dict[str, Any] = {}
+        for name, read in wanted.items():
+            value = await or_none(read())
+            if value is None:
+                found.setdefault("unavailable", []).append(name)
+            else:
+                found[name] = value
+        self._stored, self._stored_at = found, self.clock.monotonic()
+        return found
+
+    async def _members(self, reading: Awaitable[Sequence[Member]]) -> list[dict[str, Any]]:
+        return members_json(await reading, self.clock.now(), self._stoker.settings.node_timeout)

@@ -1,0 +1,188 @@
+// Stoker's dashboard: keeps the page live from /api/events (no inline script: the CSP).
+// The stream closes while the page is hidden or put away (pagehide) and opens again when
+// it is shown (visibilitychange, pageshow); after 5 errors in a row (or once the browser
+// gives the stream up) it asks /api/status, and a 401 there sends the browser to the
+// login page instead of retrying for ever.
+"use strict";
+
+(function () {
+  const MAX_ERRORS = 5;
+  let source = null;
+  let errors = 0;
+
+  function at(status, path) {
+    return path.split(".").reduce((v, k) => (v == null ? v : v[k]), status);
+  }
+
+  function shown(value, style) {
+    if (value === null || value === undefined) return "—";
+    switch (style) {
+      case "percent": return (value * 100).toFixed(1) + " %";
+      case "rate": return Number(value).toFixed(1);
+      case "ms": return (value * 1000).toFixed(0) + " ms";
+      case "count": return Math.trunc(value).toLocaleString("en-US").replace(/,/g, " ");
+      case "bytes": {
+        let size = Number(value);
+        const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+        let unit = 0;
+        while (size >= 1024 && unit < units.length - 1) { size /= 1024; unit += 1; }
+        return unit === 0 ? size.toFixed(0) + " B" : size.toFixed(1) + " " + units[unit];
+      }
+      default: return String(value);
+    }
+  }
+
+  function cell(text, numeric) {
+    const td = document.createElement("td");
+    td.textContent = text;
+    if (numeric) td.className = "num";
+    return td;
+  }
+
+  function fillTable(name, rows, empty) {
+    const body = document.querySelector('[data-table="' + name + '"]');
+    if (!body) return;
+    const fresh = rows.map((cells) => {
+      const tr = document.createElement("tr");
+      cells.forEach(([text, numeric]) => tr.appendChild(cell(text, numeric)));
+      return tr;
+    });
+    if (fresh.length === 0 && empty) {
+      const tr = document.createElement("tr");
+      const td = cell(empty, false);
+      td.colSpan = 4;
+      tr.appendChild(td);
+      fresh.push(tr);
+    }
+    body.replaceChildren(...fresh);
+  }
+
+  const SVG = "http://www.w3.org/2000/svg";
+  const W = 360, H = 90;
+
+  function svg(children) {
+    const root = document.createElementNS(SVG, "svg");
+    root.setAttribute("viewBox", "0 0 " + W + " " + H);
+    root.setAttribute("role", "img");
+    children.forEach((child) => root.appendChild(child));
+    return root;
+  }
+
+  function shape(kind, attrs) {
+    const node = document.createElementNS(SVG, kind);
+    Object.entries(attrs).forEach(([k, v]) => node.setAttribute(k, String(v)));
+    return node;
+  }
+
+  function bars(history, stacks) {
+    const top = Math.max(1, ...history.map((m) => stacks.reduce((s, [k]) => s + (m[k] || 0), 0)));
+    const width = W / 60;
+    const newest = history.length ? history[history.length - 1].minute : 0;
+    const nodes = [];
+    history.forEach((m) => {
+      const x = W - ((newest - m.minute) / 60 + 1) * width;
+      let y = H;
+      stacks.forEach(([key, cls]) => {
+        const h = ((m[key] || 0) / top) * (H - 4);
+        y -= h;
+        const rect = shape("rect", { x: x + 0.5, y: y, width: Math.max(1, width - 1), height: h, class: cls });
+        const title = document.createElementNS(SVG, "title");
+        title.textContent = new Date(m.minute * 1000).toLocaleTimeString() + ": " + (m[key] || 0) + " " + key;
+        rect.appendChild(title);
+        nodes.push(rect);
+      });
+    });
+    nodes.push(shape("text", { x: 2, y: 10, class: "scale" }));
+    nodes[nodes.length - 1].textContent = String(top);
+    return svg(nodes);
+  }
+
+  function lines(history, keys) {
+    const values = history.flatMap((m) => keys.map(([k]) => m[k] || 0));
+    const top = Math.max(0.001, ...values);
+    const newest = history.length ? history[history.length - 1].minute : 0;
+    const nodes = keys.flatMap(([key, cls]) => {
+      const points = history.filter((m) => m[key] !== null).map((m) => [
+        W - ((newest - m.minute) / 60) * (W / 60) - W / 120, H - (m[key] / top) * (H - 4)]);
+      const line = shape("polyline", { class: cls, fill: "none",
+        points: points.map(([x, y]) => x.toFixed(1) + "," + y.toFixed(1)).join(" ") });
+      return [line, ...points.map(([x, y]) => shape("circle", { cx: x, cy: y, r: 2, class: cls }))];
+    });
+    const scale = shape("text", { x: 2, y: 10, class: "scale" });
+    scale.textContent = (top * 1000).toFixed(0) + " ms";
+    nodes.push(scale);
+    return svg(nodes);
+  }
+
+  function charts(history) {
+    const draw = { requests: () => bars(history, [["cache", "cache"], ["origin", "origin"]]),
+                   latency: () => lines(history, [["p50", "p50"], ["p99", "p99"]]),
+                   errors: () => bars(history, [["errors", "errors"]]),
+                   served: () => bars(history, [["served", "cache"]]) };
+    document.querySelectorAll("[data-chart]").forEach((box) => {
+      const make = draw[box.dataset.chart];
+      if (make) box.replaceChildren(make());
+    });
+  }
+
+  function render(status) {
+    document.querySelectorAll("[data-path]").forEach((node) => {
+      node.textContent = shown(at(status, node.dataset.path), node.dataset.format);
+    });
+    const phase = document.querySelector(".phase");
+    if (phase) phase.dataset.phase = (status.breaker || {}).phase || "";
+    fillTable("outcomes", (status.outcomes || []).map((r) => [
+      [r.kind, false], [r.reason || "—", false], [r.source, false], [shown(r.count, "count"), true]]),
+      "no requests yet");
+    fillTable("nodes", (status.nodes || []).map((n) => {
+      const f = n.figures || {};
+      const up = f.origin_up === undefined ? "—" : (f.origin_up ? "up" : "down");
+      return [[n.name, false], [n.live ? "live" : "gone", false], [shown(f.cache, "count"), true],
+              [shown(f.origin, "count"), true], [up, false], [shown(f.origin_p50, "ms"), true]];
+    }));
+    charts(status.history || []);
+  }
+
+  function state(text, name) {
+    const live = document.getElementById("live");
+    if (live) { live.textContent = text; live.dataset.state = name; }
+  }
+
+  function close() {
+    if (source) { source.close(); source = null; state("paused", "paused"); }
+  }
+
+  async function probe() {
+    close();
+    try {
+      const answer = await fetch("/api/status", { credentials: "same-origin" });
+      if (answer.status === 401) { window.location.assign("/login"); return; }
+    } catch (e) { /* the listener is down: try the stream again below */ }
+    errors = 0;
+    setTimeout(open, 3000);
+  }
+
+  function open() {
+    if (source || document.visibilityState === "hidden") return;
+    if (!document.querySelector("[data-path], [data-table]")) return;
+    source = new EventSource("/api/events");
+    source.addEventListener("status", (event) => {
+      errors = 0;
+      state("live", "live");
+      render(JSON.parse(event.data));
+    });
+    source.onerror = () => {
+      errors += 1;
+      state("reconnecting…", "error");
+      // CLOSED: the browser gave up on its own (a 401, say); else it retries, up to 5 times
+      if (errors >= MAX_ERRORS || source.readyState === EventSource.CLOSED) probe();
+    };
+  }
+
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "hidden") close(); else open();
+  });
+  window.addEventListener("pagehide", close);
+  window.addEventListener("pageshow", open);
+  document.addEventListener("DOMContentLoaded", open);
+})();

@@ -1,0 +1,100 @@
+"""The dashboard in a real browser (Debian's Chromium, driven by Playwright; never a
+downloaded browser): log in, watch the overview follow the traffic live, log out, and a
+revoked session sent back to the login page.  Screenshots at 1280x800 and on a 390-px
+phone go to ``tests/artifacts/`` (ignored by git)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, Page, async_playwright, expect
+from tests.integration.admin_harness import CACHEABLE, TOKEN
+from tests.integration.conftest import Origin
+from tests.integration.dashboard_harness import dashboard
+
+from stoker.admin.sessions import COOKIE
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM,
+                                                   args=["--no-sandbox"])
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+async def log_in(page: Page, url: str) -> None:
+    await page.goto(f"{url}/")
+    await page.wait_for_url("**/login")
+    await page.get_by_label("Admin token").fill(TOKEN)
+    await page.get_by_role("button", name="Log in").click()
+    await page.wait_for_url(f"{url}/")
+
+
+async def shoot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    for size, viewport in SIZES.items():
+        await page.set_viewport_size(viewport)
+        await page.screenshot(path=str(ARTIFACTS / f"dashboard-{name}-{size}.png"),
+                              full_page=True)
+        width = await page.evaluate("document.documentElement.scrollWidth")
+        assert width <= viewport["width"], f"{name} scrolls sideways at {size}: {width}px"
+
+
+async def test_log_in_watch_the_overview_live_and_log_out(origin: Origin, tmp_path: Path,
+                                                          browser: Browser) -> None:
+    origin.app.set("/page", headers=CACHEABLE, body=b"x" * 5000)
+    async with dashboard(origin.url, tmp_path / "d") as dash:
+        page = await browser.new_page(viewport=SIZES["desktop"])
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        await page.goto(f"{dash.url}/login")
+        await shoot(page, "login")
+        await log_in(page, dash.url)
+        await expect(page.locator("#live")).to_have_text("live", timeout=10_000)
+        cache_share = page.locator('[data-path="share.cache"]')
+        await expect(cache_share).to_have_text("0.0 %")
+        for _ in range(4):
+            await dash.proxy.client.get("/page")  # a miss, then hits
+        await expect(cache_share).to_have_text("75.0 %", timeout=10_000)  # pushed, no reload
+        outcomes = page.locator('[data-table="outcomes"]')
+        await expect(outcomes).to_contain_text("hit", timeout=10_000)
+        await expect(page.locator('[data-chart="requests"] rect').first).to_be_attached()
+        await shoot(page, "overview")
+        await page.get_by_role("button", name="Log out").click()
+        await page.wait_for_url("**/login")
+        await page.goto(f"{dash.url}/")
+        await page.wait_for_url("**/login")  # the session is gone
+        assert errors == []  # no CSP violation, no script error, no missing asset
+        await page.close()
+
+
+async def test_a_revoked_session_lands_on_the_login_page(origin: Origin, tmp_path: Path,
+                                                         browser: Browser) -> None:
+    async with dashboard(origin.url, tmp_path / "d") as dash:
+        context = await browser.new_context()
+        page = await context.new_page()
+        await log_in(page, dash.url)
+        await expect(page.locator("#live")).to_have_text("live", timeout=10_000)
+        cookie = next(c["value"] for c in await context.cookies() if c["name"] == COOKIE)
+        assert await dash.side.sessions.close(cookie) is not None  # revoked on the server
+        # the tab is put away and shown again: the stream reopens, is refused, and the
+        # page probes /api/status, whose 401 sends it to the login page
+        await page.evaluate("window.dispatchEvent(new PageTransitionEvent('pagehide'))")
+        await expect(page.locator("#live")).to_have_text("paused")
+        await page.evaluate("window.dispatchEvent(new PageTransitionEvent('pageshow'))")
+        await page.wait_for_url("**/login", timeout=15_000)
+        await context.close()

@@ -1,0 +1,37 @@
+"""The status compose's pure parts: outcomes kept apart, shares, node lines."""
+
+from __future__ import annotations
+
+import json
+
+from stoker.admin.status import fractions, outcome_rows, said_figures, shares
+
+OUTCOMES = {("hit", "", False): 6, ("stale-while-revalidate", "", False): 1,
+            ("miss", "", False): 2, ("bypass", "cookie", False): 3,
+            ("pass", "no-freshness", False): 1, ("error", "", False): 1,
+            ("miss", "", True): 9, ("bypass", "rule", False): 0}
+
+
+def test_shares_count_visitors_by_where_the_body_came_from() -> None:
+    assert shares(OUTCOMES) == {"cache": 7, "origin": 6, "error": 1, "warm": 9}
+    assert fractions(shares(OUTCOMES)) == {"cache": 0.5, "origin": round(6 / 14, 4)}
+    assert fractions(shares({})) == {"cache": 0.0, "origin": 0.0}
+
+
+def test_outcomes_stay_apart_by_kind_reason_and_source() -> None:
+    rows = outcome_rows(OUTCOMES)
+    assert rows[0] == {"kind": "miss", "reason": "", "source": "warmer", "count": 9}
+    keys = {(r["kind"], r["reason"], r["source"]) for r in rows}
+    assert ("bypass", "cookie", "visitor") in keys and ("pass", "no-freshness", "visitor") in keys
+    assert ("bypass", "rule", "visitor") not in keys  # nothing counted: no row
+    assert len(rows) == 7
+
+
+def test_a_member_line_from_what_it_said_or_none() -> None:
+    said = json.dumps({"outcomes": [["hit", "", False, 4], ["miss", "", False, 1]],
+                       "origin_up": True, "timing": {"counts": [1] + [0] * 14, "failures": 2}})
+    line = said_figures(said)
+    assert line is not None and (line["cache"], line["origin"], line["origin_failures"]) == (
+        4, 1, 2)
+    assert line["origin_up"] and line["origin_p50"] is not None
+    assert said_figures("{}") is None and said_figures("not json") is None
