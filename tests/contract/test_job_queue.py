@@ -15,12 +15,12 @@ import pytest
 from tests.conftest import running
 from tests.job_backends import BACKENDS, open_queue, pg_schema, place
 
-from stoker.breaker import BreakerState
 from stoker.clock import FakeClock
 from stoker.jobs.model import EXPIRED_ERROR, Job, Lease, NewJob, RequeueScope
 from stoker.jobs.policy import backoff_ceiling
 from stoker.jobs.queue import JobQueue
 from stoker.jobs.worker import Handler, Worker, WorkerConfig
+from stoker.resilience.breaker import BreakerState
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -3,7 +3,7 @@ retries 1 s apart, doubling, capped."""
 
 from __future__ import annotations
 
-from stoker.outage import RETRY_FIRST, SAY_EVERY, Outage, answered, failed, retry_in
+from stoker.resilience.outage import RETRY_FIRST, SAY_EVERY, Outage, answered, failed, retry_in
 
 
 def test_an_outage_is_said_at_its_start_then_every_say_every_seconds() -> None:

@@ -47,7 +47,7 @@ own relayed purges included (they were in force before they were relayed, or kep
 gap in the numbers (this process fell behind what the bus keeps) drops the memory tier
 whole before anything is confirmed, and so does a bus unreachable for longer than
 ``node_timeout`` (the others then stop waiting for this process), once per outage; a
-failure to publish, read or apply is logged as :mod:`stoker.outage` says (when it starts,
+failure to publish, read or apply is logged as :mod:`stoker.resilience.outage` says (when it starts,
 every ``SAY_EVERY`` seconds, when it ends) and retried at the next poll, never skipped
 (what was relayed meanwhile is put in force, and what was kept published, when the bus
 answers again).
@@ -61,7 +61,6 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from stoker import outage
 from stoker.app.stoker import Stoker
 from stoker.cache import purge_outbox
 from stoker.cache.notifier import LocalNotifier, Notifier
@@ -69,6 +68,7 @@ from stoker.cache.purge_bus import NOT_RELAYED, Member, PurgeBus, Relayed, uncon
 from stoker.cache.purge_list import PurgeMark
 from stoker.cache.purge_outbox import Outgoing
 from stoker.clock import Clock
+from stoker.resilience import outage
 
 log = logging.getLogger("stoker.purge")
 

@@ -15,7 +15,7 @@ Invariants:
   happened (its ``id`` then orders it after what other nodes wrote meanwhile).
 - At most :data:`MOST` records are kept; past that the oldest is dropped, and each drop
   is an error line (never silent).  Retries and their log lines follow
-  :mod:`stoker.outage` (waits doubling from 1 s to :data:`RETRY_MOST`): the first failure
+  :mod:`stoker.resilience.outage` (waits doubling from 1 s to :data:`RETRY_MOST`): the first failure
   and the return are said once, and at most one line every ``SAY_EVERY`` seconds between.
 - :meth:`KeptAudit.close` tries what is kept once more, logs an error naming how many
   records were never written, then closes the store.
@@ -30,10 +30,10 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
-from stoker import outage
 from stoker.backends import audit_records
 from stoker.backends.audit_records import Row
 from stoker.clock import Clock
+from stoker.resilience import outage
 
 log = logging.getLogger("stoker.audit")
 
@@ -112,7 +112,7 @@ class KeptAudit:
             self._writer = asyncio.ensure_future(self._write_late())
 
     async def _write_late(self) -> None:
-        """Write what is kept, retrying as :mod:`stoker.outage` says, until none is."""
+        """Write what is kept, retrying as :mod:`stoker.resilience.outage` says, until none is."""
         state = outage.Outage()
         while self._kept:
             await self._clock.sleep(outage.retry_in(state, RETRY_MOST))

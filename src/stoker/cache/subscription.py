@@ -10,10 +10,10 @@ Invariants: while a subscription is held, every message heard on it that names a
 rings that kind's bell (anything else is logged and dropped); a lost subscription (the
 link's :meth:`Link.lost` returned or raised) is logged and rings every bell (a waiter
 that chose a long timeout while connected chooses again), then is subscribed again
-after :func:`stoker.outage.retry_in` seconds on the injected clock (doubling, at most
+after :func:`stoker.resilience.outage.retry_in` seconds on the injected clock (doubling, at most
 :data:`RETRY_MOST`), until it is back; then ``reconnects`` grows by one, that is
 logged, and every bell rings again (what was poked meanwhile went unheard).  Failed
-attempts and failed sends are logged as :mod:`stoker.outage` says (the first, then one
+attempts and failed sends are logged as :mod:`stoker.resilience.outage` says (the first, then one
 line every ``SAY_EVERY`` seconds, then the return), and a send never raises.  While it
 is down ``connected`` is ``False`` and waits still end at their timeout.
 """
@@ -26,15 +26,15 @@ import logging
 from collections.abc import Callable
 from typing import Final, Protocol
 
-from stoker import outage
 from stoker.cache.notifier import KINDS, Doorbell, Kind
 from stoker.clock import Clock
+from stoker.resilience import outage
 
 log = logging.getLogger("stoker.purge")
 
 RETRY_MOST: Final = 2.0
 """Most seconds between two attempts to subscribe again (the first after
-:data:`~stoker.outage.RETRY_FIRST`): a restarted server is heard of within this."""
+:data:`~stoker.resilience.outage.RETRY_FIRST`): a restarted server is heard of within this."""
 _KIND_OF: Final[dict[str, Kind]] = {kind: kind for kind in KINDS}
 
 
@@ -151,7 +151,7 @@ class Subscription:
             self._bell.ring_all()
 
     async def _again(self) -> Link:
-        """A new subscription, tried after :func:`~stoker.outage.retry_in` until one is
+        """A new subscription, tried after :func:`~stoker.resilience.outage.retry_in` until one is
         made; a failing try said as the outage machine says (every ``SAY_EVERY`` s)."""
         state, _ = outage.failed(outage.Outage(), self._clock.monotonic())  # said: lost
         while True:

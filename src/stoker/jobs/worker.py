@@ -19,7 +19,7 @@ Invariants:
 - An idle worker sleeps in ``JobQueue.wait_for_work`` (LISTEN/NOTIFY or the
   in-process signal), waking at least every ``poll_interval`` seconds.
 - A queue that does not answer (its database down or restarting) loses no result:
-  the job's ending is written again, at the pace of :mod:`stoker.outage` (at most
+  the job's ending is written again, at the pace of :mod:`stoker.resilience.outage` (at most
   ``poll_interval`` apart), until the queue takes it or the job is lost or cancelled;
   leasing and waiting for work are retried at that pace too.  A handler failure the
   queue could not take at once is taken for the queue's (the handler most likely
@@ -42,11 +42,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stoker import breaker, outage
-from stoker.breaker import BreakerState
 from stoker.clock import Clock
 from stoker.jobs.model import Job
 from stoker.jobs.queue import JobQueue
+from stoker.resilience import breaker, outage
+from stoker.resilience.breaker import BreakerState
 
 log = logging.getLogger("stoker.jobs.worker")
 
@@ -258,7 +258,7 @@ class Worker:
             return int(took)
 
     def _queue_failed(self, doing: str, error: Exception) -> None:
-        """Count a failure of the queue; log it as :mod:`stoker.outage` says."""
+        """Count a failure of the queue; log it as :mod:`stoker.resilience.outage` says."""
         self._outage, say = outage.failed(self._outage, self._clock.monotonic())
         if say:
             log.warning("queue %r: %s failed (%s: %s); results are kept and leasing paused, "

@@ -11,7 +11,7 @@ serve on error with that copy at once, instead of waiting ``origin_timeout`` eac
 time, and one background revalidation per :data:`COOLDOWN` probes the origin; the
 probe's success brings it back *up*.
 
-Invariants: decisions are :mod:`stoker.breaker`'s (pure, tested there);
+Invariants: decisions are :mod:`stoker.resilience.breaker`'s (pure, tested there);
 ``down_since`` is the time the breaker first opened in the current outage and is
 ``None`` exactly while it is closed.
 """
@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from stoker import breaker
-from stoker.breaker import BreakerState
 from stoker.clock import Clock
 from stoker.proxy.context import RequestContext
 from stoker.proxy.origin import Body, Headers, OriginClient, OriginError, OriginResponse
 from stoker.proxy.origin_timing import OriginTiming
+from stoker.resilience import breaker
+from stoker.resilience.breaker import BreakerState
 
 THRESHOLD: Final = 5
 COOLDOWN: Final = 5.0

@@ -24,7 +24,7 @@ Invariants:
   their outcomes are recorded (or, the store not answering, given up on: those
   runs go again when their claims' leases end).
 - A store that does not answer (its database down or restarting) is tried again at
-  the pace of :mod:`stoker.outage` (1 s, doubling, at most ``max_sleep``): reading
+  the pace of :mod:`stoker.resilience.outage` (1 s, doubling, at most ``max_sleep``): reading
   and claiming the deadlines, and recording a run's outcome while the ticker runs
   (so a run that ended during an outage is not left claimed until its lease ends).
   A run that failed while the store could not take its failure at once is taken for
@@ -44,8 +44,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from stoker import outage
 from stoker.clock import Clock
+from stoker.resilience import outage
 from stoker.schedule.deadlines import due, next_wake
 from stoker.schedule.store import ArmMode, Deadline, DeadlineStore
 
@@ -257,7 +257,7 @@ class Ticker:
             stopping.cancel()
 
     def _store_failed(self, doing: str, error: Exception) -> None:
-        """Count a failure of the deadline store; log it as :mod:`stoker.outage` says."""
+        """Count a failure of the deadline store; log it as :mod:`stoker.resilience.outage` says."""
         self._outage, say = outage.failed(self._outage, self._clock.monotonic())
         if say:
             log.warning("deadline ticker: %s failed (%s: %s); trying again until the store "

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.breaker import (
+from stoker.resilience.breaker import (
     BreakerState,
     lease_limit,
     may_lease,

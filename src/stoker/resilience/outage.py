@@ -1,6 +1,6 @@
 """A store that stops answering: when to say so, and how long to wait before trying again.
 
-A pure state machine over an immutable :class:`Outage`, as :mod:`stoker.breaker` is for
+A pure state machine over an immutable :class:`Outage`, as :mod:`stoker.resilience.breaker` is for
 the origin; the loops that use a store (the warm worker, the deadline ticker) feed it
 each call's outcome and log what it tells them to.  No I/O, no clock reads: times are
 arguments (monotonic seconds).
