@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from tests.conftest import serving
+from tests.conftest import free_port, serving
 from tests.integration.conftest import Origin
+from tests.integration.test_redis_down import listening, own_redis
 from tests.job_backends import pg_schema, schema_url
 
 from stoker.app.stoker import Stoker
@@ -451,3 +452,38 @@ async def test_many_connections_waiting_for_redis_are_each_answered(
         body = (b"a" if number % 2 else b"b") * 3000
         assert [answer.rsplit(b"\r\n\r\n", 1)[1] for answer in pair] == [body, body]
     assert origin.app.count("/a") == origin.app.count("/b") == 1
+
+
+async def test_with_redis_gone_the_front_answers_from_the_origin(origin: Origin,
+                                                                 tmp_path: Path) -> None:
+    """Redis stopped: the front's read fails, the request is a miss the origin answers (no
+    5xx); Redis back: hits again."""
+    port = free_port()
+    origin.app.set("/r", headers=CACHEABLE, body=b"r")
+    with own_redis(port, tmp_path) as redis_server, pg_schema(migrated=False) as schema:
+        await listening(port)
+        async with fronted(origin, tmp_path / "data", l1_max_bytes="0", l2_write_timeout="2",
+                           l2_url=f"redis://127.0.0.1:{port}/0",
+                           database_url=schema_url(schema)) as counted:
+            await exchange(counted.front, get("/r"))
+            await counted.stoker.store.flush()
+            [hit], _ = await exchange(counted.front, get("/r"))
+            redis_server.terminate()
+            redis_server.wait(10)
+            down = [(await exchange(counted.front, get("/r")))[0][0] for _ in range(3)]
+            with own_redis(port, tmp_path):  # back (empty): the queued writes reach it
+                await listening(port)
+                clock = counted.stoker.clock
+                assert isinstance(clock, FakeClock)
+                for _ in range(120):  # the writes' retries wait on the test's clock
+                    if counted.stoker.store.pending() == 0:
+                        break
+                    clock.advance(1.0)
+                    await asyncio.sleep(0.02)
+                assert counted.stoker.store.pending() == 0
+                [back], _ = await exchange(counted.front, get("/r"))
+    assert b"cache-status: stoker; hit" in hit.lower()
+    assert b"cache-status: stoker; hit" in back.lower()
+    assert all(answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"\r\n\r\nr")
+               for answer in down)
+    assert origin.app.count("/r") == 1 + 3
