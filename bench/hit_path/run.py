@@ -214,13 +214,16 @@ def stoker_argv(
 ) -> list[str]:
     """`stoker serve` for ``stoker``; for ``stoker-l2`` with an L1 that holds nothing
     (``l1_max_bytes = 0``), so every fresh hit is read from L2 (SQLite); for
-    ``stoker-granian`` on granian (``server = "granian"``)."""
+    ``stoker-granian`` on granian (``server = "granian"``); for ``stoker-redis`` with
+    :func:`redis_config` (made only then: it empties the Redis database and the bench
+    database, which another run's ``stoker-redis`` may be using)."""
     data = tmp / f"{name}-data"
     data.mkdir()
     special = {"stoker-l2": "l1_max_bytes = 0\n", "stoker-granian": 'server = "granian"\n',
-               "stoker-2p": "processes = 2\n", "stoker-redis": redis_config()}
+               "stoker-2p": "processes = 2\n"}
+    config = redis_config() if name == "stoker-redis" else special.get(name, "")
     # no warm run of its own: the origin counts only what the benchmark asked for
-    (tmp / f"{name}.toml").write_text('warm_on_start = "never"\n' + special.get(name, ""))
+    (tmp / f"{name}.toml").write_text('warm_on_start = "never"\n' + config)
     return [
         args.stoker_bin, "serve", "--config", str(tmp / f"{name}.toml"),
         "--origin", f"http://127.0.0.1:{origin}",

@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import serving
+import redis.asyncio as aioredis
+from tests.conftest import free_port, serving
 from tests.integration.conftest import Origin
+from tests.integration.test_redis_down import listening, own_redis
+from tests.job_backends import pg_schema, schema_url
 
 from stoker.app.stoker import Stoker
 from stoker.asgi import Message, Send
@@ -328,3 +331,159 @@ async def test_an_l2_hit_is_answered_by_the_front_too(origin: Origin, tmp_path: 
     assert by_front == by_asgi
     assert by_front.endswith(b"\r\n\r\ndeep")
     assert origin.app.count("/deep") == 1
+
+
+REDIS_FRONT_URL = "redis://127.0.0.1:6379/12"
+"""The Redis database of the front's Redis-tier tests: emptied of Stoker's keys around them."""
+
+
+async def drop_front_keys() -> None:
+    client = aioredis.Redis.from_url(REDIS_FRONT_URL)
+    try:
+        keys = [key async for key in client.scan_iter("stoker:*")]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+@asynccontextmanager
+async def waited_for(origin: Origin, data_dir: Path, tier: str) -> AsyncIterator[Front]:
+    """A front over an L1 that holds nothing and an L2 that must be waited for: SQLite read
+    on its thread, or Redis."""
+    if tier == "sqlite-thread":
+        async with fronted(origin, data_dir, l1_max_bytes="0", l2_inline_reads="false") as f:
+            yield f
+        return
+    await drop_front_keys()
+    try:
+        with pg_schema(migrated=False) as schema:
+            async with fronted(origin, data_dir, l1_max_bytes="0", l2_url=REDIS_FRONT_URL,
+                               database_url=schema_url(schema)) as f:
+                yield f
+    finally:
+        await drop_front_keys()
+
+
+def count_l2_reads(front: Front) -> list[str]:
+    """The primary keys L2 is asked for from now on (the tier's ``get``, wrapped)."""
+    reads: list[str] = []
+    l2 = front.stoker.l2
+    real_get = l2.get
+
+    async def counting_get(primary_key: str) -> list[Any]:
+        reads.append(primary_key)
+        return await real_get(primary_key)
+
+    l2.get = counting_get  # type: ignore[method-assign]
+    return reads
+
+
+@pytest.mark.parametrize("tier", ["sqlite-thread", "redis"])
+async def test_an_l2_hit_waited_for_is_answered_by_the_front_too(
+        origin: Origin, tmp_path: Path, tier: str) -> None:
+    """Where L2 must be waited for, the front still writes the fresh hit it reads, byte for
+    byte what the ASGI path writes for it."""
+    async with waited_for(origin, tmp_path, tier) as counted:
+        origin.app.set("/deep", headers=[*CACHEABLE, ("etag", '"d"')], body=b"deep" * 300)
+        await exchange(counted.plain, get("/deep"))  # the miss
+        await counted.stoker.store.flush()
+        key = counted.stoker.pipeline.key_for_url("http://site.test/deep")
+        assert counted.stoker.store.get_l1(key) is None
+        assert counted.stoker.store.read_now(key) is None  # L2 must be waited for
+        asgi, hits = counted.asgi_hits, counted.stoker.pipeline.stats["hit"]
+        [by_front], _ = await exchange(counted.front, get("/deep"))
+        assert counted.asgi_hits == asgi  # answered by the front, not the ASGI fast path
+        [by_asgi], _ = await exchange(counted.plain, get("/deep"))
+        assert counted.asgi_hits == asgi + 1
+        [closing], closed = await exchange(counted.front, get("/deep", version=b"1.0"))
+        [closing_asgi], _ = await exchange(counted.plain, get("/deep", version=b"1.0"))
+        assert counted.stoker.pipeline.stats["hit"] == hits + 4
+    assert by_front == by_asgi
+    assert by_front.endswith(b"\r\n\r\n" + b"deep" * 300)
+    assert closed and closing == closing_asgi
+    assert origin.app.count("/deep") == 1
+
+
+@pytest.mark.parametrize("tier", ["sqlite-thread", "redis"])
+async def test_requests_waiting_for_l2_are_answered_in_order_and_misses_read_it_once(
+        origin: Origin, tmp_path: Path, tier: str) -> None:
+    """Pipelined hits and a miss, each read from L2 in turn: answered in order; the miss's
+    read is handed to the pipeline, which reads L2 no more."""
+    async with waited_for(origin, tmp_path, tier) as counted:
+        origin.app.set("/hot", headers=CACHEABLE, body=b"hot")
+        origin.app.set("/cold", headers=CACHEABLE, body=b"cold", delay=0.2)
+        await exchange(counted.front, get("/hot"))
+        await counted.stoker.store.flush()
+        reads = count_l2_reads(counted)
+        asgi = counted.asgi_hits
+        raw = get("/hot") + get("/cold") + get("/hot") + get("/hot")
+        answers, closed = await exchange(counted.front, raw, responses=4)
+        assert counted.asgi_hits == asgi  # the miss, too, was looked up by the front only
+    assert [answer.rsplit(b"\r\n\r\n", 1)[1] for answer in answers] == [
+        b"hot", b"cold", b"hot", b"hot"]
+    assert b"hit" in answers[0].lower() and b"miss" in answers[1].lower()
+    assert not closed
+    cold = counted.stoker.pipeline.key_for_url("http://site.test/cold")
+    assert reads.count(cold) == 1
+    assert origin.app.count("/cold") == 1
+
+
+async def test_many_connections_waiting_for_redis_are_each_answered(
+        origin: Origin, tmp_path: Path) -> None:
+    """Requests that arrive together wait for one Redis read: each connection gets its own
+    response, whole, and its next one after it."""
+    async with waited_for(origin, tmp_path, "redis") as counted:
+        for name in ("a", "b"):
+            origin.app.set(f"/{name}", headers=CACHEABLE, body=name.encode() * 3000)
+            await exchange(counted.front, get(f"/{name}"))
+        await counted.stoker.store.flush()
+        connections = [await asyncio.open_connection("127.0.0.1", _port(counted.front))
+                       for _ in range(40)]
+        try:
+            for number, (_, writer) in enumerate(connections):
+                writer.write(get("/a" if number % 2 else "/b") * 2)
+            answers = [[await read_response(reader) for _ in range(2)]
+                       for reader, _ in connections]
+        finally:
+            for _, writer in connections:
+                writer.close()
+    for number, pair in enumerate(answers):
+        body = (b"a" if number % 2 else b"b") * 3000
+        assert [answer.rsplit(b"\r\n\r\n", 1)[1] for answer in pair] == [body, body]
+    assert origin.app.count("/a") == origin.app.count("/b") == 1
+
+
+async def test_with_redis_gone_the_front_answers_from_the_origin(origin: Origin,
+                                                                 tmp_path: Path) -> None:
+    """Redis stopped: the front's read fails, the request is a miss the origin answers (no
+    5xx); Redis back: hits again."""
+    port = free_port()
+    origin.app.set("/r", headers=CACHEABLE, body=b"r")
+    with own_redis(port, tmp_path) as redis_server, pg_schema(migrated=False) as schema:
+        await listening(port)
+        async with fronted(origin, tmp_path / "data", l1_max_bytes="0", l2_write_timeout="2",
+                           l2_url=f"redis://127.0.0.1:{port}/0",
+                           database_url=schema_url(schema)) as counted:
+            await exchange(counted.front, get("/r"))
+            await counted.stoker.store.flush()
+            [hit], _ = await exchange(counted.front, get("/r"))
+            redis_server.terminate()
+            redis_server.wait(10)
+            down = [(await exchange(counted.front, get("/r")))[0][0] for _ in range(3)]
+            with own_redis(port, tmp_path):  # back (empty): the queued writes reach it
+                await listening(port)
+                clock = counted.stoker.clock
+                assert isinstance(clock, FakeClock)
+                for _ in range(120):  # the writes' retries wait on the test's clock
+                    if counted.stoker.store.pending() == 0:
+                        break
+                    clock.advance(1.0)
+                    await asyncio.sleep(0.02)
+                assert counted.stoker.store.pending() == 0
+                [back], _ = await exchange(counted.front, get("/r"))
+    assert b"cache-status: stoker; hit" in hit.lower()
+    assert b"cache-status: stoker; hit" in back.lower()
+    assert all(answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"\r\n\r\nr")
+               for answer in down)
+    assert origin.app.count("/r") == 1 + 3

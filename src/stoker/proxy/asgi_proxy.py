@@ -1,7 +1,8 @@
 """The reverse proxy as an ASGI application.
 
-Invariant: only HTTP requests reach the pipeline (the fresh-hit fast path first, then
-the core through :func:`~stoker.proxy.asgi_reply.answer`); a WebSocket handshake is
+Invariant: only HTTP requests reach the pipeline (the fresh-hit fast path first, unless
+the server asked it already and says so in the scope, then the core through
+:func:`~stoker.proxy.asgi_reply.answer`); a WebSocket handshake is
 refused (the proxy does not tunnel WebSockets), lifespan events are acknowledged (the
 process, not the server, owns the stores' lifecycle).
 """
@@ -12,7 +13,7 @@ from stoker.asgi import Message, Receive, Send, acknowledge_lifespan
 from stoker.cache.outcome import Outcome
 from stoker.proxy.asgi_reply import answer
 from stoker.proxy.context import RequestContext
-from stoker.proxy.hot_path import FAST_HIT, HotPath
+from stoker.proxy.hot_path import FAST_HIT, LOOKED_UP, HotPath
 from stoker.proxy.pipeline import Pipeline
 
 
@@ -37,9 +38,12 @@ class ProxyApp:
                       context: RequestContext | None = None) -> Outcome:
         """Answer one HTTP request (``context``: its request context, else a visitor's);
         what the cache did (:data:`FAST_HIT` for the fast path's hits)."""
-        attempt = await self.hot.try_serve(scope, send)
-        if attempt.served:
-            return FAST_HIT
-        reply = await answer(self.pipeline, scope, receive, send,
-                             looked_up=attempt.looked_up, context=context)
+        looked_up = scope.get("extensions", {}).get(LOOKED_UP)
+        if looked_up is None:  # else the server asked the fast path already
+            attempt = await self.hot.try_serve(scope, send)
+            if attempt.served:
+                return FAST_HIT
+            looked_up = attempt.looked_up
+        reply = await answer(self.pipeline, scope, receive, send, looked_up=looked_up,
+                             context=context)
         return reply.outcome

@@ -3,10 +3,12 @@
 A plain ``GET`` (no cookies, credentials, cache directives or conditionals)
 whose URL holds exactly one variant, fresh in L1 (or in L2, read once and
 promoted), is answered here (a :class:`~stoker.proxy.reply.Reply` of its own, sent by
-the one ASGI renderer, or rendered to bytes by the front); everything else returns
+the one ASGI renderer, or rendered to bytes by the front: at once, or, for an L2 that
+must be waited for, after :meth:`HotPath.reply_later`); everything else returns
 ``False`` and goes through the full
 :class:`~stoker.proxy.pipeline.Pipeline`, which gives the same answer more
-slowly.  This module decides nothing the pipeline would decide differently:
+slowly (with what was read from L2 on the way, :data:`LOOKED_UP`, so it reads no
+more).  This module decides nothing the pipeline would decide differently:
 it only skips work whose outcome is known.
 
 Invariants: the memo maps ``(keying, scheme, Host, target)`` — the
@@ -52,6 +54,10 @@ from stoker.proxy.request import (
 
 MemoKey = tuple[str, str, bytes, bytes]
 
+LOOKED_UP: Final = "stoker.looked_up"
+"""The ASGI scope's ``extensions`` key under which a server that called
+:meth:`HotPath.reply_later` for a request hands its :data:`LookedUp` to the proxy."""
+
 FAST_HIT = Outcome(Kind.HIT)
 HIT_COUNTED: Final = (Kind.HIT.value, "", False)
 """A visitor's hit, as :attr:`Pipeline.outcomes` counts it."""
@@ -81,6 +87,14 @@ SERVED = Attempt(True)
 NOT_SERVED = Attempt(False)
 
 
+class Wait:
+    """:meth:`HotPath.reply_now`'s answer when L2 must be waited for: await
+    :meth:`HotPath.reply_later` instead."""
+
+
+WAIT: Final = Wait()
+
+
 class HotPath:
     """Serves fresh single-variant L1 hits for one pipeline."""
 
@@ -107,27 +121,33 @@ class HotPath:
         primary = self.key(scope)
         if primary is None:
             return NOT_SERVED
-        pipeline = self._pipeline
-        entries = pipeline.store.get_l1(primary)
+        entries = self._pipeline.store.get_l1(primary)
         looked_up = None
         if entries is None:  # an L2 hit is served here too (read once, promoted to L1)
-            entries = await pipeline.store.get(primary)
-            looked_up = (primary, entries)
-        reply = self._reply(scope["headers"], entries)
+            reply, looked_up = await self.reply_later(primary, scope["headers"])
+        else:
+            reply = self._reply(scope["headers"], entries)
         if reply is None:
             return Attempt(False, looked_up) if looked_up is not None else NOT_SERVED
         self.count(reply)
         await send_reply(send, reply, head=False, http1=scope["http_version"].startswith("1"))
         return SERVED
 
-    def reply_now(self, primary: str, headers: list[tuple[bytes, bytes]]) -> Reply | None:
+    def reply_now(self, primary: str, headers: list[tuple[bytes, bytes]]) -> Reply | Wait | None:
         """The reply to a request whose :meth:`key` is ``primary`` and whose headers are
         ``headers``, if it is a fresh single-variant hit in L1, or in L2 where L2 reads
-        without waiting (else ``None``: everything else takes :meth:`try_serve` or the
-        pipeline); :meth:`count` it once it is sent.  Synchronous, for the front's
-        protocol callbacks."""
+        without waiting; :data:`WAIT` where L2 must be waited for; else ``None``
+        (everything else takes the pipeline).  :meth:`count` a reply once it is sent.
+        Synchronous, for the front's protocol callbacks."""
         entries = self._pipeline.store.read_now(primary)  # an L2 hit read here is promoted
-        return None if entries is None else self._reply(headers, entries)
+        return WAIT if entries is None else self._reply(headers, entries)
+
+    async def reply_later(self, primary: str, headers: list[tuple[bytes, bytes]]
+                          ) -> tuple[Reply | None, LookedUp]:
+        """:meth:`reply_now`, waiting for L2 (the entries read are promoted as by
+        ``get``), with what was read, for the pipeline when there is no reply."""
+        entries = await self._pipeline.store.get(primary)
+        return self._reply(headers, entries), (primary, entries)
 
     def _reply(self, headers: list[tuple[bytes, bytes]],
                entries: list[CacheEntry]) -> Reply | None:

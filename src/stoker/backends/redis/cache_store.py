@@ -19,6 +19,12 @@ Invariants:
 - Every operation is ONE Lua script (``put_many``: one per entry in one MULTI/EXEC), so
   each is atomic against every node's: a replaced entry's index members go with it, and
   ``add_codings`` is a compare-and-set on ``stored_at``, the body and ``due``.
+- Reads are batched (:mod:`~stoker.backends.redis.read_batch`): the ``get`` calls made
+  while a batch is in flight go as the next batch, one :data:`GET` call for up to
+  :data:`READ_BATCH` distinct keys (equal keys read once, their entries shared); one
+  batch is in flight at a time, its ``now`` the clock's when it is sent, and a ``get``
+  is never answered by a batch sent before it was called.  A failed batch fails each of
+  its ``get`` calls.
 - Times are the injected clock's.  An entry key (and its variant and tag sets, whose
   expiry only grows) expires ``keep_until - now`` after it is written, so Redis drops
   expired entries itself; relative, not PEXPIREAT, because the node's clock, not Redis's,
@@ -39,6 +45,7 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -48,6 +55,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 from redis.commands.core import AsyncScript
 
+from stoker.backends.redis.read_batch import ReadBatches
 from stoker.backends.redis.version_store import RedisVersionStore
 from stoker.backends.sqlite.entry_rows import encode_codings, encode_record, entry_from_row
 from stoker.cache.bodies import BodyStore
@@ -60,6 +68,8 @@ MAX_OBJECT_BYTES = 8 * 1024 * 1024
 """The largest body stored by default (Redis holds a value whole, in memory)."""
 SWEEP_STEP = 20
 """Expired members of ``P x`` a put sweeps at most."""
+READ_BATCH = 64
+"""Distinct keys one batched read asks for at most."""
 
 LIB = r"""
 local P = ARGV[1]
@@ -111,12 +121,16 @@ redis.call('HSET', P .. 's', refid, ARGV[7])
 sweep(ARGV[6], """ + str(SWEEP_STEP) + ")"
 
 GET = LIB + """
-local vkey, now, out = P .. 'v:' .. ARGV[2], tonumber(ARGV[3]), {}
-for _, refid in ipairs(redis.call('SMEMBERS', vkey)) do
-  local f = redis.call('HMGET', ekey(refid), 'keep', 'record', 'body', 'fresh', 'stale',
-    'error', 'encoded', 'due')
-  if not f[1] then redis.call('SREM', vkey, refid)
-  elseif tonumber(f[1]) > now then out[#out + 1] = f end
+local now, out = tonumber(ARGV[2]), {}
+for i = 3, #ARGV do
+  local vkey, rows = P .. 'v:' .. ARGV[i], {}
+  for _, refid in ipairs(redis.call('SMEMBERS', vkey)) do
+    local f = redis.call('HMGET', ekey(refid), 'keep', 'record', 'body', 'fresh', 'stale',
+      'error', 'encoded', 'due')
+    if not f[1] then redis.call('SREM', vkey, refid)
+    elseif tonumber(f[1]) > now then rows[#rows + 1] = f end
+  end
+  out[i - 2] = rows
 end
 return out
 """
@@ -255,6 +269,10 @@ class RedisCacheStore:
         self._prefix = prefix.encode()
         self._max_object_bytes = max_object_bytes
         self._bodies = bodies
+        self._reads: ReadBatches[str, asyncio.Future[list[CacheEntry]]] = ReadBatches(
+            READ_BATCH)
+        self._reader: asyncio.Task[None] | None = None
+        """The task sending the read batches, while there are any."""
         scripts = (PUT, GET, DELETE, DELETE_PRIMARY, TAGGED, URL_RANGE, SOFTEN, ADD_CODINGS,
                    ALL_REFS, STATS, COUNT)
         (self._put, self._get, self._delete, self._delete_primary, self._tagged,
@@ -276,14 +294,21 @@ class RedisCacheStore:
         return RedisVersionStore(self._client, self._prefix.decode())
 
     async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+        for waiter in self._reads.drop():
+            waiter.cancel()
         await self._client.aclose()
 
     # -- CacheStore ----------------------------------------------------------
 
     async def get(self, primary_key: str) -> list[CacheEntry]:
-        rows = await self._run(self._get, primary_key, self._clock.now())
-        return sorted((entry_of(primary_key, row) for row in rows),
-                      key=lambda entry: entry.variant)
+        """The live variants of ``primary_key``, by variant (read in the next batch)."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[list[CacheEntry]] = loop.create_future()
+        if self._reads.want(primary_key, waiter):  # its first step runs after this
+            self._reader = loop.create_task(self._read_batches())  # iteration's calls
+        return list(await waiter)
 
     def read_now(self, primary_key: str) -> None:
         """Never: every read is a round trip."""
@@ -347,6 +372,24 @@ class RedisCacheStore:
 
     # -- helpers -------------------------------------------------------------
 
+    async def _read_batches(self) -> None:
+        """Send the read batches, one at a time, until none waits."""
+        reads = self._reads
+        try:
+            while keys := reads.take():
+                try:
+                    rows = await self._run(self._get, self._clock.now(), *keys)
+                    answers: list[list[CacheEntry]] | Exception = [
+                        sorted((entry_of(key, row) for row in found),
+                               key=lambda entry: entry.variant)
+                        for key, found in zip(keys, rows, strict=True)]
+                except Exception as error:
+                    answers = error
+                for at, waiters in enumerate(reads.finish().values()):
+                    _tell(waiters, answers if isinstance(answers, Exception) else answers[at])
+        finally:
+            self._reader = None
+
     async def _run(self, script: AsyncScript, *args: Any, client: Pipeline | None = None) -> Any:
         """Run ``script`` with the prefix and ``args`` as ARGV (queued on ``client``, a
         pipeline, when given)."""
@@ -366,6 +409,18 @@ class RedisCacheStore:
         except FileNotFoundError:
             return None
         return replace(entry, body=body, body_file=None)
+
+
+def _tell(waiters: list[asyncio.Future[list[CacheEntry]]],
+          answer: list[CacheEntry] | Exception) -> None:
+    """Answer the ``get`` calls still waiting on ``waiters``."""
+    for waiter in waiters:
+        if waiter.done():  # its caller was cancelled
+            continue
+        if isinstance(answer, Exception):
+            waiter.set_exception(answer)
+        else:
+            waiter.set_result(answer)
 
 
 def _ref_ids(refs: Iterable[EntryRef]) -> list[bytes]:

@@ -6,8 +6,10 @@ here it costs the parse, one header scan, one memoised key, one dict lookup and 
 ``writelines`` of bytes kept per entry (:meth:`~stoker.proxy.hot_path.HotPath.reply_now`,
 rendered by :func:`~stoker.server.front.render.reply_bytes`).
 A read that is the very bytes of a head answered as a hit before is not even parsed
-(:mod:`~stoker.server.front.heads`).  Everything else runs the listener's ASGI app
-(:class:`~stoker.server.front.exchange.Exchange`).
+(:mod:`~stoker.server.front.heads`).  Where L2 must be waited for (Redis), the request's
+task reads it (:meth:`~stoker.proxy.hot_path.HotPath.reply_later`) and writes a fresh
+hit as those bytes too.  Everything else runs the listener's ASGI app
+(:class:`~stoker.server.front.exchange.Exchange`), told what was read.
 
 Invariants:
 - Responses leave in the order of the requests, pipelining included: one request is
@@ -32,14 +34,17 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from math import inf
 from typing import TYPE_CHECKING, Any
 
 import httptools
 
 from stoker.asgi import Scope, http_scope
+from stoker.proxy.hot_path import Wait
 from stoker.proxy.request import MAX_HEADER_BYTES
 from stoker.server.front import heads
 from stoker.server.front.exchange import HIGH_WATER, Exchange
@@ -47,7 +52,10 @@ from stoker.server.front.render import reply_bytes
 
 if TYPE_CHECKING:
     from stoker.proxy.hot_path import HotPath
+    from stoker.proxy.request import LookedUp
     from stoker.server.front.listener import Listener
+
+log = logging.getLogger("stoker.front")
 
 HEAD_LIMIT = MAX_HEADER_BYTES + 16 * 1024
 """Bytes a request's head may take before it is complete (its headers may reach
@@ -88,6 +96,13 @@ class Answered:
 
 
 ANSWERED = Answered()
+
+
+@dataclass(frozen=True, slots=True)
+class ReadFirst:
+    """A ``GET`` the fast path may answer once L2 has been read for ``primary``."""
+
+    primary: str
 
 
 class Connection(asyncio.Protocol):
@@ -203,22 +218,29 @@ class Connection(asyncio.Protocol):
         if idle:
             self._head_clock = False
             if method == b"GET" and self.listener.hot is not None and not self.write_paused:
-                wire = self._hit(version, self._url, self._headers, keep_alive,
-                                 self._head_scope)
-                if wire is not None:  # answered from the head: no exchange needed
+                hit = self._hit(version, self._url, self._headers, keep_alive,
+                                self._head_scope)
+                if isinstance(hit, list):  # answered from the head: no exchange needed
                     self._parsing = ANSWERED
-                    self._send_hit(wire, close=not keep_alive)
+                    self._send_hit(hit, close=not keep_alive)
                     if not self.transport.is_closing():
                         self._idle()
                     return
-        exchange = self._parsing = Exchange(
-            self, method, self._url, version, self._headers, keep_alive=keep_alive,
-            expect_continue=self._expect)
+                if isinstance(hit, ReadFirst):
+                    self._parsing = exchange = self._exchange(method, version, keep_alive)
+                    self._read_first(exchange, hit.primary)
+                    return
+        exchange = self._parsing = self._exchange(method, version, keep_alive)
         if idle:
             self._start(exchange)
         else:
             self._queue.append(exchange)
             self._pause_reading()
+
+    def _exchange(self, method: bytes, version: str, keep_alive: bool) -> Exchange:
+        """The exchange of the head just parsed (only within ``on_headers_complete``)."""
+        return Exchange(self, method, self._url, version, self._headers,
+                        keep_alive=keep_alive, expect_continue=self._expect)
 
     def _head_scope(self) -> Scope:
         """The ASGI scope of the head just parsed (only within ``on_headers_complete``)."""
@@ -240,27 +262,66 @@ class Connection(asyncio.Protocol):
 
     # answering
 
-    def _start(self, exchange: Exchange) -> None:
+    def _start(self, exchange: Exchange | None) -> None:
         """Answer ``exchange``, and the queued requests after it while they are hits."""
         hot = self.listener.hot
-        while True:
+        while exchange is not None:
             if hot is not None and exchange.method == b"GET" and not self.write_paused:
-                wire = self._hit(exchange.http_version, exchange.target, exchange.headers,
-                                 exchange.keep_alive, exchange.scope)
-                if wire is not None:
-                    exchange.done = True
-                    self._send_hit(wire, close=not exchange.keep_alive)
-                    if self.transport.is_closing():
-                        return
-                    if self._queue:
-                        exchange = self._queue.popleft()
-                        continue
-                    self._idle()
+                hit = self._hit(exchange.http_version, exchange.target, exchange.headers,
+                                exchange.keep_alive, exchange.scope)
+                if isinstance(hit, list):
+                    exchange = self._answered(exchange, hit)
+                    continue
+                if isinstance(hit, ReadFirst):
+                    self._read_first(exchange, hit.primary)
                     return
             self._active = exchange
             self.deadline = inf
-            self.listener.run(exchange)
+            self.listener.run(exchange.run(self.listener.app))
             return
+
+    def _answered(self, exchange: Exchange, wire: list[bytes]) -> Exchange | None:
+        """Send ``exchange``'s hit; the queued request to answer next, if any."""
+        exchange.done = True
+        self._send_hit(wire, close=not exchange.keep_alive)
+        if self.transport.is_closing():
+            return None
+        if self._queue:
+            return self._queue.popleft()
+        self._idle()
+        return None
+
+    def _read_first(self, exchange: Exchange, primary: str) -> None:
+        """Answer ``exchange`` in a task that first reads L2 for ``primary``."""
+        self._active = exchange
+        self.deadline = inf
+        self.listener.run(self._read_then_answer(exchange, primary))
+
+    async def _read_then_answer(self, exchange: Exchange, primary: str) -> None:
+        """Send the fresh hit L2 holds for ``exchange``, else run the app, told what was
+        read."""
+        hot = self.listener.hot
+        assert hot is not None
+        looked_up: LookedUp | None = None
+        wire = None
+        try:
+            reply, looked_up = await hot.reply_later(primary, exchange.headers)
+            if reply is not None and not self.write_paused:
+                wire = reply_bytes(reply, close=not exchange.keep_alive)
+        except Exception:  # the app, which reads again, answers (a 500 if it fails too)
+            log.exception("the fast path failed on GET %r", exchange.target)
+        except asyncio.CancelledError:
+            self.close()
+            raise
+        if exchange.disconnected:
+            return
+        if wire is None:
+            await exchange.run(self.listener.app, looked_up)
+            return
+        assert reply is not None
+        hot.count(reply)
+        self._active = None
+        self._start(self._answered(exchange, wire))
 
     def response_done(self, exchange: Exchange) -> None:
         """``exchange``'s response is complete: close, or go on to the next request."""
@@ -287,9 +348,9 @@ class Connection(asyncio.Protocol):
             self.deadline = self.loop.time() + HEAD_TIMEOUT
 
     def _hit(self, http_version: str, target: bytes, headers: list[tuple[bytes, bytes]],
-             keep_alive: bool, scope: Callable[[], Scope]) -> list[bytes] | None:
+             keep_alive: bool, scope: Callable[[], Scope]) -> list[bytes] | ReadFirst | None:
         """The bytes of the hit a ``GET`` of ``target`` is (remembering its head if it came
-        as one whole read), or ``None``."""
+        as one whole read), :class:`ReadFirst` where L2 must be waited for, or ``None``."""
         hot = self.listener.hot
         assert hot is not None
         primary = hot.key_of(http_version, target, headers, "http", scope)
@@ -298,6 +359,8 @@ class Connection(asyncio.Protocol):
         close = not keep_alive
         wire = _hit_bytes(hot, primary, headers, close)
         whole, self._whole = self._whole, None
+        if isinstance(wire, Wait):
+            return ReadFirst(primary)
         known = self.listener.known
         if wire is not None and whole is not None and known.second_time(whole) and (
                 heads.rememberable(whole, headers)):
@@ -310,7 +373,7 @@ class Connection(asyncio.Protocol):
         if self.write_paused or head.keying != hot.keying:
             return False
         wire = _hit_bytes(hot, head.primary, head.headers, head.close)
-        if wire is None:
+        if not isinstance(wire, list):  # not a hit, or L2 must be waited for: parse it
             return False
         self._send_hit(wire, close=head.close)
         if not head.close:
@@ -416,12 +479,13 @@ def _address(value: Any) -> tuple[str, int] | None:
 
 
 def _hit_bytes(hot: HotPath, primary: str, headers: list[tuple[bytes, bytes]],
-               close: bool) -> list[bytes] | None:
+               close: bool) -> list[bytes] | Wait | None:
     """The bytes of the fresh hit a request for ``primary`` with ``headers`` is (counted),
-    else ``None``."""
+    :data:`~stoker.proxy.hot_path.WAIT` where L2 must be waited for, else ``None``."""
     reply = hot.reply_now(primary, headers)
-    wire = None if reply is None else reply_bytes(reply, close=close)
+    if reply is None or isinstance(reply, Wait):
+        return reply
+    wire = reply_bytes(reply, close=close)
     if wire is not None:
-        assert reply is not None
         hot.count(reply)
     return wire

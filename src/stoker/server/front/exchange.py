@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING
 
 from stoker.asgi import ASGIApp, Message, Scope, http_scope
 from stoker.http.wire import http1_head
+from stoker.proxy.hot_path import LOOKED_UP
 
 if TYPE_CHECKING:
+    from stoker.proxy.request import LookedUp
     from stoker.server.front.connection import Connection
 
 log = logging.getLogger("stoker.front")
@@ -116,10 +118,14 @@ class Exchange:
         return http_scope(self.method, self.target, self.http_version, self.headers,
                           scheme="http", client=connection.client, server=connection.server)
 
-    async def run(self, app: ASGIApp) -> None:
-        """Run ``app`` for this request; answer ``500`` or close when it fails."""
+    async def run(self, app: ASGIApp, looked_up: LookedUp | None = None) -> None:
+        """Run ``app`` for this request (``looked_up``: what the fast path read from L2 for
+        it, handed to the proxy in the scope); answer ``500`` or close when it fails."""
+        scope = self.scope()
+        if looked_up is not None:
+            scope["extensions"] = {LOOKED_UP: looked_up}
         try:
-            await app(self.scope(), self.receive, self.send)
+            await app(scope, self.receive, self.send)
         except Exception:
             log.exception("the application failed on %s %r", self.method.decode(), self.target)
             self._fail()

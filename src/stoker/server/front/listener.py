@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Coroutine
 from math import inf
+from typing import Any
 
 from stoker.asgi import ASGIApp
 from stoker.clock import SystemClock
@@ -23,7 +25,6 @@ from stoker.http.dates import format_http_date
 from stoker.proxy.hot_path import HotPath
 from stoker.server.front.batch import WriteBatch
 from stoker.server.front.connection import Connection
-from stoker.server.front.exchange import Exchange
 from stoker.server.front.heads import KnownHeads
 
 log = logging.getLogger("stoker.server")
@@ -60,9 +61,10 @@ class Listener:
             self._date = (second, [(b"date", format_http_date(second).encode())])
         return self._date[1]
 
-    def run(self, exchange: Exchange) -> None:
-        """Answer ``exchange`` with the app, in a task of its own."""
-        task = self.loop.create_task(exchange.run(self.app))
+    def run(self, answering: Coroutine[Any, Any, None]) -> None:
+        """Run ``answering`` (a request's answer: its exchange's ``run``, or the
+        connection's L2 read before it) in a task of its own."""
+        task = self.loop.create_task(answering)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
