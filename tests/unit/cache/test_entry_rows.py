@@ -1,4 +1,4 @@
-"""An entry's L2 row (stoker.backends.sqlite.entry_rows) and the upgrade to it (0006)."""
+"""An entry's L2 row (stoker.backends.entry_rows) and the upgrade to it (0006)."""
 
 from __future__ import annotations
 
@@ -15,16 +15,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.entries import make_entry
 
-from stoker.backends.migrations import migration_files
-from stoker.backends.sqlite import migrations as legacy
-from stoker.backends.sqlite.cache_store import COMPONENT, SqliteCacheStore
-from stoker.backends.sqlite.connection import MIGRATIONS, apply_migrations, connect
-from stoker.backends.sqlite.entry_rows import (
+from stoker.backends.entry_rows import (
     SELECT_LIVE,
     entry_from_row,
     entry_to_row,
     pack,
 )
+from stoker.backends.migrations import migration_files
+from stoker.backends.sqlite import migrations as legacy
+from stoker.backends.sqlite.cache_store import COMPONENT, SqliteCacheStore
+from stoker.backends.sqlite.connection import MIGRATIONS, apply_migrations, connect
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry
 from stoker.clock import FakeClock

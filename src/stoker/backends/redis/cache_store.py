@@ -55,9 +55,9 @@ import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 from redis.commands.core import AsyncScript
 
+from stoker.backends.entry_rows import encode_codings, encode_record, entry_from_row
 from stoker.backends.redis.read_batch import ReadBatches
 from stoker.backends.redis.version_store import RedisVersionStore
-from stoker.backends.sqlite.entry_rows import encode_codings, encode_record, entry_from_row
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry
 from stoker.cache.store import EntryRef, sorted_refs

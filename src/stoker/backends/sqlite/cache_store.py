@@ -64,7 +64,7 @@ Invariants:
   ``ORPHAN_GRACE`` are swept, so a body whose row is still being written
   (or waits in the L2 queue) is kept.  The sweep reads the references and
   removes files on the worker thread, so no put interleaves.
-- A row's layout is :mod:`~stoker.backends.sqlite.entry_rows`'s: the fields SQL
+- A row's layout is :mod:`~stoker.backends.entry_rows`'s: the fields SQL
   reads or changes are columns, the rest one ``record``, so any entry
   round-trips.
 """
@@ -81,18 +81,18 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from stoker.backends.sqlite.connection import (
-    SqliteThread,
-    connect_reader,
-    immediate,
-    json_array,
-)
-from stoker.backends.sqlite.entry_rows import (
+from stoker.backends.entry_rows import (
     INSERT_ENTRY,
     SELECT_LIVE,
     encode_codings,
     entry_from_row,
     entry_to_row,
+)
+from stoker.backends.sqlite.connection import (
+    SqliteThread,
+    connect_reader,
+    immediate,
+    json_array,
 )
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from stoker.backends.sqlite.entry_rows import encode_record, pack
+from stoker.backends.entry_rows import encode_record, pack
 from stoker.cache.entry import CacheEntry
 
 _U32 = struct.Struct(">I")
@@ -48,7 +48,7 @@ def entry_record(variant: str, url: str, status: int, headers: bytes, body_file:
                  stored_at: float, origin_vouched: int, stale_ok: int, encoded: bytes | None,
                  codings_due: int) -> bytes | None:
     """The ``record`` of a row stored before 0006 (NULL if a column cannot be read): the
-    record :func:`~stoker.backends.sqlite.entry_rows.encode_record` writes for the entry
+    record :func:`~stoker.backends.entry_rows.encode_record` writes for the entry
     those columns hold (the fields it does not record are left at zero)."""
     try:
         entry = CacheEntry(

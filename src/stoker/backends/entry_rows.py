@@ -1,4 +1,5 @@
-"""How a :class:`~stoker.cache.entry.CacheEntry` is laid out in a ``cache_entries`` row.
+"""How a :class:`~stoker.cache.entry.CacheEntry` is laid out in a ``cache_entries`` row
+(SQLite's tier), and the record the Redis tier keeps of it too.
 
 Every field of an entry that never changes while its row exists is in ONE
 column, ``record``: a :mod:`marshal` tuple (:data:`RECORD_FIELDS`), decoded in
