@@ -59,9 +59,9 @@ LOOKED_UP: Final = "stoker.looked_up"
 :meth:`HotPath.reply_later` for a request hands its :data:`LookedUp` to the proxy."""
 
 FAST_HIT = Outcome(Kind.HIT)
+"""The outcome of every reply the fast path gives (its ``Cache-Status`` says the ttl)."""
 HIT_COUNTED: Final = (Kind.HIT.value, "", False)
 """A visitor's hit, as :attr:`Pipeline.outcomes` counts it."""
-"""The outcome of every reply the fast path gives (its ``Cache-Status`` says the ttl)."""
 
 # Any of these makes a request need the full pipeline (bypass, revalidation, 304s; a
 # Transfer-Encoding the pipeline may refuse, HTTP/1.0's).
