@@ -99,6 +99,13 @@ def parse_warm_request(data: Any, sites: SiteOrigins,
     return placed, replace
 
 
+async def run_of(service: WarmService, request: Request) -> Run | Response:
+    """The run the path's ``run_id`` names, or the 404 that says there is none."""
+    raw = request.path_params["run_id"]
+    run = await service.stores.runs.get(int(raw)) if str(raw).isdigit() else None
+    return run if run is not None else error_response(404, "id", f"no warm run {raw}")
+
+
 def warm_routes(service: WarmService | None) -> list[Route]:
     """The ``/api/warm`` routes; 503s when this process has no warmer."""
 
@@ -149,10 +156,9 @@ def warm_routes(service: WarmService | None) -> list[Route]:
     async def one(request: Request) -> Response:
         if service is None:
             return unavailable()
-        raw = request.path_params["run_id"]
-        run = await service.stores.runs.get(int(raw)) if str(raw).isdigit() else None
-        if run is None:
-            return error_response(404, "id", f"no warm run {raw}")
+        run = await run_of(service, request)
+        if isinstance(run, Response):
+            return run
         failed = await service.stores.runs.urls(run.id, "failed", FAILED_SHOWN)
         reasons = await service.stores.runs.not_stored_reasons(run.id)
         return JSONResponse({**run_json(run), "failed_urls": failed,
@@ -161,10 +167,9 @@ def warm_routes(service: WarmService | None) -> list[Route]:
     async def cancel(request: Request) -> Response:
         if service is None:
             return unavailable()
-        raw = request.path_params["run_id"]
-        run = await service.stores.runs.get(int(raw)) if str(raw).isdigit() else None
-        if run is None:
-            return error_response(404, "id", f"no warm run {raw}")
+        run = await run_of(service, request)
+        if isinstance(run, Response):
+            return run
         cancelled = await service.warmer.cancel(run.id)
         await record_safely(service.stoker.audit, actor=actor_of(request), action="warm-cancel",
                             target={"run": run.id}, count=None,
@@ -179,12 +184,12 @@ def warm_routes(service: WarmService | None) -> list[Route]:
     async def url_map(request: Request) -> Response:
         if service is None:
             return unavailable()
-        raw, limit = request.path_params["run_id"], request.query_params.get("limit", "")
+        limit = request.query_params.get("limit", "")
         if limit and not (limit.isdigit() and 1 <= int(limit) <= MAP_MOST):
             return error_response(400, "limit", f"limit: 1 to {MAP_MOST} URLs per state")
-        run = await service.stores.runs.get(int(raw)) if str(raw).isdigit() else None
-        if run is None:
-            return error_response(404, "id", f"no warm run {raw}")
+        run = await run_of(service, request)
+        if isinstance(run, Response):
+            return run
         most = int(limit) if limit else MAP_MOST
         states = {state: await service.stores.runs.urls(run.id, state, most + 1)
                   for state in URL_STATES}
