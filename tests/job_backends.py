@@ -101,3 +101,14 @@ def place(backend: str, tmp_path: Path, request: pytest.FixtureRequest, schema_f
     if backend == "sqlite":
         return str(tmp_path / filename)
     return str(request.getfixturevalue(schema_fixture))
+
+
+@contextmanager
+def fresh_target(backend: str, tmp_path: Path) -> Iterator[str]:
+    """A new place for a store of ``backend``: a SQLite file under ``tmp_path``, or a
+    PostgreSQL schema of its own (unmigrated; dropped afterwards)."""
+    if backend == "sqlite":
+        yield str(tmp_path / "stoker.db")
+        return
+    with pg_schema(migrated=False) as schema:
+        yield schema

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.job_backends import BACKENDS, PG_URL, pg_schema
+from tests.job_backends import BACKENDS, PG_URL, fresh_target
 
 from stoker.backends import WarmStores, warm_stores_on_file, warm_stores_on_pool
 from stoker.backends.postgres.connection import create_pool
@@ -23,11 +23,8 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def target(backend: str, tmp_path: Path) -> Iterator[str]:
-    if backend == "sqlite":
-        yield str(tmp_path / "stoker.db")
-        return
-    with pg_schema(migrated=False) as schema:
-        yield schema
+    with fresh_target(backend, tmp_path) as place:
+        yield place
 
 
 async def open_stores(backend: str, target: str) -> WarmStores:
