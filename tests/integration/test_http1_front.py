@@ -162,16 +162,7 @@ async def test_hits_on_many_connections_at_once_are_each_answered(
         origin.app.set(f"/{name}", headers=CACHEABLE, body=name.encode() * 3000)
         await exchange(front.front, get(f"/{name}"))
     asgi = front.asgi_hits
-    connections = [await asyncio.open_connection("127.0.0.1", _port(front.front))
-                   for _ in range(40)]
-    try:
-        for number, (_, writer) in enumerate(connections):
-            writer.write(get("/a" if number % 2 else "/b") * 2)
-        answers = [[await read_response(reader) for _ in range(2)]
-                   for reader, _ in connections]
-    finally:
-        for _, writer in connections:
-            writer.close()
+    answers = await two_each_on_40_connections(_port(front.front))
     for number, pair in enumerate(answers):
         body = (b"a" if number % 2 else b"b") * 3000
         assert [answer.rsplit(b"\r\n\r\n", 1)[1] for answer in pair] == [body, body]
@@ -438,16 +429,7 @@ async def test_many_connections_waiting_for_redis_are_each_answered(
             origin.app.set(f"/{name}", headers=CACHEABLE, body=name.encode() * 3000)
             await exchange(counted.front, get(f"/{name}"))
         await counted.stoker.store.flush()
-        connections = [await asyncio.open_connection("127.0.0.1", _port(counted.front))
-                       for _ in range(40)]
-        try:
-            for number, (_, writer) in enumerate(connections):
-                writer.write(get("/a" if number % 2 else "/b") * 2)
-            answers = [[await read_response(reader) for _ in range(2)]
-                       for reader, _ in connections]
-        finally:
-            for _, writer in connections:
-                writer.close()
+        answers = await two_each_on_40_connections(_port(counted.front))
     for number, pair in enumerate(answers):
         body = (b"a" if number % 2 else b"b") * 3000
         assert [answer.rsplit(b"\r\n\r\n", 1)[1] for answer in pair] == [body, body]
@@ -487,3 +469,16 @@ async def test_with_redis_gone_the_front_answers_from_the_origin(origin: Origin,
     assert all(answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"\r\n\r\nr")
                for answer in down)
     assert origin.app.count("/r") == 1 + 3
+
+
+async def two_each_on_40_connections(port: int) -> list[list[bytes]]:
+    """40 connections at once, each sending two pipelined GETs (of ``/a`` on the odd ones,
+    ``/b`` on the even); each connection's two responses, in order."""
+    connections = [await asyncio.open_connection("127.0.0.1", port) for _ in range(40)]
+    try:
+        for number, (_, writer) in enumerate(connections):
+            writer.write(get("/a" if number % 2 else "/b") * 2)
+        return [[await read_response(reader) for _ in range(2)] for reader, _ in connections]
+    finally:
+        for _, writer in connections:
+            writer.close()
