@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+import redis.asyncio as aioredis
 from tests.conftest import serving
 from tests.integration.origin import ScriptedOrigin
 
@@ -79,3 +80,14 @@ async def proxy(origin: Origin, tmp_path: Path,
                 yield Proxy(running.url, running.stoker, client, "h2c")
         else:
             yield running
+
+
+async def drop_stoker_keys(url: str) -> None:
+    """Empty the Redis database at ``url`` of Stoker's keys (``stoker:*``)."""
+    client = aioredis.Redis.from_url(url)
+    try:
+        keys = [key async for key in client.scan_iter("stoker:*")]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()

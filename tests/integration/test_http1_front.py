@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis.asyncio as aioredis
 from tests.conftest import free_port, serving
-from tests.integration.conftest import Origin
+from tests.integration.conftest import Origin, drop_stoker_keys
 from tests.integration.test_redis_down import listening, own_redis
 from tests.job_backends import pg_schema, schema_url
 
@@ -328,16 +327,6 @@ REDIS_FRONT_URL = "redis://127.0.0.1:6379/12"
 """The Redis database of the front's Redis-tier tests: emptied of Stoker's keys around them."""
 
 
-async def drop_front_keys() -> None:
-    client = aioredis.Redis.from_url(REDIS_FRONT_URL)
-    try:
-        keys = [key async for key in client.scan_iter("stoker:*")]
-        if keys:
-            await client.delete(*keys)
-    finally:
-        await client.aclose()
-
-
 @asynccontextmanager
 async def waited_for(origin: Origin, data_dir: Path, tier: str) -> AsyncIterator[Front]:
     """A front over an L1 that holds nothing and an L2 that must be waited for: SQLite read
@@ -346,14 +335,14 @@ async def waited_for(origin: Origin, data_dir: Path, tier: str) -> AsyncIterator
         async with fronted(origin, data_dir, l1_max_bytes="0", l2_inline_reads="false") as f:
             yield f
         return
-    await drop_front_keys()
+    await drop_stoker_keys(REDIS_FRONT_URL)
     try:
         with pg_schema(migrated=False) as schema:
             async with fronted(origin, data_dir, l1_max_bytes="0", l2_url=REDIS_FRONT_URL,
                                database_url=schema_url(schema)) as f:
                 yield f
     finally:
-        await drop_front_keys()
+        await drop_stoker_keys(REDIS_FRONT_URL)
 
 
 def count_l2_reads(front: Front) -> list[str]:

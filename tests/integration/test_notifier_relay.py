@@ -12,11 +12,10 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from tests.integration.conftest import Origin
+from tests.integration.conftest import Origin, drop_stoker_keys
 from tests.integration.test_purge_relay import (
     REDIS_DB_URL,
     TAGGED,
-    drop_stoker_keys,
     member,
     served,
 )
@@ -92,7 +91,7 @@ async def test_a_purge_answers_at_once_through_postgresql_pokes(
 async def test_a_purge_answers_at_once_through_redis_pokes(
         origin: Origin, tmp_path: Path) -> None:
     origin.app.set("/t", headers=TAGGED, body=b"v1")
-    await drop_stoker_keys()
+    await drop_stoker_keys(REDIS_DB_URL)
     with pg_schema(migrated=False) as schema:
         shared = {"processes": 1, "l2_url": REDIS_DB_URL, "database_url": schema_url(schema)}
         try:
@@ -109,7 +108,7 @@ async def test_a_purge_answers_at_once_through_redis_pokes(
                 after = await served(b, "/t")
                 woken = rb.notifier.rung("published") - heard
         finally:
-            await drop_stoker_keys()
+            await drop_stoker_keys(REDIS_DB_URL)
     assert unconfirmed == () and took < QUICK
     assert after == (Kind.MISS, b"v2")
     assert woken >= 1

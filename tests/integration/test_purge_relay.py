@@ -11,8 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import redis.asyncio as aioredis
-from tests.integration.conftest import Origin
+from tests.integration.conftest import Origin, drop_stoker_keys
 from tests.integration.test_serve import get, read
 from tests.job_backends import pg_schema, schema_url
 
@@ -157,23 +156,13 @@ REDIS_DB_URL = "redis://127.0.0.1:6379/10"
 """The Redis database of the shared-tier tests: emptied of Stoker's keys before and after."""
 
 
-async def drop_stoker_keys() -> None:
-    client = aioredis.Redis.from_url(REDIS_DB_URL)
-    try:
-        keys = [key async for key in client.scan_iter("stoker:*")]
-        if keys:
-            await client.delete(*keys)
-    finally:
-        await client.aclose()
-
-
 async def test_nodes_sharing_redis_are_one_cache(origin: Origin, tmp_path: Path) -> None:
     """Two nodes with their own data_dir, one Redis tier (l2_url) and one database: B
     hits what A stored, misses over both make one origin request, a purge on A answers
     once B has it in force, and a purge of everything reaches a node started after it."""
     origin.app.set("/t", headers=TAGGED, body=b"v1")
     origin.app.set("/slow", headers=TAGGED, body=b"slow", delay=0.3)
-    await drop_stoker_keys()
+    await drop_stoker_keys(REDIS_DB_URL)
     with pg_schema(migrated=False) as schema:
         shared = {"processes": 1, "l2_url": REDIS_DB_URL,
                   "database_url": schema_url(schema)}
@@ -192,7 +181,7 @@ async def test_nodes_sharing_redis_are_one_cache(origin: Origin, tmp_path: Path)
             async with member(origin, tmp_path / "c", "c", **shared) as (c, _):
                 late = c.pipeline.version
         finally:
-            await drop_stoker_keys()
+            await drop_stoker_keys(REDIS_DB_URL)
     assert from_a == (Kind.HIT, b"v1") and origin.app.count("/t") == 2
     assert origin.app.count("/slow") == 1 and {body for _, body in herd} == {b"slow"}
     assert purged.unconfirmed == () and after == (Kind.MISS, b"v2")
