@@ -26,7 +26,7 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -36,7 +36,6 @@ from prometheus_client.core import (
     Metric,
 )
 
-from stoker.cache.outcome import FROM_CACHE
 from stoker.cache.purge_bus import Member
 from stoker.cache.purge_list import L1, L2
 from stoker.proxy.origin_timing import OriginTiming
@@ -50,6 +49,11 @@ T = TypeVar("T")
 
 REQUEST_KINDS = ("hit", "stale", "miss", "bypass")
 """Counters of ``Pipeline.stats`` that together count every request answered."""
+CACHE_KINDS: Final = frozenset({"hit", "stale-while-revalidate", "stale-if-error",
+                                "revalidated"})
+"""Outcomes whose body came from the cache (a revalidation: the origin said 304)."""
+ORIGIN_KINDS: Final = frozenset({"miss", "collapsed", "pass", "bypass"})
+"""Outcomes whose body came from the origin (a collapsed request: another's fetch)."""
 
 log = logging.getLogger("stoker.admin")
 
@@ -150,6 +154,17 @@ def said(figures: Figures) -> str:
         "requests": figures.requests, "not_cached": figures.not_cached})
 
 
+def shares(outcomes: Mapping[tuple[str, str, bool], int]) -> dict[str, int]:
+    """Visitors' requests answered by the cache, by the origin, by Stoker itself (errors),
+    and warm visits, from outcome counts.  Pure."""
+    found = {"cache": 0, "origin": 0, "error": 0, "warm": 0}
+    for (kind, _, warm), count in outcomes.items():
+        where = "warm" if warm else ("cache" if kind in CACHE_KINDS else
+                                     "origin" if kind in ORIGIN_KINDS else "error")
+        found[where] += count
+    return found
+
+
 def member_summary(said_json: str | None) -> dict[str, Any]:
     """What ``/api/status`` shows of a member from its last heartbeat's figures (:func:`said`):
     release, cache version, warm workers, requests, hit ratio (``None`` before any request),
@@ -157,12 +172,9 @@ def member_summary(said_json: str | None) -> dict[str, Any]:
     or no heartbeat with figures yet).  Pure."""
     told: dict[str, Any] = json.loads(said_json) if said_json else {}
     node, l1 = told.get("node", {}), told.get("l1", {})
-    counts = Counter[str]()
-    for kind, _reason, warm, count in told.get("outcomes", ()):
-        if not warm:
-            counts[kind] += count
-    requests = sum(counts.values())
-    cached = sum(counts[kind.value] for kind in FROM_CACHE)
+    split = shares({(kind, reason, warm): count
+                    for kind, reason, warm, count in told.get("outcomes", ())})
+    requests, cached = split["cache"] + split["origin"] + split["error"], split["cache"]
     return {"release": node.get("release"), "cache_version": node.get("cache_version"),
             "warm_workers": node.get("warm_workers"),
             "requests": requests if told else None,

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from stoker.admin.history import History, Sample, quantile
-from stoker.admin.metrics import Figures, member_summary, or_none, own
+from stoker.admin.metrics import Figures, member_summary, or_none, own, shares
 from stoker.admin.warm_api import run_json
 from stoker.admin.why import cookie_bypass_report
 from stoker.cache.purge_bus import Member
@@ -38,11 +38,6 @@ if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
 
 MEMO: Final = 1.0
 """Seconds the stores' figures are reused for."""
-CACHE_KINDS: Final = frozenset({"hit", "stale-while-revalidate", "stale-if-error",
-                                "revalidated"})
-"""Outcomes whose body came from the cache (a revalidation: the origin said 304)."""
-ORIGIN_KINDS: Final = frozenset({"miss", "collapsed", "pass", "bypass"})
-"""Outcomes whose body came from the origin (a collapsed request: another's fetch)."""
 
 
 def members_json(members: Sequence[Member], now: float,
@@ -84,17 +79,6 @@ def fractions(served_by: Mapping[str, int]) -> dict[str, float]:
     total = served_by["cache"] + served_by["origin"] + served_by["error"]
     return {where: round(served_by[where] / total, 4) if total else 0.0
             for where in ("cache", "origin")}
-
-
-def shares(outcomes: Mapping[tuple[str, str, bool], int]) -> dict[str, int]:
-    """Visitors' requests answered by the cache, by the origin, by Stoker itself (errors),
-    and warm visits, from outcome counts.  Pure."""
-    found = {"cache": 0, "origin": 0, "error": 0, "warm": 0}
-    for (kind, _, warm), count in outcomes.items():
-        where = "warm" if warm else ("cache" if kind in CACHE_KINDS else
-                                     "origin" if kind in ORIGIN_KINDS else "error")
-        found[where] += count
-    return found
 
 
 def outcome_rows(outcomes: Mapping[tuple[str, str, bool], int]) -> list[dict[str, Any]]:
