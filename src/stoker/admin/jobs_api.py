@@ -17,6 +17,7 @@ process (no queue) every route answers 503, as ``/api/warm`` does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from starlette.requests import Request
@@ -24,7 +25,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from stoker.admin.api import MAX_BODY, actor_of, error_response, parse_json, read_limited
-from stoker.jobs.model import Job, RequeueScope
+from stoker.jobs.model import Job, QueueCount, RequeueScope
 from stoker.proxy.purge import record_safely
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
@@ -81,9 +82,9 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-async def dead_total(queue: JobQueue) -> int:
-    """How many jobs are dead now, over every queue."""
-    return sum(count.count for count in await queue.counts() if count.state == "dead")
+def dead_in(counts: Sequence[QueueCount]) -> int:
+    """How many jobs ``counts`` say are dead, over every queue.  Pure."""
+    return sum(count.count for count in counts if count.state == "dead")
 
 
 def jobs_routes(service: WarmService | None) -> list[Route]:
@@ -107,7 +108,7 @@ def jobs_routes(service: WarmService | None) -> list[Route]:
         return JSONResponse({
             "counts": [{"queue": c.queue, "state": c.state, "count": c.count} for c in counts],
             "running": [job_json(job) for job in running],
-            "dead": {"total": sum(c.count for c in counts if c.state == "dead"),
+            "dead": {"total": dead_in(counts),
                      "offset": int(offset), "limit": int(limit),
                      "jobs": [job_json(job) for job in dead]}})
 
@@ -148,7 +149,7 @@ async def _refusal(queue: JobQueue, scope: RequeueScope,
                    confirmed: int | None) -> dict[str, Any] | None:
     """Why the requeue of ``scope`` is refused (409's body), or None."""
     if scope.kind == "all":
-        now = await dead_total(queue)
+        now = dead_in(await queue.counts())
         if confirmed != now:
             return {"error": f"count: {now} jobs are dead now, not {confirmed}: nothing "
                              "requeued; confirm the number again", "field": "count",
