@@ -79,7 +79,7 @@ def admin_side(stoker: Stoker, warm: WarmService | None = None, *,
     app = Starlette(routes=[Route("/healthz", alive), Route("/readyz", ready),
                             Route("/metrics", scrape), Route("/api/status", status),
                             Route("/api/events", events_endpoint(hub, sessions)),
-                            *page_routes(stoker, hub, sessions, refusals),
+                            *page_routes(stoker, warm, hub, sessions, refusals),
                             *api_routes(stoker), *why_routes(stoker), *warm_routes(warm),
                             *jobs_routes(warm)])
     guarded = AdminGuard(PokeOnWrite(app, hub), token=stoker.settings.admin_token,

@@ -14,7 +14,9 @@ session to ``/login``):
   :data:`~stoker.admin.login_limit.FAILURES` failures from one address within
   :data:`~stoker.admin.login_limit.WINDOW` → 429 with ``Retry-After``, the token unread.
 - ``POST /logout`` ends the session, clears the cookie, ``303`` to ``/login``.
-- ``GET /`` the overview; ``GET /static/NAME`` the assets.
+- ``GET /`` the overview; ``GET /<page>`` each of :data:`VIEWS`; with ``X-Stoker-Part: 1``
+  a page's content alone (``dashboard.js`` refreshes the live region with it);
+  ``GET /static/NAME`` the assets.
 
 Invariants: every login, failed login and logout is audited (failures through the
 rate-limited :class:`~stoker.admin.audit.RefusalAudit`), the token only as a
@@ -41,20 +43,22 @@ from stoker.admin.auth import authenticate
 from stoker.admin.events import StatusHub
 from stoker.admin.login_limit import LoginLimiter
 from stoker.admin.sessions import Sessions, cookie_value, set_cookie
+from stoker.admin.views import Sources, View, schedule
+from stoker.admin.views.html import shown
 from stoker.proxy.purge import record_safely
 from stoker.proxy.request import peer_of, request_scheme
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.app.stoker import Stoker
+    from stoker.app.warm_service import WarmService
 
 WEB: Final = files("stoker.admin") / "web"
 ASSETS: Final = {"dashboard.js": "text/javascript; charset=utf-8",
                  "dashboard.css": "text/css; charset=utf-8", "favicon.svg": "image/svg+xml"}
-PAGES: Final = (("Overview", "/", True), ("Warm", "/warm", False), ("Jobs", "/jobs", False),
-                ("Cache", "/cache", False), ("Why not cached", "/why", False),
-                ("Schedule", "/schedule", False), ("Audit", "/audit", False),
-                ("Credentials", "/credentials", False))
-"""The dashboard's pages: label, path, and whether it is built yet (else shown greyed)."""
+VIEWS: Final[tuple[View, ...]] = (schedule.VIEW,)
+"""The pages past the overview, in the navigation's order."""
+PART: Final = "x-stoker-part"
+"""The request header with which ``dashboard.js`` asks for a page's content alone."""
 MAX_FORM: Final = 4096
 
 
@@ -63,15 +67,11 @@ def template(name: str) -> Template:
 
 
 def nav_html(current: str) -> str:
-    """The page links; pages not built yet greyed, unlinked.  Pure."""
+    """The page links, the current one marked.  Pure."""
     items = []
-    for label, path, built in PAGES:
-        if not built:
-            items.append(f'<span class="soon" aria-disabled="true" title="not built yet">'
-                         f'{html.escape(label)}</span>')
-        else:
-            mark = ' aria-current="page"' if path == current else ""
-            items.append(f'<a href="{html.escape(path)}"{mark}>{html.escape(label)}</a>')
+    for label, path in (("Overview", "/"), *((view.label, view.path) for view in VIEWS)):
+        mark = ' aria-current="page"' if path == current else ""
+        items.append(f'<a href="{html.escape(path)}"{mark}>{html.escape(label)}</a>')
     return "".join(items)
 
 
@@ -80,28 +80,6 @@ def _at(status: Mapping[str, Any], path: str) -> Any:
     for part in path.split("."):
         value = value.get(part) if isinstance(value, Mapping) else None
     return value
-
-
-def shown(value: Any, style: str) -> str:
-    """A figure as the page shows it (``dashboard.js`` formats alike).  Pure."""
-    if value is None:
-        return "—"
-    if style == "percent":
-        return f"{float(value) * 100:.1f} %"
-    if style == "rate":
-        return f"{float(value):.1f}"
-    if style == "ms":
-        return f"{float(value) * 1000:.0f} ms"
-    if style == "bytes":
-        size, unit = float(value), "B"
-        for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-            if size < 1024 or unit == "TiB":
-                break
-            size /= 1024
-        return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-    if style == "count":
-        return f"{int(value):,}".replace(",", " ")
-    return str(value)
 
 
 FIELDS: Final = {"rate": ("requests_per_second", "rate"), "cache_share": ("share.cache", "percent"),
@@ -169,12 +147,13 @@ def login_html(message: str = "") -> str:
                      nav=False, logout=False)
 
 
-def page_routes(stoker: Stoker, hub: StatusHub, sessions: Sessions,
+def page_routes(stoker: Stoker, warm: WarmService | None, hub: StatusHub, sessions: Sessions,
                 refusals: RefusalAudit) -> list[Route]:
-    """The page routes for one running :class:`Stoker`."""
+    """The page routes for one running :class:`Stoker` (and its warmer, if any)."""
     token = stoker.settings.admin_token
     limiter = LoginLimiter(stoker.clock)
     assets = {name: WEB.joinpath(name).read_bytes() for name in ASSETS}
+    sources = Sources(stoker, warm)
 
     def client_of(request: Request) -> str:
         return peer_of(request.scope) or "unknown"
@@ -243,11 +222,20 @@ def page_routes(stoker: Stoker, hub: StatusHub, sessions: Sessions,
         response.headers["set-cookie"] = set_cookie("", max_age=0, secure=False)
         return response
 
-    async def overview(request: Request) -> Response:
-        content = overview_html(await hub.source.compose())
+    def whole(request: Request, title: str, path: str, content: str) -> Response:
+        if request.headers.get(PART) == "1":
+            return HTMLResponse(content)
         session = request.scope.get("state", {}).get("session")
-        return HTMLResponse(page_html("Overview", "/", content, nav=True,
+        return HTMLResponse(page_html(title, path, content, nav=True,
                                       logout=session is not None))
+
+    async def overview(request: Request) -> Response:
+        return whole(request, "Overview", "/", overview_html(await hub.source.compose()))
+
+    def view_route(view: View) -> Route:
+        async def endpoint(request: Request) -> Response:
+            return whole(request, view.label, view.path, await view.content(request, sources))
+        return Route(view.path, endpoint, methods=["GET"])
 
     async def asset(request: Request) -> Response:
         name = request.path_params["name"]
@@ -255,7 +243,7 @@ def page_routes(stoker: Stoker, hub: StatusHub, sessions: Sessions,
             return Response("not found\n", status_code=404, media_type="text/plain")
         return Response(assets[name], media_type=ASSETS[name])
 
-    return [Route("/", overview, methods=["GET"]),
+    return [Route("/", overview, methods=["GET"]), *(view_route(view) for view in VIEWS),
             Route("/login", login_form, methods=["GET"]),
             Route("/login", login, methods=["POST"]),
             Route("/logout", logout, methods=["POST"]),

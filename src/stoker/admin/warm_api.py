@@ -41,6 +41,7 @@ from starlette.routing import Route
 
 from stoker.admin.api import MAX_BODY, actor_of, error_response, parse_json, read_limited
 from stoker.proxy.purge import record_safely
+from stoker.schedule.store import Deadline
 from stoker.warm.run import URL_STATES, Run
 from stoker.warm.urls import SiteOrigins, normalise, origin_of
 from stoker.warm.warmer import WarmBusy
@@ -66,6 +67,14 @@ def run_json(run: Run) -> dict[str, Any]:
                    "gave_up": counts.gave_up, "skipped": counts.skipped,
                    "settled": counts.settled, "open": counts.open},
     }
+
+
+def deadline_json(deadline: Deadline) -> dict[str, Any]:
+    """A persisted deadline as the API and the Schedule page show it.  Pure."""
+    return {"name": deadline.name, "due_at": deadline.due_at,
+            "first_armed_at": deadline.first_armed_at, "completed_at": deadline.completed_at,
+            "last_error": deadline.last_error, "attempts": deadline.attempts,
+            "owner": deadline.owner, "claimed_until": deadline.claimed_until}
 
 
 def parse_warm_request(data: Any, sites: SiteOrigins,
@@ -200,11 +209,8 @@ def warm_routes(service: WarmService | None) -> list[Route]:
     async def schedule(_: Request) -> Response:
         if service is None:
             return unavailable()
-        return JSONResponse({"deadlines": [
-            {"name": d.name, "due_at": d.due_at, "first_armed_at": d.first_armed_at,
-             "completed_at": d.completed_at, "last_error": d.last_error,
-             "attempts": d.attempts, "owner": d.owner, "claimed_until": d.claimed_until}
-            for d in await service.ticker.status()]})
+        return JSONResponse({"deadlines": [deadline_json(deadline)
+                                           for deadline in await service.ticker.status()]})
 
     async def credentials(request: Request) -> Response:
         if service is None:

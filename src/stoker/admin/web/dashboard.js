@@ -1,4 +1,9 @@
 // Stoker's dashboard: keeps the page live from /api/events (no inline script: the CSP).
+// The overview updates its figures in place ([data-path], [data-table], [data-chart]);
+// the other pages ask the server for their content again ("X-Stoker-Part: 1") on every
+// status event and swap in its [data-live] regions, so each page is rendered in one
+// place, the server.  Buttons and forms with data-api call the JSON API (see action()
+// in stoker/admin/views/html.py), through a confirm dialog when they ask for one.
 // The stream closes while the page is hidden or put away (pagehide) and opens again when
 // it is shown (visibilitychange, pageshow); after 5 errors in a row (or once the browser
 // gives the stream up) it asks /api/status, and a 401 there sends the browser to the
@@ -141,7 +146,130 @@
               [shown(f.origin, "count"), true], [up, false], [shown(f.origin_p50, "ms"), true]];
     }));
     charts(status.history || []);
+    refresh();
   }
+
+  // ---- the other pages' live regions ----
+  let fetching = false, again = false;
+
+  async function refresh() {
+    if (!document.querySelector("[data-live]")) return;
+    if (fetching) { again = true; return; }
+    fetching = true;
+    try {
+      const answer = await fetch(window.location.pathname + window.location.search,
+        { credentials: "same-origin", headers: { "X-Stoker-Part": "1" } });
+      if (answer.redirected || answer.status === 401) { window.location.assign("/login"); return; }
+      if (!answer.ok) return;
+      const fresh = new DOMParser().parseFromString(await answer.text(), "text/html")
+        .querySelectorAll("[data-live]");
+      const current = document.querySelectorAll("[data-live]");
+      current.forEach((region, i) => { if (fresh[i]) region.replaceWith(document.adoptNode(fresh[i])); });
+    } catch (e) { /* the next event tries again */ } finally {
+      fetching = false;
+      if (again) { again = false; refresh(); }
+    }
+  }
+
+  // ---- actions: buttons and forms that call the API ----
+  function flash(text, bad) {
+    const box = document.getElementById("flash");
+    if (!box) return;
+    box.textContent = text;
+    box.className = bad ? "flash bad" : "flash";
+    box.hidden = false;
+  }
+
+  function confirmed(question, typed, label) {
+    const dialog = document.getElementById("confirm");
+    if (!question || !dialog) return Promise.resolve(true);
+    const input = document.getElementById("confirm-input");
+    const ok = document.getElementById("confirm-ok");
+    document.getElementById("confirm-question").textContent = question;
+    document.getElementById("confirm-typed").hidden = !typed;
+    document.getElementById("confirm-expected").textContent = typed || "";
+    ok.textContent = label || "Confirm";
+    input.value = "";
+    ok.disabled = Boolean(typed);
+    input.oninput = () => { ok.disabled = input.value.trim() !== typed; };
+    dialog.returnValue = "cancel";
+    return new Promise((resolve) => {
+      dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+      dialog.showModal();
+      document.getElementById("confirm-cancel").focus();  // Cancel is the default
+    });
+  }
+
+  function said(answer, data) {
+    if (data && data.error) return data.error;
+    return answer.status + " " + answer.statusText;
+  }
+
+  async function call(api, method, body, spec) {
+    if (!(await confirmed(spec.confirm, spec.typed, spec.confirmLabel))) return;
+    let answer, data = null;
+    try {
+      answer = await fetch(api, { method: method, credentials: "same-origin",
+        headers: { "Content-Type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body) });
+      data = await answer.json().catch(() => null);
+    } catch (e) { flash("Stoker did not answer: " + e, true); return; }
+    if (answer.status === 401) { window.location.assign("/login"); return; }
+    if (answer.status === 409 && spec.replace !== undefined) {
+      flash(said(answer, data) + ".", true);
+      const again = document.createElement("button");
+      again.type = "button"; again.className = "danger"; again.textContent = "Replace it";
+      again.addEventListener("click", () => call(api, method, Object.assign({}, body, { replace: true }),
+        { done: spec.done, confirm: "Stop the run that is going and start this one instead?",
+          confirmLabel: "Replace" }));
+      document.getElementById("flash").append(" ", again);
+      return;
+    }
+    if (!answer.ok) { flash(said(answer, data), true); return; }
+    flash(spec.done || "Done.", false);
+    refresh();
+    return data;
+  }
+
+  function bodyOf(form) {
+    const body = {};
+    let api = form.dataset.api;
+    Array.from(form.elements).forEach((field) => {
+      if (!field.name) return;
+      if (api.includes("{" + field.name + "}")) {
+        api = api.replace("{" + field.name + "}", encodeURIComponent(field.value.trim()));
+      } else if (field.type === "checkbox") {
+        body[field.name] = field.checked;
+      } else if ("list" in field.dataset) {
+        const items = field.value.split(/\s+/).filter(Boolean);
+        if (items.length) body[field.name] = items;
+      } else if (field.value !== "" || !("optional" in field.dataset)) {
+        body[field.name] = field.value;
+      }
+    });
+    return [api, body];
+  }
+
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-api]");
+    if (!button) return;
+    const d = button.dataset;
+    call(d.api, d.method || "POST", d.body ? JSON.parse(d.body) : undefined,
+      { confirm: d.confirm, typed: d.typed, confirmLabel: d.confirmLabel, done: d.done, replace: d.replace });
+  });
+
+  document.addEventListener("submit", async (event) => {
+    const form = event.target.closest("form[data-api]");
+    if (!form) return;
+    event.preventDefault();
+    const [api, body] = bodyOf(form);
+    const d = form.dataset;
+    const filled = d.confirm && d.confirm.replace(/\{(\w+)\}/g,
+      (_, name) => [].concat(body[name] === undefined ? [] : body[name]).join(", "));
+    const data = await call(api, d.method || "POST", body,
+      { confirm: filled, typed: d.typed, confirmLabel: d.confirmLabel, done: d.done, replace: d.replace });
+    if (data !== undefined && "reset" in d) form.reset();
+  });
 
   function state(text, name) {
     const live = document.getElementById("live");
@@ -164,7 +292,7 @@
 
   function open() {
     if (source || document.visibilityState === "hidden") return;
-    if (!document.querySelector("[data-path], [data-table]")) return;
+    if (!document.querySelector("[data-path], [data-table], [data-live]")) return;
     source = new EventSource("/api/events");
     source.addEventListener("status", (event) => {
       errors = 0;

@@ -1,0 +1,136 @@
+"""Small pure helpers the dashboard's pages are rendered with.
+
+Invariant: a value reaches the HTML only through :func:`esc` (or as :class:`Markup`, HTML
+one of these helpers built from escaped values), so nothing an origin, a URL or a client
+sent can add markup to a page.  Formats match ``dashboard.js``'s, so a figure reads the
+same rendered here or updated live.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+
+class Markup(str):
+    """HTML built from escaped values: :func:`esc` passes it through unchanged."""
+
+    __slots__ = ()
+
+
+Cell = str | Markup
+"""A table cell: plain text (escaped) or :class:`Markup`."""
+
+
+def esc(value: Any) -> Markup:
+    """``value`` as HTML text: escaped, unless it is :class:`Markup` already.  Pure."""
+    if isinstance(value, Markup):
+        return value
+    return Markup(html.escape("" if value is None else str(value)))
+
+
+def shown(value: Any, style: str) -> str:
+    """A figure as the pages show it (``dashboard.js`` formats alike).  Pure."""
+    if value is None:
+        return "—"
+    if style == "percent":
+        return f"{float(value) * 100:.1f} %"
+    if style == "rate":
+        return f"{float(value):.1f}"
+    if style == "ms":
+        return f"{float(value) * 1000:.0f} ms"
+    if style == "bytes":
+        size, unit = float(value), "B"
+        for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+            if size < 1024 or unit == "TiB":
+                break
+            size /= 1024
+        return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+    if style == "count":
+        return f"{int(value):,}".replace(",", " ")
+    return str(value)
+
+
+def span(seconds: float) -> str:
+    """A duration as a person says it: ``42 s``, ``3 min``, ``2 h 5 min``, ``3 d``.  Pure."""
+    seconds = abs(seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f} min"
+    if seconds < 86400:
+        hours, minutes = divmod(int(seconds) // 60, 60)
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    return f"{seconds // 86400:.0f} d"
+
+
+def moment(at: float | None, now: float) -> Markup:
+    """A wall-clock time relative to ``now`` (``in 3 min``, ``42 s ago``), the UTC time in
+    its tooltip; ``—`` for none.  Pure."""
+    if at is None:
+        return Markup("—")
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+    said = f"in {span(at - now)}" if at > now else f"{span(now - at)} ago"
+    return Markup(f'<time datetime="{esc(stamp)}" title="{esc(stamp)}">{esc(said)}</time>')
+
+
+def table(head: Sequence[str], rows: Iterable[Sequence[Cell]], *, empty: str,
+          numeric: Iterable[int] = (), label: str = "") -> Markup:
+    """A data table: ``head`` the column titles, ``rows`` the cells (column indexes in
+    ``numeric`` right-aligned), ``empty`` said in one row when there are none.  Pure."""
+    right = frozenset(numeric)
+
+    def cell(tag: str, index: int, value: Cell) -> str:
+        mark = ' class="num"' if index in right else ""
+        return f"<{tag}{mark}>{esc(value)}</{tag}>"
+
+    titles = "".join(cell("th", i, title) for i, title in enumerate(head))
+    body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(row)) + "</tr>"
+                   for row in rows)
+    if not body:
+        body = f'<tr><td colspan="{len(head)}" class="empty">{esc(empty)}</td></tr>'
+    named = f' aria-label="{esc(label)}"' if label else ""
+    return Markup(f'<div class="scroll"><table class="data"{named}><thead><tr>{titles}'
+                  f"</tr></thead><tbody>{body}</tbody></table></div>")
+
+
+def facts(pairs: Iterable[tuple[str, Cell]]) -> Markup:
+    """A definition list of ``(term, value)``.  Pure."""
+    return Markup("<dl>" + "".join(f"<dt>{esc(term)}</dt><dd>{esc(value)}</dd>"
+                                   for term, value in pairs) + "</dl>")
+
+
+ACTION_FIELDS: Final = ("method", "confirm", "typed", "confirm-label", "done", "replace")
+
+
+def action(label: str, api: str, *, body: Mapping[str, Any] | None = None,
+           danger: bool = False, **options: str | bool) -> Markup:
+    """A button ``dashboard.js`` turns into an API call: ``api`` with the JSON ``body``.
+    ``options`` (see :data:`ACTION_FIELDS`): ``method`` (default POST); ``confirm``, the
+    question of a confirm dialog (Cancel focused); ``typed``, what the user must type
+    there to be let through; ``confirm_label``; ``done``, what to say after; ``replace``,
+    on a 409 offer to send it again with ``"replace": true``.  Pure."""
+    attrs = [f'data-api="{esc(api)}"']
+    if body is not None:
+        attrs.append(f'data-body="{esc(json.dumps(body, separators=(",", ":")))}"')
+    for name, value in options.items():
+        field = name.replace("_", "-")
+        if field not in ACTION_FIELDS:
+            raise TypeError(f"action(): unknown option {name}")
+        if value is True:
+            attrs.append(f"data-{field}")
+        elif value:
+            attrs.append(f'data-{field}="{esc(value)}"')
+    kind = "danger" if danger else "act"
+    return Markup(f'<button type="button" class="{kind}" {" ".join(attrs)}>'
+                  f"{esc(label)}</button>")
+
+
+def no_warmer() -> Markup:
+    """What a page of the warmer says in a process without one."""
+    return Markup('<p class="notice">This Stoker runs no warmer: start it with '
+                  "<code>stoker serve</code> (or <code>stoker worker</code>) on the same "
+                  "configuration.</p>")
