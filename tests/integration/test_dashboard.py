@@ -239,14 +239,19 @@ async def test_a_stalled_subscriber_blocks_neither_the_server_nor_the_others(
 async def test_bytes_from_cache_count_the_bodies_hits_were_answered_with(
         origin: Origin, tmp_path: Path, kind: str) -> None:
     origin.app.set("/big", headers=CACHEABLE, body=b"b" * 5000)
+    origin.app.set("/private", headers=[("cache-control", "private")], body=b"p" * 3000)
     async with dashboard(origin.url, tmp_path / "d", kind=kind) as dash:
         for _ in range(3):  # a miss, then two hits (on the front: answered in its protocol)
             assert (await dash.proxy.client.get("/big")).status_code == 200
+        assert (await dash.proxy.client.get("/private")).status_code == 200
         status = (await dash.client.get("/api/status", headers=dash.bearer)).json()
         page = await dash.client.get("/", headers=await dash.session())
+        scrape = await dash.client.get("/metrics", headers=dash.bearer)
     assert status["cache_bytes"] == 10_000
     assert status["nodes"][0]["figures"]["cache_bytes"] == 10_000
-    assert "9.8 KiB" in page.text
+    assert status["origin_bytes"] == 8_000  # the miss's body and the private page's
+    assert "stoker_origin_body_bytes_total 8000.0" in scrape.text
+    assert "9.8 KiB" in page.text and "7.8 KiB" in page.text
 
 
 async def test_a_stream_ends_when_its_session_is_revoked(origin: Origin, tmp_path: Path) -> None:

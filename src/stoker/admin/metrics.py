@@ -84,6 +84,8 @@ class Figures:
     notifier_reconnects: int = 0
     cache_bytes: int = 0
     """Body bytes visitors were answered with from the cache (``Pipeline.cache_bytes``)."""
+    origin_bytes: int = 0
+    """Body bytes read from the origin, visitors' and warm visits' (``OriginTiming``)."""
     notifier_connected: bool = True
     """``False`` while a notifier has lost its subscription (a lone process has none)."""
     node: Mapping[str, Any] = field(default_factory=dict)
@@ -123,7 +125,7 @@ def own(stoker: Stoker) -> Figures:
         l2_dropped=store.dropped, purge_marks=len(store.purges),
         applying={tier: len(store.purges.unapplied(tier)) for tier in (L1, L2)},
         notifier_reconnects=notifier.reconnects if notifier is not None else 0,
-        cache_bytes=pipeline.cache_bytes,
+        cache_bytes=pipeline.cache_bytes, origin_bytes=stoker.origin_timing.body_bytes,
         notifier_connected=notifier is None or notifier.connected, node=node_facts(stoker),
         requests=sum(pipeline.stats[kind] for kind in REQUEST_KINDS),
         not_cached=pipeline.not_cached.snapshot())
@@ -149,7 +151,7 @@ def said(figures: Figures) -> str:
         "l2_pending": figures.l2_pending, "l2_pending_bytes": figures.l2_pending_bytes,
         "l2_dropped": figures.l2_dropped, "applying": dict(figures.applying),
         "notifier_reconnects": figures.notifier_reconnects,
-        "cache_bytes": figures.cache_bytes,
+        "cache_bytes": figures.cache_bytes, "origin_bytes": figures.origin_bytes,
         "notifier_connected": figures.notifier_connected, "node": dict(figures.node),
         "requests": figures.requests, "not_cached": figures.not_cached})
 
@@ -225,7 +227,7 @@ def combined(figures: Figures, others: Iterable[Any]) -> Figures:
 
 
 _SUMMED = ("in_flight", "l1_evictions", "l2_pending", "l2_pending_bytes", "l2_dropped",
-           "notifier_reconnects", "cache_bytes")
+           "notifier_reconnects", "cache_bytes", "origin_bytes")
 
 
 def _add_timing(timing: OriginTiming, counts: Sequence[int], seconds: float,
@@ -318,6 +320,9 @@ def _cache_families(figures: Figures) -> Iterable[Metric]:
     yield CounterMetricFamily("stoker_cache_served_bytes",
                               "Body bytes visitors were answered with from the cache (what "
                               "the origin was spared)", value=figures.cache_bytes)
+    yield CounterMetricFamily("stoker_origin_body_bytes",
+                              "Body bytes read from the origin (visitors' requests and warm "
+                              "visits)", value=figures.origin_bytes)
     yield GaugeMetricFamily("stoker_l1_max_bytes", "The memory tier's bound",
                             value=figures.l1["max_bytes"])
     yield CounterMetricFamily("stoker_l1_evictions",

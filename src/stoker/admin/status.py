@@ -158,7 +158,7 @@ class StatusSource:
             "origin_down_since": pipeline.health.down_since, "version": pipeline.version,
             "requests": dict(pipeline.stats), "outcomes": outcome_rows(figures.outcomes),
             "served_by": served_by, "share": fractions(served_by),
-            "cache_bytes": figures.cache_bytes,
+            "cache_bytes": figures.cache_bytes, "origin_bytes": figures.origin_bytes,
             "requests_per_second": round(self.history.rate(current), 3),
             "origin_timing": {"answers": timing.answers, "failures": timing.failures,
                               "p50": quantile(timing.counts, 0.5),

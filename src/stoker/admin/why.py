@@ -24,7 +24,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from starlette.requests import Request
@@ -158,41 +158,49 @@ def site_of(stoker: Stoker) -> Site:
                     settings.max_object_bytes))
 
 
-async def gathered(stoker: Stoker) -> tuple[Figures, int]:
+async def gathered(stoker: Stoker) -> tuple[Figures, Site]:
     """This process's figures and the other live processes' (as they last told the bus),
-    merged; and the requests they all answered."""
+    merged; and the site with the requests they all answered."""
     own = stoker.pipeline.not_cached.snapshot()
-    requests = total_requests(stoker.pipeline.stats)
+    base = site_of(stoker)
     relay = stoker.purger.relay
     if relay is None:
-        return Figures(own, [stoker.settings.node_id or "this process"]), requests
+        return Figures(own, [stoker.settings.node_id or "this process"]), base
     others = [(name, said) for name, said in named_others_said(
         await relay.members(), relay.me, stoker.clock.now(), stoker.settings.node_timeout)
         if "not_cached" in said]  # one that has not told its figures yet is left out
-    requests += sum(said["requests"] for _, said in others)
+    requests = base.requests + sum(said["requests"] for _, said in others)
     return Figures(merged([own, *(said["not_cached"] for _, said in others)]),
-                   [relay.me, *(name for name, _ in others)]), requests
+                   [relay.me, *(name for name, _ in others)]), replace(base, requests=requests)
+
+
+async def site_report(stoker: Stoker) -> dict[str, Any]:
+    """The whole report (:func:`report`) over every process serving from this cache."""
+    figures, site = await gathered(stoker)
+    return {"now": stoker.clock.now(), **report(figures.snapshot, site, figures.processes)}
+
+
+async def urls_report(stoker: Stoker, urls: tuple[str, ...]) -> dict[str, Any]:
+    """What the report says of each of the absolute ``urls`` (:func:`url_report`)."""
+    figures, site = await gathered(stoker)
+    now = stoker.clock.now()
+    log = stoker.pipeline.not_cached
+    me = figures.processes[0]
+    return {"now": now, "processes": figures.processes, "urls": [
+        url_report(key["url"], key, log.last(key["url"]), me, site)
+        for key in await stored_keys(stoker, urls, now)]}
 
 
 def why_routes(stoker: Stoker) -> list[Route]:
     """``GET /api/why`` for one running :class:`Stoker`."""
 
     async def why(request: Request) -> Response:
-        figures, requests = await gathered(stoker)
-        base = site_of(stoker)
-        site = Site(base.rules, requests, base.size_setting, base.size_limit)
         if "url" not in request.query_params:
-            return JSONResponse({"now": stoker.clock.now(),
-                                 **report(figures.snapshot, site, figures.processes)})
+            return JSONResponse(await site_report(stoker))
         try:
             urls = asked_urls(request, stoker)
         except PurgeRequestError as error:
             return error_response(400, error.field, str(error))
-        now = stoker.clock.now()
-        log = stoker.pipeline.not_cached
-        me = figures.processes[0]
-        return JSONResponse({"now": now, "processes": figures.processes, "urls": [
-            url_report(key["url"], key, log.last(key["url"]), me, site)
-            for key in await stored_keys(stoker, urls, now)]})
+        return JSONResponse(await urls_report(stoker, urls))
 
     return [Route("/api/why", why, methods=["GET"])]

@@ -18,6 +18,7 @@ Invariants: decisions are :mod:`stoker.resilience.breaker`'s (pure, tested there
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Final
 
 from stoker.clock import Clock
@@ -75,7 +76,8 @@ class OriginHealth:
 
 class MonitoredOrigin:
     """An :class:`OriginClient` that reports every request to an :class:`OriginHealth`
-    and its time to an :class:`~stoker.proxy.origin_timing.OriginTiming`."""
+    and its time and the body bytes read of it to an
+    :class:`~stoker.proxy.origin_timing.OriginTiming`."""
 
     def __init__(self, origin: OriginClient, health: OriginHealth, clock: Clock,
                  timing: OriginTiming | None = None) -> None:
@@ -102,7 +104,13 @@ class MonitoredOrigin:
                 context.origin_waits.append(self._clock.monotonic() - started)
         self.health.report(request_id, ok=True)  # it answered: it is up
         self.timing.answered(self._clock.monotonic() - started)
+        response.chunks = self._counted(response.chunks)
         return response
+
+    async def _counted(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        async for chunk in chunks:
+            self.timing.body_bytes += len(chunk)
+            yield chunk
 
     async def close(self) -> None:
         await self._origin.close()

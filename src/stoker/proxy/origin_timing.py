@@ -1,4 +1,5 @@
-"""How long the origin takes to answer: a fixed-bucket histogram, and the failures.
+"""How long the origin takes to answer: a fixed-bucket histogram, the failures, and the
+body bytes read from it.
 
 Every origin request that :class:`~stoker.proxy.origin_health.MonitoredOrigin` sees is
 observed once: an answer by the seconds until its head arrived (:meth:`OriginTiming.answered`),
@@ -6,7 +7,8 @@ no answer as a failure (:meth:`OriginTiming.failed`); a cancelled request is nei
 
 Invariants: ``counts[i]`` is the number of answers that took at most ``BUCKETS[i]``
 seconds and more than ``BUCKETS[i - 1]`` (the last, past every bound); ``answers`` is
-their sum and ``seconds`` the sum of their times.  Pure apart from the counters; the
+their sum and ``seconds`` the sum of their times; ``body_bytes`` counts every body byte
+read from the origin (visitors' requests and warm visits alike).  Pure apart from the counters; the
 buckets are Prometheus's defaults, for dashboards that expect them.
 """
 
@@ -28,6 +30,7 @@ class OriginTiming:
         self.answers = 0
         self.seconds = 0.0
         self.failures = 0
+        self.body_bytes = 0
 
     def answered(self, seconds: float) -> None:
         """The origin answered after ``seconds``."""
