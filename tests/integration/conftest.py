@@ -11,7 +11,9 @@ from typing import Any
 import httpx
 import pytest
 import redis.asyncio as aioredis
+from playwright.async_api import Browser
 from tests.conftest import serving
+from tests.integration.browser_harness import chromium
 from tests.integration.origin import ScriptedOrigin
 
 from stoker.app.stoker import Stoker
@@ -91,3 +93,10 @@ async def drop_stoker_keys(url: str) -> None:
             await client.delete(*keys)
     finally:
         await client.aclose()
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    """Debian's Chromium for a browser test (:mod:`tests.integration.browser_harness`)."""
+    async with chromium() as launched:
+        yield launched
