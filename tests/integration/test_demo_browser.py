@@ -8,29 +8,13 @@ revalidates through Stoker, whose copy the edit purged, instead of showing its o
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import AsyncIterator
-
-import pytest
-from playwright.async_api import Browser, async_playwright
+from playwright.async_api import Browser
+from tests.integration.browser_harness import needs_chromium
 from tests.integration.demo_harness import Demo, demo
 
 __all__ = ["demo"]  # the fixture
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield browser
-        finally:
-            await browser.close()
+pytestmark = needs_chromium
 
 
 async def test_back_to_the_page_after_an_edit_shows_the_new_revision(
