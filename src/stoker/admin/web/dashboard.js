@@ -313,4 +313,8 @@
   window.addEventListener("pagehide", close);
   window.addEventListener("pageshow", open);
   document.addEventListener("DOMContentLoaded", open);
+  document.addEventListener("DOMContentLoaded", () => {  // a phone's nav scrolls: show the current page
+    const current = document.querySelector("nav [aria-current]");
+    if (current) current.parentElement.scrollLeft = current.offsetLeft - 16;
+  });
 })();
