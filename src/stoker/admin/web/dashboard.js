@@ -315,6 +315,6 @@
   document.addEventListener("DOMContentLoaded", open);
   document.addEventListener("DOMContentLoaded", () => {  // a phone's nav scrolls: show the current page
     const current = document.querySelector("nav [aria-current]");
-    if (current) current.parentElement.scrollLeft = current.offsetLeft - 16;
+    if (current) current.parentElement.scrollLeft = current.offsetLeft - current.parentElement.offsetLeft - 16;
   });
 })();
