@@ -77,12 +77,12 @@ def purge_buttons(url: str) -> Markup:
     return Markup(
         action("Purge", "/api/purge", body=body, danger=True, confirm_label="Purge",
                confirm=f"Purge {url}? Every variant is gone; the next visitor waits for the "
-                       "origin.", done="Purged {purged} entries.[ {!relayed}Not relayed to "
+                       "origin.", done="Entries purged: {purged}.[ {!relayed}Not relayed to "
                                        "the other nodes yet.]")
         + " " + action("Soft purge", "/api/purge", body={**body, "soft": True},
                        confirm_label="Mark stale",
                        confirm=f"Mark {url} stale? It is served while it revalidates.",
-                       done="Marked {purged} entries stale.[ {!relayed}Not relayed to the "
+                       done="Entries marked stale: {purged}.[ {!relayed}Not relayed to the "
                             "other nodes yet.]"))
 
 
@@ -109,8 +109,8 @@ def lookup_form(asked: str) -> Markup:
 PURGE_FORM: Final = Markup(
     '<form class="tool purge" data-api="/api/purge" data-confirm-label="Purge" data-confirm='
     '"Purge these?[ URLs: {urls}.][ Prefixes: {prefixes}.][ Tags: {tags}.][{soft} Soft: '
-    'marked stale, served while they revalidate.]" data-done="Purged {purged} entries[{soft} (soft)].'
-    '[ {!relayed}Not relayed to the other nodes yet.]" data-reset>'
+    'marked stale, served while they revalidate.]" data-done="Entries purged[{soft} (soft: '
+    'marked stale)]: {purged}.[ {!relayed}Not relayed to the other nodes yet.]" data-reset>'
     "<h2>Purge</h2><p class=\"detail\">One a line (or separated by spaces). Hard: gone, the "
     "next visitor waits for the origin; soft: marked stale, served while it revalidates.</p>"
     '<label>URLs or paths<textarea name="urls" data-list rows="3" cols="40" '

@@ -67,7 +67,7 @@ def set_form(name: str) -> Markup:
         f'<form class="tool credential" data-api="/api/warm/credentials/{{name}}" '
         f'data-method="PUT" data-done="Saved {{name}}: {{fingerprint}}." data-reset>'
         f'<input type="hidden" name="name" value="{esc(name)}">'
-        f"<label>{name_html(name)}<input type=\"password\" name=\"value\" required "
+        f"<label><span>{name_html(name)}</span><input type=\"password\" name=\"value\" required "
         'autocomplete="off" placeholder="new value" size="28"></label>'
         '<button type="submit" class="act">Save</button></form>')
 
