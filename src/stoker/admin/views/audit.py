@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 
 from stoker.admin.views import Sources, View
-from stoker.admin.views.html import Markup, esc, moment, shown, table
+from stoker.admin.views.html import Markup, esc, heading, moment, shown, table
 
 PAGE: Final = 50
 """Records a page shows."""
@@ -99,9 +99,8 @@ def audit_html(records: Sequence[Mapping[str, Any]], now: float, action: str, mo
                before: int | None) -> str:
     """The page's content: the filter, the records (a page of them), the pager.  Pure."""
     what = f"Records of <code>{esc(action)}</code>" if action else "Every record"
-    return ('<h1>Audit <span class="live" id="live" data-state="connecting">connecting…'
-            '</span></h1><p class="lead">Every change and every refused call: who (a token '
-            "or session by its fingerprint), what, on what, and how it ended.</p>"
+    return (heading("Audit") + '<p class="lead">Every change and every refused call: who '
+            "(a token or session by its fingerprint), what, on what, and how it ended.</p>"
             f"{filter_form(action)}<div data-live><p>{what}, newest first.</p>"
             f"{rows_html(records, now)}{pager_html(records, action, more, before)}</div>")
 

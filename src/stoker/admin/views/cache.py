@@ -12,7 +12,7 @@ from starlette.requests import Request
 
 from stoker.admin.api import asked_urls, stored_keys
 from stoker.admin.views import Sources, View
-from stoker.admin.views.html import Markup, action, esc, facts, moment, shown, span
+from stoker.admin.views.html import Markup, action, esc, facts, heading, moment, shown, span
 from stoker.cache.invalidation import PurgeRequestError
 
 STATES: Final[Mapping[str, tuple[str, str]]] = {
@@ -127,9 +127,8 @@ PURGE_FORM: Final = Markup(
 def cache_html(status: Mapping[str, Any], node: str, asked: str, lookup: Markup) -> str:
     """The page's content: the tiers' card, the lookup form and its result (``lookup``),
     the purge form.  Pure."""
-    return ('<h1>Cache <span class="live" id="live" data-state="connecting">connecting…'
-            '</span></h1><p class="lead">What the cache holds for a URL, and purges by URL, '
-            "prefix or tag.</p>"
+    return (heading("Cache") + '<p class="lead">What the cache holds for a URL, and purges '
+            "by URL, prefix or tag.</p>"
             f"<div data-live>{figures_html(status, node)}</div>{lookup_form(asked)}"
             f"<div data-live>{lookup}</div>{PURGE_FORM}")
 

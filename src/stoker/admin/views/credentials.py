@@ -12,9 +12,10 @@ from urllib.parse import quote
 from starlette.requests import Request
 
 from stoker.admin.views import Sources, View
-from stoker.admin.views.html import Markup, action, esc, moment, no_warmer, table
+from stoker.admin.views.html import Markup, action, esc, heading, moment, no_warmer, table
 from stoker.admin.warm_api import credentials_json
 
+TITLE: Final = "Warm credentials"
 KINDS: Final[Mapping[str, str]] = {"header": "header", "cookie": "cookie"}
 """The kinds of name (``header:NAME``, ``cookie:NAME``) as the page says them."""
 ABOUT: Final = Markup(
@@ -74,19 +75,17 @@ def set_form(name: str) -> Markup:
 
 def credentials_html(credentials: Sequence[Mapping[str, Any]], now: float) -> str:
     """The page's content, from :func:`credentials_json` rows.  Pure."""
-    head = ('<h1>Warm credentials <span class="live" id="live" data-state="connecting">'
-            "connecting…</span></h1>" + ABOUT)
-    if not credentials:
-        return head + HOW_TO_ALLOW
+    if not credentials:  # nothing live: no pill
+        return heading(TITLE, live=False) + ABOUT + HOW_TO_ALLOW
     forms = "".join(set_form(c["name"]) for c in credentials)
-    return (head + f"<div data-live>{rows_html(credentials, now)}</div>"
-            f"<h2>Set a value</h2>{forms}")
+    return (f"{heading(TITLE)}{ABOUT}<div data-live>{rows_html(credentials, now)}"
+            f"</div><h2>Set a value</h2>{forms}")
 
 
 async def content(_: Request, sources: Sources) -> str:
     """The Credentials page for the running process."""
     if sources.warm is None:
-        return "<h1>Warm credentials</h1>" + no_warmer()
+        return heading(TITLE, live=False) + no_warmer()
     listed = await credentials_json(sources.warm.credentials)
     return credentials_html(listed, sources.stoker.clock.now())
 
