@@ -1,5 +1,5 @@
-"""The Cache, Audit and Credentials pages in a real browser: look a URL up, purge its
-tag through the confirm dialog (Cancel focused) and find the purge on the Audit page;
+"""The Cache, Audit and Credentials pages in a real browser: look a URL up, mark it stale,
+purge its tag through the confirm dialog (Cancel focused), find the purge on the Audit page;
 set a warm credential and see only its fingerprint, on its page and in the audit log.
 Screenshots of each page, with data on it."""
 
@@ -51,6 +51,10 @@ async def test_look_up_purge_a_tag_and_find_it_in_the_audit(origin: Origin, tmp_
         await expect(page.locator("#live")).to_have_text("live", timeout=10_000)
         await shoot(page, "cache")
         await page.set_viewport_size(SIZES["desktop"])
+        await page.get_by_role("button", name="Soft purge").click()
+        await confirm(page, "stale? It is served while it revalidates.")
+        await expect(page.locator("#flash")).to_have_text("Entries marked stale: 1.")
+        await expect(variant.locator("h3 .tag")).not_to_have_text("fresh")
         await page.get_by_role("textbox", name="Tags").fill("product-42")
         await page.get_by_role("button", name="Purge…").click()
         await confirm(page, "Purge these? Tags: product-42.")
