@@ -42,6 +42,7 @@ from starlette.routing import Route
 from stoker.admin.api import MAX_BODY, actor_of, error_response, parse_json, read_limited
 from stoker.proxy.purge import record_safely
 from stoker.schedule.store import Deadline
+from stoker.warm.credentials import CredentialBook
 from stoker.warm.run import URL_STATES, Run
 from stoker.warm.urls import SiteOrigins, normalise, origin_of
 from stoker.warm.warmer import WarmBusy
@@ -75,6 +76,16 @@ def deadline_json(deadline: Deadline) -> dict[str, Any]:
             "first_armed_at": deadline.first_armed_at, "completed_at": deadline.completed_at,
             "last_error": deadline.last_error, "attempts": deadline.attempts,
             "owner": deadline.owner, "claimed_until": deadline.claimed_until}
+
+
+async def credentials_json(book: CredentialBook) -> list[dict[str, Any]]:
+    """Every name ``book`` allows, in the setting's order: whether it is set, and when and
+    its fingerprint if so; never a value (the API and the Credentials page show this)."""
+    stored = {info.name: info for info in await book.store.listed()}
+    return [{"name": name, "set": name in stored,
+             "fingerprint": stored[name].fingerprint if name in stored else None,
+             "set_at": stored[name].set_at if name in stored else None}
+            for name in book.allowed]
 
 
 def parse_warm_request(data: Any, sites: SiteOrigins,
@@ -215,13 +226,7 @@ def warm_routes(service: WarmService | None) -> list[Route]:
     async def credentials(request: Request) -> Response:
         if service is None:
             return unavailable()
-        book = service.credentials
-        stored = {info.name: info for info in await book.store.listed()}
-        return JSONResponse({"credentials": [
-            {"name": name, "set": name in stored,
-             "fingerprint": stored[name].fingerprint if name in stored else None,
-             "set_at": stored[name].set_at if name in stored else None}
-            for name in book.allowed]})
+        return JSONResponse({"credentials": await credentials_json(service.credentials)})
 
     async def credential(request: Request) -> Response:
         if service is None:

@@ -17,17 +17,21 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
+    from stoker.admin.status import StatusSource
     from stoker.app.stoker import Stoker
     from stoker.app.warm_service import WarmService
 
 
 @dataclass(frozen=True, slots=True)
 class Sources:
-    """What a page may read: the running Stoker and its warmer (``None``: no warmer in
-    this process, so its pages say how to get one)."""
+    """What a page may read: the running Stoker, its warmer (``None``: no warmer in this
+    process, so its pages say how to get one) and the composed status the overview and
+    ``/api/status`` show (its store figures memoized, so a page reading it asks no more
+    of the stores than the event stream does)."""
 
     stoker: Stoker
     warm: WarmService | None
+    status: StatusSource
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,6 +129,14 @@ def action(label: str, api: str, *, body: Mapping[str, Any] | None = None,
                   f"{esc(label)}</button>")
 
 
+def heading(title: str, *, live: bool = True) -> Markup:
+    """A page's ``h1``; with ``live`` the pill ``dashboard.js`` shows the event stream's
+    state in (a page with ``[data-live]`` regions has it).  Pure."""
+    pill = (' <span class="live" id="live" data-state="connecting">connecting…</span>'
+            if live else "")
+    return Markup(f"<h1>{esc(title)}{pill}</h1>")
+
+
 def no_warmer() -> Markup:
     """What a page of the warmer says in a process without one."""
     return Markup('<p class="notice">This Stoker runs no warmer: start it with '

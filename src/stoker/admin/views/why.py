@@ -12,7 +12,7 @@ from starlette.requests import Request
 
 from stoker.admin.api import asked_urls
 from stoker.admin.views import Sources, View
-from stoker.admin.views.html import Markup, esc, moment, shown, table
+from stoker.admin.views.html import Markup, esc, heading, moment, shown, table
 from stoker.admin.why import site_report, urls_report
 from stoker.cache.invalidation import PurgeRequestError
 
@@ -95,8 +95,7 @@ def why_html(found: Mapping[str, Any], asked: str, lookup: Markup) -> str:
             f'cached?<input name="url" value="{esc(asked)}" placeholder="/blog/ or '
             'https://host/path" size="40"></label><button type="submit" class="act">Ask'
             "</button></form>")
-    return ('<h1>Why not cached <span class="live" id="live" data-state="connecting">'
-            "connecting…</span></h1><p class=\"lead\">What the cache left out and why, "
+    return (heading("Why not cached") + "<p class=\"lead\">What the cache left out and why, "
             "with the change that would make it cacheable — or why leaving it out is right."
             f" The same report on the command line: <code>stoker why</code>.</p>{form}"
             f"{lookup}<div data-live>{report_html(found)}</div>")

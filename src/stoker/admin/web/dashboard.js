@@ -200,6 +200,26 @@
     });
   }
 
+  // A message template filled from an object (a form's body, an API's answer): "{name}"
+  // is the field (a list joined with ", ", true as nothing); "{!name}" is nothing, there
+  // only when the field is false; a "[...]" part is left out when a field in it is not
+  // there (absent, null, false, empty).  The values are text: textContent shows them.
+  function fill(text, data) {
+    if (!text) return text;
+    const value = (name) => {
+      if (name[0] === "!") return data && data[name.slice(1)] === false ? "" : undefined;
+      const v = data ? data[name] : undefined;
+      if (v === true) return "";
+      const items = [].concat(v === undefined || v === null ? [] : v)
+        .filter((x) => x !== false && x !== "");
+      return items.length ? items.join(", ") : undefined;
+    };
+    const fields = /\{(!?\w+)\}/g;
+    const kept = text.replace(/\[([^\]]*)\]/g, (_, part) =>
+      [...part.matchAll(fields)].every(([, name]) => value(name) !== undefined) ? part : "");
+    return kept.replace(fields, (_, name) => value(name) || "");
+  }
+
   function said(answer, data) {
     if (data && data.error) return data.error;
     return answer.status + " " + answer.statusText;
@@ -226,7 +246,7 @@
       return;
     }
     if (!answer.ok) { flash(said(answer, data), true); return; }
-    flash(spec.done || "Done.", false);
+    flash(fill(spec.done, data) || "Done.", false);
     refresh();
     return data;
   }
@@ -264,8 +284,7 @@
     event.preventDefault();
     const [api, body] = bodyOf(form);
     const d = form.dataset;
-    const filled = d.confirm && d.confirm.replace(/\{(\w+)\}/g,
-      (_, name) => [].concat(body[name] === undefined ? [] : body[name]).join(", "));
+    const filled = fill(d.confirm, body);
     const data = await call(api, d.method || "POST", body,
       { confirm: filled, typed: d.typed, confirmLabel: d.confirmLabel, done: d.done, replace: d.replace });
     if (data !== undefined && "reset" in d) form.reset();
