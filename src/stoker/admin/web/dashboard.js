@@ -332,8 +332,10 @@
   window.addEventListener("pagehide", close);
   window.addEventListener("pageshow", open);
   document.addEventListener("DOMContentLoaded", open);
-  document.addEventListener("DOMContentLoaded", () => {  // a phone's nav scrolls: show the current page
+  function showCurrentPage() {  // on a phone the page links scroll: keep the current one in view
     const current = document.querySelector("nav [aria-current]");
     if (current) current.parentElement.scrollLeft = current.offsetLeft - current.parentElement.offsetLeft - 16;
-  });
+  }
+  document.addEventListener("DOMContentLoaded", showCurrentPage);
+  window.addEventListener("resize", showCurrentPage);
 })();
