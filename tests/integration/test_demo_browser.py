@@ -8,9 +8,9 @@ revalidates through Stoker, whose copy the edit purged, instead of showing its o
 
 from __future__ import annotations
 
-from playwright.async_api import Browser
-from tests.integration.browser_harness import needs_chromium
-from tests.integration.demo_harness import Demo, demo
+from playwright.async_api import Browser, expect
+from tests.integration.browser_harness import log_in, needs_chromium, tab
+from tests.integration.demo_harness import TOKEN, Demo, demo
 
 __all__ = ["demo"]  # the fixture
 
@@ -27,3 +27,18 @@ async def test_back_to_the_page_after_an_edit_shows_the_new_revision(
     await page.get_by_role("link", name="Back to page 7").click()
     await page.wait_for_url("**/page/7")
     assert await page.locator("text=Revision 2.").count() == 1, await page.content()
+
+
+async def test_an_edit_shows_up_live_on_the_dashboard(demo: Demo, browser: Browser) -> None:
+    admin = str(demo.admin.base_url).rstrip("/")
+    async with tab(browser) as dashboard, tab(browser) as site:
+        await log_in(dashboard, admin, TOKEN)
+        await dashboard.goto(f"{admin}/audit")
+        await expect(dashboard.locator("#live")).to_have_text("live", timeout=10_000)
+        purges = dashboard.locator("[data-live] tbody tr", has_text="page-7")
+        await expect(purges).to_have_count(0)
+        await site.goto(f"{demo.url}/page/7")
+        await site.get_by_role("button", name="Edit this page").click()
+        await site.wait_for_url("**/page/7/saved**")
+        await expect(purges).to_have_count(1, timeout=10_000)  # pushed: the page was not reloaded
+        await expect(purges).to_contain_text("purge")
