@@ -5,53 +5,23 @@ phone go to ``tests/artifacts/`` (ignored by git)."""
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, expect
 from tests.integration.admin_harness import CACHEABLE, TOKEN
+from tests.integration.browser_harness import (  # noqa: F401 (the browser fixture)
+    NEEDS_CHROMIUM,
+    SIZES,
+    browser_fixture,
+    log_in,
+    shoot,
+)
 from tests.integration.conftest import Origin
 from tests.integration.dashboard_harness import dashboard
 
 from stoker.admin.sessions import COOKIE
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
-
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM,
-                                                   args=["--no-sandbox"])
-        try:
-            yield browser
-        finally:
-            await browser.close()
-
-
-async def log_in(page: Page, url: str) -> None:
-    await page.goto(f"{url}/")
-    await page.wait_for_url("**/login")
-    await page.get_by_label("Admin token").fill(TOKEN)
-    await page.get_by_role("button", name="Log in").click()
-    await page.wait_for_url(f"{url}/")
-
-
-async def shoot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    for size, viewport in SIZES.items():
-        await page.set_viewport_size(viewport)
-        await page.screenshot(path=str(ARTIFACTS / f"dashboard-{name}-{size}.png"),
-                              full_page=True)
-        width = await page.evaluate("document.documentElement.scrollWidth")
-        assert width <= viewport["width"], f"{name} scrolls sideways at {size}: {width}px"
+pytestmark = NEEDS_CHROMIUM
 
 
 async def test_log_in_watch_the_overview_live_and_log_out(origin: Origin, tmp_path: Path,
@@ -63,7 +33,7 @@ async def test_log_in_watch_the_overview_live_and_log_out(origin: Origin, tmp_pa
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         await page.goto(f"{dash.url}/login")
         await shoot(page, "login")
-        await log_in(page, dash.url)
+        await log_in(page, dash.url, TOKEN)
         await expect(page.locator("#live")).to_have_text("live", timeout=10_000)
         cache_share = page.locator('[data-path="share.cache"]')
         await expect(cache_share).to_have_text("0.0 %")
@@ -87,7 +57,7 @@ async def test_a_revoked_session_lands_on_the_login_page(origin: Origin, tmp_pat
     async with dashboard(origin.url, tmp_path / "d") as dash:
         context = await browser.new_context()
         page = await context.new_page()
-        await log_in(page, dash.url)
+        await log_in(page, dash.url, TOKEN)
         await expect(page.locator("#live")).to_have_text("live", timeout=10_000)
         cookie = next(c["value"] for c in await context.cookies() if c["name"] == COOKIE)
         assert await dash.side.sessions.close(cookie) is not None  # revoked on the server
