@@ -1,7 +1,8 @@
 """The Jobs page in a real browser over a running warmer: requeue a dead job through the
 confirm dialog (Cancel focused; Cancel requeues nothing, Confirm does: the job leaves the
 dead list, in the page and the API, and the audit has a ``requeue`` row); "Requeue all"
-stays disabled until the exact count is typed.  Screenshot ``jobs`` with dead jobs."""
+stays disabled until the exact count is typed; a job that dies meanwhile shows up live.
+Screenshot ``jobs`` with dead jobs."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ async def test_requeue_a_dead_job_through_the_dialog_and_all_with_the_count(
             await log_in(page, w.admin_url, TOKEN)
             await page.goto(f"{w.admin_url}/jobs")
             await expect(page.locator("#live")).to_have_text("live", timeout=10_000)
+            await page.evaluate("window.stillThisPage = true")  # gone if the page reloads
             rows = page.get_by_role("table", name="Dead jobs").locator("tbody tr")
             await expect(rows).to_have_count(3)
             await expect(page.get_by_role("table", name="Running jobs")).to_contain_text(
@@ -94,5 +96,9 @@ async def test_requeue_a_dead_job_through_the_dialog_and_all_with_the_count(
             await expect(page.get_by_role("table", name="Dead jobs")).to_contain_text(
                 "no dead job")
             assert await dead(w) == []
+
+            await bury(w, [visit(9)])  # a job dies meanwhile: the page shows it, no reload
+            await expect(rows).to_have_count(1, timeout=10_000)
+            assert await page.evaluate("window.stillThisPage") is True
         finally:
             await page.close()

@@ -1,7 +1,8 @@
 """The Warm page in a real browser over a running warmer: start a run with the button and
 watch its progress bar and map advance live (no reload) as the origin lets pages through;
 start again while one runs (the page says so and offers Replace, which works); cancel a
-run through the confirm dialog (Cancel focused).  Screenshot ``warm`` mid-run."""
+run through the confirm dialog (Cancel focused); warm a list of URLs with the form.
+Screenshot ``warm`` mid-run."""
 
 from __future__ import annotations
 
@@ -17,7 +18,15 @@ from tests.integration.browser_harness import (  # noqa: F401 (the browser fixtu
     log_in,
     shoot,
 )
-from tests.integration.warm_site import DEADLINE, TOKEN, SiteOrigin, Warming, site_origin, warming
+from tests.integration.warm_site import (
+    DEADLINE,
+    SITE,
+    TOKEN,
+    SiteOrigin,
+    Warming,
+    site_origin,
+    warming,
+)
 
 pytestmark = NEEDS_CHROMIUM
 
@@ -114,6 +123,15 @@ async def test_watch_a_run_advance_live_replace_one_and_cancel_one(tmp_path: Pat
             await expect(bar).to_have_attribute("value", str(TOTAL))
             await expect(page.locator(WARMED)).to_have_count(TOTAL)
             assert await page.evaluate("window.stillThisPage") is True  # all of it live
+
+            urls = page.get_by_label("URLs to warm (one a line, on this site)")
+            await urls.fill(f"{SITE}/page/2\n  {SITE}/page/3\n")
+            await page.get_by_role("button", name="Warm these URLs").click()
+            await expect(flash).to_have_text("URLs queued.")
+            await expect(urls).to_have_value("")  # the form is reset
+            fourth = await latest_run(w)
+            await expect(page.locator("#warm-run")).to_contain_text(f"run #{fourth} manual, urls")
+            await expect(page.locator(".warm-map .cell")).to_have_count(2)
             assert [e for e in errors if "409 (Conflict)" not in e] == []  # the busy start
         finally:
             site.gate.set()  # else the held visits keep the warmer from stopping

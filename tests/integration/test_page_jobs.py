@@ -1,6 +1,7 @@
 """The Jobs page over a running warmer: counts by queue and state, the running job with its
 owner and lease, the dead jobs with their last error and requeue buttons, paged 50 at a
-time; /login without a login; ``X-Stoker-Part`` gives the content alone."""
+time; /login without a login; ``X-Stoker-Part`` gives the content alone; the status (and
+so the event stream that refreshes the page) carries the queue's counts."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ async def test_the_jobs_page_shows_counts_running_and_dead_jobs(tmp_path: Path) 
         anonymous.cookies.clear()
         refused = await anonymous.get("/jobs")
         dead_id = (await w.admin.get("/api/jobs")).json()["dead"]["jobs"][0]["id"]
+        status = (await w.admin.get("/api/status")).json()["warm"]["jobs"]
     assert page.status_code == 200 and 'aria-current="page">Jobs</a>' in page.text
     text = part.text
     assert "<html" not in text and text.startswith("<h1>Jobs")
@@ -46,6 +48,8 @@ async def test_the_jobs_page_shows_counts_running_and_dead_jobs(tmp_path: Path) 
                             {"run": 3}]
     assert 'data-typed="1"' in text and "Requeue all 1 dead jobs" in text
     assert refused.status_code == 303 and refused.headers["location"] == "/login"
+    # the status carries the counts, so a job that dies is a change: the page refreshes
+    assert {"queue": QUEUE, "state": "dead", "count": 1} in status
 
 
 async def test_dead_jobs_are_paged_fifty_at_a_time(tmp_path: Path) -> None:

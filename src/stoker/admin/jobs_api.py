@@ -88,14 +88,18 @@ def dead_in(counts: Sequence[QueueCount]) -> int:
     return sum(count.count for count in counts if count.state == "dead")
 
 
+def counts_json(counts: Sequence[QueueCount]) -> list[dict[str, Any]]:
+    """The queue's counts by queue and state as the API and the status show them.  Pure."""
+    return [{"queue": c.queue, "state": c.state, "count": c.count} for c in counts]
+
+
 async def jobs_overview(queue: JobQueue, limit: int, offset: int) -> dict[str, Any]:
     """``GET /api/jobs``'s answer: counts by queue and state, the running jobs (at most
     :data:`RUNNING_SHOWN`) and the page of ``limit`` dead jobs from ``offset``."""
     counts = await queue.counts()
     dead = await queue.list("dead", limit, offset)
     running = await queue.list("running", RUNNING_SHOWN)
-    return {"counts": [{"queue": c.queue, "state": c.state, "count": c.count} for c in counts],
-            "running": [job_json(job) for job in running],
+    return {"counts": counts_json(counts), "running": [job_json(job) for job in running],
             "dead": {"total": dead_in(counts), "offset": offset, "limit": limit,
                      "jobs": [job_json(job) for job in dead]}}
 
