@@ -129,6 +129,12 @@ def action(label: str, api: str, *, body: Mapping[str, Any] | None = None,
                   f"{esc(label)}</button>")
 
 
+def live_heading(title: str) -> Markup:
+    """A page's ``<h1>`` with the pill ``dashboard.js`` says the stream's state in.  Pure."""
+    return Markup(f'<h1>{esc(title)} <span class="live" id="live" data-state="connecting">'
+                  "connecting…</span></h1>")
+
+
 def no_warmer() -> Markup:
     """What a page of the warmer says in a process without one."""
     return Markup('<p class="notice">This Stoker runs no warmer: start it with '

@@ -17,7 +17,17 @@ from starlette.requests import Request
 
 from stoker.admin.jobs_api import jobs_overview
 from stoker.admin.views import Sources, View
-from stoker.admin.views.html import Cell, Markup, action, esc, moment, no_warmer, shown, table
+from stoker.admin.views.html import (
+    Cell,
+    Markup,
+    action,
+    esc,
+    live_heading,
+    moment,
+    no_warmer,
+    shown,
+    table,
+)
 from stoker.jobs.model import JOB_STATES
 from stoker.warm.warmer import RUN_FIELD
 
@@ -114,9 +124,8 @@ def dead_html(dead: Mapping[str, Any], now: float) -> Markup:
 
 def jobs_html(overview: Mapping[str, Any], now: float) -> str:
     """The page's content, from :func:`~stoker.admin.jobs_api.jobs_overview`.  Pure."""
-    return ('<h1>Jobs <span class="live" id="live" data-state="connecting">connecting…</span>'
-            '</h1><p class="lead">The job queue the warmer works from: a job that runs out '
-            "of attempts is dead until it is requeued.</p><div data-live>"
+    return (live_heading("Jobs") + '<p class="lead">The job queue the warmer works from: a '
+            "job that runs out of attempts is dead until it is requeued.</p><div data-live>"
             + counts_html(overview["counts"]) + "<h2>Running</h2>"
             + running_html(overview["running"], now) + dead_html(overview["dead"], now)
             + "</div>")

@@ -9,7 +9,7 @@ from typing import Any, Final
 from starlette.requests import Request
 
 from stoker.admin.views import Sources, View
-from stoker.admin.views.html import Markup, esc, moment, no_warmer, table
+from stoker.admin.views.html import Markup, esc, live_heading, moment, no_warmer, table
 from stoker.admin.warm_api import deadline_json
 
 PURPOSES: Final[Mapping[str, str]] = {
@@ -42,10 +42,9 @@ def schedule_html(deadlines: Sequence[Mapping[str, Any]], now: float) -> str:
                     f'<br><code class="detail">{esc(d["name"])}</code>'),
              moment(d["due_at"], now) if d["due_at"] is not None else "not armed",
              moment(d["completed_at"], now), outcome(d, now)) for d in deadlines]
-    return ('<h1>Schedule <span class="live" id="live" data-state="connecting">connecting…'
-            '</span></h1><p class="lead">Every deadline Stoker keeps in the database: one '
-            "timer wakes for the earliest, whichever process holds it runs it, and a "
-            "restart loses none.</p><div data-live>"
+    return (live_heading("Schedule") + '<p class="lead">Every deadline Stoker keeps in the '
+            "database: one timer wakes for the earliest, whichever process holds it runs it, "
+            "and a restart loses none.</p><div data-live>"
             + table(("Deadline", "Next due", "Last run ended", "Last outcome"), rows,
                     empty="no deadlines", label="Deadlines") + "</div>")
 

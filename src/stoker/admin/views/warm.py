@@ -23,6 +23,7 @@ from stoker.admin.views.html import (
     action,
     esc,
     facts,
+    live_heading,
     moment,
     no_warmer,
     shown,
@@ -205,10 +206,9 @@ def warm_html(listing: Mapping[str, Any], detail: Mapping[str, Any] | None,
     ``detail`` and ``url_map`` (``None``: no run yet).  Pure."""
     shown_run = (run_html(detail, url_map, now) if detail is not None and url_map is not None
                  else Markup('<p class="notice">No warm run yet: start one above.</p>'))
-    return ('<h1>Warm <span class="live" id="live" data-state="connecting">connecting…</span>'
-            '</h1><p class="lead">The warmer visits the site\'s URLs through the cache so '
-            "visitors find them warm.</p>" + CONTROLS + "<div data-live>" + shown_run
-            + recent_html(listing["recent"], now) + "</div>")
+    return (live_heading("Warm") + '<p class="lead">The warmer visits the site\'s URLs '
+            "through the cache so visitors find them warm.</p>" + CONTROLS + "<div data-live>"
+            + shown_run + recent_html(listing["recent"], now) + "</div>")
 
 
 async def content(_: Request, sources: Sources) -> str:
