@@ -197,6 +197,11 @@ async def test_pages_not_stored_settle_with_their_reasons_tallied(store: RunStor
     assert list(await store.not_stored_reasons(run_id)) == ["set-cookie", "no-store", "private"]
     assert await store.urls(run_id, "not_stored") == ["/a", "/b", "/c", "/d"]
     assert await store.not_stored_reasons(987654) == {}
+    assert await store.not_stored_urls(run_id) == {"no-store": ["/d"], "private": ["/b"],
+                                                   "set-cookie": ["/a", "/c"]}
+    assert await store.not_stored_urls(run_id, 1) == {"no-store": ["/d"], "private": ["/b"],
+                                                      "set-cookie": ["/a"]}
+    assert await store.not_stored_urls(987654) == {}
 
 
 async def test_a_not_stored_reason_is_cleared_when_the_url_is_queued_again(

@@ -8,6 +8,7 @@ from pathlib import Path
 from tests.integration.warm_site import SiteOrigin, Warming, site_origin, warming
 
 from stoker.jobs.model import NewJob
+from stoker.warm.warmer import RUN_FIELD
 
 QUEUE = "chores"  # no worker leases it: jobs stay where the test puts them
 
@@ -23,7 +24,7 @@ async def bury(w: Warming, jobs: list[NewJob]) -> None:
 async def test_dead_jobs_are_listed_paged_and_requeued_by_each_scope(tmp_path: Path) -> None:
     async with site_origin(SiteOrigin(1)) as origin_url, \
             warming(origin_url, tmp_path) as w:
-        await bury(w, [NewJob(QUEUE, {"run_id": 1 + n % 2}, f"k{n}", max_attempts=1)
+        await bury(w, [NewJob(QUEUE, {RUN_FIELD: 1 + n % 2}, f"k{n}", max_attempts=1)
                        for n in range(5)])
         page = (await w.admin.get("/api/jobs", params={"limit": 2, "offset": 1})).json()
         bad_page = await w.admin.get("/api/jobs", params={"limit": 0})
@@ -52,7 +53,7 @@ async def test_dead_jobs_are_listed_paged_and_requeued_by_each_scope(tmp_path: P
     assert not_dead.status_code == 409 and not_dead.json()["field"] == "id"
     assert by_id.json() == {"requeued": 1}
     assert by_key.json()["requeued"] in (0, 1)  # k0 may have been the one requeued by id
-    assert by_run.status_code == 200
+    assert by_run.json()["requeued"] >= 1  # k1 and k3 are run 2's; one may be requeued
     assert wrong_count.status_code == 409 and wrong_count.json()["dead"] == left
     assert every.json() == {"requeued": left} and malformed.status_code == 400
     assert cross.status_code == 403

@@ -27,6 +27,7 @@ from starlette.routing import Route
 from stoker.admin.api import MAX_BODY, actor_of, error_response, parse_json, read_limited
 from stoker.jobs.model import Job, QueueCount, RequeueScope
 from stoker.proxy.purge import record_safely
+from stoker.warm.warmer import RUN_FIELD
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.app.warm_service import WarmService
@@ -70,7 +71,7 @@ def parse_requeue(data: Any) -> tuple[RequeueScope, int | None]:
     if kind == "run":
         if not _whole(value):
             raise ValueError("run: expected a warm run id")
-        return RequeueScope.by_payload("run_id", value), None
+        return RequeueScope.by_payload(RUN_FIELD, value), None
     count = data.get("count")
     if value is not True or not _whole(count):
         raise ValueError("count: requeueing every dead job needs \"all\": true and \"count\": "
@@ -87,6 +88,22 @@ def dead_in(counts: Sequence[QueueCount]) -> int:
     return sum(count.count for count in counts if count.state == "dead")
 
 
+def counts_json(counts: Sequence[QueueCount]) -> list[dict[str, Any]]:
+    """The queue's counts by queue and state as the API and the status show them.  Pure."""
+    return [{"queue": c.queue, "state": c.state, "count": c.count} for c in counts]
+
+
+async def jobs_overview(queue: JobQueue, limit: int, offset: int) -> dict[str, Any]:
+    """``GET /api/jobs``'s answer: counts by queue and state, the running jobs (at most
+    :data:`RUNNING_SHOWN`) and the page of ``limit`` dead jobs from ``offset``."""
+    counts = await queue.counts()
+    dead = await queue.list("dead", limit, offset)
+    running = await queue.list("running", RUNNING_SHOWN)
+    return {"counts": counts_json(counts), "running": [job_json(job) for job in running],
+            "dead": {"total": dead_in(counts), "offset": offset, "limit": limit,
+                     "jobs": [job_json(job) for job in dead]}}
+
+
 def jobs_routes(service: WarmService | None) -> list[Route]:
     """The ``/api/jobs`` routes; 503s when this process has no warmer (and no queue)."""
 
@@ -101,16 +118,7 @@ def jobs_routes(service: WarmService | None) -> list[Route]:
                          for name, default in (("limit", "50"), ("offset", "0")))
         if not limit.isdigit() or not 1 <= int(limit) <= MAX_PAGE or not offset.isdigit():
             return error_response(400, "limit", f"limit: 1 to {MAX_PAGE}; offset: 0 or more")
-        queue = service.stores.queue
-        counts = await queue.counts()
-        dead = await queue.list("dead", int(limit), int(offset))
-        running = await queue.list("running", RUNNING_SHOWN)
-        return JSONResponse({
-            "counts": [{"queue": c.queue, "state": c.state, "count": c.count} for c in counts],
-            "running": [job_json(job) for job in running],
-            "dead": {"total": dead_in(counts),
-                     "offset": int(offset), "limit": int(limit),
-                     "jobs": [job_json(job) for job in dead]}})
+        return JSONResponse(await jobs_overview(service.stores.queue, int(limit), int(offset)))
 
     async def requeue(request: Request) -> Response:
         if service is None:

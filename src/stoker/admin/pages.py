@@ -43,7 +43,17 @@ from stoker.admin.auth import authenticate
 from stoker.admin.events import StatusHub
 from stoker.admin.login_limit import LoginLimiter
 from stoker.admin.sessions import Sessions, cookie_value, set_cookie
-from stoker.admin.views import Sources, View, audit, cache, credentials, schedule, why
+from stoker.admin.views import (
+    Sources,
+    View,
+    audit,
+    cache,
+    credentials,
+    jobs,
+    schedule,
+    warm,
+    why,
+)
 from stoker.admin.views.html import shown
 from stoker.proxy.purge import record_safely
 from stoker.proxy.request import peer_of, request_scheme
@@ -55,8 +65,8 @@ if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
 WEB: Final = files("stoker.admin") / "web"
 ASSETS: Final = {"dashboard.js": "text/javascript; charset=utf-8",
                  "dashboard.css": "text/css; charset=utf-8", "favicon.svg": "image/svg+xml"}
-VIEWS: Final[tuple[View, ...]] = (cache.VIEW, why.VIEW, schedule.VIEW, audit.VIEW,
-                                   credentials.VIEW)
+VIEWS: Final[tuple[View, ...]] = (warm.VIEW, jobs.VIEW, cache.VIEW, why.VIEW, schedule.VIEW,
+                                   audit.VIEW, credentials.VIEW)
 """The pages past the overview, in the navigation's order."""
 PART: Final = "x-stoker-part"
 """The request header with which ``dashboard.js`` asks for a page's content alone."""

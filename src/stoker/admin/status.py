@@ -3,7 +3,8 @@
 :class:`StatusSource` gives the status of the running Stoker as one JSON object: what the
 process keeps in memory (requests by outcome, origin timing, the breaker, L1, the last
 hour per minute), read fresh on every call, and what the stores must be asked (L2's
-figures, the warm run and deadlines, the processes sharing the cache), memoized for
+figures, the warm run, the job queue's counts and the deadlines, the processes sharing
+the cache), memoized for
 :data:`MEMO` seconds, so however many dashboards watch, the stores are asked at most once
 a second.
 
@@ -25,6 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from stoker.admin.history import History, Sample, quantile
+from stoker.admin.jobs_api import counts_json
 from stoker.admin.metrics import Figures, member_summary, or_none, own, shares
 from stoker.admin.warm_api import run_json
 from stoker.admin.why import cookie_bypass_report
@@ -97,11 +99,13 @@ def sample_of(figures: Figures, now: float) -> Sample:
 
 
 async def warm_status(warm: WarmService) -> dict[str, Any]:
-    """The active warm run and every deadline's next due time and last error."""
+    """The active warm run, the job queue's counts (so a page of jobs is refreshed when
+    they change) and every deadline's next due time and last error."""
     active = await warm.stores.runs.active()
     deadlines = await warm.ticker.status()
     return {"active": run_json(active) if active else None,
             "pending_rewarm": await warm.stores.pending.count(),
+            "jobs": counts_json(await warm.stores.queue.counts()),
             "deadlines": [{"name": d.name, "due_at": d.due_at, "last_error": d.last_error}
                           for d in deadlines]}
 

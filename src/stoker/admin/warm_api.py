@@ -7,7 +7,8 @@ Routes (behind :class:`~stoker.admin.guard.AdminGuard`):
   full run is going and ``replace`` is false.
 - ``GET /api/warm`` → the active run and the recent ones.
 - ``GET /api/warm/{id}`` → one run, with up to 100 of its failed URLs and why its
-  ``not_stored`` pages were not stored (``not_stored_reasons``: reason → URLs, most first).
+  ``not_stored`` pages were not stored (``not_stored_reasons``: reason → how many URLs,
+  most first; ``not_stored_urls``: reason → up to :data:`NOT_STORED_SHOWN` of them).
 - ``POST /api/warm/{id}/cancel`` → 200 with the run, ended ``cancelled`` (its queued
   visits do nothing); 404 for no such run, 409 for one that had ended.  Audited.
 - ``GET /api/warm/{id}/map?limit=…`` → the run's URLs by state (``queued``, ``warmed``,
@@ -44,6 +45,7 @@ from stoker.proxy.purge import record_safely
 from stoker.schedule.store import Deadline
 from stoker.warm.credentials import CredentialBook
 from stoker.warm.run import URL_STATES, Run
+from stoker.warm.run_store import MAX_RECENT
 from stoker.warm.urls import SiteOrigins, normalise, origin_of
 from stoker.warm.warmer import WarmBusy
 
@@ -52,7 +54,10 @@ if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
 
 MAX_URLS: Final = 50_000
 FAILED_SHOWN: Final = 100
-MAP_MOST: Final = 10_000
+NOT_STORED_SHOWN: Final = 5
+MAP_MOST: Final = MAX_RECENT - 1
+"""The most URLs per state a map gives: one fewer than the run store lists at once, so
+the one more it reads tells whether the state had more (``truncated``)."""
 
 
 def run_json(run: Run) -> dict[str, Any]:
@@ -119,6 +124,32 @@ def parse_warm_request(data: Any, sites: SiteOrigins,
     return placed, replace
 
 
+async def runs_listing(service: WarmService) -> dict[str, Any]:
+    """``GET /api/warm``'s answer: the active run (or ``None``) and the 20 newest."""
+    active = await service.stores.runs.active()
+    recent = await service.stores.runs.recent(20)
+    return {"active": run_json(active) if active else None,
+            "recent": [run_json(run) for run in recent]}
+
+
+async def run_detail(service: WarmService, run: Run) -> dict[str, Any]:
+    """``GET /api/warm/{id}``'s answer: ``run`` with its failed URLs (up to
+    :data:`FAILED_SHOWN`) and why its ``not_stored`` pages were not stored."""
+    runs = service.stores.runs
+    return {**run_json(run), "failed_urls": await runs.urls(run.id, "failed", FAILED_SHOWN),
+            "not_stored_reasons": await runs.not_stored_reasons(run.id),
+            "not_stored_urls": await runs.not_stored_urls(run.id, NOT_STORED_SHOWN)}
+
+
+async def url_map_of(service: WarmService, run: Run, most: int) -> dict[str, Any]:
+    """``GET /api/warm/{id}/map``'s answer: ``run``'s URLs by state (sorted), at most
+    ``most`` per state, ``truncated`` when a state had more."""
+    states = {state: await service.stores.runs.urls(run.id, state, most + 1)
+              for state in URL_STATES}
+    return {"run": run_json(run), "truncated": any(len(urls) > most for urls in states.values()),
+            "states": {state: urls[:most] for state, urls in states.items() if urls}}
+
+
 async def run_of(service: WarmService, request: Request) -> Run | Response:
     """The run the path's ``run_id`` names, or the 404 that says there is none."""
     raw = request.path_params["run_id"]
@@ -168,10 +199,7 @@ def warm_routes(service: WarmService | None) -> list[Route]:
     async def runs(request: Request) -> Response:
         if service is None:
             return unavailable()
-        active = await service.stores.runs.active()
-        recent = await service.stores.runs.recent(20)
-        return JSONResponse({"active": run_json(active) if active else None,
-                             "recent": [run_json(run) for run in recent]})
+        return JSONResponse(await runs_listing(service))
 
     async def one(request: Request) -> Response:
         if service is None:
@@ -179,10 +207,7 @@ def warm_routes(service: WarmService | None) -> list[Route]:
         run = await run_of(service, request)
         if isinstance(run, Response):
             return run
-        failed = await service.stores.runs.urls(run.id, "failed", FAILED_SHOWN)
-        reasons = await service.stores.runs.not_stored_reasons(run.id)
-        return JSONResponse({**run_json(run), "failed_urls": failed,
-                             "not_stored_reasons": reasons})
+        return JSONResponse(await run_detail(service, run))
 
     async def cancel(request: Request) -> Response:
         if service is None:
@@ -210,12 +235,7 @@ def warm_routes(service: WarmService | None) -> list[Route]:
         run = await run_of(service, request)
         if isinstance(run, Response):
             return run
-        most = int(limit) if limit else MAP_MOST
-        states = {state: await service.stores.runs.urls(run.id, state, most + 1)
-                  for state in URL_STATES}
-        return JSONResponse({
-            "run": run_json(run), "truncated": any(len(urls) > most for urls in states.values()),
-            "states": {state: urls[:most] for state, urls in states.items() if urls}})
+        return JSONResponse(await url_map_of(service, run, int(limit) if limit else MAP_MOST))
 
     async def schedule(_: Request) -> Response:
         if service is None:

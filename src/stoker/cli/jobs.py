@@ -34,6 +34,7 @@ from stoker.clock import SystemClock
 from stoker.config.settings import Settings, SettingsError, refuse_data_dir_under_a_file
 from stoker.jobs.model import JOB_STATES, JobState, RequeueScope
 from stoker.jobs.queue import JobQueue
+from stoker.warm.warmer import RUN_FIELD
 
 T = TypeVar("T")
 
@@ -120,7 +121,7 @@ def requeue(
     = None,
     key: Annotated[str | None, typer.Option("--key", help="Dedupe key of dead jobs")] = None,
     run: Annotated[str | None, typer.Option(
-        "--run", help="Dead jobs whose payload run_id equals this warm run id")] = None,
+        "--run", help="Dead jobs of this warm run (their payload's run)")] = None,
     all_dead: Annotated[bool, typer.Option("--all", help="Every dead job (needs --confirm)")]
     = False,
     confirm: Annotated[bool, typer.Option("--confirm", help="Confirm --all")] = False,
@@ -173,5 +174,5 @@ def _scope(ids: list[int], key: str | None, run: str | None, all_dead: bool,
     if key is not None:
         return RequeueScope.by_key(key)
     if run is not None:
-        return RequeueScope.by_payload("run_id", run)
+        return RequeueScope.by_payload(RUN_FIELD, run)
     return RequeueScope.all(confirm=True)

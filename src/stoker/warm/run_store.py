@@ -13,13 +13,14 @@ Invariants every implementation keeps:
   visit number against the row's, so a visit delivered twice counts once; a row
   keeps its :class:`~stoker.warm.run.UrlState` whole, ``detail`` included.
 - ``not_stored_reasons`` tallies exactly the run's ``not_stored`` rows by their
-  ``detail``, so its counts add up to ``counts.not_stored``.
+  ``detail``, so its counts add up to ``counts.not_stored``; ``not_stored_urls``
+  groups the same rows by the same key.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, NamedTuple, Protocol
 
 from stoker.warm.run import (
@@ -121,6 +122,10 @@ class RunStore(Protocol):
         ``detail``; ``""`` when none was given) with how many URLs, most first (then by
         reason); empty for an unknown run."""
 
+    async def not_stored_urls(self, run_id: int, each: int = 5) -> dict[str, list[str]]:
+        """Up to ``each`` of the run's ``not_stored`` URLs (sorted) for each reason of
+        :meth:`not_stored_reasons` (the same keys); empty for an unknown run."""
+
     async def aclose(self) -> None:
         """Release connections (idempotent)."""
 
@@ -150,6 +155,14 @@ def update_statement(mark: Callable[[int], str]) -> str:
 def url_state_from_row(row: Sequence[Any]) -> tuple[str, UrlState]:
     """``(url, state)`` from a row ``(url, state, visit, revisits, detail)``."""
     return row[0], UrlState(row[1], row[2], row[3], row[4])
+
+
+def grouped(rows: Iterable[Sequence[str]]) -> dict[str, list[str]]:
+    """``{key: [value, ...]}`` from ``(key, value)`` rows, in their order.  Pure."""
+    groups: dict[str, list[str]] = {}
+    for key, value in rows:
+        groups.setdefault(key, []).append(value)
+    return groups
 
 
 def not_stored_text(count: int, reasons: Mapping[str, int]) -> str:

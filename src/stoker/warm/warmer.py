@@ -67,6 +67,8 @@ from stoker.warm.visits import NOT_STORED, STALE_SERVED, Visitor, VisitResult
 log = logging.getLogger("stoker.warm")
 
 QUEUE: Final = "warm"
+RUN_FIELD: Final = "run"
+"""The field of a warm job's payload naming its run (a requeue by run matches it)."""
 REWARM: Final = "rewarm"
 REFRESH: Final = "refresh"
 ORIGIN_FAILURES: Final = frozenset({0, 500, 502, 504})
@@ -175,7 +177,7 @@ class Warmer:
         jobs = [self._visit_job(created.run.id, visit, rank)
                 for rank, visit in enumerate(created.visits)]
         if created.run.phase == "collect" and created.outcome != "merged":
-            jobs.insert(0, NewJob(QUEUE, {"kind": "collect", "run": created.run.id},
+            jobs.insert(0, NewJob(QUEUE, {"kind": "collect", RUN_FIELD: created.run.id},
                                   dedupe_key=f"warm-collect:{created.run.id}", priority=-1))
         await tx.queue.enqueue(jobs)
         log.info("warm run %d (%s, %s): %s, %d URLs queued", created.run.id, reason,
@@ -311,7 +313,7 @@ class Warmer:
 
     def _visit_job(self, run_id: int, visit: Visit, rank: int, *,
                    run_at: float | None = None) -> NewJob:
-        payload: dict[str, Any] = {"kind": "visit", "run": run_id, "url": visit.url,
+        payload: dict[str, Any] = {"kind": "visit", RUN_FIELD: run_id, "url": visit.url,
                                    "visit": visit.visit}
         return NewJob(QUEUE, payload, dedupe_key=f"warm:{run_id}:{visit.visit}:{visit.url}",
                       priority=rank, run_at=run_at)

@@ -8,13 +8,14 @@ import pytest
 
 from stoker.admin.jobs_api import parse_requeue
 from stoker.jobs.model import RequeueScope
+from stoker.warm.warmer import RUN_FIELD
 
 
 @pytest.mark.parametrize(("body", "scope", "count"), [
     ({"id": 7}, RequeueScope.by_ids(7), None),
     ({"id": [7, 9]}, RequeueScope.by_ids(7, 9), None),
     ({"key": "warm:https://s/a"}, RequeueScope.by_key("warm:https://s/a"), None),
-    ({"run": 3}, RequeueScope.by_payload("run_id", 3), None),
+    ({"run": 3}, RequeueScope.by_payload(RUN_FIELD, 3), None),
     ({"all": True, "count": 12}, RequeueScope.all(confirm=True), 12),
 ])
 def test_each_scope_is_read(body: dict[str, Any], scope: RequeueScope, count: int | None) -> None:

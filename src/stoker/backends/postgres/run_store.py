@@ -39,6 +39,7 @@ from stoker.warm.run_store import (
     check_limit,
     check_state,
     check_urls,
+    grouped,
     run_from_row,
     run_values,
     update_statement,
@@ -80,6 +81,13 @@ _NOT_STORED_REASONS: Final = """
 SELECT coalesce(detail, '') AS reason, count(*) AS urls FROM warm_run_urls
 WHERE run_id = $1 AND state = 'not_stored'
 GROUP BY 1 ORDER BY 2 DESC, coalesce(detail, '') COLLATE "C"
+"""
+_NOT_STORED_URLS: Final = """
+SELECT reason, url FROM (
+  SELECT coalesce(detail, '') AS reason, url,
+         row_number() OVER (PARTITION BY coalesce(detail, '') ORDER BY url) AS n
+  FROM warm_run_urls WHERE run_id = $1 AND state = 'not_stored') AS ranked
+WHERE n <= $2 ORDER BY reason, url
 """
 
 
@@ -214,6 +222,10 @@ class PostgresRunStore:
     async def not_stored_reasons(self, run_id: int) -> dict[str, int]:
         rows = await self._db.executor.fetch(_NOT_STORED_REASONS, run_id)
         return {row["reason"]: row["urls"] for row in rows}
+
+    async def not_stored_urls(self, run_id: int, each: int = 5) -> dict[str, list[str]]:
+        rows = await self._db.executor.fetch(_NOT_STORED_URLS, run_id, each)
+        return grouped((row["reason"], row["url"]) for row in rows)
 
     async def aclose(self) -> None:
         if self._owns:

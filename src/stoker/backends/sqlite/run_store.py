@@ -40,6 +40,7 @@ from stoker.warm.run_store import (
     check_limit,
     check_state,
     check_urls,
+    grouped,
     run_from_row,
     run_values,
     update_statement,
@@ -72,6 +73,13 @@ _NOT_STORED_REASONS: Final = """
 SELECT coalesce(detail, ''), count(*) FROM warm_run_urls
 WHERE run_id = ? AND state = 'not_stored'
 GROUP BY 1 ORDER BY 2 DESC, 1
+"""
+_NOT_STORED_URLS: Final = """
+SELECT reason, url FROM (
+  SELECT coalesce(detail, '') AS reason, url,
+         row_number() OVER (PARTITION BY coalesce(detail, '') ORDER BY url) AS n
+  FROM warm_run_urls WHERE run_id = ? AND state = 'not_stored')
+WHERE n <= ? ORDER BY reason, url
 """
 
 
@@ -234,6 +242,11 @@ class SqliteRunStore:
         rows = await self._db.run(
             lambda conn: conn.execute(_NOT_STORED_REASONS, (run_id,)).fetchall())
         return dict(rows)
+
+    async def not_stored_urls(self, run_id: int, each: int = 5) -> dict[str, list[str]]:
+        rows = await self._db.run(
+            lambda conn: conn.execute(_NOT_STORED_URLS, (run_id, each)).fetchall())
+        return grouped(rows)
 
     async def aclose(self) -> None:
         if self._owns:

@@ -1,0 +1,146 @@
+"""The Warm page's pure renderers: pace (rate, ETA), the progress, the map (one cell per
+URL, capped, hover text), the reasons, the recent runs; hostile values escaped."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from stoker.admin.views.warm import (
+    map_html,
+    pace,
+    progress_html,
+    reasons_html,
+    recent_html,
+    state_counts,
+    warm_html,
+)
+from stoker.warm.run import URL_STATES
+
+NOW = 1_700_000_000.0
+EVIL = "http://www.example.test/<script>alert(1)</script>"
+
+
+def counts(**given: int) -> dict[str, int]:
+    names = ("total", "warmed", "not_modified", "not_stored", "failed", "stopgap_pending",
+             "rewarmed", "gave_up", "skipped")
+    out = {name: given.get(name, 0) for name in names}
+    out["settled"] = sum(out[n] for n in ("warmed", "not_modified", "not_stored", "failed",
+                                          "rewarmed", "gave_up"))
+    out["open"] = out["total"] - out["settled"]
+    return out
+
+
+def run(phase: str = "warm", started: float = NOW - 10, finished: float | None = None,
+        error: str | None = None, **tallies: int) -> dict[str, Any]:
+    return {"id": 7, "reason": "manual", "scope": "site", "phase": phase, "started_at": started,
+            "finished_at": finished, "error": error, "counts": counts(**tallies)}
+
+
+def detail(**given: Any) -> dict[str, Any]:
+    return {**run(**given), "failed_urls": [], "not_stored_reasons": {}, "not_stored_urls": {}}
+
+
+@pytest.mark.parametrize(("shown_run", "expected"), [
+    (run(total=100, warmed=20), (2.0, 40.0)),  # 20 in 10 s; 80 open at 2/s
+    (run(total=100), (None, None)),  # nothing settled yet: unknown
+    (run(phase="collect"), (None, None)),
+    (run(started=NOW), (None, None)),  # no time elapsed
+    (run(phase="done", finished=NOW - 5, total=10, warmed=10), (2.0, None)),  # ended: no ETA
+])
+def test_pace_is_the_settled_rate_and_the_open_urls_at_that_rate(
+        shown_run: dict[str, Any], expected: tuple[float | None, float | None]) -> None:
+    assert pace(shown_run, NOW) == expected
+
+
+def test_progress_shows_the_bar_the_rate_and_the_eta() -> None:
+    html = progress_html(run(total=100, warmed=15, rewarmed=5, not_stored=3), NOW)
+    assert '<progress id="warm-progress" value="23" max="100">' in html
+    assert "23 of 100 URLs settled (23.0 %)" in html
+    assert "2.3 URLs/s" in html and "<dt>ETA</dt><dd>33 s</dd>" in html
+    assert "<dt>Warmed</dt><dd>20</dd>" in html  # warmed on a revisit counts as warmed
+
+
+def test_progress_while_collecting_is_indeterminate_and_eta_unknown() -> None:
+    html = progress_html(run(phase="collect"), NOW)
+    assert '<progress id="warm-progress"></progress>' in html
+    assert "<dt>Rate</dt><dd>—</dd>" in html and "<dt>ETA</dt><dd>—</dd>" in html
+
+
+def test_an_ended_run_says_how_long_it_took_and_why_it_failed() -> None:
+    html = progress_html(run(phase="failed", finished=NOW - 50, started=NOW - 250,
+                             error="<b>robots.txt</b> unreachable"), NOW)
+    assert "<dt>Took</dt><dd>3 min</dd>" in html and "ETA" not in html
+    assert "&lt;b&gt;robots.txt&lt;/b&gt; unreachable" in html
+
+
+def test_state_counts_split_the_open_urls_into_queued_and_stopgap() -> None:
+    tallied = state_counts(counts(total=10, warmed=3, stopgap_pending=2, gave_up=1))
+    assert set(tallied) == set(URL_STATES)
+    assert (tallied["queued"], tallied["stopgap"], tallied["warmed"]) == (4, 2, 3)
+    assert sum(tallied.values()) == 10
+
+
+def test_the_map_has_one_cell_per_url_in_url_order_with_url_and_state_on_hover() -> None:
+    html = map_html({"warmed": ["http://s/b"], "queued": ["http://s/a", "http://s/c"],
+                     "failed": [EVIL]}, counts(total=4, warmed=1, failed=1))
+    cells = re.findall(r'<span class="cell s-(\w+)" title="([^"]*)"', html)
+    assert cells == [("queued", "http://s/a — queued"), ("warmed", "http://s/b — warmed"),
+                     ("queued", "http://s/c — queued"),
+                     ("failed", "http://www.example.test/&lt;script&gt;alert(1)&lt;/script&gt;"
+                      " — failed")]
+    assert "<script>" not in html
+    assert "4 URLs" in html and "shown" not in html
+    assert "queued <strong>2</strong>" in html and "gave up <strong>0</strong>" in html
+
+
+def test_the_map_orders_numbers_in_urls_by_value() -> None:
+    html = map_html({"warmed": ["http://s/page/10", "http://s/page/2"],
+                     "queued": ["http://s/page/1", "http://s/"]}, counts(total=4, warmed=2))
+    assert re.findall(r'title="http://s/([^ ]*) ', html) == ["", "page/1", "page/2", "page/10"]
+
+
+def test_the_map_caps_its_cells_and_says_so() -> None:
+    urls = [f"http://s/{n:04}" for n in range(30)]
+    html = map_html({"queued": urls}, counts(total=5000), most=20)
+    assert html.count('title="') == 20 and "20 of 5 000 URLs shown" in html
+    assert 'title="http://s/0019 — queued"' in html and "http://s/0020" not in html
+
+
+def test_reasons_list_a_few_urls_each_and_how_many_more() -> None:
+    html = reasons_html({"set-cookie": 12, "": 1}, {"set-cookie": ["http://s/a", EVIL],
+                                                    "": ["http://s/x"]})
+    assert "<strong>set-cookie</strong>: 12 URLs and 10 more" in html
+    assert "<li>http://s/a</li>" in html and "&lt;script&gt;" in html and "<script>" not in html
+    assert "<strong>no reason given</strong>: 1 URL<ul" in html
+    assert reasons_html({}, {}) == ""
+
+
+def test_recent_runs_show_phase_duration_and_counts() -> None:
+    html = recent_html([run(phase="done", finished=NOW - 60, started=NOW - 180, total=60,
+                            warmed=58, not_stored=1, failed=1),
+                        run(total=3)], NOW)
+    assert "took 2 min" in html and "60 URLs: 58 warmed, 1 not stored, 1 failed" in html
+    assert '<span class="tag ok">done</span>' in html
+    assert '<span class="tag running">warming</span>' in html
+    assert "no warm run yet" in recent_html([], NOW)
+
+
+def test_the_page_without_a_run_invites_to_start_one_forms_outside_the_live_region() -> None:
+    html = warm_html({"active": None, "recent": []}, None, None, NOW)
+    live = html.index("<div data-live>")
+    assert "No warm run yet" in html[live:]
+    assert html.index('data-api="/api/warm" data-body="{}" data-replace') < live
+    assert html.index('<textarea name="urls"') < live and 'data-list' in html
+    assert 'id="live"' in html
+
+
+def test_the_page_offers_cancel_only_while_the_run_is_active() -> None:
+    going = warm_html({"active": None, "recent": []}, detail(total=2), {"states": {}}, NOW)
+    ended = warm_html({"active": None, "recent": []},
+                      detail(phase="done", finished=NOW, total=1, warmed=1), {"states": {}}, NOW)
+    assert 'data-api="/api/warm/7/cancel"' in going and "data-confirm=" in going
+    assert "Current run #7" in going
+    assert "/cancel" not in ended and "Latest run #7" in ended
