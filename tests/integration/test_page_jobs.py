@@ -41,7 +41,7 @@ async def test_the_jobs_page_shows_counts_running_and_dead_jobs(tmp_path: Path) 
     assert page.status_code == 200 and 'aria-current="page">Jobs</a>' in page.text
     text = part.text
     assert "<html" not in text and text.startswith("<h1>Jobs")
-    assert f"<td><strong>{QUEUE}</strong></td>" in text
+    assert f'<td data-label="Queue"><strong>{QUEUE}</strong></td>' in text
     assert "owner-a" in text and re.search(r"in (5\d s|60 s|1 min)</time>", text)  # 60 s lease
     assert "boom k&lt;b&gt;" in text and "<script>" not in text
     assert bodies(text) == [{"all": True, "count": 1}, {"id": dead_id}, {"key": "k<b>"},

@@ -28,7 +28,7 @@ def test_a_record_reads_who_what_on_what_and_how_it_ended() -> None:
                                         action="POST /api/<x>", target={"status": 401},
                                         count=None)], NOW, "", False, None)
     assert "1 min ago" in out and 'token <code class="detail">abc123</code>' in out
-    assert "tags: product-42</span>" in out and '<td class="num">3</td>' in out
+    assert "tags: product-42</span>" in out and '<td class="num" data-label="Count">3</td>' in out
     assert '<span class="tag ok">ok</span>' in out and '<span class="tag failed">denied' in out
     assert "POST /api/&lt;x&gt;" in out and "<x>" not in out and "status: 401" in out
     assert out.index("tags: product-42") < out.index("status: 401")  # as given: newest first

@@ -53,8 +53,10 @@ def test_tables_escape_cells_right_align_numbers_and_say_when_empty() -> None:
     out = table(("URL", "Count"), [("<script>", "3"), (Markup("<b>x</b>"), "4")],
                 empty="none", numeric=(1,), label='a "b"')
     assert "&lt;script&gt;" in out and "<script>" not in out and "<b>x</b>" in out
-    assert '<td class="num">3</td>' in out and '<th class="num">Count</th>' in out
+    assert '<td class="num" data-label="Count">3</td>' in out
+    assert '<th class="num">Count</th>' in out
     assert 'aria-label="a &quot;b&quot;"' in out
+    assert 'class="data"' in out  # two columns: a table on a phone too
     empty = table(("A", "B", "C"), [], empty="nothing <here>")
     assert '<td colspan="3" class="empty">nothing &lt;here&gt;</td>' in empty
 

@@ -39,8 +39,11 @@ def test_counts_are_a_row_per_queue_and_a_column_per_state() -> None:
                         {"queue": "warm", "state": "pending", "count": 1200},
                         {"queue": EVIL, "state": "done", "count": 1}])
     assert "<th>Queue</th><th class=\"num\">pending</th>" in html
-    assert ('<td><strong>warm</strong></td><td class="num">1 200</td><td class="num">0</td>'
-            '<td class="num">0</td><td class="num">3</td>') in html
+    assert ('<td data-label="Queue"><strong>warm</strong></td>'
+            '<td class="num" data-label="pending">1 200</td>'
+            '<td class="num" data-label="running">0</td><td class="num" data-label="done">0</td>'
+            '<td class="num" data-label="dead">3</td>') in html
+    assert 'class="data stack"' in html  # one card per queue on a phone
     assert "&lt;script&gt;" in html and EVIL not in html
     assert "the queue is empty" in counts_html([])
 

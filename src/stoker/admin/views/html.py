@@ -77,15 +77,22 @@ def moment(at: float | None, now: float) -> Markup:
     return Markup(f'<time datetime="{esc(stamp)}" title="{esc(stamp)}">{esc(said)}</time>')
 
 
+STACKED: Final = 4
+"""Tables of at least this many columns are laid out one card per row on a phone."""
+
+
 def table(head: Sequence[str], rows: Iterable[Sequence[Cell]], *, empty: str,
           numeric: Iterable[int] = (), label: str = "") -> Markup:
     """A data table: ``head`` the column titles, ``rows`` the cells (column indexes in
-    ``numeric`` right-aligned), ``empty`` said in one row when there are none.  Pure."""
+    ``numeric`` right-aligned), ``empty`` said in one row when there are none.  Each cell
+    carries its column's title (``data-label``): a wide table (:data:`STACKED` columns)
+    is shown on a phone as one card per row, each value under its title.  Pure."""
     right = frozenset(numeric)
 
     def cell(tag: str, index: int, value: Cell) -> str:
         mark = ' class="num"' if index in right else ""
-        return f"<{tag}{mark}>{esc(value)}</{tag}>"
+        named = f' data-label="{esc(head[index])}"' if tag == "td" and index < len(head) else ""
+        return f"<{tag}{mark}{named}>{esc(value)}</{tag}>"
 
     titles = "".join(cell("th", i, title) for i, title in enumerate(head))
     body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(row)) + "</tr>"
@@ -93,7 +100,8 @@ def table(head: Sequence[str], rows: Iterable[Sequence[Cell]], *, empty: str,
     if not body:
         body = f'<tr><td colspan="{len(head)}" class="empty">{esc(empty)}</td></tr>'
     named = f' aria-label="{esc(label)}"' if label else ""
-    return Markup(f'<div class="scroll"><table class="data"{named}><thead><tr>{titles}'
+    kind = "data stack" if len(head) >= STACKED else "data"
+    return Markup(f'<div class="scroll"><table class="{kind}"{named}><thead><tr>{titles}'
                   f"</tr></thead><tbody>{body}</tbody></table></div>")
 
 
