@@ -31,14 +31,23 @@ async def test_back_to_the_page_after_an_edit_shows_the_new_revision(
 
 async def test_an_edit_shows_up_live_on_the_dashboard(demo: Demo, browser: Browser) -> None:
     admin = str(demo.admin.base_url).rstrip("/")
-    async with tab(browser) as dashboard, tab(browser) as site:
-        await log_in(dashboard, admin, TOKEN)
-        await dashboard.goto(f"{admin}/audit")
-        await expect(dashboard.locator("#live")).to_have_text("live", timeout=10_000)
-        purges = dashboard.locator("[data-live] tbody tr", has_text="page-7")
+    async with tab(browser) as audit, tab(browser) as warm, tab(browser) as site:
+        await log_in(audit, admin, TOKEN)
+        await log_in(warm, admin, TOKEN)
+        await audit.goto(f"{admin}/audit")
+        await warm.goto(f"{admin}/warm")
+        for page in (audit, warm):
+            await expect(page.locator("#live")).to_have_text("live", timeout=10_000)
+        purges = audit.locator("[data-live] tbody tr", has_text="page-7")
+        rewarms = warm.locator("[data-live] tbody tr", has_text="purge")
         await expect(purges).to_have_count(0)
+        await expect(rewarms).to_have_count(0)
         await site.goto(f"{demo.url}/page/7")
         await site.get_by_role("button", name="Edit this page").click()
         await site.wait_for_url("**/page/7/saved**")
-        await expect(purges).to_have_count(1, timeout=10_000)  # pushed: the page was not reloaded
+        # pushed to both pages, neither reloaded: the purge at once, the re-warm of the
+        # edited page once the re-warm delay is over
+        await expect(purges).to_have_count(1, timeout=10_000)
         await expect(purges).to_contain_text("purge")
+        await expect(rewarms).to_have_count(1, timeout=30_000)
+        await expect(rewarms.first).to_contain_text("done", timeout=30_000)
