@@ -15,6 +15,7 @@ from tests.integration.browser_harness import (
     log_in,
     needs_chromium,
     shoot,
+    tab,
 )
 from tests.integration.conftest import Origin
 from tests.integration.dashboard_harness import dashboard
@@ -39,9 +40,9 @@ async def test_look_up_purge_a_tag_and_find_it_in_the_audit(origin: Origin, tmp_
                                                              browser: Browser) -> None:
     origin.app.set("/p", headers=[*CACHEABLE, ("surrogate-key", "product-42 sale")],
                    body=b"<p>product</p>" * 200)
-    async with dashboard(origin.url, tmp_path / "d", node_id="node-a") as dash:
+    async with dashboard(origin.url, tmp_path / "d", node_id="node-a") as dash, \
+            tab(browser) as page:
         await dash.proxy.client.get("/p")
-        page = await browser.new_page(viewport=SIZES["desktop"])
         errors = console_errors(page)
         await log_in(page, dash.url, TOKEN)
         await page.goto(f"{dash.url}/cache")
@@ -82,15 +83,13 @@ async def test_look_up_purge_a_tag_and_find_it_in_the_audit(origin: Origin, tmp_
         await page.wait_for_url("**/audit?action=purge**")
         await expect(row).to_be_visible()
         assert errors == []
-        await page.close()
 
 
 async def test_set_a_warm_credential_and_see_only_its_fingerprint(tmp_path: Path,
                                                                   browser: Browser) -> None:
     allowed = ["header:x-bypass", "cookie:age_ok"]
     async with site_origin(SiteOrigin(pages=1)) as url, \
-            warming(url, tmp_path, warm_credentials=allowed) as warm:
-        page = await browser.new_page(viewport=SIZES["desktop"])
+            warming(url, tmp_path, warm_credentials=allowed) as warm, tab(browser) as page:
         await log_in(page, warm.admin_url, WARM_TOKEN)
         await page.goto(f"{warm.admin_url}/credentials")
         value = page.get_by_label("header x-bypass")
@@ -113,4 +112,3 @@ async def test_set_a_warm_credential_and_see_only_its_fingerprint(tmp_path: Path
         await confirm(page, "Remove the warm credential header:x-bypass?")
         await expect(page.locator("#flash")).to_have_text("Removed header:x-bypass.")
         await expect(row).to_contain_text("not set")
-        await page.close()
