@@ -3,9 +3,13 @@ outcome, the filter and the pager, escaping of what clients sent."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
+import stoker
 from stoker.admin.views.audit import (
+    ACTIONS,
     actor_html,
     audit_html,
     filter_form,
@@ -64,3 +68,11 @@ def test_the_pager_links_older_records_after_the_last_shown_and_the_newest() -> 
     assert 'href="/audit?action=POST+%2Fapi%2Fwarm">Newest' in out
     assert pager_html([record(1)], "", False, None) == ""
     assert "before=1" in pager_html([record(1)], "", True, None)
+
+
+def test_the_filter_offers_every_action_stoker_records_by_name() -> None:
+    """``ACTIONS`` is the list of the names the code records: a new one must join it."""
+    source = Path(stoker.__file__).parent
+    recorded = {name for path in source.rglob("*.py")
+                for name in re.findall(r'\baction="([^"/][^"]*)"', path.read_text("utf-8"))}
+    assert recorded == set(ACTIONS)
