@@ -6,7 +6,15 @@ Invariants:
 - A flight lands with the stored entry (followers serve it) or ``None``
   (not shareable — private, uncacheable or failed: followers go to the
   origin themselves, so no private response is ever shared).
+- A flight led by a request with credentials (``Authorization``) hands its answer to
+  no one unless the answer says it is for everyone
+  (:func:`~stoker.http.policy.shared_beyond_credentials`); otherwise it is
+  ``withheld``, and its followers collapse among themselves on a new flight.
+- What a follower is handed is an offer: it takes it only if it could reuse it from
+  the cache itself (the pipeline checks, :func:`~stoker.proxy.decide.may_take`).
 - A follower waits at most its timeout and then treats the flight as ``None``.
+- A flight that has shared its answer no longer takes followers: a request arriving
+  then leads a new flight (and finds a stored answer in the cache).
 """
 
 from __future__ import annotations
@@ -14,28 +22,47 @@ from __future__ import annotations
 import asyncio
 
 from stoker.cache.entry import CacheEntry
+from stoker.http.policy import shared_beyond_credentials
 
 
 class Flight:
     """One in-progress origin fetch that others may wait on."""
 
-    __slots__ = ("_future", "stored")
+    __slots__ = ("_future", "credentialed", "fell_back", "stored", "withheld")
 
-    def __init__(self) -> None:
+    def __init__(self, *, credentialed: bool = False) -> None:
         self._future: asyncio.Future[CacheEntry | None] = (
             asyncio.get_running_loop().create_future()
         )
+        self.credentialed = credentialed
+        """The leader's request carries credentials (``Authorization``)."""
         self.stored = False
         """The shared entry is the response this flight fetched and stored (not an older
         copy served because the origin failed): a follower's ``Cache-Status`` says
         ``stored`` as the leader's does."""
+        self.fell_back = False
+        """The shared entry is a stale copy answering in place of a failed origin."""
+        self.withheld = False
+        """A credentialed leader's answer, or its lack, says nothing about what others
+        would get: followers fetch anew, on a flight of their own."""
 
-    def share(self, entry: CacheEntry | None, *, stored: bool = False) -> None:
-        """Release the followers with ``entry``, which this flight stored if ``stored``
-        (idempotent; the first call wins)."""
-        if not self._future.done():
-            self.stored = stored and entry is not None
-            self._future.set_result(entry)
+    def share(self, entry: CacheEntry | None, *, stored: bool = False,
+              fell_back: bool = False) -> None:
+        """Release the followers with ``entry``, which this flight stored if ``stored``,
+        or which stands in for a failed origin if ``fell_back`` (idempotent; the first
+        call wins).  A credentialed flight withholds an answer not meant for everyone."""
+        if self._future.done():
+            return
+        if self.credentialed and (entry is None or not shared_beyond_credentials(
+                entry.headers)):
+            entry, self.withheld = None, True
+        self.stored = stored and entry is not None
+        self.fell_back = fell_back and entry is not None
+        self._future.set_result(entry)
+
+    def done(self) -> bool:
+        """Whether the followers have been released."""
+        return self._future.done()
 
     async def wait(self, timeout: float) -> CacheEntry | None:
         """The shared entry, or ``None`` if not shareable or not landed within ``timeout``."""
@@ -51,12 +78,14 @@ class Collapser:
     def __init__(self) -> None:
         self._flights: dict[str, Flight] = {}
 
-    def join(self, key: str) -> tuple[Flight, bool]:
-        """The flight for ``key`` and whether the caller is its leader."""
+    def join(self, key: str, *, credentialed: bool = False) -> tuple[Flight, bool]:
+        """The flight for ``key`` and whether the caller is its leader (a new flight, led
+        by a request with credentials if ``credentialed``, when none is in progress or
+        the one in progress has already shared its answer)."""
         flight = self._flights.get(key)
-        if flight is not None:
+        if flight is not None and not flight.done():
             return flight, False
-        flight = Flight()
+        flight = Flight(credentialed=credentialed)
         self._flights[key] = flight
         return flight, True
 
@@ -64,9 +93,10 @@ class Collapser:
         """True while a flight for ``key`` is in progress."""
         return key in self._flights
 
-    def land(self, key: str, flight: Flight, entry: CacheEntry | None) -> None:
+    def land(self, key: str, flight: Flight, entry: CacheEntry | None, *,
+             fell_back: bool = False) -> None:
         """End the leader's flight: share ``entry`` (if not already) and forget it."""
-        flight.share(entry)
+        flight.share(entry, fell_back=fell_back)
         if self._flights.get(key) is flight:
             del self._flights[key]
 

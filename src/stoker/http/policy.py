@@ -158,6 +158,19 @@ def shareable_with_authorization(response_headers: Sequence[tuple[bytes, bytes]]
     return field_name == "cdn-cache-control" and (targeted.public or targeted.must_revalidate)
 
 
+def shared_beyond_credentials(response_headers: Sequence[tuple[bytes, bytes]]) -> bool:
+    """True when a response to a request with Authorization says it is for everyone:
+    ``public`` or ``s-maxage`` in Cache-Control, or ``public`` in the CDN-Cache-Control in
+    effect.  ``must-revalidate`` alone lets a cache store such a response (RFC 9111 §3.5)
+    but says nothing about who it is for: a shared fetch led by such a request hands
+    its answer to no one else (:class:`~stoker.cache.collapse.Flight`)."""
+    cc = parse_cache_control(get_joined(response_headers, b"cache-control"))
+    if cc.public or cc.s_maxage is not None:
+        return True
+    targeted, field_name = field_in_effect(response_headers)
+    return field_name == "cdn-cache-control" and targeted.public
+
+
 def decide_storage(
     *,
     method: str,

@@ -69,3 +69,21 @@ def decide(entry: CacheEntry | None, now: float, *, other_variants: bool,
     if now < entry.error_until and origin.is_down():
         return Action(Kind.STALE_ERROR, "stale", revalidate=origin.probe_due())
     return Action(None, "stale")
+
+
+def may_take(entry: CacheEntry, now: float, *, fetched: bool, fell_back: bool,
+             client_no_cache: bool) -> bool:
+    """Whether a collapsed follower may be answered with the ``entry`` its flight
+    offers (already screened for sharing with this follower: credentials, personal
+    cookies, its variant): only what it could itself reuse from the cache at ``now``.
+
+    A stale copy standing in for a failed origin (``fell_back``) answers within its
+    stale-if-error window; anything else only while fresh (an answer stored already
+    stale, ``no-cache`` or ``max-age=0``, must be revalidated for each request).  A
+    follower forcing revalidation (``client_no_cache``) takes only a response its
+    flight has just ``fetched``."""
+    if fell_back:
+        return now < entry.error_until
+    if client_no_cache and not fetched:
+        return False
+    return entry.freshness(now) is Freshness.FRESH

@@ -141,6 +141,11 @@ class FetchResult:
             return self.detail
         return None
 
+    @property
+    def fell_back(self) -> bool:
+        """The origin failed and the stale entry answers in its place (stale-if-error)."""
+        return self.kind == "stale" and self.status != 304
+
 
 class Fetcher:
     """Performs fetches against one origin into one store."""

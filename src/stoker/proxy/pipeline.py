@@ -19,6 +19,12 @@ Invariants:
   origin request (see :mod:`stoker.cache.collapse`), including a miss whose
   L2 read outlasted the flight that filled L1 (the new leader looks at L1
   again, without awaiting, before it goes to the origin).
+- A collapsed follower is answered with its flight's entry only if it could reuse
+  that entry from the cache itself at that moment (its credentials and variant, fresh
+  for it, its ``no-cache``: :func:`~stoker.proxy.decide.may_take`); otherwise it goes
+  forward with its own request.  A flight led by a request with ``Authorization``
+  shares only an answer marked ``public`` or ``s-maxage``; its followers then
+  collapse among themselves.
 - A successful unsafe request invalidates its URL and same-host
   ``Location``/``Content-Location`` (RFC 9111 §4.4) before the first byte of
   its response is sent, so the client's next GET cannot get the old copy.
@@ -121,7 +127,7 @@ from stoker.http.policy import shareable_with_authorization
 from stoker.http.ranges import FULL, RangeDecision, decide_range
 from stoker.proxy.client_feed import relay
 from stoker.proxy.codings import Codings, wants_coding
-from stoker.proxy.decide import decide
+from stoker.proxy.decide import decide, may_take
 from stoker.proxy.fetch import SERVE_KINDS, Fetch, FetchConfig, Fetcher, FetchResult
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
@@ -421,22 +427,24 @@ class Pipeline:
         return value is not None and parse_cache_control(value).no_cache
 
     async def _collapsed(self, lookup: Lookup, entry: CacheEntry | None, variant: str,
-                         fwd: str, sink: ReplySink) -> None:
+                         fwd: str, sink: ReplySink, *, rejoin: bool = True) -> None:
         if lookup.personal:  # a personalised answer is never shared with waiting requests
             await self._fetch(lookup, entry, fwd, sink, None)
             return
         key = f"{lookup.primary}\n{variant}"
-        flight, leader = self.collapser.join(key)
+        flight, leader = self._join(key, lookup.request)
         if not leader:
             shared = await flight.wait(self.config.collapse_timeout)
-            if shared is not None and lookup.may_reuse(shared) and (
-                    shared.variant == variant_of(shared.vary, lookup.varying)):
+            if shared is not None and self._may_take(lookup, flight, shared):
                 self.stats["collapsed"] += 1
                 now = self.clock.now()
                 outcome = Outcome(Kind.COLLAPSED, fwd=fwd, fwd_status=shared.status,
                                   stored=flight.stored, ttl=shared.ttl(now))
                 if await self._serve(sink, lookup.request, shared, now, outcome):
                     return
+            if flight.withheld and rejoin:  # the leader's answer was its own: share anew
+                await self._collapsed(lookup, entry, variant, fwd, sink, rejoin=False)
+                return
             await self._fetch(lookup, entry, fwd, sink, None)
             return
         forced = fwd == "request"
@@ -460,10 +468,29 @@ class Pipeline:
         try:
             result = await self._fetch(lookup, entry, fwd, sink, flight)
         finally:
-            shared_entry = result.entry if result and result.kind in SHAREABLE else None
-            self.collapser.land(key, flight, shared_entry)
+            self._land(key, flight, result)
             if leased is not None:
                 await leased.release(lookup.primary)
+
+    def _join(self, key: str, request: RequestInfo) -> tuple[Flight, bool]:
+        """The flight for ``key`` and whether ``request`` leads it (a flight led by a
+        request with credentials shares only answers meant for everyone)."""
+        return self.collapser.join(
+            key, credentialed=get_header(request.headers, b"authorization") is not None)
+
+    def _land(self, key: str, flight: Flight, result: FetchResult | None) -> None:
+        """Land the leader's ``flight`` with what its fetch ``result`` may share."""
+        shared = result.entry if result and result.kind in SHAREABLE else None
+        self.collapser.land(key, flight, shared, fell_back=result is not None and (
+            result.fell_back))
+
+    def _may_take(self, lookup: Lookup, flight: Flight, shared: CacheEntry) -> bool:
+        """Whether a follower may be answered with what its flight shares: the entry
+        it would itself select and reuse from the cache now (:func:`may_take`)."""
+        return lookup.may_reuse(shared) and (
+            shared.variant == variant_of(shared.vary, lookup.varying)) and may_take(
+            shared, self.clock.now(), fetched=flight.stored, fell_back=flight.fell_back,
+            client_no_cache=self._client_forces_revalidation(lookup.request))
 
     async def _fetched_elsewhere(self, lookup: Lookup,
                                  leased: SharedFlights) -> CacheEntry | None:
@@ -555,7 +582,7 @@ class Pipeline:
         key = f"{lookup.primary}\n{entry.variant}"
         if self.collapser.busy(key):
             return
-        flight, _ = self.collapser.join(key)
+        flight, _ = self._join(key, lookup.request)
         task = asyncio.create_task(self._background(lookup, entry, key, flight))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -568,8 +595,7 @@ class Pipeline:
         except Exception:
             log.exception("background revalidation of %s failed", lookup.request.url)
         finally:
-            shared = outcome.entry if outcome and outcome.kind in SHAREABLE else None
-            self.collapser.land(key, flight, shared)
+            self._land(key, flight, outcome)
 
     async def _serve(self, sink: ReplySink, request: RequestInfo, entry: CacheEntry,
                      now: float, outcome: Outcome) -> bool:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from tests.entries import make_entry
 
 from stoker.cache.collapse import Collapser
+from stoker.cache.entry import CacheEntry
 
 
 async def test_one_leader_per_key_and_followers_share() -> None:
@@ -50,3 +52,60 @@ async def test_followers_learn_whether_the_flight_stored_what_it_shares() -> Non
     nothing, _ = collapser.join("nothing")
     nothing.share(None, stored=True)
     assert not nothing.stored
+
+
+def _answer(control: bytes) -> CacheEntry:
+    return make_entry(headers=((b"cache-control", control),))
+
+
+@pytest.mark.parametrize(("control", "shared"), [
+    (b"no-cache, must-revalidate, max-age=0", False),  # WordPress's authenticated REST
+    (b"must-revalidate, max-age=60", False),  # storable (RFC 9111 §3.5), not for everyone
+    (b"private, max-age=60", False),
+    (b"max-age=60", False),
+    (b"public, max-age=60", True),
+    (b"s-maxage=60", True),
+])
+async def test_a_credentialed_flight_shares_only_answers_for_everyone(
+        control: bytes, shared: bool) -> None:
+    collapser = Collapser()
+    flight, _ = collapser.join("k", credentialed=True)
+    waiter = asyncio.create_task(flight.wait(1))
+    await asyncio.sleep(0)
+    flight.share(_answer(control), stored=True)
+    got = await waiter
+    assert (got is not None) is shared and flight.withheld is not shared
+    assert flight.stored is shared
+
+
+async def test_a_credentialed_flight_with_nothing_to_share_sends_followers_anew() -> None:
+    flight, _ = Collapser().join("k", credentialed=True)
+    flight.share(None)
+    assert flight.withheld
+    anonymous, _ = Collapser().join("k")
+    anonymous.share(None)
+    assert not anonymous.withheld
+
+
+async def test_an_anonymous_flight_shares_what_it_stored() -> None:
+    flight, _ = Collapser().join("k")
+    flight.share(_answer(b"must-revalidate, max-age=60"), stored=True)
+    assert await flight.wait(1) is not None and not flight.withheld
+
+
+async def test_a_flight_that_shared_takes_no_more_followers() -> None:
+    collapser = Collapser()
+    first, _ = collapser.join("k")
+    first.share(None)
+    second, leader = collapser.join("k")
+    assert leader and second is not first
+    collapser.land("k", first, None)  # the old leader lands: the new flight stays
+    assert collapser.busy("k")
+    assert collapser.join("k") == (second, False)
+
+
+async def test_a_fallback_is_marked_as_one() -> None:
+    collapser = Collapser()
+    flight, _ = collapser.join("k")
+    collapser.land("k", flight, make_entry(), fell_back=True)
+    assert flight.fell_back and not flight.stored

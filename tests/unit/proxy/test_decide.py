@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from stoker.cache.entry import CacheEntry, Freshness
 from stoker.cache.outcome import Kind
-from stoker.proxy.decide import Action, decide
+from stoker.proxy.decide import Action, decide, may_take
 
 NOW = 1_000_000.0
 
@@ -97,3 +97,31 @@ def test_invariants(fresh: float, swr: float, sie: float, other: bool, no_cache:
         assert not (down and stored.error_until > NOW)
     assert action.revalidate is (action.serve is Kind.STALE_SWR or (
         action.serve is Kind.STALE_ERROR and due))
+
+
+@pytest.mark.parametrize(("offered", "fetched", "fell_back", "no_cache", "taken"), [
+    (entry(60), True, False, False, True),  # fresh, just stored: the usual collapse
+    (entry(60), False, False, False, True),  # fresh, found stored meanwhile
+    (entry(0), True, False, False, False),  # stored already stale (no-cache, max-age=0)
+    (entry(-1), True, False, False, False),
+    (entry(-5, swr=30), True, False, False, False),  # stale: its own request decides
+    (entry(60), True, False, True, True),  # no-cache: a response fetched meanwhile
+    (entry(60), False, False, True, False),  # no-cache: not an older copy
+    (entry(-5, sie=30), False, True, False, True),  # stale-if-error in place of the origin
+    (entry(-5, sie=30), False, True, True, True),
+    (entry(-50, sie=30), False, True, False, False),  # past its stale-if-error window
+])
+def test_a_follower_takes_only_what_it_could_reuse(offered: CacheEntry, fetched: bool,
+                                                   fell_back: bool, no_cache: bool,
+                                                   taken: bool) -> None:
+    assert may_take(offered, NOW, fetched=fetched, fell_back=fell_back,
+                    client_no_cache=no_cache) is taken
+
+
+@given(fresh=st.floats(-1000, 1000), swr=st.floats(0, 1000), sie=st.floats(0, 1000),
+       fetched=st.booleans(), no_cache=st.booleans())
+def test_a_follower_never_takes_a_stale_answer_from_a_working_origin(
+        fresh: float, swr: float, sie: float, fetched: bool, no_cache: bool) -> None:
+    offered = entry(fresh, swr, sie)
+    taken = may_take(offered, NOW, fetched=fetched, fell_back=False, client_no_cache=no_cache)
+    assert not taken or offered.freshness(NOW) is Freshness.FRESH

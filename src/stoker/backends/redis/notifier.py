@@ -96,6 +96,6 @@ class Subscribed:
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
-            await self.pubsub.aclose()  # type: ignore[no-untyped-call]
+            await self.pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]
         with contextlib.suppress(Exception):
             await self._client.aclose()
