@@ -453,7 +453,7 @@ class Pipeline:
             await self._land_and_serve(lookup, key, flight, landed, fwd, sink,
                                        Outcome(Kind.HIT, ttl=landed.ttl(self.clock.now())))
             return
-        leased = self.shared_flights if not forced else None
+        leased = self.shared_flights if not (forced or flight.credentialed) else None
         if leased is not None:
             elsewhere = await self._fetched_elsewhere(lookup, leased)
             if elsewhere is not None:  # another process fetched it for us
