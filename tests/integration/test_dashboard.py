@@ -121,12 +121,15 @@ async def test_a_session_outlives_a_restart_but_not_a_new_token(
         origin: Origin, tmp_path: Path) -> None:
     async with dashboard(origin.url, tmp_path / "d") as dash:
         cookie = await dash.session()
+        cookie["host"] = dash.url.split("//", 1)[1]  # the listener the browser logged in on
     async with dashboard(origin.url, tmp_path / "d") as dash:
         again = await dash.client.get("/", headers=cookie)
+        elsewhere = await dash.client.get("/", headers={**cookie, "host": "other.test:8081"})
     async with dashboard(origin.url, tmp_path / "d", token="rotated-token") as dash:
         rotated = await dash.client.get("/", headers=cookie)
         api = await dash.client.get("/api/status", headers=cookie)
     assert again.status_code == 200
+    assert elsewhere.status_code == 303  # bound to the listener (Host) it was opened on
     assert rotated.status_code == 303 and api.status_code == 401
 
 

@@ -41,6 +41,25 @@ async def test_h2c_with_prior_knowledge(origin: Origin, tmp_path: Path) -> None:
     assert second.text == "page" and "; hit" in second.headers["cache-status"]
 
 
+async def test_h2_cookie_crumbs_are_one_line_for_the_origin_and_the_variant(
+        origin: Origin, tmp_path: Path) -> None:
+    """RFC 9113 §8.2.3: an HTTP/2 client may send each cookie as a field of its own; the
+    origin (HTTP/1.1: one Cookie line) gets them joined with "; ", and the variant they
+    select is the one the joined line selects."""
+    origin.app.set("/c", headers=[*CACHEABLE, ("vary", "cookie")], body=b"crumbs")
+    stoker = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(tmp_path)}))
+    try:
+        async with serving(ProxyApp(stoker.pipeline), kind="granian") as url, \
+                httpx.AsyncClient(base_url=url, http1=False, http2=True) as client:
+            crumbs = await client.get("/c", headers=[("cookie", "a=1"), ("cookie", "b=2")])
+            joined = await client.get("/c", headers={"cookie": "a=1; b=2"})
+    finally:
+        await stoker.close()
+    assert crumbs.http_version == "HTTP/2" and crumbs.text == "crumbs"
+    assert [headers["cookie"] for _, _, headers in origin.app.requests] == ["a=1; b=2"]
+    assert "; hit" in joined.headers["cache-status"]
+
+
 async def test_tls_with_alpn_speaks_http2_and_keys_as_https(origin: Origin,
                                                             tmp_path: Path) -> None:
     tls = self_signed(tmp_path)

@@ -84,7 +84,8 @@ def admin_side(stoker: Stoker, warm: WarmService | None = None, *,
                             *jobs_routes(warm)])
     guarded = AdminGuard(PokeOnWrite(app, hub), token=stoker.settings.admin_token,
                          refusals=refusals, sessions=sessions,
-                         allowed_origins=stoker.settings.admin_allowed_origins)
+                         allowed_origins=stoker.settings.admin_allowed_origins,
+                         trusted=stoker.pipeline.config.trusted)
     return AdminSide(guarded, hub, sessions)
 
 

@@ -17,6 +17,9 @@ Invariants:
   :class:`~stoker.admin.audit.RefusalAudit` (rate-limited per client, the token only as
   a fingerprint).  Nothing behind the guard runs for a refused request.
 - ``Authorization: Bearer`` wins over the cookie: an API client is judged by its token.
+- A session counts only on the site it was opened on (scheme and ``Host``; the scheme
+  through ``trusted`` proxies), in the cookie named for that scheme
+  (:meth:`~stoker.admin.sessions.Sessions.find_at`).
 - The authenticated actor (``token:<fingerprint>``, ``session:<digest prefix>`` or
   ``anonymous``) is put in ``scope["state"]["actor"]`` for the routes, and the session,
   if any, in ``scope["state"]["session"]``.
@@ -38,8 +41,9 @@ from stoker.admin.auth import (
     host_of,
     is_loopback_host,
 )
-from stoker.admin.sessions import Session, Sessions, cookie_value
+from stoker.admin.sessions import Session, Sessions, place_of
 from stoker.asgi import ASGIApp, Message, Receive, Send
+from stoker.http.forwarded import TrustedProxies
 
 READS = frozenset({"GET", "HEAD"})
 LOGIN: Final = "/login"
@@ -171,8 +175,10 @@ class AdminGuard:
     """See the module docstring."""
 
     def __init__(self, app: ASGIApp, *, token: str | None, refusals: RefusalAudit,
-                 sessions: Sessions | None = None, allowed_origins: Iterable[str] = ()) -> None:
+                 sessions: Sessions | None = None, allowed_origins: Iterable[str] = (),
+                 trusted: TrustedProxies | None = None) -> None:
         self._app = app
+        self._trusted = trusted if trusted is not None else TrustedProxies(())
         self._token = token
         self._refusals = refusals
         self._sessions = sessions
@@ -206,7 +212,7 @@ class AdminGuard:
     def _authenticate(self, scope: Message) -> tuple[AuthDecision, Session | None]:
         presented = bearer_token(header(scope, b"authorization"))
         if presented is None and self._sessions is not None:
-            session = self._sessions.find(cookie_value(header(scope, b"cookie")))
+            session = self._sessions.find_at(scope, place_of(scope, self._trusted))
             if session is not None:
                 return AuthDecision(True, session.actor), session
         return authenticate(self._token, presented), None

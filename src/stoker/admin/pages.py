@@ -20,8 +20,9 @@ session to ``/login``):
 
 Invariants: every login, failed login and logout is audited (failures through the
 rate-limited :class:`~stoker.admin.audit.RefusalAudit`), the token only as a
-fingerprint; the cookie is HttpOnly, SameSite=Strict, and Secure when the request came
-over https (the connection's, or a trusted proxy's word for it).
+fingerprint; the cookie is HttpOnly, SameSite=Strict, and, when the request came over
+https (the connection's, or a trusted proxy's word for it), Secure and named with the
+``__Host-`` prefix; a session is bound to the site (scheme and Host) it was opened on.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from stoker.admin.audit import RefusalAudit
 from stoker.admin.auth import authenticate
 from stoker.admin.events import StatusHub
 from stoker.admin.login_limit import LoginLimiter
-from stoker.admin.sessions import Sessions, cookie_value, set_cookie
+from stoker.admin.sessions import Sessions, cookie_value, place_of, set_cookie
 from stoker.admin.views import (
     Sources,
     View,
@@ -56,7 +57,7 @@ from stoker.admin.views import (
 )
 from stoker.admin.views.html import shown
 from stoker.proxy.purge import record_safely
-from stoker.proxy.request import peer_of, request_scheme
+from stoker.proxy.request import peer_of
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.app.stoker import Stoker
@@ -170,20 +171,18 @@ def page_routes(stoker: Stoker, warm: WarmService | None, hub: StatusHub, sessio
     def client_of(request: Request) -> str:
         return peer_of(request.scope) or "unknown"
 
-    def logged_in(request: Request, secret: str) -> Response:
-        secure = request_scheme(request.scope, list(request.scope.get("headers") or ()),
-                                stoker.pipeline.config.trusted) == "https"
-        response = RedirectResponse("/", status_code=303)
-        response.headers["set-cookie"] = set_cookie(secret, max_age=sessions.lifetime,
-                                                    secure=secure)
-        return response
+    trusted = stoker.pipeline.config.trusted
 
     async def open_session(request: Request, actor: str, how: str) -> Response:
-        secret, session = await sessions.open()
+        place = place_of(request.scope, trusted)
+        secret, session = await sessions.open(place.site)
         await record_safely(stoker.audit, actor=session.actor, action="login",
                             target={"client": client_of(request), "by": how, "with": actor},
                             count=None, outcome="ok")
-        return logged_in(request, secret)
+        response = RedirectResponse("/", status_code=303)
+        response.headers["set-cookie"] = set_cookie(secret, max_age=sessions.lifetime,
+                                                    secure=place.secure)
+        return response
 
     async def login_form(request: Request) -> Response:
         if token is None:
@@ -225,13 +224,14 @@ def page_routes(stoker: Stoker, warm: WarmService | None, hub: StatusHub, sessio
         return HTMLResponse(login_html("That is not the admin token."), status_code=401)
 
     async def logout(request: Request) -> Response:
-        ended = await sessions.close(cookie_value(request.headers.get("cookie")))
+        place = place_of(request.scope, trusted)
+        ended = await sessions.close(cookie_value(request.headers.get("cookie"), place.cookie))
         if ended is not None:
             await record_safely(stoker.audit, actor=ended.actor, action="logout",
                                 target={"client": client_of(request)}, count=None,
                                 outcome="ok")
         response = RedirectResponse("/login", status_code=303)
-        response.headers["set-cookie"] = set_cookie("", max_age=0, secure=False)
+        response.headers["set-cookie"] = set_cookie("", max_age=0, secure=place.secure)
         return response
 
     def whole(request: Request, title: str, path: str, content: str) -> Response:

@@ -1,8 +1,14 @@
 """Dashboard sessions: server-side records behind an HttpOnly cookie, and one-time logins.
 
 A login with the admin token opens a session: the browser holds a random id in the
-:data:`COOKIE` cookie, the server only the id's SHA-256 digest, the fingerprint of the
-admin token it was opened with, and when it ends.
+session cookie, the server only the id's SHA-256 digest, the fingerprint of the admin
+token it was opened with, the listener it was opened on (its :class:`Place`'s ``site``,
+``scheme://host:port`` as the browser addressed it), and when it ends.  Over HTTPS the
+cookie is ``__Host-stoker_session`` (a browser keeps it only ``Secure``, ``Path=/`` and
+host-only, so no plain-HTTP page or other host sets or shadows it), else
+``stoker_session``.  Since a browser sends it to every port of the host, the public
+listener strips both names from every request before anything reads or forwards it
+(:func:`~stoker.http.cookies.one_cookie_field`).
 
 Sessions persist across restarts, in ``data_dir/`` :data:`FILE`: an operator watching
 the dashboard expects a deploy or a crash-and-restart of Stoker to leave them logged in
@@ -17,6 +23,9 @@ only: each logs in once, then is spent, and none survives a restart.
 Invariants:
 - A session is valid only until ``expires`` (``admin_session_lifetime`` after its
   login) and only for the admin token it was opened with; an expired one is dropped.
+- A session is found only on the site it was opened on, and only in the cookie named
+  for that site's scheme: presented to another listener, Host or scheme it is no
+  session (sessions saved before they were bound are found nowhere).
 - At most :data:`MAX_SESSIONS` sessions are kept: a new login drops the oldest beyond.
 - The file is written whole and renamed into place (never half-written); a file that
   cannot be read starts an empty book (logged), never a failure to serve.
@@ -34,14 +43,17 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from stoker.admin.auth import fingerprint
 from stoker.clock import Clock
+from stoker.http.cookies import SESSION_COOKIE, session_cookie_name
+from stoker.http.forwarded import TrustedProxies
+from stoker.proxy.request import request_scheme
 
 log = logging.getLogger("stoker.admin")
 
-COOKIE: Final = "stoker_session"
+COOKIE: Final = SESSION_COOKIE
 FILE: Final = "admin-sessions.json"
 MAX_SESSIONS: Final = 100
 ONCE_LIFETIME: Final = 3600.0
@@ -64,6 +76,9 @@ class Session:
     """The fingerprint of the admin token it was opened with ("" when none is configured)."""
     created: float
     expires: float
+    site: str = ""
+    """The :attr:`Place.site` it was opened on ("" for one saved before sessions were
+    bound: it is found nowhere)."""
 
     @property
     def actor(self) -> str:
@@ -88,6 +103,30 @@ def kept(sessions: Mapping[str, Session], now: float, token: str, limit: int
     return {s.digest: s for s in sorted(live, key=lambda s: s.created)}
 
 
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a request reached the admin listener: ``site`` (``scheme://host`` as the
+    browser addressed it, lower case) and whether it came over HTTPS."""
+
+    site: str
+    secure: bool
+
+    @property
+    def cookie(self) -> str:
+        """The session cookie's name here."""
+        return session_cookie_name(self.secure)
+
+
+def place_of(scope: Mapping[str, Any], trusted: TrustedProxies) -> Place:
+    """The :class:`Place` of an ASGI request: its scheme (the connection's, or a trusted
+    proxy's word for it) and its ``Host``.  Pure."""
+    headers = list(scope.get("headers") or ())
+    scheme = request_scheme(scope, headers, trusted)
+    host = next((bytes(value).decode("latin-1") for name, value in headers
+                 if name.lower() == b"host"), "")
+    return Place(f"{scheme}://{host.strip().lower()}", scheme == "https")
+
+
 def cookie_value(header: str | None, name: str = COOKIE) -> str | None:
     """The value of cookie ``name`` in a ``Cookie`` header (``None`` when absent).  Pure."""
     for part in (header or "").split(";"):
@@ -98,10 +137,12 @@ def cookie_value(header: str | None, name: str = COOKIE) -> str | None:
 
 
 def set_cookie(value: str, *, max_age: float, secure: bool) -> str:
-    """The ``Set-Cookie`` value for a session (an empty value and 0 clear it).  Pure."""
+    """The ``Set-Cookie`` value for a session (an empty value and 0 clear it): over HTTPS
+    (``secure``) the ``__Host-`` name, ``Secure``, ``Path=/`` and no ``Domain``, as that
+    prefix demands.  Pure."""
     flags = "; Secure" if secure else ""
-    return (f"{COOKIE}={value}; Path=/; Max-Age={max(0, int(max_age))}; HttpOnly; "
-            f"SameSite=Strict{flags}")
+    return (f"{session_cookie_name(secure)}={value}; Path=/; Max-Age={max(0, int(max_age))}; "
+            f"HttpOnly; SameSite=Strict{flags}")
 
 
 class Sessions:
@@ -134,24 +175,31 @@ class Sessions:
             book._sessions = kept(found, clock.now(), book._token, MAX_SESSIONS)
         return book
 
-    def find(self, cookie: str | None) -> Session | None:
-        """The valid session whose id is ``cookie``, if any."""
+    def find(self, cookie: str | None, site: str) -> Session | None:
+        """The valid session opened on ``site`` whose id is ``cookie``, if any."""
         if not cookie:
             return None
         session = self._sessions.get(digest(cookie))
-        return session if session is not None and session.valid(
+        return session if session is not None and session.site == site and session.valid(
             self._clock.now(), self._token) else None
+
+    def find_at(self, scope: Mapping[str, Any], place: Place) -> Session | None:
+        """The valid session the request ``scope``, made at ``place``, presents, if any."""
+        headers = scope.get("headers") or ()
+        cookies = b"; ".join(value for name, value in headers if name.lower() == b"cookie")
+        return self.find(cookie_value(cookies.decode("latin-1"), place.cookie), place.site)
 
     def holds(self, session: Session) -> bool:
         """Whether ``session`` is still open and valid (not logged out, expired, revoked)."""
         return self._sessions.get(session.digest) == session and session.valid(
             self._clock.now(), self._token)
 
-    async def open(self) -> tuple[str, Session]:
-        """A new session: its id (the cookie's value, never kept) and its record."""
+    async def open(self, site: str) -> tuple[str, Session]:
+        """A new session on ``site``: its id (the cookie's value, never kept) and its
+        record."""
         secret = secrets.token_urlsafe(32)
         now = self._clock.now()
-        session = Session(digest(secret), self._token, now, now + self.lifetime)
+        session = Session(digest(secret), self._token, now, now + self.lifetime, site)
         self._sessions[session.digest] = session
         self._sessions = kept(self._sessions, now, self._token, MAX_SESSIONS)
         await self._save()

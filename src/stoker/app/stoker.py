@@ -124,6 +124,8 @@ def pipeline_config(settings: Settings, memory: MemoryBudget) -> PipelineConfig:
                           honor_client_no_cache=settings.honor_client_no_cache,
                           default_host=settings.listen.rpartition(":")[0],
                           trusted=TrustedProxies(settings.trusted_proxies), memory=memory,
+                          kept_overrides=frozenset(
+                              name.encode() for name in settings.keep_override_headers),
                           client_body_timeout=settings.client_body_timeout,
                           client_max_body_size=settings.client_max_body_size)
 

@@ -18,6 +18,14 @@ Invariants:
   first untrusted address is the client; if every hop is trusted, the
   leftmost valid one is.  Unparseable hops end the walk (the hop before them
   is the last one a trusted proxy vouched for).
+- :data:`OVERRIDE_FIELDS` (``Forwarded``, ``X-Original-URL``, ``X-HTTP-Method-Override``
+  and their kin) never reach the origin as a client wrote them: :func:`without_overrides`
+  drops them all from an untrusted peer, and from a trusted one all but those the
+  operator keeps; :func:`forwarded_field` writes Stoker's own ``Forwarded`` instead, its
+  ``for=`` hops the chain a trusted peer forwarded (nothing from anyone else) then the
+  peer, its ``host=`` and ``proto=`` what Stoker keys and sends as ``X-Forwarded-Host``
+  and ``X-Forwarded-Proto``; every value is a token or a quoted string (RFC 7239 §4),
+  a hop that is no address, ``unknown`` nor an obfuscated name is ``unknown``.
 - Pure: no I/O, no clock.  :class:`TrustedProxies` memoises its verdict per
   address (bounded) so the hot path pays one dict lookup.
 """
@@ -25,12 +33,27 @@ Invariants:
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Collection, Iterable, Sequence
+from typing import Final
+
+from stoker.http.headers import HeaderInput, Headers, without
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 DEFAULT_TRUSTED = ("127.0.0.0/8", "::1")
 _MEMO_LIMIT = 4096
 _SCHEMES = frozenset({"http", "https"})
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_OBFUSCATED = re.compile(r"_[A-Za-z0-9._\-]+")  # RFC 7239 §6.3
+
+OVERRIDE_FIELDS: Final = frozenset({
+    b"forwarded", b"x-forwarded-scheme", b"x-forwarded-port", b"x-forwarded-prefix",
+    b"x-forwarded-server", b"x-host", b"x-original-url", b"x-rewrite-url",
+    b"x-http-method-override", b"x-http-method", b"x-method-override"})
+"""Request fields frameworks believe over the request line, ``Host`` or connection
+(the URL, method, scheme, host or port they name): neither the cache key nor the
+``X-Forwarded-*`` Stoker sends reflect them, so an origin that trusts one would make a
+page for another URL, method or host, stored under this request's key."""
 
 
 def parse_address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -123,3 +146,43 @@ def client_chain(xff: Sequence[bytes], forwarded: Sequence[bytes]) -> list[str]:
     if xff:
         return _list_members(xff)
     return [element["for"] for element in forwarded_elements(forwarded) if "for" in element]
+
+
+def without_overrides(headers: HeaderInput, *, trusted_peer: bool,
+                      kept: Collection[bytes] = ()) -> Headers:
+    """``headers`` without :data:`OVERRIDE_FIELDS`, but for those in ``kept`` when the
+    peer is a trusted proxy."""
+    return without(headers, OVERRIDE_FIELDS - frozenset(kept) if trusted_peer
+                   else OVERRIDE_FIELDS)
+
+
+def forwarded_node(hop: str) -> str:
+    """A hop as a ``Forwarded`` node (RFC 7239 §6): an address (IPv6 in brackets, quoted;
+    the port dropped), ``unknown`` or an obfuscated name as is, anything else
+    ``unknown``."""
+    text = hop.strip().strip('"')
+    address = parse_address(text)
+    if address is None:
+        return text if text == "unknown" or _OBFUSCATED.fullmatch(text) else "unknown"
+    return f'"[{address}]"' if address.version == 6 else str(address)
+
+
+def forwarded_value(text: str) -> str:
+    """``text`` as a ``Forwarded`` parameter value: a token, else a quoted string."""
+    if _TOKEN.fullmatch(text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def forwarded_field(previous: Sequence[bytes], chain: Sequence[str], peer: str | None, *,
+                    scheme: str, host: str) -> bytes:
+    """The ``Forwarded`` value sent to the origin.  With ``previous`` (a trusted proxy's
+    own ``Forwarded`` lines, kept): those, then Stoker's element for ``peer``.  Without:
+    one element per hop of ``chain`` then ``peer``, the first with the ``host`` and
+    ``scheme`` the request is keyed by."""
+    about = f"host={forwarded_value(host)};proto={forwarded_value(scheme)}"
+    own = [f"for={forwarded_node(peer)}"] if peer else []
+    if previous:
+        return b", ".join([*previous, ";".join([*own, about]).encode("latin-1")])
+    hops = [f"for={forwarded_node(hop)}" for hop in chain] + own
+    return ", ".join([";".join([*hops[:1], about]), *hops[1:]]).encode("latin-1")

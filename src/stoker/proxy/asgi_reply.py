@@ -27,8 +27,9 @@ async def answer(pipeline: Pipeline, scope: Message, receive: Receive, send: Sen
     read from L2 for it; ``context``: its request context, else a visitor's with the
     scope); the reply it was sent."""
     try:
-        request = parse_request(scope, pipeline.config.default_host, pipeline.config.trusted,
-                                context=context, looked_up=looked_up)
+        config = pipeline.config
+        request = parse_request(scope, config.default_host, config.trusted, context=context,
+                                looked_up=looked_up, kept=config.kept_overrides)
     except BadRequest as error:
         reply = pipeline.refusal(error)
     else:

@@ -4,7 +4,10 @@ Invariants:
 - Requests to the origin never carry hop-by-hop fields; they carry
   ``X-Forwarded-For`` (the incoming chain plus the TCP peer),
   ``X-Forwarded-Proto`` (the scheme as resolved through trusted proxies),
-  ``X-Forwarded-Host`` and a ``Via`` naming this proxy.
+  ``X-Forwarded-Host``, a ``Forwarded`` that says the same
+  (:func:`~stoker.http.forwarded.forwarded_field`: the client's own never passes; a
+  trusted proxy's only when kept, with Stoker's element appended) and a ``Via`` naming
+  this proxy.
 - A cache fetch never forwards the client's own conditional or range fields:
   the cache fetches whole representations and answers the client's
   conditionals itself from what it stored.
@@ -26,7 +29,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from stoker.http.encoding import origin_offer, weakened
-from stoker.http.headers import get_joined, strip_hop_by_hop, without
+from stoker.http.forwarded import forwarded_field
+from stoker.http.headers import get_all, get_joined, strip_hop_by_hop, without
 from stoker.proxy.request import RequestInfo
 
 Headers = list[tuple[bytes, bytes]]
@@ -35,7 +39,8 @@ CLIENT_VALIDATORS = frozenset(
     {b"if-none-match", b"if-modified-since", b"if-match", b"if-unmodified-since", b"if-range",
      b"range"}
 )
-PROXY_FIELDS = frozenset({b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"via"})
+PROXY_FIELDS = frozenset({b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host",
+                          b"forwarded", b"via"})
 NOT_STORED = frozenset({b"age"})
 
 
@@ -75,6 +80,9 @@ def origin_request_headers(
         headers.append((b"x-forwarded-for", b", ".join(forwarded_for)))
     headers.append((b"x-forwarded-proto", request.scheme.encode("latin-1")))
     headers.append((b"x-forwarded-host", request.host.encode("latin-1")))
+    headers.append((b"forwarded", forwarded_field(
+        get_all(request.headers, b"forwarded"), request.forwarded_for, peer,
+        scheme=request.scheme, host=request.host)))
     previous_via = [value for name, value in request.headers if name == b"via"]
     headers.append((b"via", b", ".join([*previous_via, via])))
     headers.extend(extra)

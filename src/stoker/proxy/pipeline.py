@@ -156,6 +156,8 @@ class PipelineConfig:
     honor_client_no_cache: bool
     default_host: str
     trusted: TrustedProxies = field(default_factory=TrustedProxies)
+    kept_overrides: frozenset[bytes] = frozenset()
+    """The override fields a trusted proxy's requests keep (``keep_override_headers``)."""
     memory: MemoryBudget = field(
         default_factory=lambda: share_memory(Settings.l1_max_bytes))
     """Sizes of the per-URL tables: the fast path's key memo, the hit counter."""

@@ -12,25 +12,32 @@ Host, RFC 9112 §3.2.2), never both ``Content-Length`` and
 which the pipeline answers with 400 (a malformed request never crashes it).
 ``host`` is lower-cased without the scheme's default port, as the key has it.
 ``headers`` are the request as it is forwarded: without the fields its
-``Connection`` header names (RFC 9110 §7.6.1; Host and framing excepted), so everything
-read from them (Vary selection, cookies, credentials) is what the origin sees.
+``Connection`` header names (RFC 9110 §7.6.1; Host and framing excepted), with one
+``Cookie`` line at most (HTTP/2's crumbs joined with ``"; "``) holding no Stoker admin
+session cookie (:func:`~stoker.http.cookies.one_cookie_field`), without the override
+fields (``Forwarded``, ``X-Original-URL``, ...: :data:`~stoker.http.forwarded.OVERRIDE_FIELDS`)
+but those ``kept`` from a trusted proxy, so everything read from them (Vary selection,
+cookies, credentials) is what the origin sees.
 ``scheme`` and ``client`` are what the visitor used and is: taken from the
 forwarding headers only when the TCP peer is a trusted proxy
-(:mod:`stoker.http.forwarded`); ``peer`` is always the TCP peer.
+(:mod:`stoker.http.forwarded`); ``peer`` is always the TCP peer, ``forwarded_for``
+the chain of addresses a trusted peer forwarded (none from anyone else).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from stoker.http.cookies import one_cookie_field
 from stoker.http.forwarded import (
     TrustedProxies,
     client_chain,
     forwarded_client,
     forwarded_scheme,
+    without_overrides,
 )
 from stoker.http.headers import connection_tokens, get_all, get_header
 from stoker.http.keys import normalise_host, url_from_parts
@@ -79,6 +86,9 @@ class RequestInfo:
     headers: list[tuple[bytes, bytes]]
     client: str | None
     peer: str | None = None
+    forwarded_for: tuple[str, ...] = ()
+    """The addresses a trusted peer forwarded (``X-Forwarded-For``, else ``Forwarded:
+    for=``), leftmost first; none from an untrusted peer."""
     context: RequestContext = field(default_factory=RequestContext)
     """What its origin requests read and report (a warm visit's allowance, the ASGI
     scope, the time waited for the origin)."""
@@ -121,14 +131,20 @@ def request_scheme(scope: Mapping[str, Any], headers: list[tuple[bytes, bytes]],
                             get_all(headers, b"forwarded"))
 
 
+def trusted_chain(peer: str | None, headers: list[tuple[bytes, bytes]],
+                  trusted: TrustedProxies) -> list[str]:
+    """The forwarded chain, leftmost first, when ``peer`` is a trusted proxy; else none."""
+    if peer is None or not trusted.trusts(peer):
+        return []
+    return client_chain(get_all(headers, b"x-forwarded-for"), get_all(headers, b"forwarded"))
+
+
 def request_client(scope: Mapping[str, Any], headers: list[tuple[bytes, bytes]],
                    trusted: TrustedProxies) -> str | None:
     """The visitor's address: the peer, or what trusted proxies forwarded."""
     peer = peer_of(scope)
-    if peer is None or not trusted.trusts(peer):
-        return peer
-    chain = client_chain(get_all(headers, b"x-forwarded-for"), get_all(headers, b"forwarded"))
-    return forwarded_client(peer, chain, trusted)
+    chain = trusted_chain(peer, headers, trusted)
+    return forwarded_client(peer, chain, trusted) if peer is not None else None
 
 
 def request_target(scope: Mapping[str, Any]) -> tuple[str | None, str]:
@@ -181,10 +197,12 @@ def as_forwarded(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]
 def parse_request(scope: Mapping[str, Any], default_host: str,
                   trusted: TrustedProxies = NO_PROXIES, *,
                   context: RequestContext | None = None,
-                  looked_up: LookedUp | None = None) -> RequestInfo:
+                  looked_up: LookedUp | None = None,
+                  kept: Collection[bytes] = ()) -> RequestInfo:
     """Build a :class:`RequestInfo` from an ASGI HTTP scope (``context``: its request
     context, else a visitor's with the scope; ``looked_up``: what the fast path read from
-    L2 for it) or raise :class:`BadRequest`."""
+    L2 for it; ``kept``: the override fields a trusted proxy's requests keep) or raise
+    :class:`BadRequest`."""
     headers: list[tuple[bytes, bytes]] = list(scope.get("headers") or ())
     check_header_limits(headers)
     authority, path = request_target(scope)
@@ -211,7 +229,10 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
     if not _HOST.match(host):
         raise BadRequest("the Host header is malformed")
     scheme = request_scheme(scope, headers, trusted)
-    forwarded = as_forwarded(headers)
+    peer = peer_of(scope)
+    chain = trusted_chain(peer, headers, trusted)  # forwarding fields are ours to read
+    forwarded = without_overrides(one_cookie_field(as_forwarded(headers)),
+                                  trusted_peer=trusted.trusts(peer), kept=kept)
     return RequestInfo(
         method=str(scope.get("method", "GET")).upper(),
         scheme=scheme,
@@ -219,8 +240,9 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
         path=path,
         query=(scope.get("query_string") or b"").decode("latin-1"),
         headers=forwarded,
-        client=request_client(scope, headers, trusted),  # forwarding fields are ours to read
-        peer=peer_of(scope),
+        client=forwarded_client(peer, chain, trusted) if peer is not None else None,
+        peer=peer,
+        forwarded_for=tuple(chain),
         context=context if context is not None else RequestContext(scope=scope),
         looked_up=looked_up,
         declares_body=declares_body(headers),

@@ -57,6 +57,7 @@ def test_unknown_environment_variable_names_it() -> None:
     ("cache_name", "edge\r\nx-injected: 1", "token"),
     ("cache_name", "two words", "token"),
     ("cache_name", "9lives", "token"),
+    ("keep_override_headers", "x-original-url, cookie", "cookie: not a field Stoker drops"),
 ])
 def test_bad_values_name_the_setting(key: str, value: str, words: str) -> None:
     with pytest.raises(SettingsError) as raised:
@@ -137,6 +138,12 @@ def test_duration_units(text: str, seconds: float) -> None:
                                             ("4GiB", 4 * 1024**3), ("10k", 10240)])
 def test_size_units(text: str, size: int) -> None:
     assert parse_size(text) == size
+
+
+def test_kept_override_headers_are_read_lower_cased_once() -> None:
+    settings = load_settings(env={"STOKER_KEEP_OVERRIDE_HEADERS": "X-Original-URL, forwarded,"
+                                                                  " x-original-url"})
+    assert settings.keep_override_headers == ("x-original-url", "forwarded")
 
 
 @given(st.text())

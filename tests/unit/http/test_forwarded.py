@@ -7,12 +7,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.http.forwarded import (
+    OVERRIDE_FIELDS,
     TrustedProxies,
     client_chain,
     forwarded_client,
     forwarded_elements,
+    forwarded_field,
+    forwarded_node,
     forwarded_scheme,
+    forwarded_value,
     parse_address,
+    without_overrides,
 )
 
 LOOPBACK = TrustedProxies()
@@ -91,3 +96,62 @@ def test_client_is_the_peer_or_a_hop(peer: str, chain: list[str]) -> None:
 def test_scheme_parsing_never_fails_on_garbage(proto: list[bytes], fwd: list[bytes]) -> None:
     assert forwarded_scheme("http", proto, fwd) in {"http", "https"}
     client_chain(proto, fwd)
+
+
+@pytest.mark.parametrize(("hop", "node"), [
+    ("203.0.113.7", "203.0.113.7"), ("203.0.113.7:4711", "203.0.113.7"),
+    ("2001:db8::1", '"[2001:db8::1]"'), ('"[2001:db8::1]:443"', '"[2001:db8::1]"'),
+    ("::ffff:10.1.2.3", "10.1.2.3"), ("unknown", "unknown"), ("_hidden.1-x", "_hidden.1-x"),
+    ("evil.example", "unknown"), ('a";host=evil', "unknown"), ("_", "unknown"), ("", "unknown"),
+])
+def test_forwarded_node(hop: str, node: str) -> None:
+    assert forwarded_node(hop) == node
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("a.test", "a.test"), ("a.test:8080", '"a.test:8080"'), ("[::1]:80", '"[::1]:80"'),
+    ("https", "https"), ('a"b\\c', '"a\\"b\\\\c"'),
+])
+def test_forwarded_value(text: str, value: str) -> None:
+    assert forwarded_value(text) == value
+
+
+@pytest.mark.parametrize(("previous", "chain", "peer", "field"), [
+    ([], [], "192.0.2.9", b"for=192.0.2.9;host=\"a.test:8080\";proto=https"),
+    ([], ["203.0.113.7", "2001:db8::1"], "127.0.0.1",
+     b'for=203.0.113.7;host="a.test:8080";proto=https, for="[2001:db8::1]", for=127.0.0.1'),
+    ([], [], None, b'host="a.test:8080";proto=https'),
+    ([b"for=1.2.3.4;host=lb.test", b"for=5.6.7.8"], ["ignored"], "10.0.0.1",
+     b'for=1.2.3.4;host=lb.test, for=5.6.7.8, for=10.0.0.1;host="a.test:8080";proto=https'),
+])
+def test_forwarded_field(previous: list[bytes], chain: list[str], peer: str | None,
+                         field: bytes) -> None:
+    assert forwarded_field(previous, chain, peer, scheme="https", host="a.test:8080") == field
+
+
+@given(st.lists(st.text(max_size=12), max_size=4), st.text(max_size=12))
+def test_stokers_forwarded_reads_back_as_what_it_says(chain: list[str], peer: str) -> None:
+    """Whatever hops a trusted proxy sent, the field parses as one element per hop, each
+    ``for=`` a node, the first naming the request's host and scheme and nothing else."""
+    field = forwarded_field([], chain, peer or None, scheme="https", host="a.test:8080")
+    elements = forwarded_elements([field])
+    assert len(elements) == max(1, len(chain) + bool(peer))
+    assert elements[0]["host"] == "a.test:8080" and elements[0]["proto"] == "https"
+    assert [set(e) for e in elements[1:]] == [{"for"}] * (len(elements) - 1)
+    assert not any(e.get("host", "a.test:8080") != "a.test:8080" for e in elements)
+
+
+OVERRIDES = sorted(OVERRIDE_FIELDS)
+
+
+@pytest.mark.parametrize("trusted_peer", [True, False])
+def test_override_fields_are_dropped_and_kept_only_from_a_trusted_peer(
+        trusted_peer: bool) -> None:
+    headers = [(b"host", b"a.test"), *((name.upper(), b"v") for name in OVERRIDES),
+               (b"x-forwarded-for", b"1.2.3.4")]
+    assert without_overrides(headers, trusted_peer=trusted_peer) == [
+        (b"host", b"a.test"), (b"x-forwarded-for", b"1.2.3.4")]
+    kept = without_overrides(headers, trusted_peer=trusted_peer, kept={b"x-original-url"})
+    assert [name for name, _ in kept] == (
+        [b"host", b"X-ORIGINAL-URL", b"x-forwarded-for"] if trusted_peer
+        else [b"host", b"x-forwarded-for"])

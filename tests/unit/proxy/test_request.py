@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from stoker.http.forwarded import TrustedProxies
 from stoker.proxy.request import (
     MAX_HEADERS,
     BadRequest,
@@ -83,3 +84,32 @@ def test_refusals(changes: dict[str, Any], status: int) -> None:
 def test_granians_http10_is_read_as_http10() -> None:
     request = parse_request(scope(http_version="1", headers=[]), "default.test")
     assert request.host == "default.test"
+
+
+HOSTILE = [(b"host", b"a.test"), (b"cookie", b"stoker_session=s1; theme=dark"),
+           (b"cookie", b"__Host-stoker_session=s2; lang=fr"),
+           (b"forwarded", b"for=198.51.100.1;host=evil.example;proto=https"),
+           (b"x-original-url", b"/admin"), (b"x-http-method-override", b"DELETE"),
+           (b"x-forwarded-for", b"203.0.113.7")]
+
+
+@pytest.mark.parametrize("peer", ["192.0.2.1", "127.0.0.1"])
+def test_the_forwarded_view_has_one_cookie_line_and_no_session_or_override_fields(
+        peer: str) -> None:
+    request = parse_request(scope(headers=HOSTILE, client=(peer, 5000)), "d",
+                            TrustedProxies())
+    assert request.headers == [(b"host", b"a.test"), (b"cookie", b"theme=dark; lang=fr"),
+                               (b"x-forwarded-for", b"203.0.113.7")]
+    assert request.scheme == ("https" if peer == "127.0.0.1" else "http")  # read first
+
+
+def test_a_trusted_proxy_forwards_its_chain_and_keeps_only_the_kept_overrides() -> None:
+    kept = {b"forwarded", b"x-original-url"}
+    trusted = parse_request(scope(headers=HOSTILE, client=("127.0.0.1", 1)), "d",
+                            TrustedProxies(), kept=kept)
+    untrusted = parse_request(scope(headers=HOSTILE), "d", TrustedProxies(), kept=kept)
+    assert trusted.forwarded_for == ("203.0.113.7",) and trusted.client == "203.0.113.7"
+    assert untrusted.forwarded_for == () and untrusted.client == "192.0.2.1"
+    assert [name for name, _ in trusted.headers] == [
+        b"host", b"cookie", b"forwarded", b"x-original-url", b"x-forwarded-for"]
+    assert [name for name, _ in untrusted.headers] == [b"host", b"cookie", b"x-forwarded-for"]

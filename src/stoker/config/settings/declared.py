@@ -25,6 +25,7 @@ from stoker.config.settings.values import (
     networks,
     optional,
     origin_slots,
+    override_fields,
     path,
     positive_int,
     process_count,
@@ -242,6 +243,17 @@ class Settings:
             "request's scheme and whose `X-Forwarded-For`/`Forwarded: for=` name the client "
             "(for `purge_allow`, logs, the audit); from anyone else those headers are "
             "ignored. Empty: trust nobody")
+    keep_override_headers: tuple[str, ...] = setting(
+        (), override_fields,
+        "Override headers (x-original-url, forwarded, ...) passed on from trusted_proxies",
+        doc="Request fields Stoker otherwise drops, that the origin still gets when a "
+            "`trusted_proxies` peer sends them: `forwarded` (then kept, with Stoker's element "
+            "appended, not rewritten), `x-original-url`, `x-rewrite-url`, "
+            "`x-http-method-override`, `x-http-method`, `x-method-override`, "
+            "`x-forwarded-scheme`, `-port`, `-prefix`, `-server`, `x-host`. They are not part "
+            "of the cache key: keep one only if that proxy sets it on every request, "
+            "replacing the visitor's. From any other peer they are always dropped",
+        default_doc="none")
     max_variants: int = setting(
         32, positive_int,
         "Most Vary variants kept per URL (least recently used dropped)",

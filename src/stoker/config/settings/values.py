@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from stoker.config.units import parse_duration, parse_size
+from stoker.http.forwarded import OVERRIDE_FIELDS
 
 T = TypeVar("T")
 
@@ -67,6 +68,16 @@ def str_list(value: Any) -> tuple[str, ...]:
     else:
         raise ValueError(f"expected a list of strings, got {value!r}")
     return tuple(item for item in items if item)
+
+
+def override_fields(value: Any) -> tuple[str, ...]:
+    """Names of :data:`~stoker.http.forwarded.OVERRIDE_FIELDS`, lower-cased."""
+    names = tuple(dict.fromkeys(item.lower() for item in str_list(value)))
+    unknown = [name for name in names if name.encode("latin-1") not in OVERRIDE_FIELDS]
+    if unknown:
+        raise ValueError(f"{', '.join(unknown)}: not a field Stoker drops; expected some of "
+                         f"{', '.join(sorted(name.decode() for name in OVERRIDE_FIELDS))}")
+    return names
 
 
 def networks(value: Any) -> tuple[str, ...]:
