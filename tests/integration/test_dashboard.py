@@ -133,6 +133,28 @@ async def test_a_session_outlives_a_restart_but_not_a_new_token(
     assert rotated.status_code == 303 and api.status_code == 401
 
 
+async def test_behind_a_tls_terminator_the_cookie_is_host_prefixed_and_scheme_bound(
+        origin: Origin, tmp_path: Path) -> None:
+    """Over https (a trusted proxy's word) the session cookie is ``__Host-`` named and
+    Secure; the same id is no session over plain http, nor under the plain name."""
+    https = {"x-forwarded-proto": "https"}
+    async with dashboard(origin.url, tmp_path / "d") as dash:
+        login = await dash.client.post("/login", content=f"token={TOKEN}", headers={
+            **FORM, **https, "origin": dash.url.replace("http://", "https://")})
+        name, _, secret = login.headers["set-cookie"].split(";", 1)[0].partition("=")
+        prefixed = {"cookie": f"__Host-{COOKIE}={secret}"}
+        page = await dash.client.get("/", headers={**prefixed, **https})
+        plain_http = await dash.client.get("/", headers=prefixed)
+        unprefixed = await dash.client.get("/", headers={"cookie": f"{COOKIE}={secret}",
+                                                         **https})
+    assert login.status_code == 303 and name == f"__Host-{COOKIE}"
+    flags = login.headers["set-cookie"].split("; ")[1:]
+    assert "Secure" in flags and "Path=/" in flags and not any(
+        flag.lower().startswith("domain") for flag in flags)
+    assert page.status_code == 200
+    assert plain_http.status_code == 303 and unprefixed.status_code == 303
+
+
 async def test_a_one_time_link_logs_in_once(origin: Origin, tmp_path: Path) -> None:
     async with dashboard(origin.url, tmp_path / "d") as dash:
         code = dash.side.sessions.once()
