@@ -56,3 +56,22 @@ async def test_middleware_caches_a_starlette_app(tmp_path: Path) -> None:
     assert calls["dashboard"] == 2
     assert all("detail=private" in r.headers["cache-status"] for r in private)
     assert after_edit.text == "article 2"
+
+
+async def test_the_wrapped_app_sees_neither_the_admin_session_nor_override_fields(
+        tmp_path: Path) -> None:
+    seen: list[dict[str, str]] = []
+
+    async def echo(request: Request) -> PlainTextResponse:
+        seen.append(dict(request.headers))
+        return PlainTextResponse("echo", headers={"cache-control": "no-store"})
+
+    app = CacheMiddleware(Starlette(routes=[Route("/echo", echo)]), data_dir=str(tmp_path))
+    async with serving(app, kind="uvicorn") as url, httpx.AsyncClient(base_url=url) as client:
+        await client.get("/echo", headers={
+            "cookie": "stoker_session=s1; theme=dark", "x-original-url": "/admin",
+            "forwarded": "host=evil.example;proto=https"})
+    await app.close()
+    [headers] = seen
+    assert headers["cookie"] == "theme=dark" and "x-original-url" not in headers
+    assert "evil.example" not in headers["forwarded"]
