@@ -230,7 +230,6 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
         raise BadRequest("the Host header is malformed")
     scheme = request_scheme(scope, headers, trusted)
     peer = peer_of(scope)
-    chain = trusted_chain(peer, headers, trusted)  # forwarding fields are ours to read
     forwarded = without_overrides(one_cookie_field(as_forwarded(headers)),
                                   trusted_peer=trusted.trusts(peer), kept=kept)
     return RequestInfo(
@@ -240,9 +239,9 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
         path=path,
         query=(scope.get("query_string") or b"").decode("latin-1"),
         headers=forwarded,
-        client=forwarded_client(peer, chain, trusted) if peer is not None else None,
+        client=request_client(scope, headers, trusted),  # forwarding fields are ours to read
         peer=peer,
-        forwarded_for=tuple(chain),
+        forwarded_for=tuple(trusted_chain(peer, headers, trusted)),
         context=context if context is not None else RequestContext(scope=scope),
         looked_up=looked_up,
         declares_body=declares_body(headers),
