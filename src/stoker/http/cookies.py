@@ -13,7 +13,7 @@ Invariants of :func:`one_cookie_field`:
 - No cookie named in ``dropped`` (by default :data:`OWN_COOKIES`) is left; names
   compare exactly (cookie names are case-sensitive).  A line left empty disappears.
 - Every other cookie keeps its bytes and its order; a request with one ``Cookie`` line
-  and nothing to drop is returned as it came (the same list).
+  and nothing to drop is returned as it came (the same list, the line untouched).
 """
 
 from __future__ import annotations
@@ -43,13 +43,14 @@ def one_cookie_field(headers: Headers, dropped: Collection[bytes] = OWN_COOKIES)
     """``headers`` with one ``Cookie`` line at most and no cookie named in ``dropped``
     (see the module invariants)."""
     lines = [index for index, (name, _) in enumerate(headers) if name.lower() == b"cookie"]
-    if not lines:
+    if not lines or (len(lines) == 1 and not any(
+            name in headers[lines[0]][1] for name in dropped)):
         return headers
     pairs = [pair.strip() for index in lines for pair in headers[index][1].split(b";")]
     kept = [pair for pair in pairs
             if pair and pair.partition(b"=")[0].strip() not in dropped]
     if len(lines) == 1 and len(kept) == len(pairs):
-        return headers
+        return headers  # a dropped name was only part of another's name or value
     later = frozenset(lines[1:])
     out = [field for index, field in enumerate(headers) if index not in later]
     if kept:
@@ -57,3 +58,4 @@ def one_cookie_field(headers: Headers, dropped: Collection[bytes] = OWN_COOKIES)
     else:
         del out[lines[0]]
     return out
+

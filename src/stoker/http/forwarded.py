@@ -37,7 +37,7 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import Final
 
-from stoker.http.headers import HeaderInput, Headers, without
+from stoker.http.headers import Headers, without
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 DEFAULT_TRUSTED = ("127.0.0.0/8", "::1")
@@ -148,12 +148,14 @@ def client_chain(xff: Sequence[bytes], forwarded: Sequence[bytes]) -> list[str]:
     return [element["for"] for element in forwarded_elements(forwarded) if "for" in element]
 
 
-def without_overrides(headers: HeaderInput, *, trusted_peer: bool,
+def without_overrides(headers: Headers, *, trusted_peer: bool,
                       kept: Collection[bytes] = ()) -> Headers:
     """``headers`` without :data:`OVERRIDE_FIELDS`, but for those in ``kept`` when the
-    peer is a trusted proxy."""
-    return without(headers, OVERRIDE_FIELDS - frozenset(kept) if trusted_peer
-                   else OVERRIDE_FIELDS)
+    peer is a trusted proxy (``headers`` itself when it has none to drop)."""
+    drop = OVERRIDE_FIELDS - frozenset(kept) if trusted_peer and kept else OVERRIDE_FIELDS
+    if not any(name.lower() in drop for name, _ in headers):
+        return headers
+    return without(headers, drop)
 
 
 def forwarded_node(hop: str) -> str:
