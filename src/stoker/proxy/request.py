@@ -183,8 +183,9 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
                   context: RequestContext | None = None,
                   looked_up: LookedUp | None = None) -> RequestInfo:
     """Build a :class:`RequestInfo` from an ASGI HTTP scope (``context``: its request
-    context, else a visitor's with the scope; ``looked_up``: what the fast path read from
-    L2 for it) or raise :class:`BadRequest`."""
+    context, else a visitor's with the scope; either way its ``client`` is set to the
+    request's; ``looked_up``: what the fast path read from L2 for it) or raise
+    :class:`BadRequest`."""
     headers: list[tuple[bytes, bytes]] = list(scope.get("headers") or ())
     check_header_limits(headers)
     authority, path = request_target(scope)
@@ -212,6 +213,10 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
         raise BadRequest("the Host header is malformed")
     scheme = request_scheme(scope, headers, trusted)
     forwarded = as_forwarded(headers)
+    client = request_client(scope, headers, trusted)  # forwarding fields are ours to read
+    if context is None:
+        context = RequestContext(scope=scope)
+    context.client = client
     return RequestInfo(
         method=str(scope.get("method", "GET")).upper(),
         scheme=scheme,
@@ -219,9 +224,9 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
         path=path,
         query=(scope.get("query_string") or b"").decode("latin-1"),
         headers=forwarded,
-        client=request_client(scope, headers, trusted),  # forwarding fields are ours to read
+        client=client,
         peer=peer_of(scope),
-        context=context if context is not None else RequestContext(scope=scope),
+        context=context,
         looked_up=looked_up,
         declares_body=declares_body(headers),
     )

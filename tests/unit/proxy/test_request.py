@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from stoker.http.forwarded import TrustedProxies
+from stoker.proxy.context import RequestContext
 from stoker.proxy.request import (
     MAX_HEADERS,
     BadRequest,
@@ -83,3 +85,14 @@ def test_refusals(changes: dict[str, Any], status: int) -> None:
 def test_granians_http10_is_read_as_http10() -> None:
     request = parse_request(scope(http_version="1", headers=[]), "default.test")
     assert request.host == "default.test"
+
+
+def test_the_context_carries_the_client_trusted_proxies_name() -> None:
+    forwarded = [(b"host", b"a.test"), (b"x-forwarded-for", b"203.0.113.9")]
+    through_proxy = scope(headers=forwarded, client=("10.0.0.1", 5000))
+    trusted = TrustedProxies(("10.0.0.0/8",))
+    assert parse_request(through_proxy, "d", trusted).context.client == "203.0.113.9"
+    assert parse_request(through_proxy, "d").context.client == "10.0.0.1"
+    context = RequestContext()  # the access log's, handed in
+    assert parse_request(through_proxy, "d", trusted, context=context).context is context
+    assert context.client == "203.0.113.9"
