@@ -1,4 +1,5 @@
-"""Hostile slow clients: visitors' misses while 100 slow clients of one kind hold on.
+"""Hostile slow clients: visitors' misses while 100 slow clients of one kind hold on, or
+one client asks for many slow URLs.
 
 Issue 19's goal: "with 100 hostile slow clients of each kind, visitors' misses keep
 p99 <= 2x idle".  Stoker runs with its defaults (``origin_max_concurrency`` 16 slots,
@@ -20,7 +21,13 @@ runs for ``--duration`` seconds:
   bytes per connection), so a single request never makes the proxy wait for its
   client; the next answers must wait in the proxy (``--pipelined 1``: one page each);
 - ``stalled-get-body``: 100 connections send ``GET /x/<unique>`` with
-  ``Content-Length: 1000`` and one byte of body, then nothing.
+  ``Content-Length: 1000`` and one byte of body, then nothing;
+- ``slow-16`` and ``slow-100`` (issue 34): 16 / 100 connections, all from ONE client
+  address (bound to 127.0.0.2; the visitors come from 127.0.0.1), each ask for a
+  distinct uncached ``/slow/<unique>?ms=10000`` page, which the origin answers in
+  ``--slow-ms`` (10,000) ms.  When the phase ends and they are closed, the run waits for
+  Stoker's ``in_flight`` to drop to 0 (nginx: ``--slow-ms``) before the next phase,
+  and reports how long that took (``drain``).
 
 The hostile connections are opened and their requests sent, then the server gets
 ``--settle`` (0.5 s) and 0.5 s more to take them, and longer while the origin's count
@@ -50,6 +57,8 @@ before the phase and half way through, and Stoker's RSS at the phase's end.
     PYTHONPATH=src .venv/bin/python bench/hostile.py --rounds 2 --no-nginx
     PYTHONPATH=src .venv/bin/python bench/hostile.py --pipelined 1 --no-origin-reads-body
     PYTHONPATH=src .venv/bin/python bench/hostile.py --phases not-reading --rounds 1
+    PYTHONPATH=src .venv/bin/python bench/hostile.py --rounds 1 --duration 5 \
+        --phases slow-16,slow-100
 
 Results also go to ``bench/results/hostile.json``.
 """
@@ -91,7 +100,11 @@ from bench.procs import (  # noqa: E402
 )
 from bench.procs import serving as procs_serving  # noqa: E402
 
-PHASES = ("idle", "trickle-post", "not-reading", "stalled-get-body")
+PHASES = ("idle", "trickle-post", "not-reading", "stalled-get-body", "slow-16", "slow-100")
+SLOW_PHASES = {"slow-16": 16, "slow-100": 100}
+"""Phases of one client asking for many slow URLs: how many it asks for."""
+SLOW_CLIENT = "127.0.0.2"
+"""The slow phases' one client address (loopback, but not the visitors' 127.0.0.1)."""
 GOAL_P99_RATIO = 2.0
 NOT_READING_RCVBUF = 4096
 TRICKLE_BODY = 100_000
@@ -236,10 +249,14 @@ async def visit(port: int, args: argparse.Namespace) -> Visits:
 # -- hostile clients -------------------------------------------------------------------
 
 
-def hostile_request(phase: str, port: int, tag: str, i: int, pipelined: int = 1) -> bytes:
+def hostile_request(phase: str, port: int, tag: str, i: int, pipelined: int = 1,
+                    slow_ms: int = 10_000) -> bytes:
     """The bytes a hostile client of ``phase`` sends at once (a trickle adds more later);
-    a not-reading client pipelines ``pipelined`` requests for distinct 2 MiB pages."""
+    a not-reading client pipelines ``pipelined`` requests for distinct 2 MiB pages, a
+    slow phase's asks for a distinct page the origin answers in ``slow_ms``."""
     host = f"Host: 127.0.0.1:{port}\r\nUser-Agent: hostile-bench\r\n"
+    if phase in SLOW_PHASES:
+        return f"GET /slow/{tag}-{i}?ms={slow_ms} HTTP/1.1\r\n{host}\r\n".encode()
     if phase == "trickle-post":
         return (f"POST /post/{tag}-{i} HTTP/1.1\r\n{host}Content-Type: text/plain\r\n"
                 f"Content-Length: {TRICKLE_BODY}\r\n\r\nx").encode()  # fmt: skip
@@ -253,18 +270,22 @@ def hostile_request(phase: str, port: int, tag: str, i: int, pipelined: int = 1)
 
 
 async def open_hostile(phase: str, port: int, args: argparse.Namespace) -> list[socket.socket]:
-    """``args.hostile`` connections of ``phase``'s kind, each with its request sent."""
+    """``args.hostile`` connections of ``phase``'s kind (a slow phase: its count, all
+    from :data:`SLOW_CLIENT`), each with its request sent."""
     loop = asyncio.get_running_loop()
     tag = uuid.uuid4().hex
     socks: list[socket.socket] = []
-    for i in range(args.hostile):
+    for i in range(SLOW_PHASES.get(phase, args.hostile)):
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if phase == "not-reading":
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, NOT_READING_RCVBUF)
+        if phase in SLOW_PHASES:
+            sock.bind((SLOW_CLIENT, 0))
         sock.setblocking(False)
         try:
             await loop.sock_connect(sock, ("127.0.0.1", port))
-            await loop.sock_sendall(sock, hostile_request(phase, port, tag, i, args.pipelined))
+            await loop.sock_sendall(sock, hostile_request(phase, port, tag, i, args.pipelined,
+                                                          args.slow_ms))
         except OSError:
             sock.close()
             continue
@@ -326,6 +347,7 @@ class PhaseRun:
     in_flight_before: int | None = None  # Stoker's /api/status in_flight before the phase
     in_flight_mid: int | None = None  # ... and half way through the measurement
     rss_end_mib: float | None = None  # Stoker's RSS at the phase's end
+    drain_s: float | None = None  # a slow phase: seconds until its misses had ended
 
     @property
     def all_missed(self) -> bool:
@@ -351,6 +373,21 @@ async def in_flight(stack: Stack, system: str, after: float = 0) -> int | None:
         return int(status["in_flight"])
     except (OSError, ValueError, KeyError):
         return None
+
+
+async def drain(stack: Stack, system: str, args: argparse.Namespace) -> float:
+    """After a slow phase: wait until Stoker has no miss in flight (its slow fetches
+    outlive their closed clients; at most twice ``--slow-ms`` plus 10 s), for nginx
+    ``--slow-ms``; the seconds waited."""
+    began = time.monotonic()
+    if system != "stoker":
+        await asyncio.sleep(args.slow_ms / 1000)
+        return time.monotonic() - began
+    while time.monotonic() - began < 2 * args.slow_ms / 1000 + 10:
+        if await in_flight(stack, system) == 0:
+            break
+        await asyncio.sleep(0.25)
+    return time.monotonic() - began
 
 
 async def settle(stack: Stack, args: argparse.Namespace) -> float:
@@ -389,6 +426,7 @@ async def phase_run(
         stop.set()
         await trickling
         close_all(socks)
+    drained = await drain(stack, system, args) if phase in SLOW_PHASES else None
     rss = status_kib(stack.pid, "VmRSS") / 1024 if system == "stoker" else None
     done = len(visits.latencies_ms)
     return PhaseRun(
@@ -398,7 +436,7 @@ async def phase_run(
         origin_hits=end_hits - start_hits, hostile_open=len(socks), settle_s=settled,
         hostile_to_origin=start_hits - before, hostile_to_origin_total=end_hits - before - done,
         hostile_answered=hostile_answered, in_flight_before=in_flight_before,
-        in_flight_mid=in_flight_mid, rss_end_mib=rss,
+        in_flight_mid=in_flight_mid, rss_end_mib=rss, drain_s=drained,
     )  # fmt: skip
 
 
@@ -449,6 +487,8 @@ def report_phase(
         extra += f", in_flight {run.in_flight_before} before, {run.in_flight_mid} midway"
     if run.rss_end_mib is not None:
         extra += f", RSS {run.rss_end_mib:.0f} MiB"
+    if run.drain_s is not None:
+        extra += f", drained in {run.drain_s:.1f} s"
     figures = f"p50 {run.p50_ms:7.2f} p99 {run.p99_ms:7.2f} max {run.max_ms:7.1f} ms"
     print(f"round {index + 1}/{args.rounds} {system:<6} {phase:<16} {figures}  "
           f"n {run.requests:5d}{extra}", flush=True)  # fmt: skip
@@ -585,6 +625,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--gap", type=float, default=0.3, help="quiet seconds after a phase")
     parser.add_argument("--latency-ms", type=float, default=20.0, help="origin's fixed latency")
+    parser.add_argument("--slow-ms", type=int, default=10_000,
+                        help="the slow phases' pages: ms the origin takes to answer each")
     parser.add_argument("--stoker-core", type=int, default=1, help="Stoker and nginx")
     parser.add_argument("--client-core", type=int, default=0, help="this process and the origin")
     parser.add_argument("--no-pin", action="store_true", help="do not pin to cores")

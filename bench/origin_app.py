@@ -3,7 +3,9 @@
 Every page waits ``BENCH_ORIGIN_LATENCY_MS`` (default 20) on the event loop, then
 answers 200 with ``Cache-Control: public, max-age=3600``: ``/big/…`` is a 2 MiB body
 sent in 256 KiB chunks, any other path the 20 KB hit-path page.  A ``tag=NAME`` query
-parameter (repeatable) adds ``Cache-Tag: NAME`` (the soak benchmark's tag purges).  ``GET /__hits``
+parameter (repeatable) adds ``Cache-Tag: NAME`` (the soak benchmark's tag purges); an
+``ms=N`` query parameter makes that page wait N ms instead (the hostile benchmark's slow
+URLs, ``/slow/<i>?ms=10000``).  ``GET /__hits``
 answers the number of pages served so far (itself not counted), so a benchmark can
 prove that every cold request reached the origin.  Run from the repository root, one
 worker, so the counter covers every request:
@@ -44,18 +46,24 @@ def _start(
     return {"type": "http.response.start", "status": 200, "headers": headers}
 
 
-def _tags(query: bytes) -> list[bytes]:
-    """The values of the query's ``tag`` parameters."""
+def _params(query: bytes, wanted: bytes) -> list[bytes]:
+    """The values of the query's ``wanted`` parameters."""
     pairs = (item.partition(b"=") for item in query.split(b"&"))
-    return [value for name, _, value in pairs if name == b"tag" and value]
+    return [value for name, _, value in pairs if name == wanted and value]
+
+
+def _latency(query: bytes) -> float:
+    """Seconds the page waits: its ``ms`` parameter's, else ``LATENCY``."""
+    ms = _params(query, b"ms")
+    return float(ms[0]) / 1000 if ms and ms[0].isdigit() else LATENCY
 
 
 async def _page(path: str, query: bytes, send: Callable[[Message], Awaitable[None]]) -> None:
     global _served
     _served += 1
-    await asyncio.sleep(LATENCY)
+    await asyncio.sleep(_latency(query))
     body = BIG if path.startswith(BIG_PREFIX) else PAGE
-    await send(_start(len(body), CONTENT_TYPE, CACHE_CONTROL, _tags(query)))
+    await send(_start(len(body), CONTENT_TYPE, CACHE_CONTROL, _params(query, b"tag")))
     for offset in range(0, len(body), CHUNK):
         end = offset + CHUNK
         await send({"type": "http.response.body", "body": body[offset:end],

@@ -42,7 +42,8 @@ class CountingOrigin:
 async def test_origin_never_sees_more_than_origin_max_concurrency(tmp_path: Path) -> None:
     origin = CountingOrigin()
     async with serving(origin) as origin_url, \
-            running_proxy(origin_url, tmp_path, origin_max_concurrency=2) as proxy:
+            running_proxy(origin_url, tmp_path, origin_max_concurrency=2,
+                          origin_max_per_client=2) as proxy:  # one client: every slot
         requests = [asyncio.create_task(proxy.client.get(f"/p/{n}")) for n in range(6)]
         await origin.arrived.wait()
         limiter = proxy.stoker.origin.limiter  # type: ignore[attr-defined]

@@ -191,7 +191,8 @@ class Stoker:
         health = OriginHealth(clock)
         timing = OriginTiming()
         origin = LimitedOrigin(MonitoredOrigin(origin, health, clock, timing),
-                               OriginLimiter(settings.origin_max_concurrency))
+                               OriginLimiter(settings.origin_max_concurrency,
+                                             per_client=settings.origin_max_per_client))
         pipeline = Pipeline(
             pipeline_config(settings, memory),
             Fetcher(fetch_config(settings), origin, store, bodies, clock, purges),

@@ -4,7 +4,8 @@ Invariant: a :class:`RequestContext` belongs to one request (a visitor's, or one
 visit) and is handed, as an argument, to each origin request made on its behalf —
 its cache fetch, its pass-through, the background revalidation it starts — so what
 those layers need to know or report (the warm allowance, the client's ASGI scope for a
-wrapped app, the time spent waiting for the origin) never travels in a context variable.
+wrapped app, the client whose share of the origin slots it uses, the time spent waiting
+for the origin) never travels in a context variable.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ class RequestContext:
     origin_headers: tuple[tuple[bytes, bytes], ...] = ()
     """Headers every origin request made for it carries besides its own: a warm visit's
     credentials (never a visitor's request)."""
+    client: str | None = None
+    """The visitor's address as ``trusted_proxies`` resolve it (set by
+    :func:`~stoker.proxy.request.parse_request`; ``None`` for a warm visit): the
+    origin limit shares its slots fairly among clients by it."""
     origin_waits: list[float] = field(default_factory=list)
     """Seconds each origin request made for it waited for its answer, in order."""
 

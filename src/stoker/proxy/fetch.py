@@ -68,7 +68,7 @@ from stoker.http.keys import variant_of, variants_to_drop
 from stoker.http.policy import RuleTTL, StaleDefaults, StorageDecision, decide_storage
 from stoker.proxy.client_feed import Feed, feed_for, relay
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers, stored_headers
-from stoker.proxy.origin import OriginClient, OriginError, OriginResponse, OriginTimeout
+from stoker.proxy.origin import OriginClient, OriginError, OriginResponse, error_status
 from stoker.proxy.origin_health import FAILING_STATUSES
 from stoker.proxy.reply import ReplySink
 from stoker.proxy.request import RequestInfo
@@ -130,6 +130,8 @@ class FetchResult:
     detail: str = ""
     cookies_set: tuple[str, ...] = ()
     """The cookies a response not stored for ``set-cookie`` sets (names only)."""
+    retry_after: int | None = None
+    """A failure's ``Retry-After`` (the origin is down: seconds until it is asked again)."""
 
     @property
     def not_stored(self) -> str | None:
@@ -173,8 +175,7 @@ class Fetcher:
             response = await self._origin.fetch("GET", fetch.target, headers, None,
                                                fetch.request.context)
         except OriginError as error:
-            status = 504 if isinstance(error, OriginTimeout) else 502
-            outcome = self._fallback(stale, status, str(error))
+            outcome = self._fallback(stale, error_status(error), str(error), error.retry_after)
             if outcome.kind == "stale" or fetch.sink is None:  # else the caller's 5xx reports it
                 log.warning("origin fetch of %s failed: %s", fetch.request.url, error)
             return outcome
@@ -189,11 +190,12 @@ class Fetcher:
         keep = self.config.keep_stale if decision.stale_on_error_ok else 0.0
         return fresh_until + max(decision.sie, keep)
 
-    def _fallback(self, stale: CacheEntry | None, status: int, detail: str) -> FetchResult:
+    def _fallback(self, stale: CacheEntry | None, status: int, detail: str,
+                  retry_after: int | None = None) -> FetchResult:
         """Stale-if-error when allowed, else a failure the caller reports."""
         if stale is not None and self._clock.now() < stale.error_until:
             return FetchResult("stale", stale, status, detail)
-        return FetchResult("failed", None, status, detail)
+        return FetchResult("failed", None, status, detail, retry_after=retry_after)
 
     async def _handle(self, fetch: Fetch, response: OriginResponse,
                       request_time: float, since: int) -> FetchResult:

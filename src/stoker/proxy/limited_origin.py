@@ -6,7 +6,9 @@ given up), so the origin never has more than ``origin_max_concurrency``
 requests of this process in flight; a failed request gives its slot back at
 once.  A request made for a warm visit (its
 :class:`~stoker.proxy.context.RequestContext` has a ``warm_allowance``) takes a warm slot
-under that allowance; every other request is a visitor's and takes a visitor slot.
+under that allowance; every other request is a visitor's and takes a visitor slot
+claimed for its client (the context's ``client``, :func:`~stoker.proxy.fair_share.client_key`)
+and its URL (Host and target), so one client's slow URLs cannot take every slot.
 A warm visit's request also carries the context's ``origin_headers`` (the warm
 credentials, :mod:`stoker.warm.credentials`); a visitor's context has none.
 """
@@ -15,10 +17,19 @@ from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
+from stoker.http.headers import get_header
 from stoker.proxy.context import RequestContext
+from stoker.proxy.fair_share import Claim, client_key
 from stoker.proxy.origin import Body, Headers, OriginClient, OriginResponse
 from stoker.proxy.origin_slots import OriginLimiter
 from stoker.warm.credentials import with_origin_headers
+
+
+def claim_of(target: str, headers: Headers, context: RequestContext | None) -> Claim:
+    """The slot claim of a visitor's origin request: its client, its Host and target."""
+    host = get_header(headers, b"host") or b""
+    return Claim(client_key(context.client if context is not None else None),
+                 f"{host.decode('latin-1')}{target}")
 
 
 class LimitedOrigin:
@@ -33,7 +44,8 @@ class LimitedOrigin:
         slot = AsyncExitStack()
         allowance = context.warm_allowance if context is not None else None
         await slot.enter_async_context(
-            self.limiter.visitor() if allowance is None else self.limiter.warm(allowance))
+            self.limiter.visitor(claim_of(target, headers, context)) if allowance is None
+            else self.limiter.warm(allowance))
         if context is not None and context.origin_headers:
             headers = with_origin_headers(headers, context.origin_headers)
         try:

@@ -35,12 +35,18 @@ from typing import Protocol
 from stoker.proxy.context import RequestContext
 from stoker.proxy.http_client import Endpoint, Pool
 from stoker.proxy.http_exchange import CHUNK, OriginExchange
-from stoker.proxy.origin_errors import OriginConnectionLost, OriginError, OriginTimeout
+from stoker.proxy.origin_errors import (
+    OriginConnectionLost,
+    OriginDown,
+    OriginError,
+    OriginTimeout,
+    error_status,
+)
 
 __all__ = [
     "CHUNK", "FRAMING", "IDEMPOTENT", "KEEPALIVE_TIMEOUT", "Body", "Headers", "HttpOrigin",
-    "OriginClient", "OriginConnectionLost", "OriginError", "OriginResponse", "OriginTimeout",
-    "framed",
+    "OriginClient", "OriginConnectionLost", "OriginDown", "OriginError", "OriginResponse",
+    "OriginTimeout", "error_status", "framed",
 ]
 
 Headers = list[tuple[bytes, bytes]]

@@ -9,7 +9,10 @@ still serves that URL's stale copy under ``stale-if-error``/``keep_stale``:
 row the origin is *down*: the pipeline then answers requests that have a stale copy it may
 serve on error with that copy at once, instead of waiting ``origin_timeout`` each
 time, and one background revalidation per :data:`COOLDOWN` probes the origin; the
-probe's success brings it back *up*.
+probe's success brings it back *up*.  While it is down every other origin request fails
+at once with :class:`~stoker.proxy.origin.OriginDown` (a ``503`` with ``Retry-After``
+when nothing stale may answer), unasked and unreported: one request at a time, the
+first once the cooldown has passed, is the probe and asks the origin.
 
 Invariants: decisions are :mod:`stoker.resilience.breaker`'s (pure, tested there);
 ``down_since`` is the time the breaker first opened in the current outage and is
@@ -18,12 +21,20 @@ Invariants: decisions are :mod:`stoker.resilience.breaker`'s (pure, tested there
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from typing import Final
 
 from stoker.clock import Clock
 from stoker.proxy.context import RequestContext
-from stoker.proxy.origin import Body, Headers, OriginClient, OriginError, OriginResponse
+from stoker.proxy.origin import (
+    Body,
+    Headers,
+    OriginClient,
+    OriginDown,
+    OriginError,
+    OriginResponse,
+)
 from stoker.proxy.origin_timing import OriginTiming
 from stoker.resilience import breaker
 from stoker.resilience.breaker import BreakerState
@@ -69,6 +80,15 @@ class OriginHealth:
         """The origin keeps failing: serve what may be served stale without asking it."""
         return self.state.phase != "closed"
 
+    def may_ask(self) -> bool:
+        """Whether a request starting now may ask the origin: it is up, or this request
+        would be the probe."""
+        return breaker.may_lease(self.state, self._clock.now())
+
+    def retry_after(self) -> int:
+        """Whole seconds (at least 1) a request turned away now should wait."""
+        return max(1, math.ceil(breaker.seconds_until_retry(self.state, self._clock.now())))
+
     def probe_due(self) -> bool:
         """A request started now would probe the origin."""
         return self.state.phase == "open" and breaker.may_lease(self.state, self._clock.now())
@@ -88,6 +108,8 @@ class MonitoredOrigin:
 
     async def fetch(self, method: str, target: str, headers: Headers, body: Body | None,
                     context: RequestContext | None = None) -> OriginResponse:
+        if not self.health.may_ask():
+            raise OriginDown(self.health.retry_after())
         request_id = self.health.begin()
         started = self._clock.monotonic()
         try:

@@ -55,7 +55,9 @@ Invariants:
 - While the origin is down (:class:`~stoker.proxy.origin_health.OriginHealth`),
   a request whose entry may answer on error (``error_until``) gets it at once
   (``detail=stale-if-error``) instead of waiting for the origin; one
-  background revalidation per cooldown probes the origin.
+  background revalidation per cooldown probes the origin.  Any other request
+  is answered ``503`` with ``Retry-After`` at once (``detail=origin-down``),
+  unless it is the one probe (:class:`~stoker.proxy.origin_health.MonitoredOrigin`).
 - A warm visit (``RequestInfo.warm``) is never answered with a stale entry:
   it revalidates it (a conditional request) before answering.
 - ``PURGE`` never reaches the origin: it goes to :attr:`Pipeline.purge_method`
@@ -130,7 +132,7 @@ from stoker.proxy.codings import Codings, wants_coding
 from stoker.proxy.decide import decide, may_take
 from stoker.proxy.fetch import SERVE_KINDS, Fetch, FetchConfig, Fetcher, FetchResult
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
-from stoker.proxy.origin import OriginClient, OriginError, OriginTimeout
+from stoker.proxy.origin import OriginClient, OriginError, error_status
 from stoker.proxy.origin_health import OriginHealth
 from stoker.proxy.reply import Reply, ReplySink, error_response
 from stoker.proxy.request import BadRequest, RequestInfo
@@ -140,6 +142,11 @@ from stoker.proxy.shared_flights import SharedFlights
 FROM_CACHE = frozenset({Kind.HIT, Kind.STALE_SWR, Kind.STALE_ERROR, Kind.REVALIDATED})
 """Outcomes whose body came from the cache (counted in :attr:`Pipeline.cache_bytes`)."""
 log = logging.getLogger("stoker.proxy")
+
+_FAILURES = {504: ("origin timed out", "origin-timeout"),
+             503: ("origin down", "origin-down"),
+             502: ("origin unavailable", "origin-error")}
+"""An origin failure's status: the text and the ``Cache-Status`` detail it is answered with."""
 PurgeMethodHandler = Callable[[RequestInfo, ReplySink], Awaitable[None]]
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
@@ -554,7 +561,7 @@ class Pipeline:
                 return result
             self._fail(sink, 502, fwd, "cached body missing")
         elif result.kind == "failed":
-            self._fail(sink, result.status, fwd, result.detail)
+            self._fail(sink, result.status, fwd, result.detail, result.retry_after)
         elif result.kind == "passed" and sink.outcome is not None and sink.outcome.stored:
             sink.outcome = sink.outcome.not_stored(result.detail)  # sent as stored, then not
         return result
@@ -682,7 +689,7 @@ class Pipeline:
             response = await self.origin.fetch(request.method, request.target, headers, body,
                                               request.context)
         except OriginError as error:
-            self._fail(sink, 504 if isinstance(error, OriginTimeout) else 502, fwd, str(error))
+            self._fail(sink, error_status(error), fwd, str(error), error.retry_after)
             return
         try:
             if invalidate and 200 <= response.status < 400:
@@ -717,12 +724,15 @@ class Pipeline:
         if self.relay is not None:
             self.relay.tell(self.fetcher.purges.latest)
 
-    def _fail(self, sink: ReplySink, status: int, fwd: str, detail: str) -> None:
+    def _fail(self, sink: ReplySink, status: int, fwd: str, detail: str,
+              retry_after: int | None = None) -> None:
+        """Answer an origin failure (``retry_after``: the origin is down, not asked)."""
         self.stats["error"] += 1
-        text = "origin timed out" if status == 504 else "origin unavailable"
-        headers, body = error_response(status, text, [sink.stamp(Outcome(
-            Kind.ERROR, fwd=fwd, fwd_status=status,
-            detail="origin-timeout" if status == 504 else "origin-error"))])
+        text, reason = _FAILURES.get(status, _FAILURES[502])
+        extra = [sink.stamp(Outcome(Kind.ERROR, fwd=fwd, fwd_status=status, detail=reason))]
+        if retry_after is not None:
+            extra.append((b"retry-after", str(retry_after).encode()))
+        headers, body = error_response(status, text, extra)
         log.info("answering %d: %s", status, detail)
         sink.whole(status, headers, body)
 

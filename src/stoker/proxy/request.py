@@ -200,8 +200,9 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
                   looked_up: LookedUp | None = None,
                   kept: Collection[bytes] = ()) -> RequestInfo:
     """Build a :class:`RequestInfo` from an ASGI HTTP scope (``context``: its request
-    context, else a visitor's with the scope; ``looked_up``: what the fast path read from
-    L2 for it; ``kept``: the override fields a trusted proxy's requests keep) or raise
+    context, else a visitor's with the scope; either way its ``client`` is set to the
+    request's; ``looked_up``: what the fast path read from L2 for it; ``kept``: the
+    override fields a trusted proxy's requests keep) or raise
     :class:`BadRequest`."""
     headers: list[tuple[bytes, bytes]] = list(scope.get("headers") or ())
     check_header_limits(headers)
@@ -232,6 +233,10 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
     peer = peer_of(scope)
     forwarded = without_overrides(one_cookie_field(as_forwarded(headers)),
                                   trusted_peer=trusted.trusts(peer), kept=kept)
+    client = request_client(scope, headers, trusted)  # forwarding fields are ours to read
+    if context is None:
+        context = RequestContext(scope=scope)
+    context.client = client
     return RequestInfo(
         method=str(scope.get("method", "GET")).upper(),
         scheme=scheme,
@@ -239,10 +244,10 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
         path=path,
         query=(scope.get("query_string") or b"").decode("latin-1"),
         headers=forwarded,
-        client=request_client(scope, headers, trusted),  # forwarding fields are ours to read
+        client=client,
         peer=peer,
         forwarded_for=tuple(trusted_chain(peer, headers, trusted)),
-        context=context if context is not None else RequestContext(scope=scope),
+        context=context,
         looked_up=looked_up,
         declares_body=declares_body(headers),
     )

@@ -102,6 +102,16 @@ def seconds_until_probe(state: BreakerState, now: float) -> float:
     return max(0.0, state.opened_at + state.cooldown - now)
 
 
+def seconds_until_retry(state: BreakerState, now: float) -> float:
+    """How long a request turned away by a breaker that is not closed should wait before
+    trying again: until the probe is due (``open``), or a whole cooldown (``half_open``:
+    should the probe in flight fail, the next one is due a cooldown after it); 0 when
+    closed."""
+    if state.phase == "half_open":
+        return state.cooldown
+    return seconds_until_probe(state, now)
+
+
 def _closed(state: BreakerState) -> BreakerState:
     return replace(state, phase="closed", failures=0, probe=None)
 

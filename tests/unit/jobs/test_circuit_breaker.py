@@ -14,6 +14,7 @@ from stoker.resilience.breaker import (
     on_probe,
     on_result,
     seconds_until_probe,
+    seconds_until_retry,
 )
 
 T0 = 1_000.0
@@ -85,6 +86,15 @@ def test_on_probe_before_cooldown_changes_nothing() -> None:
     opened = run([False] * 3)
     assert on_probe(opened, T0 + 1, PROBE) == opened
     assert on_probe(run([]), T0, PROBE) == run([])
+
+
+def test_a_request_turned_away_waits_for_the_probe_or_a_cooldown() -> None:
+    opened = run([False] * 3)
+    assert seconds_until_retry(run([False] * 2), T0) == 0  # closed: nobody is turned away
+    assert seconds_until_retry(opened, T0 + 4) == pytest.approx(6)
+    assert seconds_until_retry(opened, T0 + 12) == 0  # the probe is due: ask now
+    probing = on_probe(opened, T0 + 12, PROBE)
+    assert seconds_until_retry(probing, T0 + 13) == 10  # should the probe fail
 
 
 @pytest.mark.parametrize(("threshold", "cooldown"), [(0, 1.0), (1, -1.0)])

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.http.forwarded import TrustedProxies
+from stoker.proxy.context import RequestContext
 from stoker.proxy.request import (
     MAX_HEADERS,
     BadRequest,
@@ -113,3 +114,14 @@ def test_a_trusted_proxy_forwards_its_chain_and_keeps_only_the_kept_overrides() 
     assert [name for name, _ in trusted.headers] == [
         b"host", b"cookie", b"forwarded", b"x-original-url", b"x-forwarded-for"]
     assert [name for name, _ in untrusted.headers] == [b"host", b"cookie", b"x-forwarded-for"]
+
+
+def test_the_context_carries_the_client_trusted_proxies_name() -> None:
+    forwarded = [(b"host", b"a.test"), (b"x-forwarded-for", b"203.0.113.9")]
+    through_proxy = scope(headers=forwarded, client=("10.0.0.1", 5000))
+    trusted = TrustedProxies(("10.0.0.0/8",))
+    assert parse_request(through_proxy, "d", trusted).context.client == "203.0.113.9"
+    assert parse_request(through_proxy, "d").context.client == "10.0.0.1"
+    context = RequestContext()  # the access log's, handed in
+    assert parse_request(through_proxy, "d", trusted, context=context).context is context
+    assert context.client == "203.0.113.9"

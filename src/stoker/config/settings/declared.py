@@ -360,6 +360,19 @@ class Settings:
             "visitor before any warm visit, and warm visits never take the last quarter of "
             "the slots (at least one), so a visitor's miss finds a free slot even while the "
             "warmer is busy")
+    origin_max_per_client: int | None = setting(
+        None, optional(positive_int),
+        "Origin slots one client holds within its share; beyond it only while a quarter of "
+        "the slots stays free for others",
+        doc="Origin slots one client (its address as `trusted_proxies` resolve it; an IPv6 "
+            "client by its /64) holds within its share of `origin_max_concurrency`. Beyond "
+            "its share a client borrows a slot only when no other client within its share "
+            "waits, after warm visits, and never into the last quarter of the slots, so one "
+            "client's slow URLs cannot take every slot: another client's miss finds one free."
+            " A freed slot goes to the waiting client holding fewest (round robin; a URL "
+            "already holding slots behind others). Behind a proxy not in `trusted_proxies` "
+            "every visitor is one client: list it, or set this to `origin_max_concurrency`",
+        default_doc="a quarter of `origin_max_concurrency`, at least 1")
     warm_max_concurrency: int = setting(
         8, positive_int,
         "Most warm visits in flight at once; below it the warmer adapts to the origin's "
