@@ -43,7 +43,13 @@ from stoker.cache.tiered import TieredStore
 from stoker.cache.version_file import VersionFile, VersionStore
 from stoker.clock import Clock, SystemClock
 from stoker.config.reload import Reload, plan
-from stoker.config.settings import Settings, SettingsError, require_data_dir, require_origin
+from stoker.config.settings import (
+    Settings,
+    SettingsError,
+    make_data_dir_private,
+    require_data_dir,
+    require_origin,
+)
 from stoker.http.forwarded import TrustedProxies
 from stoker.http.policy import StaleDefaults
 from stoker.proxy.fetch import FetchConfig, Fetcher
@@ -165,6 +171,7 @@ class Stoker:
         clock = clock or SystemClock()
         origin_url = require_origin(settings) if origin is None else None
         require_data_dir(settings)
+        make_data_dir_private(settings)
         bodies = BodyStore(settings.data_dir / "bodies")
         await bodies.sweep_temp()
         l2, versions = await open_l2(settings, bodies, clock)
