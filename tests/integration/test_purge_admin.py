@@ -203,6 +203,9 @@ class FailingAudit:
                      before: int | None = None) -> list[dict[str, Any]]:
         return await self.inner.recent(limit, action=action, before=before)
 
+    async def prune(self, before: float, keep: int) -> int:
+        return await self.inner.prune(before, keep)
+
     async def close(self) -> None:
         await self.inner.close()
 

@@ -20,7 +20,6 @@ from starlette.routing import Route
 
 from stoker.admin import health, metrics
 from stoker.admin.api import api_routes
-from stoker.admin.audit import RefusalAudit
 from stoker.admin.events import PokeOnWrite, StatusHub, events_endpoint
 from stoker.admin.guard import AdminGuard, Gate
 from stoker.admin.jobs_api import jobs_routes
@@ -66,8 +65,7 @@ def admin_side(stoker: Stoker, warm: WarmService | None = None, *,
         return request_client(scope, list(scope.get("headers") or ()),
                               stoker.pipeline.config.trusted) or "unknown"
 
-    gate = Gate(RefusalAudit(stoker.audit, stoker.clock), LoginLimiter(stoker.clock),
-                client_of)
+    gate = Gate(stoker.refusals, LoginLimiter(stoker.clock), client_of)
 
     async def alive(_: Request) -> Response:
         return JSONResponse({"ok": True})
