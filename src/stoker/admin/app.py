@@ -66,12 +66,13 @@ def admin_side(stoker: Stoker, warm: WarmService | None = None, *,
                               stoker.pipeline.config.trusted) or "unknown"
 
     gate = Gate(stoker.refusals, LoginLimiter(stoker.clock), client_of)
+    probe = health.WriteProbe(stoker.settings.data_dir, stoker.clock)
 
     async def alive(_: Request) -> Response:
         return JSONResponse({"ok": True})
 
     async def ready(_: Request) -> Response:
-        status, body = health.verdict(await health.readiness(stoker, warm))
+        status, body = health.verdict(await health.readiness(stoker, warm, probe))
         return JSONResponse(body, status_code=status)
 
     async def scrape(_: Request) -> Response:
