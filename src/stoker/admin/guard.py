@@ -13,7 +13,7 @@ Invariants:
   browser), and so is a write authenticated by the session cookie that carries neither
   (browsers always send one); on the API (``/api``, ``/metrics``) and the pages, a
   request with neither a right bearer token nor a valid session is refused: 401 on the
-  API, a ``303`` to ``/login`` on a page.  Every 403 and 401 is audited through
+  API, a ``303`` to ``/login`` on a page.  Every 403, 401 and 429 is audited through
   :class:`~stoker.admin.audit.RefusalAudit` (rate-limited per client, the token only as
   a fingerprint).  Nothing behind the guard runs for a refused request.
 - With a token configured, every bearer token takes a slot of its client's
