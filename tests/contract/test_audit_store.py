@@ -12,7 +12,8 @@ import pytest
 from tests import node_backends
 from tests.node_backends import Members
 
-from stoker.backends.audit_records import MAX_LIMIT
+from stoker.backends import audit_records
+from stoker.backends.audit_records import MAX_ITEMS, MAX_LIMIT, MAX_TEXT
 from stoker.backends.postgres.audit_store import PostgresAuditStore
 from stoker.backends.sqlite.audit_store import SqliteAuditStore
 from stoker.clock import FakeClock
@@ -100,3 +101,28 @@ async def test_a_record_is_logged_once(audit: AuditTrail,
         await record(audit, 4, {"tag": "x"})
     assert [r.getMessage() for r in caplog.records if r.name == "stoker.audit"] == [
         'audit: token:4 purge {"tag": "x"} -> ok (4)']
+
+
+async def test_a_prune_deletes_what_is_older_than_the_age_then_beyond_the_count(
+        audit: AuditTrail, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(audit_records, "PRUNE_CHUNK", 3)  # several statements per bound
+    for n in range(10):
+        await record(audit, n)
+        clock.advance(10)
+    now = clock.now()  # record n was made at now - 100 + 10 n
+    assert await audit.prune(now - 55, keep=1000) == 5  # records 0..4: older than 55 s
+    assert [row["count"] for row in await audit.recent()] == [9, 8, 7, 6, 5]
+    assert await audit.prune(now - 55, keep=2) == 3
+    assert [row["count"] for row in await audit.recent()] == [9, 8]
+    assert await audit.prune(now - 1000, keep=2) == 0
+    await record(audit, 10)
+    assert [row["count"] for row in await audit.recent()] == [10, 9, 8]  # appends go on
+
+
+async def test_a_long_target_is_stored_bounded(audit: AuditTrail) -> None:
+    path = "/" + "a" * 8191
+    await record(audit, 1, {"path": path, "urls": [f"/u{i}" for i in range(500)]})
+    [row] = await audit.recent()
+    assert row["target"]["path"] == f"/{'a' * (MAX_TEXT - 1)}… (8192 characters)"
+    assert row["target"]["urls"] == [f"/u{i}" for i in range(MAX_ITEMS)] + [
+        f"… {500 - MAX_ITEMS} more"]

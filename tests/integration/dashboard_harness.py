@@ -49,7 +49,12 @@ class Dashboard:
         return {"cookie": answer.headers["set-cookie"].split(";", 1)[0]}
 
     async def audit(self) -> list[dict[str, Any]]:
-        answer = await self.client.get("/api/audit", headers=self.bearer)
+        return await self.audit_as(self.bearer)
+
+    async def audit_as(self, headers: dict[str, str]) -> list[dict[str, Any]]:
+        """The audit log, read with ``headers`` (a token, maybe a forwarded client)."""
+        answer = await self.client.get("/api/audit", headers=headers)
+        assert answer.status_code == 200, answer.text
         return list(answer.json()["records"])
 
 

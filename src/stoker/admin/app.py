@@ -20,16 +20,17 @@ from starlette.routing import Route
 
 from stoker.admin import health, metrics
 from stoker.admin.api import api_routes
-from stoker.admin.audit import RefusalAudit
 from stoker.admin.events import PokeOnWrite, StatusHub, events_endpoint
-from stoker.admin.guard import AdminGuard
+from stoker.admin.guard import AdminGuard, Gate
 from stoker.admin.jobs_api import jobs_routes
+from stoker.admin.login_limit import LoginLimiter
 from stoker.admin.pages import page_routes
 from stoker.admin.sessions import Sessions
 from stoker.admin.status import StatusSource
 from stoker.admin.warm_api import warm_routes
 from stoker.admin.why import why_routes
-from stoker.asgi import ASGIApp
+from stoker.asgi import ASGIApp, Message
+from stoker.proxy.request import request_client
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.app.stoker import Stoker
@@ -60,13 +61,18 @@ def admin_side(stoker: Stoker, warm: WarmService | None = None, *,
     a status hub over them (default: one with the default timings)."""
     sessions = sessions or open_sessions(stoker)
     hub = hub or StatusHub(StatusSource(stoker, warm))
-    refusals = RefusalAudit(stoker.audit, stoker.clock)
+    def client_of(scope: Message) -> str:
+        return request_client(scope, list(scope.get("headers") or ()),
+                              stoker.pipeline.config.trusted) or "unknown"
+
+    gate = Gate(stoker.refusals, LoginLimiter(stoker.clock), client_of)
+    probe = health.WriteProbe(stoker.settings.data_dir, stoker.clock)
 
     async def alive(_: Request) -> Response:
         return JSONResponse({"ok": True})
 
     async def ready(_: Request) -> Response:
-        status, body = health.verdict(await health.readiness(stoker, warm))
+        status, body = health.verdict(await health.readiness(stoker, warm, probe))
         return JSONResponse(body, status_code=status)
 
     async def scrape(_: Request) -> Response:
@@ -79,11 +85,11 @@ def admin_side(stoker: Stoker, warm: WarmService | None = None, *,
     app = Starlette(routes=[Route("/healthz", alive), Route("/readyz", ready),
                             Route("/metrics", scrape), Route("/api/status", status),
                             Route("/api/events", events_endpoint(hub, sessions)),
-                            *page_routes(stoker, warm, hub, sessions, refusals),
+                            *page_routes(stoker, warm, hub, sessions, gate),
                             *api_routes(stoker), *why_routes(stoker), *warm_routes(warm),
                             *jobs_routes(warm)])
     guarded = AdminGuard(PokeOnWrite(app, hub), token=stoker.settings.admin_token,
-                         refusals=refusals, sessions=sessions,
+                         gate=gate, sessions=sessions,
                          allowed_origins=stoker.settings.admin_allowed_origins,
                          trusted=stoker.pipeline.config.trusted)
     return AdminSide(guarded, hub, sessions)

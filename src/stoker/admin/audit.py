@@ -1,16 +1,19 @@
-"""What the admin listener audits, and how often: the policy over the audit trail.
+"""What the admin listener and the ``PURGE`` method audit, and how often: the policy over
+the audit trail.
 
 The rows themselves are stored by the running Stoker's
-:class:`~stoker.proxy.purge.AuditTrail` (SQLite, ``data_dir/stoker.db``).
+:class:`~stoker.proxy.purge.AuditTrail` (SQLite, ``data_dir/stoker.db``); one
+:class:`RefusalAudit` (``Stoker.refusals``) takes the refused calls of both listeners.
 
 Invariants:
-- Every purge attempt and every refused admin call (``outcome`` ``ok``,
+- Every purge attempt and every refused admin call or ``PURGE`` (``outcome`` ``ok``,
   ``denied``, ``invalid`` or ``error``) is recorded, except refused calls
   beyond :data:`REFUSALS_PER_WINDOW` from one client within one
   :data:`WINDOW`: those are counted, and once the window has ended one
   summary row (``outcome`` ``suppressed``, ``count`` K, "K more refused calls
-  suppressed") is written at the next admin request, so a flood of refused
-  calls adds at most ``REFUSALS_PER_WINDOW + 1`` rows per client and window.
+  suppressed") is written at the next admin request or audit prune, so a flood of
+  refused calls adds at most ``REFUSALS_PER_WINDOW + 1`` rows (and as many
+  ``stoker.audit`` lines, plus one warning) per client and window.
 - At most :data:`MAX_CLIENTS` clients get windows of their own; refusals
   from further clients share one window (:data:`OTHER_CLIENTS`), so memory
   and rows stay bounded whatever the number of addresses.
@@ -98,9 +101,9 @@ class RefusalAudit:
                                 target={**target, "client": client}, count=None,
                                 outcome="denied")
         elif window.suppressed == 1:
-            log.warning("more than %d refused admin calls from %s within %.0f s; counting the "
+            log.warning("more than %d refused calls (%s) from %s within %.0f s; counting the "
                         "rest without recording them until the window ends",
-                        self._limit, key, self._period)
+                        self._limit, action, key, self._period)
 
     async def flush(self) -> None:
         """Write the summary row of every ended window that suppressed calls; forget them."""

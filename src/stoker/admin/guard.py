@@ -13,9 +13,16 @@ Invariants:
   browser), and so is a write authenticated by the session cookie that carries neither
   (browsers always send one); on the API (``/api``, ``/metrics``) and the pages, a
   request with neither a right bearer token nor a valid session is refused: 401 on the
-  API, a ``303`` to ``/login`` on a page.  Every 403 and 401 is audited through
+  API, a ``303`` to ``/login`` on a page.  Every 403, 401 and 429 is audited through
   :class:`~stoker.admin.audit.RefusalAudit` (rate-limited per client, the token only as
   a fingerprint).  Nothing behind the guard runs for a refused request.
+- With a token configured, every bearer token takes a slot of its client's
+  :class:`~stoker.admin.login_limit.LoginLimiter` before it is compared (given back when
+  it is right): a client past the limit gets 429 with ``Retry-After``, its token unread,
+  right or wrong, until its window ends.  A session cookie is no guess (its secret is
+  unguessable and looked up by digest): an admin logged in keeps the dashboard while
+  another program on the same address is held up.  The client is the one
+  ``trusted_proxies`` resolve (:class:`Gate`'s ``client_of``), as in the audit rows.
 - ``Authorization: Bearer`` wins over the cookie: an API client is judged by its token.
 - A session counts only on the site it was opened on (scheme and ``Host``; the scheme
   through ``trusted`` proxies), in the cookie named for that scheme
@@ -28,7 +35,7 @@ Invariants:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
 from urllib.parse import urlsplit
@@ -41,6 +48,7 @@ from stoker.admin.auth import (
     host_of,
     is_loopback_host,
 )
+from stoker.admin.login_limit import LoginLimiter, Refused, retry_seconds
 from stoker.admin.sessions import Session, Sessions, place_of
 from stoker.asgi import ASGIApp, Message, Receive, Send
 from stoker.http.forwarded import TrustedProxies
@@ -171,16 +179,34 @@ def audited_action(method: str, path: str) -> str:
     return "purge" if (method, path) == ("POST", "/api/purge") else f"{method} {path}"
 
 
+def too_many(client: str, refused: Refused) -> Refusal:
+    """The 429 of a client past its authentication limit.  Pure."""
+    seconds = retry_seconds(refused.wait)
+    return Refusal(429, f"too many failed admin authentications from {client}: try again "
+                        f"in {seconds} s", ((b"retry-after", str(seconds).encode()),))
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """What the guard and the login form share: the audit of refusals, the limit of failed
+    authentications, and who the client of a request is (through ``trusted_proxies``)."""
+
+    refusals: RefusalAudit
+    limiter: LoginLimiter
+    client_of: Callable[[Message], str]
+
+
 class AdminGuard:
     """See the module docstring."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, refusals: RefusalAudit,
+    def __init__(self, app: ASGIApp, *, token: str | None, gate: Gate,
                  sessions: Sessions | None = None, allowed_origins: Iterable[str] = (),
                  trusted: TrustedProxies | None = None) -> None:
         self._app = app
         self._trusted = trusted if trusted is not None else TrustedProxies(())
         self._token = token
-        self._refusals = refusals
+        self._gate = gate
+        self._refusals = gate.refusals
         self._sessions = sessions
         self._allowed = frozenset(filter(None, map(origin_of, allowed_origins)))
 
@@ -193,7 +219,14 @@ class AdminGuard:
         treated = kind(path)
         if treated != "open":
             await self._refusals.flush()
-            decision, session = self._authenticate(scope)
+            client = self._gate.client_of(scope)
+            judged = self._authenticate(scope, client)
+            if isinstance(judged, Refused):
+                limited = too_many(client, judged)
+                await self._audit_refusal(scope, path, client, "anonymous", limited)
+                await _refuse(send, limited)
+                return
+            decision, session = judged
             if treated == "public":
                 decision = AuthDecision(True, decision.actor)
             refusal = check(scope, self._token, decision, allowed=self._allowed,
@@ -202,26 +235,36 @@ class AdminGuard:
                 await _to_login(send)
                 return
             if refusal is not None:
-                await self._audit_refusal(scope, path, decision.actor, refusal)
+                await self._audit_refusal(scope, path, client, decision.actor, refusal)
                 await _refuse(send, refusal)
                 return
             state = scope.setdefault("state", {})
             state["actor"], state["session"] = decision.actor, session
         await self._app(scope, receive, send)
 
-    def _authenticate(self, scope: Message) -> tuple[AuthDecision, Session | None]:
+    def _authenticate(self, scope: Message, client: str
+                      ) -> tuple[AuthDecision, Session | None] | Refused:
+        """The decision on the request's credential; a token is compared only after it took
+        a slot of ``client``'s limit (synchronous: nothing interleaves)."""
         presented = bearer_token(header(scope, b"authorization"))
         if presented is None and self._sessions is not None:
             session = self._sessions.find_at(scope, place_of(scope, self._trusted))
             if session is not None:
                 return AuthDecision(True, session.actor), session
-        return authenticate(self._token, presented), None
+        if presented is None or self._token is None:
+            return authenticate(self._token, presented), None
+        slot = self._gate.limiter.reserve(client)
+        if isinstance(slot, Refused):
+            return slot
+        decision = authenticate(self._token, presented)
+        if decision.allowed:
+            self._gate.limiter.refund(slot)
+        return decision, None
 
-    async def _audit_refusal(self, scope: Message, path: str, actor: str,
+    async def _audit_refusal(self, scope: Message, path: str, client: str, actor: str,
                              refusal: Refusal) -> None:
         method = str(scope.get("method", "GET")).upper()
-        client = scope.get("client")
         await self._refusals.refused(
-            client=str(client[0]) if client else "unknown", actor=actor,
+            client=client, actor=actor,
             action=audited_action(method, path),
             target={"path": path, "status": refusal.status, "error": refusal.error})

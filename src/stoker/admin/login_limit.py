@@ -1,10 +1,18 @@
-"""Failed dashboard logins, limited per client address.
+"""Failed admin authentications, limited per client: the dashboard login form, its
+one-time links and every bearer token sent to any admin route share one budget.
 
 Invariants:
-- A client that failed :data:`FAILURES` logins within one :data:`WINDOW` (counted from
-  its first failure) is refused further attempts, whatever token it sends, until that
-  window has ended; :func:`retry_after` says for how long.  A successful login forgets
-  the client's failures.
+- An attempt takes a slot *before* its credential is compared (:meth:`LoginLimiter.reserve`,
+  synchronous: no await between deciding and counting), and gives it back only when the
+  credential was right (:meth:`LoginLimiter.refund`).  So however many guesses arrive at
+  once, at most :data:`FAILURES` of one client are compared per :data:`WINDOW`; the others
+  are refused (429 with ``Retry-After``) unread, the right token among them too.
+- A client's window starts at its first counted attempt and lasts :data:`WINDOW`;
+  :func:`retry_after` says how long a refused client waits.  A refund gives back that one
+  slot, never the failures counted beside it, and only in the window it was taken from.
+- The client is the one the admin listener resolves through ``trusted_proxies``
+  (:func:`~stoker.proxy.request.request_client`), so behind a TLS proxy one client's
+  guesses hold up that client only.
 - At most :data:`~stoker.admin.audit.MAX_CLIENTS` clients get windows of their own;
   further clients share one (:data:`~stoker.admin.audit.OTHER_CLIENTS`), so memory stays
   bounded whatever the number of addresses (a flood from many addresses slows every
@@ -14,21 +22,22 @@ Invariants:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import Final
 
 from stoker.admin.audit import MAX_CLIENTS, OTHER_CLIENTS
 from stoker.clock import Clock
 
 FAILURES: Final = 5
-"""Failed logins allowed per client and window."""
+"""Failed authentications allowed per client and window."""
 WINDOW: Final = 60.0
-"""Seconds from a client's first failure until its count starts again."""
+"""Seconds from a client's first counted attempt until its count starts again."""
 
 
 @dataclass(frozen=True, slots=True)
 class Failures:
-    """The failed logins of one client since ``started``."""
+    """The attempts of one client counted since ``started``."""
 
     started: float
     count: int = 1
@@ -36,6 +45,21 @@ class Failures:
     def ended(self, now: float, period: float) -> bool:
         """True once ``period`` has passed since the start (or the clock went back)."""
         return not self.started <= now < self.started + period
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One attempt counted in the window of ``key`` that started at ``started``."""
+
+    key: str
+    started: float
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """An attempt refused unread: the client may try again in ``wait`` seconds."""
+
+    wait: float
 
 
 def retry_after(failures: Failures | None, now: float, limit: int, period: float
@@ -46,15 +70,28 @@ def retry_after(failures: Failures | None, now: float, limit: int, period: float
     return failures.started + period - now
 
 
+def retry_seconds(wait: float) -> int:
+    """``Retry-After``'s whole seconds for ``wait``: rounded up, at least 1.  Pure."""
+    return max(1, math.ceil(wait))
+
+
 def after_failure(failures: Failures | None, now: float, period: float) -> Failures:
-    """The client's window after one more failed login.  Pure."""
+    """The client's window after one more counted attempt.  Pure."""
     if failures is None or failures.ended(now, period):
         return Failures(now)
     return Failures(failures.started, failures.count + 1)
 
 
+def after_refund(failures: Failures | None, slot: Slot) -> Failures | None:
+    """The window after ``slot`` is given back (``None``: nothing left to count); a window
+    other than the slot's is unchanged.  Pure."""
+    if failures is None or failures.started != slot.started:
+        return failures
+    return replace(failures, count=failures.count - 1) if failures.count > 1 else None
+
+
 class LoginLimiter:
-    """The failure windows of the clients that failed to log in (see the module)."""
+    """The attempt windows of the clients that authenticate (see the module)."""
 
     def __init__(self, clock: Clock, *, limit: int = FAILURES, period: float = WINDOW,
                  max_clients: int = MAX_CLIENTS) -> None:
@@ -64,23 +101,27 @@ class LoginLimiter:
         self._max_clients = max_clients
         self._windows: dict[str, Failures] = {}
 
-    def retry_after(self, client: str) -> float | None:
-        """Seconds ``client`` must wait before its next attempt (``None``: it may now)."""
-        return retry_after(self._windows.get(self._key(client)), self._clock.now(),
-                           self._limit, self._period)
-
-    def failed(self, client: str) -> None:
-        """Count one failed login of ``client``."""
+    def reserve(self, client: str) -> Slot | Refused:
+        """Count one attempt of ``client`` before its credential is compared, or refuse it."""
         now = self._clock.now()
         self._windows = {key: window for key, window in self._windows.items()
                          if not window.ended(now, self._period)}
         key = self._key(client)
-        self._windows[key] = after_failure(self._windows.get(key), now, self._period)
+        current = self._windows.get(key)
+        wait = retry_after(current, now, self._limit, self._period)
+        if wait is not None:
+            return Refused(wait)
+        counted = after_failure(current, now, self._period)
+        self._windows[key] = counted
+        return Slot(key, counted.started)
 
-    def succeeded(self, client: str) -> None:
-        """Forget ``client``'s failures (never the shared window's)."""
-        if client != OTHER_CLIENTS:
-            self._windows.pop(client, None)
+    def refund(self, slot: Slot) -> None:
+        """Give back ``slot``: its credential was right."""
+        left = after_refund(self._windows.get(slot.key), slot)
+        if left is None:
+            self._windows.pop(slot.key, None)
+        else:
+            self._windows[slot.key] = left
 
     def _key(self, client: str) -> str:
         if client in self._windows or len(self._windows) < self._max_clients:

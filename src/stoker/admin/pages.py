@@ -10,9 +10,10 @@ session to ``/login``):
 - ``GET /login`` the form; ``GET /login?once=CODE`` logs in with a one-time code
   (:meth:`~stoker.admin.sessions.Sessions.once`) and spends it.
 - ``POST /login`` (form field ``token``) → ``303`` to ``/`` with the session cookie;
-  a wrong token → 401 and the form again; more than
-  :data:`~stoker.admin.login_limit.FAILURES` failures from one address within
-  :data:`~stoker.admin.login_limit.WINDOW` → 429 with ``Retry-After``, the token unread.
+  a wrong token → 401 and the form again; past the limit of failed authentications of
+  the client (:mod:`~stoker.admin.login_limit`, shared with the API's bearer tokens)
+  → 429 with ``Retry-After``, the token unread (the slot is taken before the form is
+  read, given back when the token is right; so is a one-time link's).
 - ``POST /logout`` ends the session, clears the cookie, ``303`` to ``/login``.
 - ``GET /`` the overview; ``GET /<page>`` each of :data:`VIEWS`; with ``X-Stoker-Part: 1``
   a page's content alone (``dashboard.js`` refreshes the live region with it);
@@ -39,10 +40,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from stoker.admin.api import read_limited
-from stoker.admin.audit import RefusalAudit
 from stoker.admin.auth import authenticate
 from stoker.admin.events import StatusHub
-from stoker.admin.login_limit import LoginLimiter
+from stoker.admin.guard import Gate
+from stoker.admin.login_limit import Refused, retry_seconds
 from stoker.admin.sessions import Sessions, cookie_value, place_of, set_cookie
 from stoker.admin.views import (
     Sources,
@@ -57,7 +58,6 @@ from stoker.admin.views import (
 )
 from stoker.admin.views.html import shown
 from stoker.proxy.purge import record_safely
-from stoker.proxy.request import peer_of
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.app.stoker import Stoker
@@ -161,15 +161,24 @@ def login_html(message: str = "") -> str:
 
 
 def page_routes(stoker: Stoker, warm: WarmService | None, hub: StatusHub, sessions: Sessions,
-                refusals: RefusalAudit) -> list[Route]:
+                gate: Gate) -> list[Route]:
     """The page routes for one running :class:`Stoker` (and its warmer, if any)."""
     token = stoker.settings.admin_token
-    limiter = LoginLimiter(stoker.clock)
+    refusals, limiter = gate.refusals, gate.limiter
     assets = {name: WEB.joinpath(name).read_bytes() for name in ASSETS}
     sources = Sources(stoker, warm, hub.source)
 
     def client_of(request: Request) -> str:
-        return peer_of(request.scope) or "unknown"
+        return gate.client_of(request.scope)
+
+    async def too_many(client: str, refused: Refused) -> Response:
+        seconds = retry_seconds(refused.wait)
+        await refusals.refused(client=client, actor="anonymous", action="login",
+                               target={"path": "/login", "status": 429,
+                                       "error": "too many failed logins"})
+        return HTMLResponse(login_html(f"Too many failed logins from {client}: try again "
+                                       f"in {seconds} s."), status_code=429,
+                            headers={"retry-after": str(seconds)})
 
     trusted = stoker.pipeline.config.trusted
 
@@ -190,9 +199,14 @@ def page_routes(stoker: Stoker, warm: WarmService | None, hub: StatusHub, sessio
         code = request.query_params.get("once")
         if code is None:
             return HTMLResponse(login_html())
+        client = client_of(request)
+        slot = limiter.reserve(client)
+        if isinstance(slot, Refused):
+            return await too_many(client, slot)
         if sessions.spend(code):
+            limiter.refund(slot)
             return await open_session(request, "one-time link", "once")
-        await refusals.refused(client=client_of(request), actor="anonymous", action="login",
+        await refusals.refused(client=client, actor="anonymous", action="login",
                                target={"path": "/login", "status": 401,
                                        "error": "one-time login link used or expired"})
         return HTMLResponse(login_html("That login link was used already or has expired: "
@@ -202,22 +216,16 @@ def page_routes(stoker: Stoker, warm: WarmService | None, hub: StatusHub, sessio
         if token is None:
             return RedirectResponse("/", status_code=303)
         client = client_of(request)
-        wait = limiter.retry_after(client)
-        if wait is not None:
-            await refusals.refused(client=client, actor="anonymous", action="login",
-                                   target={"path": "/login", "status": 429,
-                                           "error": "too many failed logins"})
-            return HTMLResponse(login_html(f"Too many failed logins from {client}: try again "
-                                           f"in {wait:.0f} s."), status_code=429,
-                                headers={"retry-after": str(max(1, round(wait)))})
+        slot = limiter.reserve(client)  # before the form is awaited: guesses racing in wait
+        if isinstance(slot, Refused):
+            return await too_many(client, slot)
         body = await read_limited(request, MAX_FORM)
         fields = parse_qs((body or b"").decode("utf-8", "replace"), max_num_fields=8)
         presented = (fields.get("token") or [""])[0].strip() or None
         decision = authenticate(token, presented)
         if decision.allowed:
-            limiter.succeeded(client)
+            limiter.refund(slot)
             return await open_session(request, decision.actor, "token")
-        limiter.failed(client)
         await refusals.refused(client=client, actor=decision.actor, action="login",
                                target={"path": "/login", "status": 401,
                                        "error": "wrong admin token"})

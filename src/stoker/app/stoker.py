@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stoker.admin.audit import RefusalAudit
 from stoker.backends.audit_backlog import KeptAudit
 from stoker.backends.postgres.audit_store import PostgresAuditStore
 from stoker.backends.postgres.connection import create_pool
@@ -43,7 +44,13 @@ from stoker.cache.tiered import TieredStore
 from stoker.cache.version_file import VersionFile, VersionStore
 from stoker.clock import Clock, SystemClock
 from stoker.config.reload import Reload, plan
-from stoker.config.settings import Settings, SettingsError, require_data_dir, require_origin
+from stoker.config.settings import (
+    Settings,
+    SettingsError,
+    make_data_dir_private,
+    require_data_dir,
+    require_origin,
+)
 from stoker.http.forwarded import TrustedProxies
 from stoker.http.policy import StaleDefaults
 from stoker.proxy.fetch import FetchConfig, Fetcher
@@ -142,6 +149,9 @@ class Stoker:
     origin: OriginClient
     purger: Purger
     audit: AuditTrail
+    refusals: RefusalAudit = field(init=False)
+    """Refused calls, recorded at a bounded rate per client: the admin listener's and the
+    ``PURGE`` method's (one policy, one set of windows)."""
     origin_timing: OriginTiming = field(default_factory=OriginTiming)
     """The origin's answer times and failures (for ``/metrics``)."""
     pool: Any = None
@@ -150,6 +160,9 @@ class Stoker:
     _maintenance: asyncio.Task[None] | None = field(default=None)
     _shutdown: ShutdownBudget | None = field(default=None)
     _first_flush: asyncio.Future[None] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        self.refusals = RefusalAudit(self.audit, self.clock)
 
     @property
     def events(self) -> PurgeEvents:
@@ -161,12 +174,14 @@ class Stoker:
                    origin: OriginClient | None = None, evict_loop: bool = True) -> Stoker:
         """Open the stores under ``settings.data_dir`` and build the pipeline.
 
-        With ``evict_loop`` L2 eviction runs every :data:`EVICT_EVERY` seconds in a task
-        of its own; without, the caller runs :meth:`evict_once` (the warmer's ticker
-        does, as its ``l2_reclaim`` deadline)."""
+        With ``evict_loop`` L2 eviction and the audit log's prune run every
+        :data:`EVICT_EVERY` seconds in a task of its own; without, the caller runs
+        :meth:`evict_once` and :meth:`prune_audit` (the warmer's ticker does, as its
+        ``l2_reclaim`` and ``audit_prune`` deadlines)."""
         clock = clock or SystemClock()
         origin_url = require_origin(settings) if origin is None else None
         require_data_dir(settings)
+        make_data_dir_private(settings)
         bodies = BodyStore(settings.data_dir / "bodies")
         await bodies.sweep_temp()
         l2, versions = await open_l2(settings, bodies, clock)
@@ -198,12 +213,12 @@ class Stoker:
             Fetcher(fetch_config(settings), origin, store, bodies, clock, purges),
             store, bodies, origin, clock, version=state.version, health=health)
         purger = Purger(pipeline, store, purges, PurgeEvents(), clock, versions)
-        pipeline.purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit,
-                                            settings.site_hosts)
         stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit, timing, pool)
+        pipeline.purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit,
+                                            stoker.refusals, settings.site_hosts)
         purger.resume_reclaim(state)
         if evict_loop:
-            stoker._maintenance = asyncio.create_task(stoker._evict_forever())
+            stoker._maintenance = asyncio.create_task(stoker._maintain_forever())
         return stoker
 
     async def evict_once(self) -> int:
@@ -216,13 +231,28 @@ class Stoker:
             log.info("evicted %d expired or excess L2 entries", evicted)
         return evicted
 
-    async def _evict_forever(self) -> None:
+    async def prune_audit(self) -> int:
+        """Write the summaries of ended refusal windows, then delete the audit records older
+        than ``audit_max_age`` and all but the newest ``audit_max_rows``; how many."""
+        await self.refusals.flush()
+        settings = self.settings
+        pruned = await self.audit.prune(self.clock.now() - settings.audit_max_age,
+                                        settings.audit_max_rows)
+        if pruned:
+            log.info("pruned %d audit records (older than audit_max_age = %g s or beyond "
+                     "audit_max_rows = %d)", pruned, settings.audit_max_age,
+                     settings.audit_max_rows)
+        return pruned
+
+    async def _maintain_forever(self) -> None:
         while True:
             await self.clock.sleep(EVICT_EVERY)
-            try:
-                await self.evict_once()
-            except Exception:
-                log.exception("L2 eviction failed; will retry")
+            for chore, what in ((self.evict_once, "L2 eviction"),
+                                (self.prune_audit, "the audit log's prune")):
+                try:
+                    await chore()
+                except Exception:
+                    log.exception("%s failed; will retry", what)
 
     def reload(self, wanted: Settings) -> Reload:
         """Take what of ``wanted`` a running process can (:mod:`stoker.config.reload`):

@@ -14,9 +14,10 @@ Invariants:
 - Deadlines: ``rewarm`` (purge debounce), ``refresh`` (daily run),
   ``stats_flush`` (hit statistics, every :data:`STATS_EVERY`), ``job_reap``
   (finished jobs older than :data:`KEEP_JOBS`, hit counts of URLs not visited for
-  :data:`KEEP_HITS`), ``l2_reclaim`` (L2 eviction,
-  every ``EVICT_EVERY``: the :class:`Stoker` is opened without its own loop);
-  each re-arms itself.
+  :data:`KEEP_HITS`), ``l2_reclaim`` (L2 eviction) and ``audit_prune`` (the audit log's
+  retention bound, :meth:`~stoker.app.stoker.Stoker.prune_audit`), each every
+  ``EVICT_EVERY`` (the :class:`Stoker` is opened without its own loop); each re-arms
+  itself.
 - A flush of the hit statistics that the store does not take puts the counts back
   (the next flush, the deadline's retry, has them): a database outage loses none.
 - :meth:`WarmService.close` unsubscribes, records the purged URLs still in
@@ -50,6 +51,7 @@ log = logging.getLogger("stoker.warm")
 STATS_FLUSH: Final = "stats_flush"
 JOB_REAP: Final = "job_reap"
 L2_RECLAIM: Final = "l2_reclaim"
+AUDIT_PRUNE: Final = "audit_prune"
 STATS_EVERY: Final = 60.0
 REAP_EVERY: Final = 3600.0
 KEEP_JOBS: Final = 7 * 86_400.0
@@ -131,11 +133,13 @@ class WarmService:
         self.ticker.register(STATS_FLUSH, self._flush_due, RETRY)
         self.ticker.register(JOB_REAP, self._reap_due, RETRY)
         self.ticker.register(L2_RECLAIM, self._reclaim_due, RETRY)
+        self.ticker.register(AUDIT_PRUNE, self._prune_due, RETRY)
 
     async def _arm_own(self) -> None:
         await self.ticker.arm(STATS_FLUSH, "earliest", STATS_EVERY)
         await self.ticker.arm(JOB_REAP, "earliest", REAP_EVERY)
         await self.ticker.arm(L2_RECLAIM, "earliest", EVICT_EVERY)
+        await self.ticker.arm(AUDIT_PRUNE, "earliest", EVICT_EVERY)
         if self.stoker.settings.refresh_interval > 0:
             await self.ticker.arm(REFRESH, "earliest", self.stoker.settings.refresh_interval)
 
@@ -167,6 +171,10 @@ class WarmService:
     async def _reclaim_due(self, _: Deadline) -> None:
         await self.stoker.evict_once()
         await self.ticker.arm(L2_RECLAIM, "earliest", EVICT_EVERY)
+
+    async def _prune_due(self, _: Deadline) -> None:
+        await self.stoker.prune_audit()
+        await self.ticker.arm(AUDIT_PRUNE, "earliest", EVICT_EVERY)
 
     async def warm_on_start(self) -> Run | None:
         """Start the full run ``warm_on_start`` asks for, unless one is active; the run

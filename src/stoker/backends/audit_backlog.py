@@ -51,6 +51,8 @@ class AuditStore(Protocol):
     async def recent(self, limit: int = 100, *, action: str | None = None,
                      before: int | None = None) -> list[dict[str, Any]]: ...
 
+    async def prune(self, before: float, keep: int) -> int: ...
+
     async def close(self) -> None: ...
 
 
@@ -88,6 +90,10 @@ class KeptAudit:
                      before: int | None = None) -> list[dict[str, Any]]:
         """The store's newest records (those kept are not among them yet)."""
         return await self._store.recent(limit, action=action, before=before)
+
+    async def prune(self, before: float, keep: int) -> int:
+        """The store's :meth:`prune` (what is kept is not in the store yet)."""
+        return await self._store.prune(before, keep)
 
     async def close(self) -> None:
         """Try what is kept once more, say what was never written, close the store."""

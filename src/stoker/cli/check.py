@@ -11,7 +11,9 @@ would only repeat another's: :attr:`Check.needs`), and prints one line (``ok``, 
 or ``skip``, what it checked, what it found) on stdout, then one summary line; the exit
 status is 0 only when every check passed, else 1.  No line shows the password of
 ``database_url``.  Nothing is left bound; what is left on disk is what ``stoker serve``
-would create at start (``data_dir``, its migrated databases).
+would create at start (``data_dir``, its migrated databases, created private); an
+existing ``data_dir`` other users may enter is warned about on its line, its mode left
+as it is (``stoker serve`` tightens it).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from stoker.config.settings import (
     Settings,
     SettingsError,
     find_config,
+    looser_data_dir,
     require_data_dir,
     require_origin,
     require_safe_admin,
@@ -252,11 +255,15 @@ def root_cause(error: BaseException) -> str:
 
 
 async def data_dir_writable(settings: Settings) -> str:
-    """``data_dir`` is a directory (created if missing) a file can be written in."""
+    """``data_dir`` is a directory (created, private, if missing) a file can be written in;
+    a warning when other users may enter it (its mode is left as it is)."""
+    wrong = looser_data_dir(settings.data_dir)
     try:
         require_data_dir(settings)
     except SettingsError as error:
         raise Unusable(str(error).removeprefix("data_dir: ")) from None
+    if wrong is not None:
+        return f"a writable directory; warning: {wrong} (stoker serve makes it so)"
     return "a writable directory"
 
 

@@ -56,12 +56,22 @@ class Auditor(Protocol):
                      count: int | None, outcome: str) -> None: ...
 
 
+class Refusals(Protocol):
+    """Where refused calls are recorded, at a bounded rate per client (the admin side's
+    ``RefusalAudit``: one policy for the admin listener and the ``PURGE`` method)."""
+
+    async def refused(self, *, client: str, actor: str, action: str,
+                      target: Mapping[str, Any]) -> None: ...
+
+
 class AuditTrail(Auditor, Protocol):
-    """An :class:`Auditor` that can be read back and closed: what a running Stoker
+    """An :class:`Auditor` that can be read back, pruned and closed: what a running Stoker
     holds (``stoker.backends.sqlite.audit_store.SqliteAuditStore``)."""
 
     async def recent(self, limit: int = 100, *, action: str | None = None,
                      before: int | None = None) -> list[dict[str, Any]]: ...
+
+    async def prune(self, before: float, keep: int) -> int: ...
 
     async def close(self) -> None: ...
 

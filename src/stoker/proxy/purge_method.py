@@ -16,7 +16,11 @@ Invariants:
   clients send — purges the page on every one of the site's own hosts, and a ``Host``
   that is neither the site's nor an alias is named in the answer's ``unknown_hosts``.
 - Every attempt that is not disabled outright is audited with actor
-  ``purge-method:<peer address>``; responses are ``no-store``.
+  ``purge-method:<client address>``: an allowed one always, a refused one through
+  :class:`~stoker.proxy.purge.Refusals` (the admin listener's policy: a client's first
+  refusals of a window recorded, the rest counted into one summary row), so a flood of
+  refused ``PURGE`` adds a bounded number of rows and log lines per client and minute;
+  responses are ``no-store``.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from stoker.cache.invalidation import PurgeRequestError, PurgeScope, expand_url
 from stoker.http.headers import get_header
 from stoker.http.site_hosts import SiteHosts
-from stoker.proxy.purge import Auditor, Purger, record_safely
+from stoker.proxy.purge import Auditor, Purger, Refusals, record_safely
 from stoker.proxy.reply import ReplySink
 from stoker.proxy.request import RequestInfo
 
@@ -65,10 +69,11 @@ class PurgeMethod:
     """Answers ``PURGE`` requests (see the module invariants)."""
 
     def __init__(self, purger: Purger, allow: Sequence[Network], audit: Auditor | None,
-                 sites: SiteHosts) -> None:
+                 refusals: Refusals, sites: SiteHosts) -> None:
         self._purger = purger
         self._allow = tuple(allow)
         self._audit = audit
+        self._refusals = refusals
         self._sites = sites
 
     async def __call__(self, request: RequestInfo, sink: ReplySink) -> None:
@@ -88,17 +93,15 @@ class PurgeMethod:
         scope = PurgeScope(urls=expanded.urls, soft=wants_soft(request.headers),
                            unknown_hosts=unknown)
         if decision == "forbidden":
-            await self._record(actor, scope, None, "denied")
+            await self._refusals.refused(client=request.client or "unknown", actor=actor,
+                                         action="purge", target={**scope.as_json(),
+                                                                 "status": 403})
             await _answer(sink, 403, {"error": f"PURGE is not allowed from {request.client}"})
             return
         result = await self._purger.purge(scope)
-        await self._record(actor, scope, result.purged, "ok")
-        await _answer(sink, 200, result.as_json())
-
-    async def _record(self, actor: str, scope: PurgeScope, count: int | None,
-                      outcome: str) -> None:
         await record_safely(self._audit, actor=actor, action="purge", target=scope.as_json(),
-                            count=count, outcome=outcome)
+                            count=result.purged, outcome="ok")
+        await _answer(sink, 200, result.as_json())
 
 
 async def _answer(sink: ReplySink, status: int, body: object, *,

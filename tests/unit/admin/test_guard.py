@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from stoker.admin.auth import AuthDecision
-from stoker.admin.guard import check, kind, origin_of, write_refusal
+from stoker.admin.guard import check, kind, origin_of, too_many, write_refusal
+from stoker.admin.login_limit import Refused
 
 HOST = "127.0.0.1:8081"
 ALLOWED = frozenset({"https://admin.example.com"})
@@ -65,3 +66,10 @@ def test_check_in_order_loopback_then_origin_then_auth() -> None:
     assert refusal is not None and refusal.status == 401
     assert check(scope("POST", HOST, origin=f"http://{HOST}"), "t", allowed,
                  by_cookie=True) is None
+
+
+@pytest.mark.parametrize(("wait", "seconds"), [(0.3, "1"), (59.2, "60")])
+def test_too_many_names_the_client_and_says_when_to_retry(wait: float, seconds: str) -> None:
+    refusal = too_many("203.0.113.1", Refused(wait))
+    assert refusal.status == 429 and "203.0.113.1" in refusal.error
+    assert refusal.extra == ((b"retry-after", seconds.encode()),)

@@ -35,6 +35,9 @@ class Switched:
                      before: int | None = None) -> list[dict[str, Any]]:
         return await self.store.recent(limit, action=action, before=before)
 
+    async def prune(self, before: float, keep: int) -> int:
+        return await self.store.prune(before, keep)
+
     async def close(self) -> None:
         await self.store.close()
 

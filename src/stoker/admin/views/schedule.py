@@ -18,6 +18,7 @@ PURPOSES: Final[Mapping[str, str]] = {
     "stats_flush": "Write the hit statistics to the store",
     "job_reap": "Delete finished jobs past their keep time",
     "l2_reclaim": "Evict L2 entries past their keep time or over the size limit",
+    "audit_prune": "Delete audit records beyond audit_max_age or audit_max_rows",
 }
 """What each deadline is for, as the page says it."""
 

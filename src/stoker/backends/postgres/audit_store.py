@@ -6,8 +6,9 @@ It satisfies :class:`stoker.proxy.purge.AuditTrail`, as the SQLite store does; w
 recorded (and how often) is decided by its callers (:mod:`stoker.admin.audit`).
 
 Invariants:
-- Rows are only ever appended, stamped with the injected clock's ``now``; every row is
-  also logged on the ``stoker.audit`` logger.  What a row holds, and how many one read
+- Rows are appended, stamped with the injected clock's ``now``, and deleted only by
+  :meth:`PostgresAuditStore.prune` (the retention bound, oldest first, in chunks); every
+  row is also logged on the ``stoker.audit`` logger.  What a row holds, and how many one read
   returns, is :mod:`stoker.backends.audit_records`, shared with SQLite's store.
 - Newest first is the order of the ``id`` identity: the order the inserts ran, on
   whichever node.  Every call is one statement on any connection of the pool.
@@ -35,9 +36,25 @@ WHERE ($1::text IS NULL OR action = $1) AND ($2::bigint IS NULL OR id < $2)
 ORDER BY id DESC LIMIT $3
 """
 
+_DELETE_OLDER: Final = """
+DELETE FROM audit_log WHERE id IN (
+    SELECT id FROM audit_log WHERE at < $1 ORDER BY at LIMIT $2)
+"""
+_DELETE_BEYOND: Final = """
+DELETE FROM audit_log WHERE id IN (
+    SELECT id FROM audit_log WHERE id <= (
+        SELECT id FROM audit_log ORDER BY id DESC OFFSET $1 LIMIT 1)
+    ORDER BY id LIMIT $2)
+"""
+
+
+def deleted(status: str) -> int:
+    """The rows a ``DELETE n`` command status names."""
+    return int(status.rpartition(" ")[2])
+
 
 class PostgresAuditStore:
-    """Append-only audit records on an asyncpg pool.  See the module docstring."""
+    """Audit records on an asyncpg pool, appended and pruned.  See the module docstring."""
 
     def __init__(self, pool: asyncpg.Pool, clock: Clock) -> None:
         self._pool = pool
@@ -68,6 +85,17 @@ class PostgresAuditStore:
         only those older than record ``before``, when given."""
         rows = await self._pool.fetch(_RECENT, action, before, audit_records.capped(limit))
         return [audit_records.record(row) for row in rows]
+
+    async def prune(self, before: float, keep: int) -> int:
+        """Delete the records made before ``before`` and all but the newest ``keep``; how
+        many."""
+        async def older(chunk: int) -> int:
+            return deleted(await self._pool.execute(_DELETE_OLDER, before, chunk))
+
+        async def beyond(chunk: int) -> int:
+            return deleted(await self._pool.execute(_DELETE_BEYOND, keep, chunk))
+
+        return await audit_records.in_chunks(older) + await audit_records.in_chunks(beyond)
 
     async def close(self) -> None:
         """Nothing to release: the pool stays open, it belongs to whoever gave it."""

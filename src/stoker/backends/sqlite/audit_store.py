@@ -5,7 +5,8 @@ It satisfies :class:`stoker.proxy.purge.AuditTrail`; what gets recorded
 (and how often) is decided by its callers (:mod:`stoker.admin.audit`).
 
 Invariants:
-- Rows are only ever appended, stamped with the injected clock's ``now``;
+- Rows are appended, stamped with the injected clock's ``now``, and deleted only by
+  :meth:`SqliteAuditStore.prune` (the retention bound, oldest first, in chunks);
   every row is also logged on the ``stoker.audit`` logger.  What a row holds, and how
   many one read returns, is :mod:`stoker.backends.audit_records`, shared with
   PostgreSQL's store.
@@ -16,7 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from stoker.clock import Clock
 
 
 class SqliteAuditStore:
-    """Append-only audit records.  See the module docstring."""
+    """Audit records, appended and pruned.  See the module docstring."""
 
     def __init__(self, path: Path, clock: Clock) -> None:
         self._clock = clock
@@ -63,6 +64,19 @@ class SqliteAuditStore:
         rows = await self._db.run(lambda conn: conn.execute(
             audit_sql.SELECT_RECENT, (action, before, capped)).fetchall())
         return [audit_records.record(row) for row in rows]
+
+    async def prune(self, before: float, keep: int) -> int:
+        """Delete the records made before ``before`` and all but the newest ``keep``; how
+        many."""
+        def older(chunk: int) -> Awaitable[int]:
+            return self._db.run(lambda conn: conn.execute(
+                audit_sql.DELETE_OLDER, (before, chunk)).rowcount)
+
+        def beyond(chunk: int) -> Awaitable[int]:
+            return self._db.run(lambda conn: conn.execute(
+                audit_sql.DELETE_BEYOND, (keep, chunk)).rowcount)
+
+        return await audit_records.in_chunks(older) + await audit_records.in_chunks(beyond)
 
     async def close(self) -> None:
         """Close the connection and the thread."""

@@ -10,7 +10,10 @@ timeout, so readers never block the writer and a second process waits
 rather than failing; a connection from :func:`connect_reader` cannot write
 and never waits for a lock (busy is an error at once), so a caller on the
 event loop is never held up by another connection; every write transaction
-of a store is :func:`immediate`;
+of a store is :func:`immediate`; a database file :func:`connect` opens is
+created private (:data:`PRIVATE_FILE`, never readable by others for an
+instant), and so are its ``-wal`` and ``-shm`` (SQLite gives them the database's
+mode);
 a migration is recorded in the same transaction that
 applies it, so a crash never leaves one half-applied and recorded.
 """
@@ -36,6 +39,8 @@ from stoker.backends.migrations import Migration, migration_files
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 10_000
+PRIVATE_FILE = 0o600
+"""The mode of every database file: they hold the cache, the audit log and credentials."""
 MIGRATIONS = "stoker.backends.sqlite.migrations"
 """The package holding every component's migrations."""
 
@@ -49,8 +54,20 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 """
 
 
+def make_private(path: Path | str) -> None:
+    """Create the database file ``path`` with :data:`PRIVATE_FILE` if it is missing (its
+    ``-wal`` and ``-shm`` then get that mode from SQLite).  An existing file's mode is left
+    as it is (``stoker serve`` tightens ``data_dir``'s files, never ``stoker check``);
+    ``:memory:`` and URIs are left alone."""
+    name = str(path)
+    if name != ":memory:" and not name.startswith("file:"):
+        os.close(os.open(name, os.O_RDWR | os.O_CREAT, PRIVATE_FILE))
+
+
 def connect(path: Path | str, *, check_same_thread: bool = False) -> sqlite3.Connection:
-    """Open ``path`` in WAL mode, autocommit (explicit ``BEGIN`` where needed)."""
+    """Open ``path`` (private, see :func:`make_private`) in WAL mode, autocommit (explicit
+    ``BEGIN`` where needed)."""
+    make_private(path)
     conn = sqlite3.connect(
         str(path), isolation_level=None, check_same_thread=check_same_thread, timeout=30
     )

@@ -12,6 +12,8 @@ then the cross-field checks its construction runs); an error names the setting.
 from stoker.config.settings.checks import (
     is_loopback_host,
     is_loopback_listen,
+    looser_data_dir,
+    make_data_dir_private,
     refuse_data_dir_under_a_file,
     require_data_dir,
     require_origin,
@@ -32,7 +34,8 @@ from stoker.config.settings.rendering import Described, describe, markdown_table
 __all__ = [
     "DEFAULT_VARIANTS", "ENV_PREFIX", "FIELDS", "Described", "Setting", "Settings",
     "SettingsError", "admin_url", "describe", "find_config", "is_loopback_host",
-    "is_loopback_listen", "load_settings", "markdown_table", "refuse_data_dir_under_a_file",
+    "is_loopback_listen", "load_settings", "looser_data_dir", "make_data_dir_private",
+    "markdown_table", "refuse_data_dir_under_a_file",
     "require_data_dir", "require_origin", "require_safe_admin", "require_tls_files",
     "settings_from", "toml_value",
 ]

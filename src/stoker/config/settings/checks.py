@@ -5,17 +5,31 @@ values alone is checked when a :class:`Settings` is made (``declared.py``).
 
 Invariant: each check returns normally or raises one :class:`SettingsError` naming the
 setting and saying how to fix it; only :func:`require_data_dir` changes the machine
-(it creates ``data_dir``).
+(it creates ``data_dir``, private: :data:`PRIVATE_DIR`), and :func:`make_data_dir_private`
+(what ``stoker serve`` runs, never ``stoker check``) the mode of an existing one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import logging
+import os
+import stat
 import tempfile
+from pathlib import Path
+from typing import Final
 
 from stoker.config.settings.declared import Settings, SettingsError
 
+log = logging.getLogger("stoker")
+
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+PRIVATE_DIR: Final = 0o700
+"""``data_dir``'s mode: it holds the cache, the audit log and the warm credentials."""
+PRIVATE_FILE: Final = 0o600
+"""The mode of the SQLite files in ``data_dir`` (created so by the SQLite backend)."""
+SIDE_FILES: Final = ("", "-wal", "-shm")
 
 
 def require_origin(settings: Settings) -> str:
@@ -34,13 +48,50 @@ def require_data_dir(settings: Settings) -> None:
     path = settings.data_dir
     refuse_data_dir_under_a_file(settings)
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):
             return  # a write works: the database and body files will be written here
     except OSError as error:
         raise SettingsError(f"data_dir: {path} is not usable ({error.strerror or error}); "
                             "make it a directory Stoker may write to, or point data_dir "
                             "elsewhere") from None
+
+
+def open_to_others(mode: int) -> bool:
+    """Whether a permission ``mode`` grants anything to the group or other users.  Pure."""
+    return bool(stat.S_IMODE(mode) & 0o077)
+
+
+def looser_data_dir(path: Path) -> str | None:
+    """What is wrong with an existing ``path``'s mode (``None``: private, or missing).
+    Reads only."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if not open_to_others(mode):
+        return None
+    return (f"mode {stat.S_IMODE(mode):o} lets other users into it (its databases hold "
+            f"the audit log and warm credentials); it should be {PRIVATE_DIR:o}")
+
+
+def make_data_dir_private(settings: Settings) -> None:
+    """Tighten an existing ``data_dir`` this process owns to :data:`PRIVATE_DIR` (a
+    warning says so; one owned by someone else is only warned about), and the SQLite
+    files in it (older ones, made before they were created private) to
+    :data:`PRIVATE_FILE`."""
+    path = settings.data_dir
+    wrong = looser_data_dir(path)
+    if wrong is not None and path.stat().st_uid != os.geteuid():
+        log.warning("data_dir %s: %s, and it is not this user's to change", path, wrong)
+    elif wrong is not None:
+        os.chmod(path, PRIVATE_DIR)
+        log.warning("data_dir %s: %s; made it %o", path, wrong, PRIVATE_DIR)
+    for database in {settings.sqlite_path, settings.cache_path}:
+        for one in (Path(f"{database}{side}") for side in SIDE_FILES):
+            with contextlib.suppress(OSError):  # missing, or another user's: left be
+                if open_to_others(one.stat().st_mode):
+                    os.chmod(one, PRIVATE_FILE)
 
 
 def refuse_data_dir_under_a_file(settings: Settings) -> None:

@@ -28,6 +28,7 @@ from stoker.config.settings.values import (
     override_fields,
     path,
     positive_int,
+    positive_seconds,
     process_count,
     redis_url,
     seconds,
@@ -236,6 +237,17 @@ class Settings:
         43200.0, seconds,
         "How long a dashboard login lasts (the session cookie and its server-side record)",
         default_doc="12h")
+    audit_max_age: float = setting(
+        90 * 86_400.0, positive_seconds,
+        "How long audit-log records are kept (older ones are pruned every few minutes)",
+        doc="How long audit-log records (purges, refused calls, logins: with client "
+            "addresses) are kept; older ones are deleted by a periodic prune",
+        default_doc="90d", reload=True)
+    audit_max_rows: int = setting(
+        100_000, positive_int,
+        "Most audit-log records kept (the oldest beyond are pruned every few minutes)",
+        doc="Most audit-log records kept; the oldest beyond are deleted by the same prune "
+            "(with each record's target bounded, this bounds the log's size)", reload=True)
     trusted_proxies: tuple[str, ...] = setting(
         ("127.0.0.0/8", "::1"), networks,
         "Peers (IPs/CIDRs) whose X-Forwarded-Proto/-For and Forwarded are believed",

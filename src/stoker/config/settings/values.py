@@ -126,6 +126,13 @@ def seconds(value: Any) -> float:
     return parse_duration(value)
 
 
+def positive_seconds(value: Any) -> float:
+    found = parse_duration(value)
+    if found <= 0:
+        raise ValueError(f"expected a duration above 0 such as '90d', got {value!r}")
+    return found
+
+
 def size(value: Any) -> int:
     return parse_size(value)
 
