@@ -2,11 +2,14 @@
 
 The origin sends no cache headers at all, greets a commenter by the name in their
 ``comment_author_*`` cookie and shows a logged-in user (``wordpress_logged_in_*``) the
-admin bar.  Stoker runs with the preset and one rule of the user's
-(``path = "/wp/"``, ``ttl = "10m"``), loaded from ``stoker.toml`` like ``stoker serve``
-does.  What must hold: anonymous pages are cached; a commenter's or an editor's page
-never reaches anyone else, and the shared copy never reaches them; the admin is never
-cached; analytics cookies never reach the origin, consent cookies keep pages shared.
+admin bar; it shows a commenter their held comment at ``?unapproved=…&moderation-hash=…``
+with ``Cache-Control: max-age=600, must-revalidate``, as a site's headers may say.
+Stoker runs with the preset and one rule of the user's (``path = "/wp/"``, ``ttl =
+"10m"``), loaded from ``stoker.toml`` like ``stoker serve`` does.  What must hold:
+anonymous pages are cached; a commenter's or an editor's page never reaches anyone
+else, and the shared copy never reaches them; the admin and a held comment's page are
+never cached; analytics cookies never reach the origin, consent cookies keep pages
+shared.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from stoker.config.settings import load_settings
 CONFIG = 'preset = "wordpress"\n\n[[rule]]\npath = "/wp/"\nttl = "10m"\n'
 ALICE = {"cookie": "comment_author_abc=Alice; comment_author_email_abc=alice%40example.org"}
 EDITOR = {"cookie": "wordpress_logged_in_abc=editor%7C1700000000%7Ctoken"}
+# What WordPress shows at ?unapproved=<id>&moderation-hash=<hash>, where it sends a
+# commenter whose comment awaits moderation (no cookie needed: the hash proves it is theirs).
+HELD = b"<p>Alice (alice@example.org): Your comment is awaiting moderation.</p>"
 
 
 class WordPressLike:
@@ -54,8 +60,13 @@ class WordPressLike:
         self.hits[scope["path"]] += 1
         self.cookies.append(cookie_names(cookie))
         body = self.page(scope["path"], cookie)
+        extra = []
+        if b"unapproved=" in scope["query_string"]:  # the commenter's own held comment
+            body += HELD
+            extra = [(b"cache-control", b"max-age=600, must-revalidate")]
         await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", b"text/html"), (b"content-length", str(len(body)).encode())]})
+            (b"content-type", b"text/html"), (b"content-length", str(len(body)).encode()),
+            *extra]})
         await send({"type": "http.response.body", "body": body})
 
 
@@ -121,3 +132,13 @@ async def test_analytics_cookies_never_reach_the_origin_and_consent_keeps_pages_
     second = await site.client.get("/wp/13", headers={"cookie": "cookie_consent=no"})
     assert site.origin.cookies == [["cookie_consent"]]
     assert "stored" in first.headers["cache-status"] and is_hit(second)
+
+
+async def test_a_commenters_held_comment_page_is_never_shared(site: Site) -> None:
+    held = "/wp/14/?unapproved=9&moderation-hash=5f2c8e"
+    alice = await site.client.get(held)
+    other = await site.client.get(held)
+    assert HELD.decode() in alice.text and HELD.decode() in other.text  # each from WordPress
+    for response in (alice, other):
+        assert "fwd=bypass" in response.headers["cache-status"], response.headers
+    assert site.origin.hits["/wp/14/"] == 2

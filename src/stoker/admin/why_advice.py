@@ -9,12 +9,20 @@ Invariants:
   ``authorization``; a session cookie; a client's ``no-store``) is never advised into
   the cache: its advice is :data:`RIGHT` (it says why not caching is right) or
   :data:`ORIGIN` (what to fix at the origin), with no ``config``.
+- A cookie that matches any preset's personal pattern
+  (:func:`~stoker.config.platform_cookies.is_personal`) is never advised into a list
+  that lets pages be shared across it (``strip_cookies``, ``ignore_cookies``,
+  ``vary_ignore_cookies``): a platform's own (``comment_author_*``, ``woocommerce_*``,
+  ``django_language``, …) gets its platform's ``preset = "…"`` line, which bypasses the
+  cache for it; a session cookie is right not to share.  Another cookie a preset lists
+  as harmless (``csrftoken``, ``wp-settings-*``) gets that preset's line too: its lists
+  know which such cookies must still reach the origin.
 - Only :data:`CHANGE` advice carries ``config``: a ``stoker.toml`` fragment written
   with the project's own keys — a ``[[rule]]`` table (``path``/``host``/``ttl``,
   ``strip_cookies``, ``ignore_cookies``) that :func:`~stoker.config.rules.parse_rules`
   accepts, the lines of such a table to add to the rule that matches the pages (the
-  first rule that matches wins, so a new rule after it would never apply), or a
-  setting (``max_object_bytes``).
+  first rule that matches wins, so a new rule after it would never apply), a
+  ``preset`` line, or a setting (``max_object_bytes``).
 - ``no-freshness`` is grouped by section (a URL's first path segment): a section with
   at least :data:`SECTION_SHARE` of the reason's responses gets a rule for its path
   (at most :data:`SECTIONS_ADVISED`), unless those cover less than half of the
@@ -32,6 +40,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from stoker.config.platform_cookies import platform_cookie
 from stoker.config.presets import ANALYTICS_COOKIES, CONSENT_COOKIES, SESSION_COOKIES, to_toml
 from stoker.config.rules import Rule, match_rule
 from stoker.config.units import format_size
@@ -210,7 +219,7 @@ def _section_rule(section: _Section, rules: Sequence[Rule], named_host: bool) ->
     under = "under" if section.path.endswith("/") else "for"
     said = f"{_pages(section)} {under} {where} had no freshness"
     about = {"path": section.path, "host": section.host}
-    matched = match_rule(rules, section.host, section.path)
+    matched = match_rule(rules, section.host, section.path, "")
     if matched is not None and matched.ttl is not None and matched.ttl.ttl is not None:
         return Advice(CHANGE, f"{said}: the `[[rule]]` that matches them "
                       f"({_describe(matched)}) sets `ttl` now; these figures are older",
@@ -230,7 +239,7 @@ def _catch_all(count: int, rules: Sequence[Rule]) -> Advice:
     config = _rule({"ttl": SUGGESTED_TTL})
     said = f"{_responses(count)} across the site had no freshness"
     catch_all = next((rule for rule in rules if rule.host is None and rule.path is None
-                      and not rule.bypass), None)
+                      and not rule.query_has and not rule.bypass), None)
     if catch_all is not None:
         return Advice(CHANGE, f"{said}: add `ttl = \"{SUGGESTED_TTL}\"` to your `[[rule]]` "
                       "with no path (it matches every page, so a new rule after it would "
@@ -259,7 +268,7 @@ def _matches(name: str, globs: Sequence[str]) -> bool:
 def _first_rule(rows: Sequence[Sequence[Any]], rules: Sequence[Rule]) -> Rule | None:
     """The rule that matches the most counted section (None: no section, or no rule)."""
     sections = _sections(rows[:1])
-    return match_rule(rules, sections[0].host, sections[0].path) if sections else None
+    return match_rule(rules, sections[0].host, sections[0].path, "") if sections else None
 
 
 def _cookie_list(key: str, name: str, rule: Rule | None) -> tuple[str, str]:
@@ -276,6 +285,15 @@ def _cookie(name: str, seen: int, requests: int, rule: Rule | None = None) -> Ad
     said = f"{share:.0%} of requests ({seen}) carried cookie `{name}`" if requests else (
         f"{_requests(seen)} carried cookie `{name}`")
     about = {"cookie": name, "requests": seen, "share": round(share, 4)}
+    platform = platform_cookie(name)
+    if platform is not None and platform.personal:
+        pattern = f" (`{platform.pattern}`)" if platform.pattern != name else ""
+        return Advice(CHANGE, f"{said}: this looks like {platform.title}'s personal cookie "
+                      f"`{name}`{pattern}: the pages it opens belong to one visitor, so it "
+                      "must never be stripped or ignored. Use "
+                      f"`{_inline(platform.config)}`, which sends requests carrying it to "
+                      "the origin and caches the others' pages", platform.config,
+                      {**about, "preset": platform.preset})
     if _matches(name, SESSION_COOKIES):
         return Advice(RIGHT, f"{said}, a session cookie: right not to share the pages it "
                       "opens. Pages the same for everyone can say so at the origin with "
@@ -288,6 +306,11 @@ def _cookie(name: str, seen: int, requests: int, rule: Rule | None = None) -> Ad
         where, config = _cookie_list("ignore_cookies", name, rule)
         return Advice(CHANGE, f"{said}, a consent tool's: add it to `ignore_cookies` "
                       f"{where}", config, about)
+    if platform is not None:
+        return Advice(CHANGE, f"{said}, {platform.title}'s cookie `{name}`, which never "
+                      f"changes a page: use `{_inline(platform.config)}`, which keeps it on "
+                      f"requests and lists it under `{platform.key}`", platform.config,
+                      {**about, "preset": platform.preset})
     return Advice(CHANGE, f"{said}: if it never changes a page, add it to `strip_cookies` "
                   "(it no longer reaches the origin) or `ignore_cookies` (it still does); "
                   "if it opens a session, it is right not to share those pages", None, about)

@@ -6,13 +6,18 @@
 
 Invariants:
 
-- the expansion is, in order: the preset's bypass rules, the user's rules, the
-  preset's catch-all rule (its lifetimes and lists);
+- the expansion is, in order: the preset's query bypass rule (``query_has``: any path,
+  first, so no rule of the user's reopens it), its path bypass rules, the user's rules,
+  the preset's catch-all rule (its lifetimes and lists);
 - the user's own rules win, and cannot open a bypassed path by accident: a preset
   bypass rule comes after the user's rules whose path lies inside it (``/wp-admin/x``
   inside ``/wp-admin``) but before the first user rule that may match more than that
   (no path, a shorter prefix, a glob); it is dropped when such an inside rule for
-  every host has exactly its path; the catch-all is dropped when the user has one;
+  every host and every query has exactly its path; the catch-all is dropped when the
+  user has one (a rule with no host, path or ``query_has``);
+- every cookie a preset's platform uses to tell one visitor from another (a login, a
+  commenter, a cart, a chosen language) is in its ``bypass_cookies``: those are the
+  platform's personal cookies (:mod:`stoker.config.platform_cookies`);
 - every user rule that is not ``bypass`` gets the preset's lists merged in (the
   user's entries first) and its ``ttl``/``swr``/``sie`` where the rule sets none; a
   pattern the user lists under any cookie key is left where the user put it;
@@ -38,7 +43,11 @@ LIFETIME_KEYS = ("ttl", "swr", "sie")
 class Preset:
     """What one platform needs; see the module invariants for how it applies."""
 
+    title: str
+    """The platform's name, as its users write it."""
     bypass_paths: tuple[str, ...]
+    bypass_query: tuple[str, ...]
+    """Query parameter names whose presence makes any page personal (``query_has``)."""
     ignore_query: tuple[str, ...]
     bypass_cookies: tuple[str, ...]
     strip_cookies: tuple[str, ...]
@@ -99,11 +108,13 @@ CMS_LIFETIMES = {"ttl": "10m", "swr": "1m", "sie": "1d"}
 APP_LIFETIMES = {"ttl": "5m", "swr": "1m", "sie": "1d"}
 
 
-def _preset(lifetimes: dict[str, str], *, bypass_paths: Sequence[str] = (),
-            bypass_cookies: Sequence[str] = (), ignore_cookies: Sequence[str] = (),
+def _preset(title: str, lifetimes: dict[str, str], *, bypass_paths: Sequence[str] = (),
+            bypass_query: Sequence[str] = (), bypass_cookies: Sequence[str] = (),
+            ignore_cookies: Sequence[str] = (),
             vary_ignore_cookies: Sequence[str] = ()) -> Preset:
     """A preset: the platform's lists after the ones every preset shares."""
-    return Preset(bypass_paths=tuple(bypass_paths), ignore_query=TRACKING_QUERY,
+    return Preset(title=title, bypass_paths=tuple(bypass_paths),
+                  bypass_query=tuple(bypass_query), ignore_query=TRACKING_QUERY,
                   bypass_cookies=(*bypass_cookies, *SESSION_COOKIES),
                   strip_cookies=ANALYTICS_COOKIES,
                   ignore_cookies=(*ignore_cookies, *CONSENT_COOKIES),
@@ -116,15 +127,24 @@ def _preset(lifetimes: dict[str, str], *, bypass_paths: Sequence[str] = (),
 # password-protected post; comment_author_<hash>, comment_author_email_<hash>,
 # comment_author_url_<hash> pre-fill a commenter's form and show their held comments.
 # wordpress_test_cookie, wp-settings-[time-]<uid> and wp_lang stay after logout and do not
-# change a page.  Previews (?preview=true) need the logged-in cookie, so they bypass by
-# cookie.  /wp-json/ is not bypassed by path: a REST request with auth carries the
-# logged-in cookie (cookie auth, bypassed) or Authorization (application passwords,
-# shared only when the response says public, RFC 9111 §3.5), and anonymous REST GETs
-# are public content worth caching.
+# change a page (WordPress reads wp-settings-<uid> only for a logged-in user:
+# get_all_user_settings() returns nothing without get_current_user_id(), and a logged-in
+# request bypasses by its cookie).  A commenter whose comment awaits moderation is sent
+# to ?unapproved=<id>&moderation-hash=<hash> (wp_get_unapproved_comment_author_email()),
+# which shows them their held comment under their name: those parameters bypass on any
+# path.  Previews (?preview=true, with preview_id/preview_nonce for autosaves) of drafts
+# need the logged-in cookie in core, but plugins show drafts to anonymous visitors with a
+# link (Public Post Preview's ?_ppp=…&preview=true): preview bypasses too, so no draft
+# outlives its link in the cache.  ?replytocom=<id> is the same page for every visitor
+# (the form set to reply to one comment), so it stays cacheable.  /wp-json/ is not
+# bypassed by path: a REST request with auth carries the logged-in cookie (cookie auth,
+# bypassed) or Authorization (application passwords, shared only when the response says
+# public, RFC 9111 §3.5), and anonymous REST GETs are public content worth caching.
 WP_BYPASS_PATHS = ("/wp-admin", "/wp-login.php", "/wp-cron.php", "/xmlrpc.php",
                    "/wp-signup.php", "/wp-activate.php")
+WP_BYPASS_QUERY = ("unapproved", "moderation-hash", "preview")
 WP_BYPASS_COOKIES = ("wordpress_logged_in_*", "wordpress_sec_*", "wp-postpass_*",
-                     "comment_author_*")
+                     "comment_author_*")  # also comment_author_email_*, comment_author_url_*
 WP_IGNORE_COOKIES = ("wordpress_test_cookie", "wp-settings-*", "wp_lang")
 
 # WooCommerce (https://woocommerce.com/document/woocommerce-cookies/): woocommerce_cart_hash,
@@ -143,9 +163,14 @@ WOO_IGNORE_COOKIES = ("store_notice*",)
 # sessionid (in SESSION_COOKIES), CSRF_COOKIE_NAME csrftoken, LOGIN_URL /accounts/login/;
 # the admin is mounted at /admin/ (https://docs.djangoproject.com/en/stable/intro/
 # tutorial01/).  csrftoken reaches Django (forms need it) but never changes a page: every
-# response that renders a token also sets the cookie, and is never stored.  messages and
-# django_language do change a page: no list names them, so Vary: Cookie keeps them apart.
+# response that renders a token also sets the cookie, and is never stored.  Two cookies
+# change a page for one visitor and bypass: django_language (LANGUAGE_COOKIE_NAME, the
+# visitor's chosen language; LocaleMiddleware adds only Vary: Accept-Language, so a copy
+# in that language would be shared with every visitor of the same Accept-Language, and
+# Stoker has no way to vary on one cookie) and messages (django.contrib.messages'
+# CookieStorage: flash messages, which may name the visitor).
 DJANGO_BYPASS_PATHS = ("/admin/", "/accounts/")
+DJANGO_BYPASS_COOKIES = ("django_language", "messages")
 DJANGO_VARY_IGNORE = ("csrftoken",)
 
 # Wagtail (https://docs.wagtail.org/en/stable/getting_started/integrating_into_django.html):
@@ -188,23 +213,28 @@ LARAVEL_BYPASS_COOKIES = ("remember_web_*",)
 LARAVEL_VARY_IGNORE = ("XSRF-TOKEN",)
 
 PRESETS: dict[str, Preset] = {
-    "wordpress": _preset(CMS_LIFETIMES, bypass_paths=WP_BYPASS_PATHS,
-                         bypass_cookies=WP_BYPASS_COOKIES, ignore_cookies=WP_IGNORE_COOKIES),
-    "woocommerce": _preset(CMS_LIFETIMES, bypass_paths=(*WP_BYPASS_PATHS, *WOO_BYPASS_PATHS),
+    "wordpress": _preset("WordPress", CMS_LIFETIMES, bypass_paths=WP_BYPASS_PATHS,
+                         bypass_query=WP_BYPASS_QUERY, bypass_cookies=WP_BYPASS_COOKIES,
+                         ignore_cookies=WP_IGNORE_COOKIES),
+    "woocommerce": _preset("WooCommerce", CMS_LIFETIMES,
+                           bypass_paths=(*WP_BYPASS_PATHS, *WOO_BYPASS_PATHS),
+                           bypass_query=WP_BYPASS_QUERY,
                            bypass_cookies=(*WP_BYPASS_COOKIES, *WOO_BYPASS_COOKIES),
                            ignore_cookies=(*WP_IGNORE_COOKIES, *WOO_IGNORE_COOKIES)),
-    "django": _preset(APP_LIFETIMES, bypass_paths=DJANGO_BYPASS_PATHS,
+    "django": _preset("Django", APP_LIFETIMES, bypass_paths=DJANGO_BYPASS_PATHS,
+                      bypass_cookies=DJANGO_BYPASS_COOKIES,
                       vary_ignore_cookies=DJANGO_VARY_IGNORE),
-    "wagtail": _preset(CMS_LIFETIMES, bypass_paths=WAGTAIL_BYPASS_PATHS,
+    "wagtail": _preset("Wagtail", CMS_LIFETIMES, bypass_paths=WAGTAIL_BYPASS_PATHS,
+                       bypass_cookies=DJANGO_BYPASS_COOKIES,
                        vary_ignore_cookies=DJANGO_VARY_IGNORE),
-    "drupal": _preset(CMS_LIFETIMES, bypass_paths=DRUPAL_BYPASS_PATHS,
+    "drupal": _preset("Drupal", CMS_LIFETIMES, bypass_paths=DRUPAL_BYPASS_PATHS,
                       bypass_cookies=DRUPAL_BYPASS_COOKIES, ignore_cookies=DRUPAL_IGNORE_COOKIES),
-    "rails": _preset(APP_LIFETIMES, bypass_paths=RAILS_BYPASS_PATHS,
+    "rails": _preset("Rails", APP_LIFETIMES, bypass_paths=RAILS_BYPASS_PATHS,
                      bypass_cookies=RAILS_BYPASS_COOKIES),
-    "laravel": _preset(APP_LIFETIMES, bypass_paths=LARAVEL_BYPASS_PATHS,
+    "laravel": _preset("Laravel", APP_LIFETIMES, bypass_paths=LARAVEL_BYPASS_PATHS,
                        bypass_cookies=LARAVEL_BYPASS_COOKIES,
                        vary_ignore_cookies=LARAVEL_VARY_IGNORE),
-    "generic": _preset(APP_LIFETIMES),
+    "generic": _preset("generic", APP_LIFETIMES),
 }
 NAMES = tuple(PRESETS)
 
@@ -269,13 +299,13 @@ def _place(tables: list[Any], bypass_path: str) -> int | None:
         if _inside(table, bypass_path):
             inside.append(index)
     if any(_path(tables[index]) == bypass_path and "host" not in tables[index]
-           for index in inside):
+           and "query_has" not in tables[index] for index in inside):
         return None
     return inside[-1] + 1 if inside else 0
 
 
 def _is_catch_all(table: Any) -> bool:
-    return isinstance(table, dict) and "host" not in table and "path" not in table
+    return isinstance(table, dict) and not {"host", "path", "query_has"} & table.keys()
 
 
 def _merged_user_rule(table: Any, preset: Preset) -> Any:
@@ -293,7 +323,9 @@ def expand(tables: Sequence[Any], name: str) -> list[Any]:
         where = _place(user, path)
         if where is not None:
             slots.setdefault(where, []).append({"path": path, "bypass": True})
-    expanded: list[Any] = [*slots.get(0, [])]
+    query = [{"query_has": list(preset.bypass_query), "bypass": True}] if (
+        preset.bypass_query) else []
+    expanded: list[Any] = [*query, *slots.get(0, [])]
     for number, table in enumerate(user, start=1):
         expanded += [table, *slots.get(number, [])]
     if not any(_is_catch_all(table) for table in tables):

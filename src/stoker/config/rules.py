@@ -2,10 +2,13 @@
 
 Pure: parsing and matching take data and return data.
 
-Invariants: rules are tried in order and the first whose host and path match
-wins; a rule with no ``host`` matches every host and one with no ``path``
-every path; a path containing ``*``, ``?`` or ``[`` is a glob, otherwise a
-prefix.  Cookie patterns are globs matched against cookie *names*.
+Invariants: rules are tried in order and the first whose host, path and query
+match wins; a rule with no ``host`` matches every host, one with no ``path``
+every path and one with no ``query_has`` every query; a path containing ``*``,
+``?`` or ``[`` is a glob, otherwise a prefix.  ``query_has`` matches when the
+query has a parameter whose name (as :func:`query_names` reads it: the origin's
+way) matches one of its globs.  Cookie patterns are globs matched against cookie
+*names*.
 :func:`vary_view` is the request as forwarded, for ``Vary: Cookie``: a cookie
 that never reaches the origin (``strip_cookies``) or that the site says does
 not change the page (``vary_ignore_cookies``) never splits a URL's variants.
@@ -17,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
+from urllib.parse import unquote_plus
 
 from stoker.config.presets import expand, get_preset, merge
 from stoker.config.units import parse_duration
@@ -40,10 +44,14 @@ class Rule:
     vary_ignore_cookies: tuple[str, ...] = ()
     ignore_cookies: tuple[str, ...] = ()
     cache_with_cookies: bool = False
+    query_has: tuple[str, ...] = ()
 
-    def matches(self, host: str, path: str) -> bool:
-        """True when this rule applies to a request for ``host`` + ``path``."""
+    def matches(self, host: str, path: str, query: str) -> bool:
+        """True when this rule applies to a request for ``host`` + ``path`` + ``query``
+        (the raw query string, without ``?``)."""
         if self.host is not None and not fnmatchcase(host.lower(), self.host):
+            return False
+        if self.query_has and not query_has(query, self.query_has):
             return False
         if self.path is None:
             return True
@@ -52,12 +60,37 @@ class Rule:
         return fnmatchcase(path, self.path)
 
 
-def match_rule(rules: Sequence[Rule], host: str, path: str) -> Rule | None:
+def match_rule(rules: Sequence[Rule], host: str, path: str, query: str) -> Rule | None:
     """The first rule matching the request, or ``None``."""
     for rule in rules:
-        if rule.matches(host, path):
+        if rule.matches(host, path, query):
             return rule
     return None
+
+
+def query_names(query: str) -> set[str]:
+    """The names of a query string's parameters, as an origin reads them.
+
+    Members are split on ``&`` (empty ones skipped); a name is what comes before the
+    first ``=`` (``a=1&unapproved`` names ``a`` and ``unapproved``), ``+`` read as a
+    space, percent-decoded as UTF-8 (an invalid sequence replaced, never an error).
+    A name is also given as PHP reads it: leading spaces dropped, and an array's
+    brackets (``unapproved[]``, ``unapproved[x]``) cut off.
+    """
+    names: set[str] = set()
+    for member in query.split("&"):
+        if member:
+            name = unquote_plus(member.split("=", 1)[0], errors="replace")
+            php = name.lstrip(" ")
+            names.update((name, php, php.split("[", 1)[0]))
+    return names
+
+
+def query_has(query: str, patterns: Sequence[str]) -> bool:
+    """True when a parameter name of ``query`` (:func:`query_names`) matches a glob."""
+    if not query:
+        return False
+    return any(fnmatchcase(name, pattern) for name in query_names(query) for pattern in patterns)
 
 
 def cookie_names(cookie_header: str) -> list[str]:
@@ -129,7 +162,7 @@ def vary_view(headers: list[tuple[bytes, bytes]], rule: Rule | None) -> list[tup
 _KEYS = {
     "host", "path", "ttl", "swr", "sie", "override", "bypass", "ignore_query",
     "bypass_cookies", "strip_cookies", "strip_set_cookie", "vary_ignore_cookies",
-    "ignore_cookies", "cache_with_cookies", "preset",
+    "ignore_cookies", "cache_with_cookies", "preset", "query_has",
 }
 
 
@@ -137,6 +170,13 @@ def _strings(raw: Any, where: str, key: str) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
         raise ValueError(f"{where}: {key} must be a list of strings, got {raw!r}")
     return tuple(raw)
+
+
+def _names(raw: Any, where: str, key: str) -> tuple[str, ...]:
+    names = _strings(raw, where, key)
+    if not all(names):
+        raise ValueError(f"{where}: {key} must not hold an empty name, got {raw!r}")
+    return names
 
 
 def _flag(raw: Any, where: str, key: str) -> bool:
@@ -196,6 +236,7 @@ def parse_rule(table: Any, index: int) -> Rule:
         ignore_cookies=_strings(table.get("ignore_cookies", []), where, "ignore_cookies"),
         cache_with_cookies=_flag(table.get("cache_with_cookies", False), where,
                                  "cache_with_cookies"),
+        query_has=_names(table.get("query_has", []), where, "query_has"),
     )
 
 

@@ -227,7 +227,8 @@ class HotPath:
                                     pipeline.config.trusted)
         except BadRequest:
             return None
-        rule = match_rule(pipeline.config.rules, request.host, request.path)
+        rule = match_rule(pipeline.config.rules, request.host, request.path,
+                          request.query)
         primary = None if rule is not None and rule.bypass else pipeline.key_for(request, rule)
         if len(self._memo) >= self._memo_keys:
             self._memo.popitem(last=False)

@@ -295,7 +295,7 @@ class Pipeline:
 
     async def _produce(self, request: RequestInfo, body: AsyncIterator[bytes],
                        sink: ReplySink) -> None:
-        rule = match_rule(self.config.rules, request.host, request.path)
+        rule = match_rule(self.config.rules, request.host, request.path, request.query)
         try:
             await self._route(request, rule, body, sink)
         except BadRequest as error:  # its body could not be read: nothing was forwarded
@@ -419,7 +419,7 @@ class Pipeline:
         """The primary key a GET of the absolute ``url`` would use (purges, invalidation)."""
         parts = urlsplit(url)
         host, path = parts.netloc.lower(), parts.path or "/"
-        rule = match_rule(self.config.rules, host, path)
+        rule = match_rule(self.config.rules, host, path, parts.query)
         return self.key_for_parts(parts.scheme, host, path, parts.query, rule)
 
     async def _purge(self, request: RequestInfo, sink: ReplySink) -> None:
@@ -707,7 +707,7 @@ class Pipeline:
         Runs before the response starts; the purge list's mark stops a fetch already
         in flight from storing the old representation afterwards.
         """
-        rule = match_rule(self.config.rules, request.host, request.path)
+        rule = match_rule(self.config.rules, request.host, request.path, request.query)
         keys = [self.key_for(request, rule)]
         host = normalise_host(request.scheme, request.host)
         for name in (b"location", b"content-location"):

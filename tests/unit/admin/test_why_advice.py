@@ -20,7 +20,8 @@ from stoker.admin.why_advice import (
     advise,
     chosen_sections,
 )
-from stoker.config.rules import match_rule, parse_rules
+from stoker.config.platform_cookies import PERSONAL_COOKIES, is_personal
+from stoker.config.rules import has_cookie, match_rule, parse_rules
 from stoker.config.settings import FIELDS, settings_from
 
 SITE = "https://www.example.com"
@@ -147,6 +148,48 @@ def test_a_cookie_goes_in_the_list_of_the_rule_that_matches_its_pages() -> None:
     elsewhere = only(advise(figures("cookie", 5, {"_ga": 5}, [[f"{SITE}/shop/", 5, 0, 2]]),
                             Site(rules, requests=10)))
     assert elsewhere.config == '[[rule]]\nstrip_cookies = ["_ga"]\n'
+
+
+# Cookies a platform tells one visitor from another by, as a naive config (no preset)
+# sees them: the advice once said "add it to `strip_cookies` … or `ignore_cookies`" for
+# each, and following it served a commenter's name and e-mail to everyone.
+PLATFORM_PERSONAL = [
+    ("wordpress_logged_in_5f2c", "wordpress"), ("wordpress_sec_5f2c", "wordpress"),
+    ("comment_author_5f2c", "wordpress"), ("comment_author_email_5f2c", "wordpress"),
+    ("comment_author_url_5f2c", "wordpress"), ("wp-postpass_5f2c", "wordpress"),
+    ("woocommerce_items_in_cart", "woocommerce"), ("woocommerce_cart_hash", "woocommerce"),
+    ("wp_woocommerce_session_5f2c", "woocommerce"), ("django_language", "django"),
+    ("messages", "django"), ("Drupal.visitor.name", "drupal"),
+    ("remember_user_token", "rails"), ("remember_web_59ba36", "laravel"),
+]
+
+
+@pytest.mark.parametrize(("name", "preset"), PLATFORM_PERSONAL)
+def test_a_platforms_personal_cookie_gets_its_preset_never_a_list_that_shares(
+        name: str, preset: str) -> None:
+    advice = only(advise(figures("cookie", 30, {name: 30}), Site(requests=100)))
+    assert "strip_cookies" not in advice.text and "ignore_cookies" not in advice.text
+    assert "this looks like" in advice.text and f"personal cookie `{name}`" in advice.text
+    assert (advice.kind, advice.config) == (CHANGE, f'preset = "{preset}"\n')
+    assert advice.about["preset"] == preset
+    applied = settings_from({"origin": "http://127.0.0.1:1",
+                             **tomllib.loads(advice.config)}).rules
+    assert all(has_cookie(f"{name}=1", rule.bypass_cookies) for rule in applied
+               if not rule.bypass)  # following the advice sends it to the origin
+
+
+@pytest.mark.parametrize(("name", "preset", "key"), [
+    ("csrftoken", "django", "vary_ignore_cookies"), ("XSRF-TOKEN", "laravel",
+                                                     "vary_ignore_cookies"),
+    ("wp-settings-1", "wordpress", "ignore_cookies"),
+    ("wordpress_test_cookie", "wordpress", "ignore_cookies"),
+])
+def test_a_platforms_harmless_cookie_gets_its_preset_which_keeps_it_on_requests(
+        name: str, preset: str, key: str) -> None:
+    advice = only(advise(figures("cookie", 30, {name: 30}), Site(requests=100)))
+    assert (advice.kind, advice.config) == (CHANGE, f'preset = "{preset}"\n')
+    assert f"keeps it on requests and lists it under `{key}`" in advice.text
+    assert "strip_cookies" not in advice.text  # a stripped csrftoken breaks every form
 
 
 def test_cookies_come_most_frequent_first() -> None:
@@ -283,4 +326,40 @@ def test_a_rule_advised_for_a_section_matches_it(count: int, rows: list[list[Any
             Site(rules))
         if advice.config and advice.config.startswith("[[rule]]"):
             [rule] = parse_rules(tomllib.loads(advice.config)["rule"])
-            assert match_rule([rule], section.host, section.path) is rule
+            assert match_rule([rule], section.host, section.path, "") is rule
+
+
+SHARING_KEYS = ("strip_cookies", "ignore_cookies", "vary_ignore_cookies")
+
+
+def filled(pattern: str, fills: list[str]) -> str:
+    """``pattern`` with each ``*`` replaced by one of ``fills``."""
+    first, *rest = pattern.split("*")
+    return first + "".join(fill + part for fill, part in zip(fills, rest, strict=False))
+
+
+personal_names = st.builds(filled, st.sampled_from([pattern for pattern, _ in PERSONAL_COOKIES]),
+                           st.lists(names, min_size=3, max_size=3))
+cookie_rule_lists = st.lists(st.fixed_dictionaries({}, optional={
+    "path": paths, "ttl": st.just("1m"), "bypass": st.booleans(),
+    "strip_cookies": st.just(["_ga*"]), "ignore_cookies": st.just(["consent"]),
+    "vary_ignore_cookies": st.just(["csrftoken"])}), max_size=3).map(parse_rules)
+
+
+@given(st.lists(personal_names, min_size=1, max_size=4, unique=True), section_rows,
+       cookie_rule_lists, st.integers(min_value=0, max_value=1000))
+def test_no_advice_lets_a_personal_cookie_share_pages(cookies: list[str],
+                                                      rows: list[list[Any]],
+                                                      rules: tuple[Any, ...],
+                                                      requests: int) -> None:
+    assert all(is_personal(name) for name in cookies)
+    found = figures("cookie", len(cookies), dict.fromkeys(cookies, 1), rows)
+    for item in advise(found, Site(rules, requests)):
+        name = item.about["cookie"]
+        assert not any(key in item.text for key in SHARING_KEYS), item.text
+        if item.config is None:
+            continue
+        parsed = tomllib.loads(item.config)
+        tables = parsed.get("rule", [parsed])
+        assert not any(has_cookie(f"{name}=1", table.get(key, [])) for table in tables
+                       for key in SHARING_KEYS), item.config
