@@ -10,6 +10,9 @@ Invariants:
   If-Modified-Since is compared with Last-Modified, or with the stored
   ``Date`` when there is no Last-Modified (RFC 9110 §13.1.3); a present but
   invalid Last-Modified does not fall back to Date.
+- :func:`precondition_failed` implements steps 1-2 (If-Match, then
+  If-Unmodified-Since only without it): a hit that fails them gets 412 before
+  steps 3-4 are looked at.  It never raises on malformed input.
 - :func:`revalidation_headers` never emits a value containing CR, LF or NUL
   (a stored validator cannot smuggle a header into the origin request).
 - :func:`merge_not_modified` never lets the 304 change the framing or coding
@@ -57,12 +60,19 @@ def parse_etag_list(value: str) -> tuple[list[str], bool]:
     """Parse an If-None-Match / If-Match value into opaque tags (RFC 9110 §8.8.3).
 
     Returns ``(opaque_tags, any)`` where ``any`` is True for ``*``.  Weakness
-    prefixes are dropped (only weak comparison is used here); quotes are
-    removed.  Leniently, an unquoted member is taken whole as an opaque tag.
+    prefixes are dropped (for weak comparison); quotes are removed.  Leniently, an
+    unquoted member is taken whole as an opaque tag.
     """
+    members, any_tag = parse_entity_tags(value)
+    return [tag for _, tag in members], any_tag
+
+
+def parse_entity_tags(value: str) -> tuple[list[tuple[bool, str]], bool]:
+    """:func:`parse_etag_list` keeping each member's weakness: ``((weak, opaque_tag)
+    ..., any)``; an unquoted member counts as weak (it is no strong validator)."""
     if value.strip(" \t") == "*":
         return [], True
-    tags: list[str] = []
+    tags: list[tuple[bool, str]] = []
     index = 0
     length = len(value)
     while index < length:
@@ -70,13 +80,14 @@ def parse_etag_list(value: str) -> tuple[list[str], bool]:
             index += 1
         if index >= length:
             break
-        if value.startswith("W/", index):
+        weak = value.startswith("W/", index)
+        if weak:
             index += 2
         if index < length and value[index] == '"':
             end = value.find('"', index + 1)
             if end == -1:  # unterminated: malformed, matches nothing
                 break
-            tags.append(value[index + 1 : end])
+            tags.append((weak, value[index + 1 : end]))
             index = end + 1
         else:
             end = value.find(",", index)
@@ -85,7 +96,7 @@ def parse_etag_list(value: str) -> tuple[list[str], bool]:
             if member == "*":
                 return [], True
             if member:
-                tags.append(member)
+                tags.append((True, member))
             index = end
         # Skip anything up to the next list separator.
         while index < length and value[index] != ",":
@@ -137,6 +148,39 @@ def should_answer_not_modified(
     if since is None or modified is None:
         return False
     return modified <= since
+
+
+def precondition_failed(
+    request_headers: HeaderInput, *, etag: str | None, last_modified: str | None,
+) -> bool:
+    """True when a GET/HEAD answered from a stored 2xx response with these validators
+    must get ``412`` (RFC 9110 §13.2.2 steps 1-2, as nginx evaluates them on cached
+    responses; RFC 9111 §4.3.2 leaves them to the origin, which a cache hit never asks).
+
+    If-Match, when present, decides alone: ``*`` holds (a current representation is
+    stored), else it holds only when a member matches the stored ETag by strong
+    comparison (RFC 9110 §8.8.3.2: neither weak, same opaque tag), so a weak or missing
+    stored ETag fails it.  Without If-Match, If-Unmodified-Since fails when
+    Last-Modified is later than its date; an invalid or multi-valued date, or no valid
+    Last-Modified, is ignored (§13.1.4).  Never raises on malformed input.
+    """
+    if_match = get_joined(request_headers, b"if-match")
+    if if_match is not None:
+        tags, any_tag = parse_entity_tags(if_match)
+        if any_tag:
+            return False
+        if etag is None or etag.lstrip(" \t").startswith("W/"):
+            return True
+        stored = opaque_tag(etag)
+        return not any(not weak and tag == stored for weak, tag in tags)
+    if_unmodified_since = get_all(request_headers, b"if-unmodified-since")
+    if len(if_unmodified_since) != 1:
+        return False
+    since = parse_http_date(if_unmodified_since[0])
+    modified = parse_http_date(last_modified) if last_modified is not None else None
+    if since is None or modified is None:
+        return False
+    return modified > since
 
 
 def _safe_value(value: str) -> bytes | None:

@@ -5,7 +5,8 @@ Invariants: a HEAD's reply is sent without its body (a streamed one is closed un
 a reply's body is sent at the pace ``send`` takes it and its stream is closed however the
 sending ends; a client gone away (``send`` raises) ends the sending quietly; a body
 stream that raises leaves the response unended, so the server drops the connection
-rather than pass a truncated body off as whole; a refusal's reply on HTTP/1 says
+rather than pass a truncated body off as whole (its head sent first, even with no body
+byte yet: the client sees what Stoker's own front sends, never a server's 500); a refusal's reply on HTTP/1 says
 ``Connection: close``.
 """
 
@@ -53,11 +54,18 @@ async def send_reply(send: Send, reply: Reply, *, head: bool, http1: bool) -> No
                         "body": b"" if head or not isinstance(body, bytes) else body,
                         "more_body": False})
             return
-        async for piece in body:
-            await send({"type": "http.response.body", "body": piece, "more_body": True})
+        sent = False
+        try:
+            async for piece in body:
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
+                sent = True
+        except OriginError:  # the body broke off: the head goes out (a server that holds it
+            if not sent:     # until a body message, granian, would answer 500 instead)
+                await send({"type": "http.response.body", "body": b"", "more_body": True})
+            return  # unended: the server drops the connection
         await send({"type": "http.response.body", "body": b"", "more_body": False})
-    except (OSError, RuntimeError, OriginError):  # the client went away, or the body broke
-        return  # off: unended, the server drops the connection
+    except (OSError, RuntimeError):  # the client went away
+        return
     finally:
         if not isinstance(body, bytes):
             await body.aclose()

@@ -185,14 +185,22 @@ def feed_for(sink: ReplySink, status: int, headers: Sequence[tuple[bytes, bytes]
              directory: Path, *, length: int | None, hold_last: bool = False) -> Feed:
     """A :class:`WholeReply` for a body declared to fit in :data:`MEMORY` (most pages: a
     task and a buffer would cost more than they save), else a :class:`ClientFeed`."""
-    if length is not None and length <= MEMORY:
+    if sends_whole(length):
         return WholeReply(sink, status, headers)
     return ClientFeed(sink, status, headers, directory, hold_last=hold_last)
 
 
+def sends_whole(length: int | None) -> bool:
+    """Whether :func:`feed_for` keeps a body of declared ``length`` whole and sends its
+    response only once the origin is done (so what the body came to is known before the
+    head goes out)."""
+    return length is not None and length <= MEMORY
+
+
 class WholeReply:
     """A :class:`Feed` that keeps the whole body (small: its length is known) and sends the
-    response when :meth:`finished` is awaited, after the origin is done with; an origin
+    response when :meth:`finished` is awaited, after the origin is done with (its head is
+    ``headers`` as they are then: fields added to the list meanwhile go with it); an origin
     that broke off is raised there with nothing sent (the pipeline answers 502)."""
 
     def __init__(self, sink: ReplySink, status: int,

@@ -6,6 +6,11 @@ Invariants:
   is not stored is passed through and never shared with collapsed followers.
 - A stored body is complete: a body broken off by the origin, or larger than
   ``max_object_bytes``, is discarded, never stored.
+- ``Cache-Status`` never says ``stored`` for a response that was not: a body kept
+  whole before its head is sent (declared to fit in memory) gets the header of what
+  happened; a streamed one's head goes out before that is known and says ``fwd``
+  without ``stored`` (its :class:`~stoker.cache.outcome.Outcome` says ``stored``, and
+  is corrected should the store fail).
 - Storing never fails the client: a body over ``max_object_bytes`` or a disk
   error while spooling or saving it drops the stored copy (logged once) while
   the client gets the whole response; the client's response ends before the
@@ -66,7 +71,7 @@ from stoker.http.encoding import IDENTITY, compressible, stored_coding, weakened
 from stoker.http.headers import content_length, get_header, set_cookie_names, vary_names
 from stoker.http.keys import variant_of, variants_to_drop
 from stoker.http.policy import RuleTTL, StaleDefaults, StorageDecision, decide_storage
-from stoker.proxy.client_feed import Feed, feed_for, relay
+from stoker.proxy.client_feed import Feed, feed_for, relay, sends_whole
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers, stored_headers
 from stoker.proxy.origin import OriginClient, OriginError, OriginResponse, error_status
 from stoker.proxy.origin_health import FAILING_STATUSES
@@ -255,15 +260,24 @@ class Fetcher:
         (:func:`~stoker.proxy.client_feed.feed_for`); the stored entry or why it was not
         stored.  The origin
         response is closed (its slot free) before the client is waited for."""
-        feed = None if fetch.sink is None else feed_for(
-            fetch.sink, response.status,
-            self._stored_response_headers(fetch.sink, fetch, response, decision),
-            self._bodies.directory, length=content_length(response.headers), hold_last=True)
+        sink, length = fetch.sink, content_length(response.headers)
+        outcome = Outcome(Kind.MISS, fwd=fetch.fwd, fwd_status=response.status, stored=True,
+                          ttl=decision.fresh_for - decision.initial_age)
+        feed, headers = None, []
+        if sink is not None:
+            headers = self._stored_response_headers(fetch, response, decision)
+            if not sends_whole(length):  # the head goes now: stored is not known yet
+                headers.append(sink.stamp(outcome, shown=replace(outcome, stored=False)))
+            feed = feed_for(sink, response.status, headers, self._bodies.directory,
+                            length=length, hold_last=True)
         try:
             stored = await self._read_and_store(fetch, response, decision, response_time,
                                                 since, feed)
             await response.close()
-            if feed is not None:
+            if sink is not None and feed is not None:
+                if sends_whole(length):  # its head goes out with the body: say what happened
+                    headers.append(sink.stamp(
+                        outcome.not_stored(stored) if isinstance(stored, str) else outcome))
                 await feed.finished()
             return stored
         finally:
@@ -309,15 +323,12 @@ class Fetcher:
                       size: int) -> bool:
         return self.config.compress and compressible(status, headers, size)
 
-    def _stored_response_headers(self, sink: ReplySink, fetch: Fetch,
-                                 response: OriginResponse,
+    def _stored_response_headers(self, fetch: Fetch, response: OriginResponse,
                                  decision: StorageDecision) -> list[tuple[bytes, bytes]]:
+        """The client's fields of a response to be stored (its ``Cache-Status`` aside)."""
         headers = client_response_headers(response.headers, self.config.hidden_headers)
         if decision.strip_set_cookie:
             headers = [(k, v) for k, v in headers if k != b"set-cookie"]
-        headers.append(sink.stamp(Outcome(Kind.MISS, fwd=fetch.fwd, fwd_status=response.status,
-                                          stored=True,
-                                          ttl=decision.fresh_for - decision.initial_age)))
         return headers
 
     async def _save(self, fetch: Fetch, built: CacheEntry, since: int) -> CacheEntry | str:

@@ -63,10 +63,11 @@ FAST_HIT = Outcome(Kind.HIT)
 HIT_COUNTED: Final = (Kind.HIT.value, "", False)
 """A visitor's hit, as :attr:`Pipeline.outcomes` counts it."""
 
-# Any of these makes a request need the full pipeline (bypass, revalidation, 304s; a
+# Any of these makes a request need the full pipeline (bypass, revalidation, 304s, 412s; a
 # Transfer-Encoding the pipeline may refuse, HTTP/1.0's).
 SLOW_HEADERS = frozenset({b"authorization", b"cookie", b"cache-control", b"pragma",
-                          b"if-none-match", b"if-modified-since", b"range", b"if-range",
+                          b"if-none-match", b"if-modified-since", b"if-match",
+                          b"if-unmodified-since", b"range", b"if-range",
                           b"transfer-encoding"})
 FORWARDING_HEADERS = frozenset({b"x-forwarded-proto", b"forwarded"})
 

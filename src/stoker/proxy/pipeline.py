@@ -114,7 +114,11 @@ from stoker.config.rules import (
 )
 from stoker.config.settings import Settings
 from stoker.http.cache_control import parse_cache_control
-from stoker.http.conditional import not_modified_headers, should_answer_not_modified
+from stoker.http.conditional import (
+    not_modified_headers,
+    precondition_failed,
+    should_answer_not_modified,
+)
 from stoker.http.encoding import IDENTITY, choose_encoding
 from stoker.http.forwarded import TrustedProxies
 from stoker.http.headers import get_header, get_joined, without
@@ -150,7 +154,7 @@ _FAILURES = {504: ("origin timed out", "origin-timeout"),
 PurgeMethodHandler = Callable[[RequestInfo, ReplySink], Awaitable[None]]
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
-CONDITIONALS = (b"if-none-match", b"if-modified-since")
+CONDITIONALS = (b"if-none-match", b"if-modified-since", b"if-match", b"if-unmodified-since")
 SHAREABLE = frozenset({"stored", "refreshed", "stale"})
 
 
@@ -610,14 +614,21 @@ class Pipeline:
                      now: float, outcome: Outcome) -> bool:
         """Answer from ``entry``; False (nothing sent) if its body file has vanished.
 
-        Order of RFC 9110 §13.2.2: a conditional GET/HEAD may get 304, then a
-        GET's Range may get 206 or 416 (:func:`decide_range`), else the 200.
+        Order of RFC 9110 §13.2.2: a GET/HEAD whose If-Match or If-Unmodified-Since
+        fails gets 412, then a conditional one may get 304, then a GET's Range may get
+        206 or 416 (:func:`decide_range`), else the 200.
         """
         if wants_coding(request.headers, entry):
             entry = await self.codings.coded(entry)
         entry = served_form(request.headers, entry)
         extra = ((b"age", str(int(entry.age(now))).encode()), sink.stamp(outcome))
-        if entry.status == 200 and _has_conditional(request.headers) and (
+        conditional = _has_conditional(request.headers)
+        if conditional and 200 <= entry.status < 300 and precondition_failed(
+                request.headers, etag=entry.etag, last_modified=entry.last_modified):
+            headers, body = error_response(412, "Precondition Failed", extra)
+            sink.whole(412, headers, body, entry=entry)
+            return True
+        if entry.status == 200 and conditional and (
                 should_answer_not_modified(request.headers, etag=entry.etag,
                                            last_modified=entry.last_modified,
                                            date=_text(get_header(entry.headers, b"date")))):

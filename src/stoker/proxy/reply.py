@@ -9,8 +9,9 @@ The core (:meth:`~stoker.proxy.pipeline.Pipeline.serve`) writes each response in
 Invariants: a sink gives exactly one reply; every reply carries this proxy's ``Via``
 (RFC 9110 §7.6.3) and a ``Cache-Status``: the one :meth:`ReplySink.stamp` made for its
 outcome, else :data:`~stoker.cache.outcome.GENERATED`'s; a reply's ``outcome`` is final
-once its body has ended (a response first sent as stored that then fails to store is
-corrected).  Whoever takes a reply with a streamed body iterates it to its end or
+once its body has ended (a response first counted as stored that then fails to store is
+corrected); its ``Cache-Status`` never claims more than was known when the head was
+sent (``stored`` only for a response stored before its head went out).  Whoever takes a reply with a streamed body iterates it to its end or
 closes it (``aclose``): a body left neither holds its producer until the producer's
 request is cancelled.  A body stream that raises has not ended: its response must not
 be passed off as whole (the connection is dropped).  Error responses from Stoker itself
@@ -106,10 +107,13 @@ class ReplySink:
         if self._reply is not None:
             self._reply.outcome = outcome
 
-    def stamp(self, outcome: Outcome) -> Header:
-        """The ``Cache-Status`` field for ``outcome``, now this response's outcome."""
+    def stamp(self, outcome: Outcome, *, shown: Outcome | None = None) -> Header:
+        """The ``Cache-Status`` field for ``outcome``, now this response's outcome; for
+        ``shown`` instead when given: what the header may claim when it goes out before
+        ``outcome`` is known true (a streamed miss is not yet stored when its head is
+        sent, so its header never says ``stored``)."""
         self.outcome = outcome
-        return (b"cache-status", outcome.cache_status(self._name))
+        return (b"cache-status", (shown or outcome).cache_status(self._name))
 
     def whole(self, status: int, headers: Sequence[Header], body: bytes, *,
               entry: CacheEntry | None = None, extra: Sequence[Header] = (),
