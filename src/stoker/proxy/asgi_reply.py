@@ -6,8 +6,8 @@ a reply's body is sent at the pace ``send`` takes it and its stream is closed ho
 sending ends; a client gone away (``send`` raises) ends the sending quietly; a body
 stream that raises leaves the response unended, so the server drops the connection
 rather than pass a truncated body off as whole (its head sent first, even with no body
-byte yet: the client sees what Stoker's own front sends, never a server's 500); a refusal's reply on HTTP/1 says
-``Connection: close``.
+byte yet: the client sees what Stoker's own front sends, never a server's 500); a
+refusal's reply on HTTP/1 says ``Connection: close``.
 """
 
 from __future__ import annotations

@@ -11,11 +11,12 @@ Invariants: a sink gives exactly one reply; every reply carries this proxy's ``V
 outcome, else :data:`~stoker.cache.outcome.GENERATED`'s; a reply's ``outcome`` is final
 once its body has ended (a response first counted as stored that then fails to store is
 corrected); its ``Cache-Status`` never claims more than was known when the head was
-sent (``stored`` only for a response stored before its head went out).  Whoever takes a reply with a streamed body iterates it to its end or
-closes it (``aclose``): a body left neither holds its producer until the producer's
-request is cancelled.  A body stream that raises has not ended: its response must not
-be passed off as whole (the connection is dropped).  Error responses from Stoker itself
-are never cacheable downstream.
+sent (``stored`` only for a response stored before its head went out).  Whoever
+takes a reply with a streamed body iterates it to its end or closes it (``aclose``): a
+body left neither holds its producer until the producer's request is cancelled.  A body
+stream that raises has not ended: its response must not be passed off as whole (the
+connection is dropped).  Error responses from Stoker itself are never cacheable
+downstream.
 """
 
 from __future__ import annotations
