@@ -154,7 +154,8 @@ async def test_a_decoded_body_over_max_object_bytes_is_not_stored(
         origin: Origin, tmp_path: Path) -> None:
     bomb = gzip.compress(b"\0" * (8 * 1024 * 1024))  # 8 MiB decoded, 8 KiB sent
     origin.app.set("/bomb", headers=[*HTML, ("content-encoding", "gzip")], body=bomb)
-    async with running_proxy(origin.url, tmp_path / "data", max_object_bytes="1MiB") as proxy:
+    async with running_proxy(origin.url, tmp_path / "data", max_object_bytes="1MiB",
+                             max_expansion_ratio="100000") as proxy:  # (it would stop first)
         _, body = await _raw(proxy, "/bomb", **{"accept-encoding": "gzip"})
         again, _ = await _raw(proxy, "/bomb", **{"accept-encoding": "gzip"})
     assert body == bomb and "fwd=uri-miss" in again.headers["cache-status"]

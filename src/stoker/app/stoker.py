@@ -51,6 +51,7 @@ from stoker.config.settings import (
     require_data_dir,
     require_origin,
 )
+from stoker.http.decoding import DecodeBound
 from stoker.http.forwarded import TrustedProxies
 from stoker.http.policy import StaleDefaults
 from stoker.proxy.fetch import FetchConfig, Fetcher
@@ -86,6 +87,7 @@ def fetch_config(settings: Settings) -> FetchConfig:
                                keep=settings.keep),
         body_file_threshold=largest if settings.l2_url else settings.body_file_threshold,
         max_object_bytes=largest,
+        decoding=DecodeBound(settings.max_decoded_body, settings.max_expansion_ratio),
         tag_headers=tag_headers,
         hidden_headers=frozenset(tag_headers) if settings.strip_tag_headers else frozenset(),
         max_variants=settings.max_variants,

@@ -15,8 +15,9 @@ Invariants:
   hop-by-hop fields, no ``Age`` (computed when served).
 - ``encoded`` holds the compressed forms of an inline ``body``
   (:mod:`stoker.http.encoding`), best first, made once, when a client first
-  accepts a coding; until then ``codings_due`` says they may be made.  Bodies
-  kept in files have none and are never due.  An entry whose forms are made
+  accepts a coding; until then ``codings_due`` says they may be made.  A body
+  kept in a file is never due; it may hold one form, inline: the origin's own
+  coded bytes it was decoded from (:mod:`stoker.proxy.fetch`).  An entry whose forms are made
   or due is served by negotiation: :meth:`CacheEntry.served` is the form sent
   for one coding (its headers, ``Vary: Accept-Encoding`` included, and ETag
   per :func:`~stoker.http.encoding.served_headers`), computed once per entry
@@ -89,7 +90,8 @@ class CacheEntry:
     stale_ok: bool = False
     """The response may be served stale (no must-revalidate, proxy-revalidate, no-cache)."""
     encoded: Encoded = ()
-    """Compressed forms of ``body``, e.g. ``(("br", ...), ("gzip", ...))``, best first."""
+    """Compressed forms of the body, e.g. ``(("br", ...), ("gzip", ...))``, best first
+    (always inline, even for a body kept in a file)."""
     codings_due: bool = False
     """``body`` is compressible (and compression on) but ``encoded`` is not made yet."""
     _forms: dict[str, CacheEntry] | None = field(default=None, init=False, repr=False,
@@ -115,6 +117,8 @@ class CacheEntry:
             body = dict(self.encoded)[coding] if coding != IDENTITY else self.body
             form = CacheEntry(*_FIELDS(self))
             form.body = body
+            if coding != IDENTITY:  # a coded form is inline, whatever the identity body is
+                form.body_file = None
             form.body_size = len(body) if body is not None else self.body_size
             form.headers = served_headers(self.headers, coding, form.body_size)
             form.etag = coded_etag(self.etag, coding) if self.etag is not None else None

@@ -14,18 +14,41 @@ Invariants:
   stream that stops inside its last gzip member or br stream raises it from
   :meth:`Decoder.end`.  An empty body is an empty identity body.
 - gzip bodies of several members (RFC 1952 §2.2) decode to their concatenation.
+- :class:`DecodeBound` is the bound a caller stops at: a size, and an expansion ratio
+  (decoded over coded bytes so far) looked at past :data:`RATIO_FLOOR`.
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import brotli
 
 STEP = 65536
 """Most bytes one decoded piece holds."""
 GZIP_WBITS = 16 + zlib.MAX_WBITS
+
+
+RATIO_FLOOR = 1024 * 1024
+"""Decoded bytes below which :meth:`DecodeBound.passed` never looks at the ratio: a
+small body's first pieces may expand far more than the whole does."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeBound:
+    """How far a coded body may be decoded for storing: ``max_size`` decoded bytes, and
+    ``max_ratio`` times the coded bytes read so far once past :data:`RATIO_FLOOR`."""
+
+    max_size: int
+    max_ratio: int
+
+    def passed(self, decoded: int, coded: int) -> bool:
+        """Whether ``decoded`` bytes out of ``coded`` bytes read pass the bound (then the
+        body is kept as it came and decoding stops: a bomb costs its bound, no more)."""
+        return decoded > self.max_size or (
+            decoded > RATIO_FLOOR and decoded > self.max_ratio * max(coded, 1))
 
 
 class CorruptBody(ValueError):
@@ -38,7 +61,8 @@ class Decoder:
     def __init__(self, coding: str) -> None:
         if coding not in ("gzip", "br"):
             raise ValueError(f"cannot decode content coding {coding!r}")
-        self._coding = coding
+        self.coding = coding
+        """The content coding decoded."""
         self._gzip = zlib.decompressobj(GZIP_WBITS)
         self._br = brotli.Decompressor()
         self._open = False
@@ -47,17 +71,17 @@ class Decoder:
     def feed(self, data: bytes) -> Iterator[bytes]:
         """The decoded pieces of the next ``data`` bytes of the body."""
         try:
-            if self._coding == "gzip":
+            if self.coding == "gzip":
                 yield from self._feed_gzip(data)
             else:
                 yield from self._feed_br(data)
         except (zlib.error, brotli.error) as error:
-            raise CorruptBody(f"invalid {self._coding} data: {error}") from error
+            raise CorruptBody(f"invalid {self.coding} data: {error}") from error
 
     def end(self) -> None:
         """The body has ended: raise :class:`CorruptBody` unless its coding ended too."""
         if self._open:
-            raise CorruptBody(f"the {self._coding} data stops before its end")
+            raise CorruptBody(f"the {self.coding} data stops before its end")
 
     def _feed_gzip(self, data: bytes) -> Iterator[bytes]:
         while True:

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from stoker.cache.bodies import BodySpool, BodyStore
@@ -66,8 +66,8 @@ from stoker.cache.store import EntryRef
 from stoker.cache.tags import tags_from_headers
 from stoker.clock import Clock
 from stoker.http.conditional import merge_not_modified, revalidation_headers
-from stoker.http.decoding import CorruptBody, Decoder
-from stoker.http.encoding import IDENTITY, compressible, stored_coding, weakened
+from stoker.http.decoding import CorruptBody, DecodeBound, Decoder
+from stoker.http.encoding import IDENTITY, Encoded, compressible, stored_coding, weakened
 from stoker.http.headers import content_length, get_header, set_cookie_names, vary_names
 from stoker.http.keys import variant_of, variants_to_drop
 from stoker.http.policy import RuleTTL, StaleDefaults, StorageDecision, decide_storage
@@ -94,6 +94,9 @@ class FetchConfig:
     defaults: StaleDefaults
     body_file_threshold: int
     max_object_bytes: int
+    decoding: DecodeBound
+    """How far a gzip or br body is decoded for storing (``max_decoded_body``,
+    ``max_expansion_ratio``)."""
     tag_headers: tuple[bytes, ...]
     hidden_headers: frozenset[bytes]
     max_variants: int = 32
@@ -289,9 +292,10 @@ class Fetcher:
                               feed: Feed | None) -> CacheEntry | str:
         """Spool the body for storing, and pass it to ``feed``; end the feed once stored."""
         coding = stored_coding(response.headers)
-        copy = _StoredCopy(self._bodies.spool(self.config.body_file_threshold),
+        copy = _StoredCopy(lambda: self._bodies.spool(self.config.body_file_threshold),
                            fetch.request.url, self.config.max_object_bytes,
-                           None if coding in (None, IDENTITY) else Decoder(coding))
+                           None if coding in (None, IDENTITY) else Decoder(coding),
+                           self.config.decoding)
         try:
             async for chunk in response.chunks:
                 await copy.write(chunk)
@@ -314,7 +318,7 @@ class Fetcher:
             # stored before an inline body's response ends: the client's next request is
             # a hit in L1
             return await self._save(fetch, self._build(
-                fetch, response, decision, response_time, coding, *spooled), since)
+                fetch, response, decision, response_time, spooled), since)
         finally:
             if feed is not None:
                 feed.end()
@@ -364,16 +368,20 @@ class Fetcher:
         return entry.softened(verdict.stale_from)
 
     def _build(self, fetch: Fetch, response: OriginResponse, decision: StorageDecision,
-               response_time: float, coding: str | None, body: bytes | None,
-               body_file: str | None, size: int) -> CacheEntry:
-        """The entry for a response whose body, in ``coding`` as the origin sent it
-        (None: one Stoker cannot decode), is stored identity (unless ``coding`` is None)."""
+               response_time: float, spooled: _Spooled) -> CacheEntry:
+        """The entry for a response whose body was spooled as ``spooled``: identity (sent
+        so, or decoded) serves every ``Accept-Encoding``; a body kept in the coding the
+        origin sent varies on it."""
+        body, body_file, size = spooled.body, spooled.body_file, spooled.size
         vary = vary_names(response.headers) or ()
-        if coding is not None:  # stored identity: one copy serves every Accept-Encoding
-            vary = tuple(name for name in vary if name != "accept-encoding")
         headers = stored_headers(response.headers, strip_set_cookie=decision.strip_set_cookie,
                                  hidden=self.config.hidden_headers, body_size=size,
-                                 decoded=coding not in (None, IDENTITY))
+                                 decoded=spooled.decoded)
+        if spooled.decoded or stored_coding(response.headers) == IDENTITY:
+            vary = tuple(name for name in vary if name != "accept-encoding")
+        elif "accept-encoding" not in vary:  # in the origin's coding: only for who accepts it
+            vary += ("accept-encoding",)
+            headers.append((b"vary", b"accept-encoding"))
         fresh_until = response_time + decision.fresh_for - decision.initial_age
         stale_until = fresh_until + decision.swr
         error_until = self._error_until(decision, fresh_until)
@@ -400,6 +408,7 @@ class Fetcher:
             stored_at=self._clock.now(),
             origin_vouched=decision.origin_vouched,
             stale_ok=not decision.revalidate_only,
+            encoded=spooled.origin_form,
             codings_due=body is not None and self._may_compress(response.status, headers, size),
         )
 
@@ -432,7 +441,7 @@ class Fetcher:
             stored_at=self._clock.now(),
             origin_vouched=decision.origin_vouched,
             stale_ok=not decision.revalidate_only,
-            encoded=stale.encoded if coded else (),
+            encoded=stale.encoded if coded or stale.body_file is not None else (),
             codings_due=coded and stale.codings_due,
         )
         screened = self._screen(refreshed, since)
@@ -444,51 +453,86 @@ class Fetcher:
         return FetchResult("refreshed", screened, 304)
 
 
+@dataclass(frozen=True, slots=True)
+class _Spooled:
+    """A body spooled whole for storing (as :meth:`BodySpool.finish` gives it)."""
+
+    body: bytes | None
+    body_file: str | None
+    size: int
+    decoded: bool = False
+    """Decoded from the origin's coding (else as the origin sent it)."""
+    origin_form: Encoded = ()
+    """The origin's coded bytes, kept beside a decoded body stored in a file."""
+
+
 class _StoredCopy:
     """The copy of a streamed body that is to be stored (decoded by ``decoder`` when
-    given), given up on trouble.
+    given, as far as ``bound`` allows), given up on trouble.
 
-    Exceeding ``max_object_bytes`` (decoded), data that does not decode, or a disk
-    error (``OSError``) while spooling drops the copy (temp file removed), logs one
-    warning and turns later writes into no-ops, so the client's stream goes on
-    undisturbed.
+    While decoding, the origin's bytes are spooled too: a body that decodes past
+    ``bound`` is kept as the origin sent it (the decoded copy dropped, decoding stopped
+    there); a decoded body that goes to a file keeps the origin's bytes beside it when
+    they fit inline, so the clients that accept that coding get them.  Exceeding
+    ``max_object_bytes``, data that does not decode, or a disk error (``OSError``)
+    while spooling drops the copy (temp files removed), logs one warning and turns
+    later writes into no-ops, so the client's stream goes on undisturbed.
     """
 
-    __slots__ = ("_decoder", "_limit", "_spool", "_url", "failure")
+    __slots__ = ("_bound", "_coding", "_decoder", "_limit", "_raw", "_spool", "_url",
+                 "failure")
 
-    def __init__(self, spool: BodySpool, url: str, limit: int,
-                 decoder: Decoder | None = None) -> None:
-        self._spool = spool
+    def __init__(self, spools: Callable[[], BodySpool], url: str, limit: int,
+                 decoder: Decoder | None = None, bound: DecodeBound | None = None) -> None:
+        self._spool = spools()
+        self._raw = spools() if decoder is not None else None
+        """The origin's bytes, while the body is decoded."""
         self._url = url
         self._limit = limit
         self._decoder = decoder
+        self._bound = bound
         self.failure = ""
 
     async def write(self, chunk: bytes) -> None:
-        if self._decoder is None:
-            await self._keep(chunk)
+        if self.failure:
             return
+        if self._decoder is None or self._raw is None:
+            await self._keep(self._spool, chunk)
+            return
+        await self._keep(self._raw, chunk)
         try:
             for piece in self._decoder.feed(chunk):
                 if self.failure:
                     return
-                await self._keep(piece)
+                if self._bound is not None and self._bound.passed(
+                        self._spool.size + len(piece), self._raw.size):
+                    await self._keep_as_sent()
+                    return
+                await self._keep(self._spool, piece)
         except CorruptBody as error:
             await self.give_up(str(error), "corrupt-coding")
 
-    async def _keep(self, data: bytes) -> None:
+    async def _keep_as_sent(self) -> None:
+        """Stop decoding: the body is kept as the origin sends it."""
+        assert self._raw is not None
+        log.info("storing %s as the origin sent it: it decodes past max_decoded_body or "
+                 "max_expansion_ratio", self._url)
+        decoded, self._spool, self._raw, self._decoder = self._spool, self._raw, None, None
+        await decoded.abort()
+
+    async def _keep(self, spool: BodySpool, data: bytes) -> None:
         if self.failure:
             return
-        if self._spool.size + len(data) > self._limit:
+        if spool.size + len(data) > self._limit:
             await self.give_up("response exceeds max_object_bytes", "too-large")
             return
         try:
-            await self._spool.write(data)
+            await spool.write(data)
         except OSError as error:
             await self.give_up(f"disk error while spooling the body: {error}", "disk-error")
 
-    async def finish(self) -> tuple[bytes | None, str | None, int] | None:
-        """The spooled body (as ``BodySpool.finish``), or None when it was given up."""
+    async def finish(self) -> _Spooled | None:
+        """The spooled body, or None when it was given up."""
         if not self.failure and self._decoder is not None:
             try:
                 self._decoder.end()
@@ -497,11 +541,26 @@ class _StoredCopy:
         if self.failure:
             return None
         try:
-            return await self._spool.finish()
+            origin_form = await self._origin_form()
+            body, body_file, size = await self._spool.finish()
         except OSError as error:
+            await self.abort()
             self.failure = "disk-error"
             log.warning("not storing %s: disk error while saving the body: %s", self._url, error)
             return None
+        return _Spooled(body, body_file, size, self._decoder is not None, origin_form)
+
+    async def _origin_form(self) -> Encoded:
+        """The origin's bytes to keep beside the decoded body: when that goes to a file and
+        they fit inline (else nothing, and the origin's spool is dropped)."""
+        raw, self._raw = self._raw, None
+        if raw is None or self._decoder is None:
+            return ()
+        if self._spool.inline or not raw.inline:
+            await raw.abort()
+            return ()
+        kept, _, _ = await raw.finish()
+        return ((self._decoder.coding, kept),) if kept is not None else ()
 
     @property
     def inline(self) -> bool:
@@ -512,10 +571,12 @@ class _StoredCopy:
         if not self.failure:
             self.failure = failure
             log.warning("not storing %s: %s", self._url, reason)
-        await self._spool.abort()
+        await self.abort()
 
     async def abort(self) -> None:
         await self._spool.abort()
+        if self._raw is not None:
+            await self._raw.abort()
 
 
 def _shareable_for_personal(decision: StorageDecision) -> bool:

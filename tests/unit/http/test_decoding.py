@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.http.decoding import STEP, CorruptBody, Decoder
+from stoker.http.decoding import RATIO_FLOOR, STEP, CorruptBody, DecodeBound, Decoder
 
 ENCODERS = {"gzip": lambda data: gzip.compress(data, mtime=0), "br": brotli.compress}
 
@@ -85,3 +85,32 @@ def test_gzip_members_are_concatenated() -> None:
 def test_only_gzip_and_br_are_decoded() -> None:
     with pytest.raises(ValueError, match="deflate"):
         Decoder("deflate")
+
+
+SIZES = st.integers(min_value=0, max_value=1 << 40)
+
+
+@given(SIZES, SIZES, st.integers(1, 1 << 30), st.integers(1, 10_000))
+def test_the_bound_is_a_size_and_a_ratio_past_the_floor(decoded: int, coded: int,
+                                                        max_size: int, ratio: int) -> None:
+    bound = DecodeBound(max_size, ratio)
+    expected = decoded > max_size or (decoded > RATIO_FLOOR and decoded > ratio * max(coded, 1))
+    assert bound.passed(decoded, coded) is expected
+    if not bound.passed(decoded, coded):  # fewer decoded bytes, or more coded, pass less
+        assert not bound.passed(decoded // 2, coded)
+        assert not bound.passed(decoded, coded + 1)
+
+
+def test_a_bomb_is_decoded_only_as_far_as_its_reader_goes() -> None:
+    """A 405-byte br body of 512 MiB, read until a bound of ratio 100 passes: a little over
+    the ratio floor is decoded, never the 512 MiB."""
+    compressor = brotli.Compressor(quality=3, lgwin=24)
+    zeros = b"\0" * (1 << 20)
+    bomb = b"".join([*(compressor.process(zeros) for _ in range(512)), compressor.finish()])
+    bound, decoded = DecodeBound(1 << 30, 100), 0
+    for piece in Decoder("br").feed(bomb):
+        if bound.passed(decoded + len(piece), len(bomb)):
+            break
+        decoded += len(piece)
+    assert len(bomb) < 1000
+    assert RATIO_FLOOR // 2 <= decoded <= RATIO_FLOOR

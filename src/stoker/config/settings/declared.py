@@ -158,6 +158,22 @@ class Settings:
         "Responses larger than this are passed through, not stored",
         doc="Larger responses pass through unstored",
         reload=True)
+    max_decoded_body: int = setting(
+        64 * 1024 * 1024, size,
+        "A gzip/br answer decoding past this is stored as the origin sent it, not decoded",
+        doc="Most bytes a gzip or br body from the origin is decoded to for storing: one "
+            "that decodes to more (or past `max_expansion_ratio`) is stored as the origin "
+            "sent it, in its coding, for the clients that accept it; decoding stops there",
+        reload=True)
+    max_expansion_ratio: int = setting(
+        100, positive_int,
+        "A gzip/br answer decoding to more than this many times its size (past 1 MiB) is "
+        "stored as sent, not decoded",
+        doc="Most times its own size a gzip or br body from the origin is decoded to "
+            "(looked at once it has decoded to 1 MiB; pages compress 5 to 10 times, a "
+            "decompression bomb a thousand): one that expands more is stored as the origin "
+            "sent it, in its coding, and decoding stops there",
+        reload=True)
     default_swr: float = setting(
         0.0, seconds,
         "stale-while-revalidate window when the origin gives none",
