@@ -39,14 +39,24 @@ Invariants:
   answer as it is, while a gzip or br body is stored decoded (Content-Encoding
   dropped, ETag made weak) and ``accept-encoding`` leaves the entry's ``vary``:
   every client gets the form it accepts from that copy.  A body in a coding Stoker
-  cannot decode is stored as sent, keyed by the offer its request made.  A coded
-  body that does not decode is not stored (``corrupt-coding``).
+  cannot decode is stored as sent, keyed by the offer its request made (``vary``
+  gains ``accept-encoding`` when the origin's lacks it).  A coded body that does not
+  decode is not stored (``corrupt-coding``): never decoded garbage.
+- Decoding is bounded (``FetchConfig.decoding``: ``max_decoded_body``,
+  ``max_expansion_ratio``): a body that decodes past the bound is stored as the
+  origin sent it, in its coding, keyed by the offer, and decoding stops there, so a
+  bomb costs at most its bound in time and the spools' bounds in memory.  While a
+  body is decoded the origin's bytes are spooled beside it; a decoded body stored in a
+  file keeps them as its one compressed form when they fit inline (at most
+  ``body_file_threshold``), so the clients that accept that coding get the origin's
+  bytes, not the decoded file.
 - Nothing is compressed here: with ``compress`` on, a stored inline body that
   :func:`~stoker.http.encoding.compressible` allows is stored identity-only
   with ``codings_due`` set, and its forms are made when a client first
   accepts a coding (:mod:`stoker.proxy.codings`); bodies stored in files
-  (above ``body_file_threshold``) stay identity-only.  A refresh keeps the
-  codings (made or due) unless the new headers forbid them (``no-transform``).
+  (above ``body_file_threshold``) get none made (only the origin's, above).  A
+  refresh keeps the codings (made or due) unless the new headers forbid them
+  (``no-transform``); the origin's own form is always kept.
 """
 
 from __future__ import annotations
