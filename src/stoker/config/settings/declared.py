@@ -532,8 +532,9 @@ class Settings:
             "made when a client first accepts a coding (after a miss whose client accepts "
             "one, once its response has ended; a miss never waits for compression) and then "
             "stored with the entry (bodies above `body_file_threshold`, kept in files, get "
-            "none made, and keep the origin's gzip or br bytes when it sent them); hits get the best form the client's `Accept-Encoding` accepts "
-            "(identity when it names none). Never per hit",
+            "none made, and keep the origin's gzip or br bytes when it sent them); hits get "
+            "the best form the client's `Accept-Encoding` accepts (identity when it names "
+            "none). Never per hit",
         reload=True)
 
     rules: tuple[Rule, ...] = field(default=())
