@@ -91,13 +91,14 @@ async def test_the_decoded_size_bound_applies_without_a_high_ratio(
     assert sent == coded and again.headers["content-encoding"] == "gzip"
 
 
+@pytest.mark.parametrize("server", ["stoker", "granian"])
 async def test_a_page_stored_in_a_file_keeps_the_origins_gzip(
-        origin: Origin, tmp_path: Path) -> None:
+        origin: Origin, tmp_path: Path, server: str) -> None:
     body = page(1024 * 1024)
     coded = gzip.compress(body)
     assert 150_000 < len(coded) < 256 * 1024  # decoded goes to a file; the gzip fits inline
     origin.app.set("/page", headers=[*HTML, ("content-encoding", "gzip")], body=coded)
-    async with running_proxy(origin.url, tmp_path / "data") as proxy:
+    async with running_proxy(origin.url, tmp_path / "data", kind=server) as proxy:
         await raw(proxy, "/page", "gzip, br")
         gzip_hit, gzip_sent = await raw(proxy, "/page", "gzip, br")
         identity_hit, identity_sent = await raw(proxy, "/page", "identity")

@@ -152,17 +152,19 @@ class HotPath:
 
     def _reply(self, headers: list[tuple[bytes, bytes]],
                entries: list[CacheEntry]) -> Reply | None:
-        """The hit's reply, if ``entries`` is one fresh, inline, Vary-less entry whose
-        coding for this request exists, else ``None``."""
+        """The hit's reply, if ``entries`` is one fresh, Vary-less entry whose coding for
+        this request exists and is inline (a body in a file may have an inline coded
+        form), else ``None``."""
         if len(entries) != 1:
             return None
         entry = entries[0]
         now = self._pipeline.clock.now()
-        if entry.vary or now >= entry.fresh_until or entry.body is None or (
+        if entry.vary or now >= entry.fresh_until or (
                 wants_coding(headers, entry)):  # the pipeline makes the coding
             return None
         form = served_form(headers, entry)
-        assert form.body is not None  # a coding made is inline too
+        if form.body is None:
+            return None
         # As Pipeline._serve: Age is int(entry.age(now)); ttl > 0 here, so %d floors it.
         return Reply(form.status, form.headers, form.body, FAST_HIT, form, (
             (b"age", b"%d" % form.age(now)),
