@@ -489,8 +489,7 @@ class _StoredCopy:
     later writes into no-ops, so the client's stream goes on undisturbed.
     """
 
-    __slots__ = ("_bound", "_coding", "_decoder", "_limit", "_raw", "_spool", "_url",
-                 "failure")
+    __slots__ = ("_bound", "_decoder", "_limit", "_raw", "_spool", "_url", "failure")
 
     def __init__(self, spools: Callable[[], BodySpool], url: str, limit: int,
                  decoder: Decoder | None = None, bound: DecodeBound | None = None) -> None:
