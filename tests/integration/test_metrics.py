@@ -59,7 +59,7 @@ async def test_probes_are_open_and_ready_while_the_stores_answer(
             still_alive = await anonymous.get("/healthz")
     assert (alive.status_code, ready.status_code) == (200, 200)
     assert ready.json() == {"ready": True, "checks": {"l2": "ok", "audit": "ok",
-                                                     "data_dir": "ok"}}
+                                                     "version": "ok", "data_dir": "ok"}}
     assert unready.status_code == 503 and still_alive.status_code == 200
     assert unready.json()["checks"]["l2"].startswith("RuntimeError")
 
@@ -72,5 +72,6 @@ async def test_with_a_warmer_readiness_and_metrics_cover_its_queue_and_ticker(
         ready = await warm.admin.get("/readyz")
         scraped = await warm.admin.get("/metrics")
     assert ready.status_code == 200
-    assert set(ready.json()["checks"]) == {"l2", "audit", "data_dir", "queue", "ticker"}
+    assert set(ready.json()["checks"]) == {"l2", "audit", "version", "data_dir", "queue",
+                                          "ticker"}
     assert "stoker_jobs" in scraped.text and "stoker_deadline_lag_seconds" in scraped.text

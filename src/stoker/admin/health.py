@@ -2,10 +2,13 @@
 
 ``/healthz`` answers 200 whenever the process answers at all (a liveness probe: restart
 it when this fails).  ``/readyz`` answers 200 only while every store it serves from is
-reachable, ``data_dir`` takes a write (:class:`WriteProbe`: a full or read-only data
-volume fails the cache's and the audit log's writes, which reads alone never show) and,
-with a warmer, its deadline ticker runs; otherwise 503, naming what is not (a readiness
-probe: send it no traffic meanwhile).  Both are open (no token): load balancers and
+reachable, the process serves the cache version its record holds (``version``:
+:mod:`stoker.cache.version_watch`, which adopts a newer one at once and raises a record
+found behind, so it names a record it cannot read or keep), ``data_dir`` takes a write
+(:class:`WriteProbe`: a full or read-only data volume fails the cache's and the audit
+log's writes, which reads alone never show) and, with a warmer, its deadline ticker
+runs; otherwise 503, naming what is not (a readiness probe: send it no traffic
+meanwhile).  Both are open (no token): load balancers and
 Kubernetes probe them without one, and neither body holds a secret.
 
 Invariants: each check gets at most :data:`CHECK_TIMEOUT` seconds, so a hung store makes
@@ -97,6 +100,7 @@ async def readiness(stoker: Stoker, warm: WarmService | None,
     if warm is not None:
         checks["queue"] = warm.stores.queue.counts()
     found = {name: await _check(reading) for name, reading in checks.items()}
+    found["version"] = await _finding(stoker.version_watch.check())
     if probe is not None:
         found["data_dir"] = await probe.result()
     if warm is not None:
@@ -112,6 +116,14 @@ async def _check(reading: Awaitable[Any]) -> str:
     except Exception as error:  # what a store raises when unreachable varies by backend
         return f"{type(error).__name__}: {error}"
     return OK
+
+
+async def _finding(finding: Awaitable[str]) -> str:
+    """What ``finding`` says (:data:`OK` or why not), within :data:`CHECK_TIMEOUT`."""
+    try:
+        return await asyncio.wait_for(finding, CHECK_TIMEOUT)
+    except TimeoutError:
+        return f"no answer within {CHECK_TIMEOUT:g} s"
 
 
 def verdict(checks: Mapping[str, str]) -> tuple[int, dict[str, Any]]:

@@ -13,8 +13,10 @@ logged with what it abandoned, so ``close`` returns (an abandoned reclaim resume
 at the next start; abandoned L2 writes are lost from L2 only).  Only an L2
 statement stuck inside SQLite itself can delay closing the store beyond that.
 The pipeline
-starts at the persisted cache version (:mod:`stoker.cache.version_file`); an
-unfinished reclaim resumes.
+starts at the persisted cache version (:mod:`stoker.cache.version_file`: with
+``database_url`` its record in PostgreSQL, which every node reads, whatever became of
+the Redis tier) and, with ``database_url``, keeps to the record
+(:mod:`stoker.cache.version_watch`); an unfinished reclaim resumes.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from stoker.admin.audit import RefusalAudit
 from stoker.backends.audit_backlog import KeptAudit
 from stoker.backends.postgres.audit_store import PostgresAuditStore
 from stoker.backends.postgres.connection import create_pool
+from stoker.backends.postgres.version_store import PostgresVersionStore
 from stoker.backends.redis.cache_store import RedisCacheStore
 from stoker.backends.sqlite.audit_store import SqliteAuditStore
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
@@ -41,7 +44,8 @@ from stoker.cache.memory import MemoryStore
 from stoker.cache.purge_list import PurgeList
 from stoker.cache.store import CacheStore
 from stoker.cache.tiered import TieredStore
-from stoker.cache.version_file import VersionFile, VersionStore
+from stoker.cache.version_file import VersionFile, VersionState, VersionStore, newer
+from stoker.cache.version_watch import VersionWatch
 from stoker.clock import Clock, SystemClock
 from stoker.config.reload import Reload, plan
 from stoker.config.settings import (
@@ -97,19 +101,31 @@ def fetch_config(settings: Settings) -> FetchConfig:
     )
 
 
-async def open_l2(settings: Settings, bodies: BodyStore,
-                   clock: Clock) -> tuple[CacheStore, VersionStore]:
-    """The persistent tier and where the cache version is kept: Redis with ``l2_url``
-    (shared by the nodes), else ``data_dir`` (``cache.db``, ``cache-version.json``)."""
+async def open_l2(settings: Settings, bodies: BodyStore, clock: Clock) -> CacheStore:
+    """The persistent tier: Redis with ``l2_url`` (shared by the nodes), else
+    ``data_dir/cache.db``."""
     if settings.l2_url:
-        redis = await RedisCacheStore.open(settings.l2_url, clock,
-                                           max_object_bytes=settings.l2_max_object_bytes,
-                                           bodies=bodies)
-        return redis, redis.versions()
-    sqlite = await SqliteCacheStore.open(settings.cache_path, bodies, clock,
-                                         max_bytes=settings.l2_max_bytes,
-                                         inline_reads=settings.l2_inline_reads)
-    return sqlite, VersionFile(settings.data_dir)
+        return await RedisCacheStore.open(settings.l2_url, clock,
+                                          max_object_bytes=settings.l2_max_object_bytes,
+                                          bodies=bodies)
+    return await SqliteCacheStore.open(settings.cache_path, bodies, clock,
+                                       max_bytes=settings.l2_max_bytes,
+                                       inline_reads=settings.l2_inline_reads)
+
+
+async def open_versions(settings: Settings, l2: CacheStore, pool: Any) -> VersionStore:
+    """Where the cache version is kept: its record in PostgreSQL with ``database_url``
+    (``pool``: shared by every node), raised to where earlier releases kept it if that
+    is newer (the Redis tier's key, or ``data_dir``: an upgrade keeps its version),
+    else ``data_dir/cache-version.json``."""
+    if pool is None:
+        return VersionFile(settings.data_dir)
+    record = await PostgresVersionStore.open(pool)
+    earlier = await (l2.earlier_version() if isinstance(l2, RedisCacheStore)
+                     else VersionFile(settings.data_dir).load())
+    if newer(earlier.version, (await record.load()).version):
+        await record.save(VersionState(earlier.version, reclaimed=False))
+    return record
 
 
 async def open_audit(settings: Settings, clock: Clock) -> tuple[Any, AuditTrail]:
@@ -151,6 +167,8 @@ class Stoker:
     origin: OriginClient
     purger: Purger
     audit: AuditTrail
+    version_watch: VersionWatch
+    """Keeps this process on the cache version's record (``/readyz`` asks it too)."""
     refusals: RefusalAudit = field(init=False)
     """Refused calls, recorded at a bounded rate per client: the admin listener's and the
     ``PURGE`` method's (one policy, one set of windows)."""
@@ -158,8 +176,10 @@ class Stoker:
     """The origin's answer times and failures (for ``/metrics``)."""
     pool: Any = None
     """With ``database_url``: the PostgreSQL pool of the audit log (and of the purge bus
-    of the nodes sharing the cache); closed with this object."""
+    and the cache version's record, of the nodes sharing the cache); closed with this
+    object."""
     _maintenance: asyncio.Task[None] | None = field(default=None)
+    _watching: asyncio.Task[None] | None = field(default=None)
     _shutdown: ShutdownBudget | None = field(default=None)
     _first_flush: asyncio.Future[None] | None = field(default=None)
 
@@ -186,15 +206,19 @@ class Stoker:
         make_data_dir_private(settings)
         bodies = BodyStore(settings.data_dir / "bodies")
         await bodies.sweep_temp()
-        l2, versions = await open_l2(settings, bodies, clock)
+        l2 = await open_l2(settings, bodies, clock)
         try:
-            state = await versions.load()
             pool, audit = await open_audit(settings, clock)
-        except ValueError as error:  # an unreadable cache version
-            await l2.close()
-            raise SettingsError(str(error)) from None
         except BaseException:
             await l2.close()
+            raise
+        try:
+            versions = await open_versions(settings, l2, pool)
+            state = await versions.load()
+        except BaseException as error:
+            await _close_all(l2.close(), audit.close(), pool.close() if pool else None)
+            if isinstance(error, ValueError):  # an unreadable cache version
+                raise SettingsError(str(error)) from None
             raise
         memory = share_memory(settings.l1_max_bytes, settings.l2_queue_max_bytes)
         purges = PurgeList(clock)
@@ -215,12 +239,16 @@ class Stoker:
             Fetcher(fetch_config(settings), origin, store, bodies, clock, purges),
             store, bodies, origin, clock, version=state.version, health=health)
         purger = Purger(pipeline, store, purges, PurgeEvents(), clock, versions)
-        stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit, timing, pool)
+        watch = VersionWatch(versions, lambda: pipeline.version, purger.adopt_version, clock)
+        stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit, watch, timing,
+                     pool)
         pipeline.purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit,
                                             stoker.refusals, settings.site_hosts)
         purger.resume_reclaim(state)
         if evict_loop:
             stoker._maintenance = asyncio.create_task(stoker._maintain_forever())
+        if pool is not None:  # the record other nodes bump
+            stoker._watching = asyncio.create_task(stoker.version_watch.run())
         return stoker
 
     async def evict_once(self) -> int:
@@ -281,10 +309,11 @@ class Stoker:
         """Flush, drain and close everything within ``shutdown_timeout`` (see module invariants)."""
         budget = self.begin_shutdown()
         assert self._first_flush is not None
-        if self._maintenance is not None:
-            self._maintenance.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._maintenance
+        for task in (self._maintenance, self._watching):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await budget.run("flushing queued L2 writes", self._first_flush, self._unwritten)
         await budget.run("draining requests, background revalidations and compressions",
                          self.pipeline.drain(),
@@ -336,3 +365,11 @@ class ShutdownBudget:
                         self._seconds, step, abandoned)
         elif not task.cancelled() and task.exception() is not None:
             log.error("shutdown: %s failed: %s", step, task.exception())
+
+
+async def _close_all(*closing: Awaitable[None] | None) -> None:
+    """Await each of ``closing`` in order, all of them whatever one raises."""
+    for one in closing:
+        if one is not None:
+            with contextlib.suppress(Exception):
+                await one

@@ -268,18 +268,26 @@ async def data_dir_writable(settings: Settings) -> str:
 
 
 async def cache_tier_opens(settings: Settings) -> str:
-    """The persistent tier opens (and migrates), and the cache version reads, as
-    :meth:`~stoker.app.stoker.Stoker.open` opens them."""
-    from stoker.app.stoker import open_l2
+    """The persistent tier opens (and migrates), and the cache version reads (its record
+    in PostgreSQL with ``database_url``), as :meth:`~stoker.app.stoker.Stoker.open`
+    opens them."""
+    from stoker.app.stoker import open_l2, open_versions
+    from stoker.backends.postgres.connection import create_pool
     from stoker.cache.bodies import BodyStore
 
-    l2, versions = await open_l2(settings, BodyStore(settings.data_dir / "bodies"),
-                                 SystemClock())
+    l2 = await open_l2(settings, BodyStore(settings.data_dir / "bodies"), SystemClock())
     try:
-        state = await versions.load()
+        pool = await create_pool(settings.database_url, min_size=1, max_size=1) if (
+            settings.database_url) else None
+        try:
+            state = await (await open_versions(settings, l2, pool)).load()
+        finally:
+            if pool is not None:
+                await pool.close()
     finally:
         await l2.close()
-    return f"opened and migrated; cache version {state.version}"
+    where = " (its record in PostgreSQL)" if pool is not None else ""
+    return f"opened and migrated; cache version {state.version}{where}"
 
 
 async def job_queue_opens(settings: Settings) -> str:

@@ -15,9 +15,12 @@ Invariants:
   window) finish in the background, and until they do every L2 read applies
   the purge's mark (:meth:`~stoker.cache.port.Cache.purge`):
   nothing hard-purged is served, nothing soft-purged is served fresh.
-- A hard purge of everything persists the new version before switching the
-  pipeline to it (a restart never revives purged keys); old-version entries
-  are reclaimed by one background task at a time, never on the request path.
+- A hard purge of everything bumps the version in its store before switching the
+  pipeline to it (a restart never revives purged keys), to one above both the
+  stored version and this process's, so no node ever served it before; the
+  version a process serves never goes back (a relayed or recorded version
+  older than its own is not adopted).  Old-version entries are reclaimed by
+  one background task at a time, never on the request path.
 - Large purges and reclaims change the store in steps (the purge applier's
   ``L1_CHUNK`` / ``L2_CHUNK``), so the event loop (L1 work is synchronous)
   and the L2 thread (shared with request-path reads) are never held for the
@@ -41,7 +44,7 @@ from stoker.cache.invalidation import PurgeScope
 from stoker.cache.port import Cache
 from stoker.cache.purge_bus import Relay
 from stoker.cache.purge_list import PurgeList, PurgeMark
-from stoker.cache.version_file import VersionState, VersionStore, next_version
+from stoker.cache.version_file import VersionState, VersionStore, newer
 from stoker.clock import Clock
 from stoker.proxy.pipeline import Pipeline
 
@@ -194,18 +197,22 @@ class Purger:
             return PurgeResult(scope, purged, (), (), self.pipeline.version,
                                await self._spread(mark, None))
         purged = await self.store.count()  # not waiting for queued writes
-        version = next_version(self.pipeline.version)
-        await self._versions.save(VersionState(version, reclaimed=False))
+        version = (await self._versions.bump(self.pipeline.version)).version
         self.purges.record(soft=False, now=now, everything=True)
         self.adopt_version(version)
         return PurgeResult(scope, purged, (), (), version,
                            await self._spread(self.purges.latest, version))
 
-    def adopt_version(self, version: str) -> None:
+    def adopt_version(self, version: str) -> bool:
         """Serve under cache ``version`` from now on (persisted already: by this process's
-        purge of everything, or another's) and reclaim what older versions left."""
+        purge of everything, or another's) and reclaim what older versions left; unless
+        it is not newer than the version served (a version never goes back).  Whether
+        it was adopted."""
+        if not newer(version, self.pipeline.version):
+            return False
         self.pipeline.version = version
         self._start_reclaim(version)
+        return True
 
     async def _spread(self, mark: PurgeMark, version: str | None) -> tuple[str, ...]:
         """Relay ``mark`` to the processes sharing the cache (if any); those that had not

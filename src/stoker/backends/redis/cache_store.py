@@ -14,6 +14,8 @@ Layout, every key under ``prefix`` (``P``), an entry's *ref id* being
 - ``P t:<tag>``: a set of the ref ids of the entries carrying the tag.
 - ``P u``: every entry as ``url \\0 ref id \\0 len(url)``, scored 0, read by ZRANGEBYLEX.
 - ``P x``: every entry's ref id scored by its ``keep_until``; ``P s``: ref id → size.
+- ``P version``: the cache version as earlier releases kept it, only read
+  (:mod:`~stoker.backends.redis.version_store`).
 
 Invariants:
 - Every operation is ONE Lua script (``put_many``: one per entry in one MULTI/EXEC), so
@@ -57,10 +59,11 @@ from redis.commands.core import AsyncScript
 
 from stoker.backends.entry_rows import encode_codings, encode_record, entry_from_row
 from stoker.backends.redis.read_batch import ReadBatches
-from stoker.backends.redis.version_store import RedisVersionStore
+from stoker.backends.redis.version_store import earlier_version
 from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry
 from stoker.cache.store import EntryRef, sorted_refs
+from stoker.cache.version_file import VersionState
 from stoker.clock import Clock
 from stoker.http.encoding import Encoded
 
@@ -289,9 +292,10 @@ class RedisCacheStore:
         return cls(client, clock, prefix=prefix, max_object_bytes=max_object_bytes,
                    bodies=bodies)
 
-    def versions(self) -> RedisVersionStore:
-        """The cache version kept beside these entries (closed with this store)."""
-        return RedisVersionStore(self._client, self._prefix.decode())
+    async def earlier_version(self) -> VersionState:
+        """The cache version an earlier release kept beside these entries
+        (:mod:`stoker.backends.redis.version_store`)."""
+        return await earlier_version(self._client, self._prefix.decode())
 
     async def close(self) -> None:
         if self._reader is not None:

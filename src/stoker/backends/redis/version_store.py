@@ -1,10 +1,15 @@
-"""The cache version in the Redis the nodes share, as :class:`~stoker.cache.version_file.
-VersionFile` keeps it in ``data_dir`` for one machine: every node reads it at start, so a
-node that was down during a purge of everything never reads the old version's keys.
+"""Where releases before the PostgreSQL record kept the cache version of the nodes
+sharing a Redis tier: the key ``PREFIX version``, ``{"version", "reclaimed"}`` as JSON.
 
-Invariants: one key, ``PREFIX version``, holding ``{"version", "reclaimed"}`` as JSON; no
-key reads as the initial state; a value that is not a valid version is an error naming
-the key (never a silent version 1, which would revive old keys).
+It is no longer written, nor trusted: a Redis restarted empty, evicting it or failing
+over to an empty replica loses it, and a node started then ran on version 1 while the
+others ran on 2.  The record is in PostgreSQL now
+(:mod:`stoker.backends.postgres.version_store`); this key, when it is still there, is
+read at start only to raise the record to it (an upgrade keeps its version: the entries
+in Redis are under it), never to lower it.
+
+Invariants: no key reads as the initial state; a value that is not a valid version is
+an error naming the key (never a silent version 1).
 """
 
 from __future__ import annotations
@@ -15,29 +20,18 @@ from typing import Any
 from stoker.cache.version_file import VersionState
 
 
-class RedisVersionStore:
-    """Reads and writes :class:`VersionState` under ``prefix``."""
-
-    def __init__(self, client: Any, prefix: str) -> None:
-        self._client = client
-        self.key = f"{prefix}version"
-
-    async def load(self) -> VersionState:
-        """The stored state (the initial one before any is stored)."""
-        raw = await self._client.get(self.key)
-        if raw is None:
-            return VersionState()
-        try:
-            data = json.loads(raw)
-            version = str(data["version"])
-        except (ValueError, KeyError, TypeError):
-            version = ""
-        if not version.isdigit():
-            raise ValueError(f"Redis key {self.key} holds no valid cache version; delete it "
-                             "to start from version 1")
-        return VersionState(version, bool(data.get("reclaimed", True)))
-
-    async def save(self, state: VersionState) -> None:
-        """Replace the stored state."""
-        await self._client.set(self.key, json.dumps({"version": state.version,
-                                                     "reclaimed": state.reclaimed}))
+async def earlier_version(client: Any, prefix: str) -> VersionState:
+    """The version an earlier release kept under ``prefix`` (the initial one if none)."""
+    key = f"{prefix}version"
+    raw = await client.get(key)
+    if raw is None:
+        return VersionState()
+    try:
+        data = json.loads(raw)
+        version = str(data["version"])
+    except (ValueError, KeyError, TypeError):
+        version = ""
+    if not version.isdigit():
+        raise ValueError(f"Redis key {key} holds no valid cache version; delete it "
+                         "to start from version 1")
+    return VersionState(version, bool(data.get("reclaimed", True)))
