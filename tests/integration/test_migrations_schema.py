@@ -24,6 +24,7 @@ from stoker.backends.migrations import Migration, migration_files
 from stoker.backends.postgres import connection as pg
 from stoker.backends.postgres import database as pg_database
 from stoker.backends.postgres import purge_bus as pg_bus
+from stoker.backends.postgres import version_store as pg_version
 from stoker.backends.sqlite import audit_store as audit
 from stoker.backends.sqlite import cache_store
 from stoker.backends.sqlite import database as sqlite_database
@@ -36,9 +37,10 @@ from stoker.backends.sqlite.connection import (
 )
 
 SQLITE_STORES = (cache_store.COMPONENT, audit.COMPONENT, *sqlite_database.COMPONENTS)
-PG_STORES = (*pg_database.COMPONENTS, pg_bus.COMPONENT, audit_records.COMPONENT)
+PG_STORES = (*pg_database.COMPONENTS, pg_bus.COMPONENT, audit_records.COMPONENT,
+             pg_version.COMPONENT)
 """The warm stores' components, and those opened on their own: the bus (purge bus, fetch
-leases) and the audit log."""
+leases), the audit log and the cache version's record."""
 
 
 def upgrade_cases(files: dict[str, list[Migration]]) -> list[tuple[str, int]]:
