@@ -124,7 +124,9 @@ class Settings:
     database_url: str | None = setting(
         None, optional(text),
         "postgresql://… for queue/runs/deadlines (default: SQLite in data_dir)",
-        doc="`postgresql://…` for the job queue (default: SQLite in `data_dir`)",
+        doc="`postgresql://…` for the job queue, the audit log, the purge bus and the cache "
+            "version's record, shared by the nodes using it (default: SQLite and "
+            "`cache-version.json` in `data_dir`)",
         flag=True)
     server: str = setting(
         "stoker", choice("stoker", "granian"),
@@ -346,9 +348,9 @@ class Settings:
         None, optional(redis_url),
         "redis://… to keep the persistent tier in Redis, shared by the nodes (with database_url)",
         doc="`redis://host:port/db`: the persistent tier in Redis, shared by every node with "
-            "this setting (entries, their bodies up to `l2_max_object_bytes`, the tag index, "
-            "the cache version) instead of `data_dir/cache.db`; needs `database_url`, through "
-            "which the nodes share their purges and fetch leases")
+            "this setting (entries, their bodies up to `l2_max_object_bytes`, the tag index) "
+            "instead of `data_dir/cache.db`; needs `database_url`, through which the nodes "
+            "share their purges, fetch leases and the cache version's record")
     l2_max_object_bytes: int = setting(
         8 * 1024 * 1024, size,
         "With l2_url: the largest response stored (larger ones pass through)",
