@@ -485,7 +485,7 @@ async def test_a_hard_purge_returns_before_l2_and_no_l2_read_sees_purged_entries
     await tiered.flush()
     l2.gate_before["delete"] = gate = asyncio.Event()
     purged = await tiered.purge(mark(tiered, clock))
-    assert purged == (2, sorted(entry.primary_key for entry in tagged))
+    assert purged == (2, sorted(entry.primary_key for entry in tagged), False)
     assert await l2.inner.get(tagged[0].primary_key) == [tagged[0]]  # L2 not done yet
     assert await tiered.get(tagged[0].primary_key) == []  # an L1 miss reads L2: screened
     assert tiered.read_now(tagged[0].primary_key) == []  # inline too
