@@ -187,8 +187,9 @@ class PurgeList:
         if not self.bans:
             return screen(entries, unapplied)
         bans = self.bans
-        return screened(entries, [_worse(judge(unapplied, 0, entry), bans.verdict(entry))
-                                  for entry in entries])
+        verdicts = [_worse(judge(unapplied, 0, entry), bans.verdict(entry))
+                    for entry in entries] if unapplied else list(map(bans.verdict, entries))
+        return screened(entries, verdicts) if any(verdicts) else entries
 
     def _trim(self) -> None:
         """Forget the oldest marks no tier applies that are ``window`` seconds old."""
