@@ -54,7 +54,8 @@ async def evict_tag_set(port: int, tag: str, entry_key: bytes, variants: bytes) 
 async def test_a_tag_purge_holds_when_redis_evicted_the_tag_set(
         origin: Origin, tmp_path: Path) -> None:
     """Item 2: the ``t:<tag>`` set is gone (``allkeys-lru`` at a small ``maxmemory``): the
-    purge's lookup finds nothing in Redis, yet no node reads the old copy from it."""
+    purge's lookup finds nothing in Redis, yet no node reads the old copy from it, nor
+    one started after the purge (its relay puts what the bus keeps in force)."""
     origin.app.set("/t", headers=TAGGED, body=b"v1")
     port = free_port()
     lru = ("--maxmemory", "3mb", "--maxmemory-policy", "allkeys-lru",
@@ -73,9 +74,12 @@ async def test_a_tag_purge_holds_when_redis_evicted_the_tag_set(
             await a.store.flush()
             await b.store.flush()
             in_redis = await raw_l2(b, key)
+            async with member(origin, tmp_path / "c", "c", **shared(port, schema)) as (c, _):
+                late = await served(c, "/t")  # started after the purge
             after = [await served(b, "/t"), await served(a, "/t"), await served(b, "/t")]
     assert purged.unconfirmed == () and purged.purged == 1  # L1's: Redis's lookup missed it
     assert [entry.body for entry in in_redis] == [b"v1"]  # the old copy is still in Redis
+    assert late == (Kind.MISS, b"v2")
     assert [body for _, body in after] == [b"v2"] * 3
 
 
