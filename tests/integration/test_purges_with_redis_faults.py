@@ -33,19 +33,29 @@ def shared(port: int, schema: str, **more: Any) -> dict[str, Any]:
 
 
 async def evict_tag_set(port: int, tag: str, entry_key: bytes, variants: bytes) -> None:
-    """Fill Redis past its ``maxmemory`` (``allkeys-lru``) with keys of no node's, reading
-    the entry and its variant set all along, until Redis has evicted the tag's set and
-    kept the entry: what a busy shared tier does to an index nobody reads."""
+    """Fill Redis nearly to its ``maxmemory`` (``allkeys-lru``) with keys of no node's,
+    then, once they are older than the entry's last read, past it, reading the entry and
+    its variant set all along, until Redis has evicted the tag's set (what a busy shared
+    tier does to an index nobody reads) and kept the entry; then delete the fillers.
+    Redis's LRU clock ticks in seconds: the index is the oldest key, then the first
+    fillers, and the entry, read last, is never the least recently used."""
     client = aioredis.Redis(port=port)
-    await asyncio.sleep(1.1)  # Redis's LRU clock ticks in seconds: the index is older now
+    limit = int((await client.config_get("maxmemory"))["maxmemory"])
     try:
-        for filler in range(20_000):
-            await client.set(f"filler:{filler}", b"x" * 4096)
+        fillers = 0
+        while (await client.info("memory"))["used_memory"] < limit - 200_000:
+            await client.set(f"filler:{fillers}", b"x" * 65536)  # no eviction yet
+            fillers += 1
+        await asyncio.sleep(2.1)
+        for _ in range(5_000):
             await client.hgetall(entry_key)
             await client.smembers(variants)
+            await client.set(f"filler:{fillers}", b"x" * 4096)
+            fillers += 1
             if not await client.exists(f"stoker:t:{tag}"):
                 assert await client.exists(entry_key) and await client.exists(variants)
-                return
+                await client.delete(*[f"filler:{each}" for each in range(fillers)])
+                return  # room again: nothing else is evicted
         raise AssertionError("Redis never evicted the tag set")
     finally:
         await client.aclose()
@@ -59,7 +69,7 @@ async def test_a_tag_purge_holds_when_redis_evicted_the_tag_set(
     origin.app.set("/t", headers=TAGGED, body=b"v1")
     port = free_port()
     lru = ("--maxmemory", "3mb", "--maxmemory-policy", "allkeys-lru",
-           "--maxmemory-samples", "10")
+           "--maxmemory-samples", "64")  # few keys, all sampled: least recently used first
     with pg_schema(migrated=False) as schema, own_redis(port, tmp_path, lru):
         await listening(port)
         async with member(origin, tmp_path / "a", "a", **shared(port, schema)) as (a, _), \
