@@ -313,13 +313,15 @@ class L2WriteQueue:
         """Write the entries of ``batch``'s puts not dropped (by the time of this attempt),
         each as the marks recorded since it was queued say: not at all (hard), softened
         (soft) or as it is."""
-        entries = [op.entry for op in batch if op.entry is not None]
+        live = [op for op in batch if op.entry is not None]
+        entries = [op.entry for op in live if op.entry is not None]
         if self._purges is not None:
-            entries = [judged for op in batch if op.entry is not None
-                       if (judged := _judged(self._purges, op.since, op.entry)) is not None]
-            if len(entries) < sum(op.entry is not None for op in batch):
+            purges = self._purges
+            entries = [judged for op in live if op.entry is not None
+                       if (judged := _judged(purges, op.since, op.entry)) is not None]
+            if len(entries) < len(live):
                 log.info("%d queued L2 writes not made: purged since they were queued",
-                         sum(op.entry is not None for op in batch) - len(entries))
+                         len(live) - len(entries))
         if entries:
             await self._l2.put_many(entries)
 
