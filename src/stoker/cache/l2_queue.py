@@ -312,7 +312,7 @@ class L2WriteQueue:
     async def _put_many(self, batch: list[_Op]) -> None:
         """Write the entries of ``batch``'s puts not dropped (by the time of this attempt),
         each as the marks recorded since it was queued say: not at all (hard), softened
-        (soft) or as it is."""
+        (soft) or as it is (one put alone by L2's ``put``, several by ``put_many``)."""
         live = [op for op in batch if op.entry is not None]
         entries = [op.entry for op in live if op.entry is not None]
         if self._purges is not None:
@@ -322,7 +322,9 @@ class L2WriteQueue:
             if len(entries) < len(live):
                 log.info("%d queued L2 writes not made: purged since they were queued",
                          len(live) - len(entries))
-        if entries:
+        if len(batch) == 1 and entries:  # a lone put: L2's own put
+            await self._l2.put(entries[0])
+        elif entries:
             await self._l2.put_many(entries)
 
     def _put_batch(self) -> list[_Op]:
