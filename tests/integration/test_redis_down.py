@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,10 +18,12 @@ from stoker.cache.outcome import Kind
 
 
 @contextmanager
-def own_redis(port: int, directory: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """A redis-server of this test's own on ``port`` (so stopping it stops nobody else's)."""
+def own_redis(port: int, directory: Path,
+              extra: Sequence[str] = ()) -> Iterator[subprocess.Popen[bytes]]:
+    """A redis-server of this test's own on ``port`` (so stopping it stops nobody else's),
+    with ``extra`` arguments (e.g. ``--maxmemory``)."""
     proc = subprocess.Popen(["redis-server", "--port", str(port), "--save", "",
-                             "--appendonly", "no", "--dir", str(directory)],
+                             "--appendonly", "no", "--dir", str(directory), *extra],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield proc

@@ -5,7 +5,9 @@ Routes (behind :class:`~stoker.admin.guard.AdminGuard`):
   "soft": false, "host": null}`` → 200 with what was purged, and ``relayed``: false when
   the purge bus (PostgreSQL with ``database_url``) did not take it within
   ``purge_ack_timeout`` (in force here, kept, relayed to the others once the bus answers;
-  ``unconfirmed`` is then ``["*"]``, every other member).
+  ``unconfirmed`` is then ``["*"]``, every other member), and ``l2_pending``: true when the
+  persistent tier did not answer (``purged`` is then the memory tier's count; the purge
+  is relayed all the same and carried out in that tier once it answers).
 - ``GET /api/entry?url=…`` → what the cache holds for a URL, per variant.
 - ``GET /api/audit?limit=…&action=…&before=…`` → the newest audit records (of one action;
   older than record ``before``, to page).

@@ -3,7 +3,10 @@
 A process sharing its cache with others (``processes > 1``, or nodes on one
 ``database_url``: :mod:`stoker.app.sharing`) joins the
 :class:`~stoker.cache.purge_bus.PurgeBus` at the bus's newest number (what was relayed
-before is in force already where it was stored, and its memory tier is new).  Then:
+before is in force already where it was stored, and its memory tier is new); what the
+bus still keeps (the last :data:`KEPT` seconds) it puts in force for its L2 reads (the
+purge list's bans, :mod:`stoker.cache.purge_bans`), so what a purge's L2 lookup missed
+(an evicted Redis tag set) is not read back by a process started after it.  Then:
 
 - its purger relays each purge once it is in force here (:meth:`PurgeRelay.spread`) and
   answers once every other live member has confirmed it, or after
@@ -109,8 +112,12 @@ class PurgeRelay:
         """What this process says of itself with each confirmation (its metrics)."""
 
     async def join(self) -> None:
-        """Start at the bus's newest number, and say so."""
+        """Start at the bus's newest number, with what the bus still keeps in force for
+        this process's L2 reads, and say so."""
         self._position = await self._bus.latest()
+        bans = self._stoker.purger.purges.bans
+        for relayed in await self._bus.since(0):
+            bans.add(relayed.mark)
         await self._confirm()
 
     async def spread(self, mark: PurgeMark, version: str | None) -> tuple[str, ...]:

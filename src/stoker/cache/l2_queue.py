@@ -12,6 +12,13 @@ Invariants:
   head of the queue are written by one L2 call (``put_many``, one SQLite
   transaction, up to :data:`PUT_BATCH`), so a burst of misses costs L2 one
   commit and one thread hand-off per batch, not per entry.
+- A queued put never writes back what a purge covered: right before each attempt
+  its entry is judged by the marks the purge list (given ``purges``) recorded since the
+  put was queued (:meth:`~stoker.cache.purge_list.PurgeList.check`; whoever queued it
+  judged it up to then, the fetch with no ``await`` before the put): not written
+  (hard), written softened (soft), or as it is.  A put queued while L2 was down and
+  written on its recovery after a purge, this process's or one its relay put in force,
+  is caught so.
 - The queue is bounded: the puts it holds (``add_codings`` counts as a put
   here) total at most ``max_queue_bytes``
   (``CacheEntry.meta_size``, the bytes the queue keeps in memory).  When a
@@ -52,6 +59,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from stoker.cache.entry import CacheEntry
+from stoker.cache.purge_list import PurgeList
 from stoker.cache.store import CacheStore
 from stoker.clock import Clock
 from stoker.http.encoding import Encoded
@@ -89,6 +97,8 @@ class _Op:
     """Called once the operation has left the queue's head (succeeded or dropped)."""
     entry: CacheEntry | None = None
     """The entry a put writes (while it is not dropped): consecutive puts are batched."""
+    since: int = 0
+    """The purge list's sequence when a put was queued (its entry was judged up to it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +119,10 @@ class L2WriteQueue:
     """The queued writes to one L2.  See the module docstring for invariants."""
 
     def __init__(self, l2: CacheStore, clock: Clock,
-                 policy: QueuePolicy = DEFAULT_POLICY) -> None:
+                 policy: QueuePolicy = DEFAULT_POLICY, purges: PurgeList | None = None) -> None:
+        """``purges`` judges each put right before it is written (none: written as is)."""
         self._l2 = l2
+        self._purges = purges
         self._clock = clock
         self._retry_delay = policy.retry_delay
         self._max_retry_delay = policy.max_retry_delay
@@ -138,6 +150,11 @@ class L2WriteQueue:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def failing(self) -> bool:
+        """The last L2 attempt failed (no later one succeeded): L2 is not answering."""
+        return self._last_error is not None
 
     @property
     def epoch(self) -> int:
@@ -169,9 +186,10 @@ class L2WriteQueue:
 
     def put(self, entry: CacheEntry) -> None:
         """Queue L2's write of ``entry`` (not awaited)."""
-        self._queue_put(_Op("put", partial(self._l2.put, entry),
-                            frozenset((entry.primary_key,)), size=entry.meta_size(),
-                            entry=entry))
+        op = _Op("put", _nothing, frozenset((entry.primary_key,)), size=entry.meta_size(),
+                 entry=entry, since=self._purges.seq if self._purges is not None else 0)
+        op.run = partial(self._put_many, [op])
+        self._queue_put(op)
 
     def add_codings(self, entry: CacheEntry, encoded: Encoded) -> None:
         """Queue L2's :meth:`~stoker.cache.store.CacheStore.add_codings` (not awaited;
@@ -292,8 +310,22 @@ class L2WriteQueue:
             self._finish(op, result)
 
     async def _put_many(self, batch: list[_Op]) -> None:
-        """Write the entries of ``batch``'s puts not dropped (by the time of this attempt)."""
-        await self._l2.put_many([op.entry for op in batch if op.entry is not None])
+        """Write the entries of ``batch``'s puts not dropped (by the time of this attempt),
+        each as the marks recorded since it was queued say: not at all (hard), softened
+        (soft) or as it is (one put alone by L2's ``put``, several by ``put_many``)."""
+        live = [op for op in batch if op.entry is not None]
+        entries = [op.entry for op in live if op.entry is not None]
+        if self._purges is not None:
+            purges = self._purges
+            entries = [judged for op in live if op.entry is not None
+                       if (judged := _judged(purges, op.since, op.entry)) is not None]
+            if len(entries) < len(live):
+                log.info("%d queued L2 writes not made: purged since they were queued",
+                         len(live) - len(entries))
+        if len(batch) == 1 and entries:  # a lone put: L2's own put
+            await self._l2.put(entries[0])
+        elif entries:
+            await self._l2.put_many(entries)
 
     def _put_batch(self) -> list[_Op]:
         """The puts at the head of the queue (up to :data:`PUT_BATCH`, dropped ones
@@ -413,6 +445,14 @@ class L2WriteQueue:
 
 async def _nothing() -> None:
     """The no-op a flush queues as a barrier (and a dropped put becomes)."""
+
+
+def _judged(purges: PurgeList, since: int, entry: CacheEntry) -> CacheEntry | None:
+    """``entry`` as the marks recorded after ``since`` let it be written."""
+    verdict = purges.check(since, entry)
+    if verdict is None:
+        return entry
+    return None if verdict.hard else entry.softened(verdict.stale_from)
 
 
 def _all_dropped(ops: list[_Op]) -> bool:

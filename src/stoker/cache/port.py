@@ -11,7 +11,9 @@ Invariants every implementation keeps:
   are in force for every read that starts once they have returned.
 - A purge's mark (recorded in the :class:`~stoker.cache.purge_list.PurgeList` the
   cache was built with) screens every read (``get``, ``get_l2``, ``read_now``) from the
-  call on: nothing it covers is read back unpurged.
+  call on: nothing it covers is read back unpurged.  ``purge`` does not wait for an L2
+  that does not answer (``Purged.l2_pending``): the mark screens L2's reads until its
+  L2 part is done, and what was stored before it for as long as it can be read.
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ from stoker.http.encoding import Encoded
 
 class Purged(NamedTuple):
     """What :meth:`Cache.purge` found: distinct entries covered (the larger tier's
-    count) and their primary keys, sorted."""
+    count) and their primary keys, sorted; ``l2_pending`` when L2 did not answer the
+    lookup (the count and keys are then L1's, and L2's part runs once L2 answers)."""
 
     entries: int
     primary_keys: list[str]
+    l2_pending: bool = False
 
 
 class Cache(Protocol):

@@ -13,7 +13,10 @@ The applier then removes or softens what the mark covers, so the list can forget
 - L2: one operation on the L2 write queue looks the covered entries up (``apply``
   returns once it has), then, once L1's walk is done or handed to the background,
   changes :data:`L2_CHUNK` entries per call, resting after each as :func:`l2_pause`
-  says.
+  says.  When L2 is not answering (the queue's last attempt failed, the lookup fails,
+  or it times out) ``apply`` does not wait: it returns L1's count and keys with
+  ``l2_pending``, and the operation stays queued and is carried out once L2 answers.
+  Meanwhile the mark, unapplied to L2, screens every L2 read.
 
 Invariants:
 - Each tier tells the purge list when it is done with the mark (applied or given up),
@@ -22,7 +25,7 @@ Invariants:
   runs on L2's thread a chunk per call.
 - The count :meth:`PurgeApplier.apply` returns is the larger of the tiers' counts of
   live entries the mark covered (for tags and URLs, L1's snapshot, expired entries not
-  yet dropped included).
+  yet dropped included); L1's alone with ``l2_pending``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TypeVar
 
-from stoker.cache.l2_queue import L2WriteQueue
+from stoker.cache.l2_queue import L2WriteQueue, L2WriteTimeout
 from stoker.cache.memory import MemoryStore
 from stoker.cache.port import Purged
 from stoker.cache.purge_list import L1, L2, PurgeList, PurgeMark
@@ -79,7 +82,8 @@ class PurgeApplier:
         """Put ``mark`` in force for both tiers and apply it; return once L1's walk (URL
         prefixes, everything) is done or its visits started, and L2's covered entries
         are looked up."""
-        found: asyncio.Future[list[EntryRef]] = asyncio.get_running_loop().create_future()
+        found: asyncio.Future[list[EntryRef] | None] = (
+            asyncio.get_running_loop().create_future())
         l1_done = asyncio.Event()
         self._queue.queue_awaited("purge", partial(self._apply_l2, mark, l1_done, found),
                                   frozenset(), found,
@@ -92,12 +96,26 @@ class PurgeApplier:
                 in_l1, l1_keys = self._visit_l1(mark)
         finally:
             l1_done.set()
-        in_l2 = await found
+        in_l2 = await self._looked_up(found)
+        if in_l2 is None:
+            return Purged(in_l1, sorted(l1_keys), l2_pending=True)
         keys = list(dict.fromkeys(map(PRIMARY_KEY, in_l2)))  # sorted, as in_l2 is
         only_l1 = l1_keys.difference(keys)  # dropped puts
         if only_l1:
             keys = sorted(keys + list(only_l1))
         return Purged(max(in_l1, len(in_l2)), keys)
+
+    async def _looked_up(self, found: asyncio.Future[list[EntryRef] | None],
+                         ) -> list[EntryRef] | None:
+        """L2's lookup of the covered entries; None, at once, when L2 is not answering (the
+        queue's last attempt failed, this lookup failed, or it timed out)."""
+        if self._queue.failing and not found.done():
+            found.add_done_callback(_retrieved)  # answered (or failed) later: nobody waits
+            return None
+        try:
+            return await found
+        except L2WriteTimeout:
+            return None
 
     async def flush(self) -> None:
         """Wait for the background L1 visits started so far."""
@@ -149,13 +167,18 @@ class PurgeApplier:
     # -- L2 ----------------------------------------------------------------------
 
     async def _apply_l2(self, mark: PurgeMark, l1_done: asyncio.Event,
-                        found: asyncio.Future[list[EntryRef]]) -> None:
-        """The queued L2 part of :meth:`apply`: look up (answering ``found``), then, once
-        L1's walk is done or handed to the background (so the event loop's walk and the
-        L2 thread do not contend for the GIL), change :data:`L2_CHUNK` entries per call,
-        resting after each as :func:`l2_pause` says (a retry after a failure looks up
-        again)."""
-        refs = await self._l2_refs(mark)
+                        found: asyncio.Future[list[EntryRef] | None]) -> None:
+        """The queued L2 part of :meth:`apply`: look up (answering ``found``; None when the
+        lookup fails), then, once L1's walk is done or handed to the background (so the
+        event loop's walk and the L2 thread do not contend for the GIL), change
+        :data:`L2_CHUNK` entries per call, resting after each as :func:`l2_pause` says (a
+        retry after a failure looks up again)."""
+        try:
+            refs = await self._l2_refs(mark)
+        except Exception:
+            if not found.done():
+                found.set_result(None)
+            raise
         if not found.done():
             found.set_result(refs)
         await l1_done.wait()
@@ -176,6 +199,12 @@ class PurgeApplier:
             found.append([EntryRef(entry.primary_key, entry.variant)
                           for entry in await self._l2.get(key)])
         return _union(found)
+
+
+def _retrieved(found: asyncio.Future[list[EntryRef] | None]) -> None:
+    """Take a lookup's outcome nobody awaits (a timeout would be logged as unretrieved)."""
+    if not found.cancelled():
+        found.exception()
 
 
 def chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:

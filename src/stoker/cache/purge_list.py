@@ -8,11 +8,17 @@ through :func:`judge`:
 - a fetch notes :attr:`PurgeList.seq` before it sends the origin request and, before
   storing, asks :meth:`PurgeList.check` about the marks appended since.  Every write is
   caught by one side or the other: one that lands before the mark is found and changed
-  by the purge; one checked after it is refused (hard) or stored softened (soft);
+  by the purge; one checked after it is refused (hard) or stored softened (soft).  The
+  L2 write queue asks again right before each write (a put queued while L2 was down may
+  be written long after the fetch);
 - a tier the purge is still being applied to (:meth:`PurgeList.begin` until
   :meth:`PurgeList.applied`) has what is read from it screened (:func:`screen`) with the
   marks :meth:`PurgeList.unapplied` to it: nothing a mark covers is read back unpurged
-  while its application runs.
+  while its application runs;
+- what is read from L2 is also judged by every mark recorded after it was stored, for as
+  long as such an entry can be read (:attr:`PurgeList.bans`,
+  :mod:`stoker.cache.purge_bans`; :meth:`PurgeList.screen_l2` does both): L2's indexes
+  may lose what a purge's lookup needs (Redis evicting a tag set), the bans do not.
 
 The marks are kept behind :class:`PurgeLog` (append, marks since a sequence number,
 trim): this process's memory now (:class:`MemoryPurgeLog`); a store shared by several
@@ -23,84 +29,36 @@ state, kept beside the log.
 
 Invariants:
 - ``seq`` only grows; the log holds the marks ``floor + 1 .. seq``, in order.
-- A mark is trimmed once no tier is applying it and it is ``window`` seconds old (the
-  injected clock's monotonic time).  A fetch that noted a sequence below the floor is
-  treated as hard-invalidated (safe: it is fetched again later).
-- :func:`judge` is pure: the verdict depends only on the marks and the entry.  A hard
-  mark wins over soft ones; a soft verdict carries the earliest purge time, so the copy
-  is stale from the first purge that covered it.
+- A mark is trimmed from the log once no tier is applying it and it is ``window``
+  seconds old (the injected clock's monotonic time).  A fetch (or queued write) that
+  noted a sequence below the floor is treated as hard-invalidated (safe: it is fetched
+  again later).  Trimming the log does not touch the bans: every recorded mark (this
+  process's own, and those its relay put in force) is in force for L2 reads as the
+  bans' invariants say.
+- :func:`judge` (:mod:`stoker.cache.purge_mark`) is pure: the verdict depends only on
+  the marks and the entry.  A hard mark wins over soft ones; a soft verdict carries the
+  earliest purge time, so the copy is stale from the first purge that covered it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from stoker.cache.entry import CacheEntry
+from stoker.cache.purge_bans import PurgeBans, screened
+from stoker.cache.purge_mark import PurgeMark, Verdict, judge, screen
 from stoker.clock import Clock
+
+__all__ = ["DEFAULT_WINDOW", "L1", "L2", "MemoryPurgeLog", "PurgeList", "PurgeLog",
+           "PurgeMark", "Verdict", "judge", "screen"]
 
 DEFAULT_WINDOW = 600.0
 """Seconds a mark applied everywhere is kept for fetches that began before it."""
 L1 = "l1"
 L2 = "l2"
 """The tiers a mark is applied to (:meth:`PurgeList.begin`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class PurgeMark:
-    """One recorded purge."""
-
-    seq: int
-    at: float  # monotonic, for trimming
-    now: float  # wall clock of the purge: a soft purge makes entries stale from here
-    soft: bool
-    keys: frozenset[str] = frozenset()
-    prefixes: tuple[str, ...] = ()
-    tags: frozenset[str] = frozenset()
-    everything: bool = False
-
-    def covers(self, entry: CacheEntry) -> bool:
-        """True when this purge applies to ``entry``."""
-        return (self.everything or entry.primary_key in self.keys
-                or any(entry.url.startswith(prefix) for prefix in self.prefixes)
-                or not self.tags.isdisjoint(entry.tags))
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """A purge covered the entry: drop it (``hard``) or keep it stale from ``stale_from``."""
-
-    hard: bool
-    stale_from: float
-
-
-def judge(marks: Iterable[PurgeMark], since: int, entry: CacheEntry) -> Verdict | None:
-    """How purges recorded after ``since`` affect ``entry`` (None: not at all)."""
-    stale_from: float | None = None
-    for mark in marks:
-        if mark.seq <= since or not mark.covers(entry):
-            continue
-        if not mark.soft:
-            return Verdict(hard=True, stale_from=mark.now)
-        stale_from = mark.now if stale_from is None else min(stale_from, mark.now)
-    return None if stale_from is None else Verdict(hard=False, stale_from=stale_from)
-
-
-def screen(entries: list[CacheEntry], marks: Sequence[PurgeMark]) -> list[CacheEntry]:
-    """``entries`` as readers must see them under ``marks``: covered ones dropped (hard)
-    or made stale (soft); ``entries`` itself when no mark is given."""
-    if not marks:
-        return entries
-    screened = []
-    for entry in entries:
-        verdict = judge(marks, 0, entry)
-        if verdict is None:
-            screened.append(entry)
-        elif not verdict.hard:
-            screened.append(entry.softened(verdict.stale_from))
-    return screened
 
 
 class PurgeLog(Protocol):
@@ -164,6 +122,9 @@ class PurgeList:
         self._window = window
         self._log: PurgeLog = log if log is not None else MemoryPurgeLog()
         self._applying: dict[str, dict[int, PurgeMark]] = {L1: {}, L2: {}}
+        self.bans = PurgeBans()
+        """Every mark recorded, in force for L2 reads by store time (see
+        :meth:`screen_l2`)."""
 
     @property
     def seq(self) -> int:
@@ -185,6 +146,7 @@ class PurgeList:
         mark = self._log.append(PurgeMark(0, self._clock.monotonic(), now, soft,
                                           frozenset(keys), tuple(prefixes), frozenset(tags),
                                           everything))
+        self.bans.add(mark)
         self._trim()
         return mark.seq
 
@@ -217,6 +179,18 @@ class PurgeList:
         """The marks still being applied to ``tier``, oldest first."""
         return sorted(self._applying[tier].values(), key=_seq) if self._applying[tier] else []
 
+    def screen_l2(self, entries: list[CacheEntry],
+                  unapplied: Sequence[PurgeMark]) -> list[CacheEntry]:
+        """``entries`` read from L2 as readers must see them: judged by the ``unapplied``
+        marks (every entry they cover) and by the :attr:`bans` (those stored at or
+        before a mark); ``entries`` itself when neither has a mark."""
+        if not self.bans:
+            return screen(entries, unapplied)
+        bans = self.bans
+        verdicts = [_worse(judge(unapplied, 0, entry), bans.verdict(entry))
+                    for entry in entries] if unapplied else list(map(bans.verdict, entries))
+        return screened(entries, verdicts) if any(verdicts) else entries
+
     def _trim(self) -> None:
         """Forget the oldest marks no tier applies that are ``window`` seconds old."""
         now = self._clock.monotonic()
@@ -233,3 +207,12 @@ class PurgeList:
 
 def _seq(mark: PurgeMark) -> int:
     return mark.seq
+
+
+def _worse(one: Verdict | None, other: Verdict | None) -> Verdict | None:
+    """The verdict of both: hard wins; of two soft ones, the earlier time."""
+    if one is None or other is None:
+        return one or other
+    if one.hard or other.hard:
+        return one if one.hard else other
+    return one if one.stale_from <= other.stale_from else other

@@ -34,6 +34,17 @@ Invariants:
   stale from the purge, soft), taking every mark unapplied when the read began or
   ended.  A screened result is what L2 holds once the operation is done, so
   promoting it is safe.
+- Nothing older than a purge is read back from L2 after its operation either, even
+  when L2 lost what its lookup needed (an evicted Redis tag set) or a write the
+  purge did not see landed later: every L2 read is also judged by the marks in force
+  for it (:attr:`~stoker.cache.purge_list.PurgeList.bans`: every mark this process
+  recorded, its own and those its relay put in force), which drop or soften an entry
+  stored at or before a mark that covers it (:mod:`stoker.cache.purge_bans`).  With
+  no mark recorded that costs nothing; with marks, one comparison for an entry
+  stored after all of them.
+- A put is judged again right before it is written to L2
+  (:class:`~stoker.cache.l2_queue.L2WriteQueue`, by the marks recorded since it was
+  queued): one queued while L2 was down never writes back what a purge covered.
 - No O(entries) step on the event loop: ``delete_except_version`` works through
   L1's keys in steps of ``step_budget`` seconds (:class:`~stoker.cache.steps.Steps`,
   :data:`~stoker.cache.purge_applier.L1_CHUNK` keys at a time) and deletes from L2
@@ -70,7 +81,7 @@ from stoker.cache.purge_applier import (
     PurgeApplier,
     chunks,
 )
-from stoker.cache.purge_list import L2, PurgeList, PurgeMark, screen
+from stoker.cache.purge_list import L2, PurgeList, PurgeMark
 from stoker.cache.steps import STEP_BUDGET, Steps
 from stoker.cache.store import CacheStore, EntryRef, sorted_refs
 from stoker.clock import Clock
@@ -102,7 +113,7 @@ class TieredStore:
         self._l1 = l1
         self._l2 = l2
         self._clock = clock
-        self._queue = L2WriteQueue(l2, clock, queue)
+        self._queue = L2WriteQueue(l2, clock, queue, l1.purges)
         self._steps = Steps(clock.monotonic, step_budget)
         self._purges = l1.purges
         self._applier = PurgeApplier(
@@ -148,7 +159,7 @@ class TieredStore:
             return []
         if entries is None:
             return None
-        entries = screen(entries, self._purges.unapplied(L2))
+        entries = self._purges.screen_l2(entries, self._purges.unapplied(L2))
         if self._queue.untouched(primary_key):  # and nothing ran between the read and here
             for entry in entries:
                 self._l1.put_nowait(entry)
@@ -172,13 +183,14 @@ class TieredStore:
 
     async def get_l2(self, primary_key: str) -> list[CacheEntry]:
         """L2's live variants of ``primary_key`` as readers must see them: purges whose L2
-        part is still running (when the read began or ended) applied."""
+        part is still running (when the read began or ended) applied, and the marks in
+        force judging what was stored before them."""
         before = self._purges.unapplied(L2)
         entries = await self._l2.get(primary_key)
         after = self._purges.unapplied(L2)
-        if after == before:
-            return screen(entries, after)
-        return screen(entries, list({mark.seq: mark for mark in [*before, *after]}.values()))
+        if after != before:
+            after = list({mark.seq: mark for mark in [*before, *after]}.values())
+        return self._purges.screen_l2(entries, after)
 
     async def refs_for_tags(self, tags: Sequence[str]) -> list[EntryRef]:
         await self.flush()

@@ -14,7 +14,13 @@ Invariants:
   deletes (hard) or ``fresh_until = now`` updates (soft, keeping every stale
   window) finish in the background, and until they do every L2 read applies
   the purge's mark (:meth:`~stoker.cache.port.Cache.purge`):
-  nothing hard-purged is served, nothing soft-purged is served fresh.
+  nothing hard-purged is served, nothing soft-purged is served fresh.  An L2 that
+  does not answer is not waited for: the answer counts L1's entries and says
+  ``l2_pending``; L2's part is queued, and the mark screens L2's reads meanwhile.
+- A purge is relayed to the processes sharing the cache side by side with its
+  application here, once it is in force here (its mark begun for every read), never
+  after L2's lookup: a purge taken while L2 (Redis) is down reaches the others as one
+  taken while the bus (PostgreSQL) is down does (kept and relayed once it answers).
 - A hard purge of everything bumps the version in its store before switching the
   pipeline to it (a restart never revives purged keys), to one above both the
   stored version and this process's, so no node ever served it before; the
@@ -41,7 +47,7 @@ from typing import Any, Protocol
 from stoker.cache.entry import CacheEntry
 from stoker.cache.events import PurgeEvents
 from stoker.cache.invalidation import PurgeScope
-from stoker.cache.port import Cache
+from stoker.cache.port import Cache, Purged
 from stoker.cache.purge_bus import Relay
 from stoker.cache.purge_list import PurgeList, PurgeMark
 from stoker.cache.version_file import VersionState, VersionStore, newer
@@ -104,6 +110,9 @@ class PurgeResult:
     version: str  # the cache version after the purge
     unconfirmed: tuple[str, ...] = ()
     """Processes sharing the cache that had not confirmed the purge in time."""
+    l2_pending: bool = False
+    """L2 did not answer: ``purged`` and ``keys`` are the memory tier's, and L2's part
+    runs once it answers (the mark screens L2's reads meanwhile)."""
 
     def as_json(self) -> dict[str, Any]:
         """The admin API's answer (URLs capped at :data:`URLS_SHOWN`)."""
@@ -111,7 +120,7 @@ class PurgeResult:
                 "keys": len(self.keys), "urls": list(self.urls[:URLS_SHOWN]),
                 "urls_total": len(self.urls), "version": self.version,
                 "unknown_hosts": list(self.scope.unknown_hosts),
-                "unconfirmed": list(self.unconfirmed)}
+                "unconfirmed": list(self.unconfirmed), "l2_pending": self.l2_pending}
 
 
 def url_of_key(primary_key: str) -> str:
@@ -181,21 +190,19 @@ class Purger:
         self.purges.record(soft=scope.soft, now=self._clock.now(),
                            keys=[self.pipeline.key_for_url(url) for url in scope.urls],
                            prefixes=scope.prefixes, tags=scope.tags)
-        mark = self.purges.latest
-        purged, keys = await self.store.purge(mark)
-        unconfirmed = await self._spread(mark, None)
+        found, unconfirmed = await self._apply_and_spread(self.purges.latest)
+        keys = found.primary_keys
         await asyncio.sleep(0)  # listing 10,000 URLs is a step of its own
-        return PurgeResult(scope, purged, tuple(keys), _urls(keys), self.pipeline.version,
-                           unconfirmed)
+        return PurgeResult(scope, found.entries, tuple(keys), _urls(keys),
+                           self.pipeline.version, unconfirmed, found.l2_pending)
 
     async def _purge_everything(self, scope: PurgeScope) -> PurgeResult:
         now = self._clock.now()
         if scope.soft:
             self.purges.record(soft=True, now=now, everything=True)
-            mark = self.purges.latest
-            purged, _ = await self.store.purge(mark)
-            return PurgeResult(scope, purged, (), (), self.pipeline.version,
-                               await self._spread(mark, None))
+            found, unconfirmed = await self._apply_and_spread(self.purges.latest)
+            return PurgeResult(scope, found.entries, (), (), self.pipeline.version,
+                               unconfirmed, found.l2_pending)
         purged = await self.store.count()  # not waiting for queued writes
         version = (await self._versions.bump(self.pipeline.version)).version
         self.purges.record(soft=False, now=now, everything=True)
@@ -213,6 +220,20 @@ class Purger:
         self.pipeline.version = version
         self._start_reclaim(version)
         return True
+
+    async def _apply_and_spread(self, mark: PurgeMark) -> tuple[Purged, tuple[str, ...]]:
+        """Apply ``mark`` here and relay it, side by side: the application's first step
+        (the mark in force for every read here) runs before the relay publishes, and
+        neither waits for the other, so an L2 that does not answer delays no relay."""
+        applying = asyncio.ensure_future(self.store.purge(mark))
+        try:
+            unconfirmed = await self._spread(mark, None)
+        finally:
+            found = await applying
+        if found.l2_pending:
+            log.warning("purge: L2 did not answer; its part is queued and runs once L2 "
+                        "answers (the purge screens L2's reads meanwhile)")
+        return found, unconfirmed
 
     async def _spread(self, mark: PurgeMark, version: str | None) -> tuple[str, ...]:
         """Relay ``mark`` to the processes sharing the cache (if any); those that had not

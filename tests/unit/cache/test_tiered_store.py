@@ -485,7 +485,7 @@ async def test_a_hard_purge_returns_before_l2_and_no_l2_read_sees_purged_entries
     await tiered.flush()
     l2.gate_before["delete"] = gate = asyncio.Event()
     purged = await tiered.purge(mark(tiered, clock))
-    assert purged == (2, sorted(entry.primary_key for entry in tagged))
+    assert purged == (2, sorted(entry.primary_key for entry in tagged), False)
     assert await l2.inner.get(tagged[0].primary_key) == [tagged[0]]  # L2 not done yet
     assert await tiered.get(tagged[0].primary_key) == []  # an L1 miss reads L2: screened
     assert tiered.read_now(tagged[0].primary_key) == []  # inline too
@@ -626,7 +626,7 @@ async def test_a_soft_purge_of_everything_reaches_every_entry_in_both_tiers(
     await tiered.flush()
     tiered.purges.record(soft=True, now=clock.now(), everything=True)
     assert await tiered.purge(tiered.purges.latest) == (
-        2, [in_both.primary_key, l2_only.primary_key])
+        2, [in_both.primary_key, l2_only.primary_key], False)
     await tiered.flush()
     for entry in (in_both, l2_only):
         [stored] = await l2.inner.get(entry.primary_key)
@@ -639,3 +639,64 @@ def test_a_purges_l2_part_rests_only_while_nothing_waits_behind_it() -> None:
     assert l2_pause(0.003, waiting=0) == 0.003
     assert l2_pause(0.003, waiting=1) == 0.0
     assert l2_pause(-0.001, waiting=0) == 0.0  # a clock stepped back: no negative sleep
+
+
+async def test_what_a_purge_lookup_missed_is_not_read_back_once_its_l2_part_is_done(
+    tiered: TieredStore, l2: FaultyStore, clock: RecordingClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """L2 lost the index the lookup needs (a Redis tag set evicted): the mark, in force for
+    what was stored before it, still judges every read; what is stored later is read."""
+    old = make_entry(tags=("t",), now=clock.now())
+    await l2.inner.put(old)
+
+    async def lost(tags: Sequence[str]) -> list[EntryRef]:
+        return []
+
+    monkeypatch.setattr(l2, "refs_for_tags", lost)
+    clock.advance(1.0)
+    assert (await tiered.purge(mark(tiered, clock))).entries == 0
+    await tiered.flush()
+    assert not tiered.purges.unapplied("l2")
+    assert await l2.inner.get(old.primary_key) == [old]  # still in L2
+    assert await tiered.get(old.primary_key) == []
+    clock.advance(1.0)
+    new = make_entry(tags=("t",), now=clock.now(), body=b"new")
+    await l2.inner.put(new)
+    assert await tiered.get(new.primary_key) == [new]
+
+
+@pytest.mark.parametrize("soft", [False, True])
+async def test_a_put_queued_while_l2_is_down_is_judged_by_later_purges_before_written(
+    tiered: TieredStore, l2: FaultyStore, clock: RecordingClock, soft: bool,
+) -> None:
+    entry = make_entry(tags=("t",), now=clock.now())
+    l2.failures["put"] = 2
+    await tiered.put(entry)
+    await asyncio.sleep(0)  # the first attempt failed: the put waits for its retry
+    tiered.purges.record(soft=soft, now=entry.stored_at + 1, tags=["t"])  # e.g. relayed
+    await tiered.flush()
+    written = await l2.inner.get(entry.primary_key)
+    if soft:
+        assert [each.fresh_until for each in written] == [entry.stored_at + 1]
+    else:
+        assert written == []
+
+
+async def test_a_purge_does_not_wait_for_an_l2_that_does_not_answer(
+    tiered: TieredStore, l2: FaultyStore, clock: RecordingClock
+) -> None:
+    entry = make_entry(tags=("t",), now=clock.now())
+    await tiered.put(entry)
+    await tiered.flush()
+    l2.failures["refs_for_tags"] = 3
+    purged = await tiered.purge(mark(tiered, clock))
+    assert purged == (1, [entry.primary_key], True)  # L1's count; L2's part pending
+    assert tiered.purges.unapplied("l2")
+    l2.failures["put"] = 1
+    await tiered.put(make_entry("https://example.com/other", now=clock.now()))
+    await asyncio.sleep(0)
+    assert (await tiered.purge(mark(tiered, clock, tags=("u",)))).l2_pending  # failing: at once
+    await tiered.flush()  # L2 answers again: the queued parts are carried out
+    assert await l2.inner.get(entry.primary_key) == []
+    assert not tiered.purges.unapplied("l2")
