@@ -37,7 +37,7 @@ TAKEN_OVER_WITHIN = NODE_TIMEOUT + ORIGIN_TIME + 0.5
 fetched (polls and the answer's way back: 0.5 s)."""
 ALL_ANSWERED_WITHIN = TAKEN_OVER_WITHIN + 4.0
 """By when every waiter is: answering 200 clients at once takes this harness up to
-seconds on a loaded machine (200 hits of a stored page took 4–5 s here)."""
+seconds on a loaded machine (200 hits of a stored page took 4 to 5 s here)."""
 PAGE = "/slow"
 
 
@@ -112,7 +112,7 @@ async def test_waiters_take_over_a_killed_holders_lease(origin: Origin, tmp_path
                 await held
     statuses = Counter(status for status, _ in answers)
     first, last = (f(at for _, at in answers) - killed_at for f in (min, max))
-    answered = f"waiters answered {first:.1f}–{last:.1f} s after the holder was killed"
+    answered = f"waiters answered {first:.1f} to {last:.1f} s after the holder was killed"
     assert statuses == {200: WAITERS}, answered
     assert first <= TAKEN_OVER_WITHIN, answered
     assert last <= ALL_ANSWERED_WITHIN, answered

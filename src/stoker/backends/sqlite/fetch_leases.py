@@ -1,10 +1,11 @@
 """The SQLite :class:`~stoker.cache.fetch_leases.FetchLeases`, in the file the processes
 of one machine share (``data_dir/cache.db``).
 
-Invariants (beyond the port's): taking is one ``BEGIN IMMEDIATE`` transaction (an
-dead lease removed, then an insert that a live one makes a no-op), so two processes
-never both take a key; renewing is one update that only the owner's live row passes; one thread of its own at the loop's priority (a miss waits on
-it); the schema comes from the ``bus`` migrations.
+Invariants (beyond the port's): taking is one ``BEGIN IMMEDIATE`` transaction (a dead
+lease removed, then an insert that a live one makes a no-op), so two processes never both
+take a key; renewing is one update that only the owner's live row passes; one thread of
+its own at the loop's priority (a miss waits on it); the schema comes from the ``bus``
+migrations.
 """
 
 from __future__ import annotations
