@@ -18,7 +18,10 @@ Invariants:
   background revalidation per entry; concurrent misses for a key make one
   origin request (see :mod:`stoker.cache.collapse`), including a miss whose
   L2 read outlasted the flight that filled L1 (the new leader looks at L1
-  again, without awaiting, before it goes to the origin).
+  again, without awaiting, before it goes to the origin); across the processes
+  and nodes sharing the persistent tier too, through fetch leases
+  (:mod:`stoker.proxy.shared_flights`: a holder that dies mid-fetch is taken over
+  by one waiting member, and the waiting flights' followers wait again from then).
 - A collapsed follower is answered with its flight's entry only if it could reuse
   that entry from the cache itself at that moment (its credentials and variant, fresh
   for it, its ``no-cache``: :func:`~stoker.proxy.decide.may_take`); otherwise it goes

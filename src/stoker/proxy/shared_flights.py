@@ -17,13 +17,14 @@ Invariants:
   it over: of the waiting members exactly one does and fetches, the others wait on it;
   each new fetch so begun is told to the waiter's caller (``began``), and its wait on it
   starts again (at most the collapse timeout per fetch).  So a holder killed mid-fetch
-  costs its waiters at most ``node_timeout`` plus one origin fetch, and one origin
-  request in all.
+  costs its waiters at most ``node_timeout`` (and a poll) plus one origin fetch, and one
+  origin request besides the killed holder's.
 - A waiter stops waiting (and fetches itself, holding no lease) when the lease has been
   given back :data:`GRACE` seconds without a usable entry appearing (the holder's answer
   was not stored, or not for this request), or after the collapse timeout on one fetch.
-- A lease store that fails is logged (one line per :data:`~stoker.resilience.outage.SAY_EVERY`
-  while it keeps failing) and never keeps a request from fetching.
+- A lease store that fails is logged and never keeps a request from fetching; failing
+  renewals are said in one line, then one per :data:`~stoker.resilience.outage.SAY_EVERY`
+  while they keep failing (the lease dies meanwhile, and a waiter may fetch too).
 """
 
 from __future__ import annotations
