@@ -119,6 +119,7 @@ async def share_cache(stoker: Stoker, name: str) -> Sharing:
     except BaseException:
         await relay.close()
         raise
-    flights = SharedFlights(leases, stoker.store, stoker.clock, name, settings.collapse_timeout)
+    flights = SharedFlights(leases, stoker.store, stoker.clock, name, settings.collapse_timeout,
+                            settings.node_timeout)
     stoker.pipeline.shared_flights = flights
     return Sharing(relay, flights)

@@ -12,7 +12,11 @@ Invariants:
   ``withheld``, and its followers collapse among themselves on a new flight.
 - What a follower is handed is an offer: it takes it only if it could reuse it from
   the cache itself (the pipeline checks, :func:`~stoker.proxy.decide.may_take`).
-- A follower waits at most its timeout and then treats the flight as ``None``.
+- A follower waits at most its timeout on one fetch and then treats the flight as
+  ``None``: the timeout counts from when it joined or from the flight's last
+  :meth:`Flight.began` (its leader, waiting on another member's fetch lease, saw a new
+  fetch begin: its own after taking over a dead member's lease, or another waiter's),
+  whichever is later.
 - A flight that has shared its answer no longer takes followers: a request arriving
   then leads a new flight (and finds a stored answer in the cache).
 """
@@ -28,12 +32,13 @@ from stoker.http.policy import shared_beyond_credentials
 class Flight:
     """One in-progress origin fetch that others may wait on."""
 
-    __slots__ = ("_future", "credentialed", "fell_back", "stored", "withheld")
+    __slots__ = ("_began", "_future", "credentialed", "fell_back", "stored", "withheld")
 
     def __init__(self, *, credentialed: bool = False) -> None:
         self._future: asyncio.Future[CacheEntry | None] = (
             asyncio.get_running_loop().create_future()
         )
+        self._began = float("-inf")
         self.credentialed = credentialed
         """The leader's request carries credentials (``Authorization``)."""
         self.stored = False
@@ -64,12 +69,23 @@ class Flight:
         """Whether the followers have been released."""
         return self._future.done()
 
+    def began(self) -> None:
+        """A new fetch for this flight began: its followers' timeouts count from now."""
+        self._began = asyncio.get_running_loop().time()
+
     async def wait(self, timeout: float) -> CacheEntry | None:
-        """The shared entry, or ``None`` if not shareable or not landed within ``timeout``."""
-        try:
-            return await asyncio.wait_for(asyncio.shield(self._future), timeout)
-        except TimeoutError:
-            return None
+        """The shared entry, or ``None`` if not shareable or not landed within ``timeout``
+        of joining or of the last :meth:`began`, whichever is later."""
+        loop = asyncio.get_running_loop()
+        joined = loop.time()
+        while True:
+            left = max(joined, self._began) + timeout - loop.time()
+            if left <= 0 and not self._future.done():
+                return None
+            try:
+                return await asyncio.wait_for(asyncio.shield(self._future), max(left, 0))
+            except TimeoutError:
+                continue
 
 
 class Collapser:

@@ -18,7 +18,10 @@ Invariants:
   background revalidation per entry; concurrent misses for a key make one
   origin request (see :mod:`stoker.cache.collapse`), including a miss whose
   L2 read outlasted the flight that filled L1 (the new leader looks at L1
-  again, without awaiting, before it goes to the origin).
+  again, without awaiting, before it goes to the origin); across the processes
+  and nodes sharing the persistent tier too, through fetch leases
+  (:mod:`stoker.proxy.shared_flights`: a holder that dies mid-fetch is taken over
+  by one waiting member, and the waiting flights' followers wait again from then).
 - A collapsed follower is answered with its flight's entry only if it could reuse
   that entry from the cache itself at that moment (its credentials and variant, fresh
   for it, its ``no-cache``: :func:`~stoker.proxy.decide.may_take`); otherwise it goes
@@ -468,7 +471,7 @@ class Pipeline:
             return
         leased = self.shared_flights if not (forced or flight.credentialed) else None
         if leased is not None:
-            elsewhere = await self._fetched_elsewhere(lookup, leased)
+            elsewhere = await self._fetched_elsewhere(lookup, leased, flight)
             if elsewhere is not None:  # another process fetched it for us
                 self.stats["collapsed"] += 1
                 await self._land_and_serve(lookup, key, flight, elsewhere, fwd, sink, Outcome(
@@ -505,15 +508,17 @@ class Pipeline:
             shared, self.clock.now(), fetched=flight.stored, fell_back=flight.fell_back,
             client_no_cache=self._client_forces_revalidation(lookup.request))
 
-    async def _fetched_elsewhere(self, lookup: Lookup,
-                                 leased: SharedFlights) -> CacheEntry | None:
+    async def _fetched_elsewhere(self, lookup: Lookup, leased: SharedFlights,
+                                 flight: Flight) -> CacheEntry | None:
         """The entry another process sharing the persistent tier fetched for this request:
-        waited for while it holds the key's lease; looked for once more when this one
-        took the lease (the other's write may have landed since this request's lookup,
-        and its lease been given back).  None: this one fetches."""
+        waited for while it holds the key's lease live (``flight``'s followers wait
+        again from when a waiter took a dead lease over); looked for once more when this
+        one took the lease (the other's write may have landed since this request's
+        lookup, and its lease been given back).  None: this one fetches (holding the
+        lease if it took it over)."""
         usable = partial(self._fresh, lookup)
         if not await leased.take(lookup.primary):
-            return await leased.wait(lookup.primary, usable)
+            return await leased.wait(lookup.primary, usable, flight.began)
         found = usable(await self.store.get(lookup.primary))
         if found is not None:
             await leased.release(lookup.primary)

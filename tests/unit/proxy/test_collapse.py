@@ -109,3 +109,28 @@ async def test_a_fallback_is_marked_as_one() -> None:
     flight, _ = collapser.join("k")
     collapser.land("k", flight, make_entry(), fell_back=True)
     assert flight.fell_back and not flight.stored
+
+
+async def test_a_new_fetch_begun_gives_followers_their_timeout_again() -> None:
+    collapser = Collapser()
+    flight, _ = collapser.join("k")
+    waiter = asyncio.create_task(flight.wait(0.2))
+    await asyncio.sleep(0.15)
+    flight.began()  # e.g. the leader took a dead member's fetch lease over
+    await asyncio.sleep(0.15)  # past the first timeout, within the second
+    assert not waiter.done()
+    entry = make_entry()
+    collapser.land("k", flight, entry)
+    assert await waiter is entry
+    assert await flight.wait(0) is entry  # landed: no timeout hides the answer
+
+
+async def test_a_fetch_begun_before_a_follower_joined_does_not_shorten_its_wait() -> None:
+    collapser = Collapser()
+    flight, _ = collapser.join("k")
+    flight.began()
+    await asyncio.sleep(0.1)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    assert await flight.wait(0.1) is None
+    assert loop.time() - start >= 0.1

@@ -1,10 +1,11 @@
 """The SQLite :class:`~stoker.cache.fetch_leases.FetchLeases`, in the file the processes
 of one machine share (``data_dir/cache.db``).
 
-Invariants (beyond the port's): taking is one ``BEGIN IMMEDIATE`` transaction (an
-expired lease removed, then an insert that a held one makes a no-op), so two processes
-never both take a key; one thread of its own at the loop's priority (a miss waits on
-it); the schema comes from the ``bus`` migrations.
+Invariants (beyond the port's): taking is one ``BEGIN IMMEDIATE`` transaction (a dead
+lease removed, then an insert that a live one makes a no-op), so two processes never both
+take a key; renewing is one update that only the owner's live row passes; one thread of
+its own at the loop's priority (a miss waits on it); the schema comes from the ``bus``
+migrations.
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from pathlib import Path
 from typing import Final
 
 from stoker.backends.sqlite.connection import SqliteThread, immediate
+from stoker.cache.fetch_leases import Holder
 
 COMPONENT: Final = "bus"
 _EXPIRED: Final = "DELETE FROM fetch_leases WHERE key = ? AND expires < ?"
 _TAKE: Final = "INSERT OR IGNORE INTO fetch_leases (key, owner, expires) VALUES (?, ?, ?)"
-_HELD: Final = "SELECT 1 FROM fetch_leases WHERE key = ? AND expires >= ?"
+_RENEW: Final = ("UPDATE fetch_leases SET expires = ? "
+                 "WHERE key = ? AND owner = ? AND expires >= ?")
+_HOLDER: Final = "SELECT owner, expires FROM fetch_leases WHERE key = ?"
 _RELEASE: Final = "DELETE FROM fetch_leases WHERE key = ? AND owner = ?"
 
 
@@ -38,9 +42,12 @@ class SqliteFetchLeases:
     async def take(self, key: str, owner: str, until: float, now: float) -> bool:
         return await self._db.run(lambda conn: _take(conn, key, owner, until, now))
 
-    async def held(self, key: str, now: float) -> bool:
+    async def renew(self, key: str, owner: str, until: float, now: float) -> bool:
         return await self._db.run(
-            lambda conn: conn.execute(_HELD, (key, now)).fetchone() is not None)
+            lambda conn: conn.execute(_RENEW, (until, key, owner, now)).rowcount == 1)
+
+    async def holder(self, key: str) -> Holder | None:
+        return await self._db.run(lambda conn: _holder(conn, key))
 
     async def release(self, key: str, owner: str) -> None:
         await self._db.run(lambda conn: conn.execute(_RELEASE, (key, owner)))
@@ -53,3 +60,8 @@ def _take(conn: sqlite3.Connection, key: str, owner: str, until: float, now: flo
     with immediate(conn):
         conn.execute(_EXPIRED, (key, now))
         return conn.execute(_TAKE, (key, owner, until)).rowcount == 1
+
+
+def _holder(conn: sqlite3.Connection, key: str) -> Holder | None:
+    row = conn.execute(_HOLDER, (key,)).fetchone()
+    return None if row is None else Holder(row[0], float(row[1]))

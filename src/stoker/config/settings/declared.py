@@ -200,7 +200,8 @@ class Settings:
     collapse_timeout: float = setting(
         15.0, seconds,
         "How long collapsed requests wait for the leader",
-        doc="How long collapsed requests wait before going to the origin themselves",
+        doc="How long collapsed requests wait on one fetch before going to the origin "
+            "themselves (again from when a waiter takes a dead fetch lease over)",
         reload=True)
     client_body_timeout: float = setting(
         60.0, seconds,
@@ -313,7 +314,8 @@ class Settings:
         10.0, seconds,
         "A process sharing the cache that has not been heard of this long is not waited for",
         doc="A process sharing the cache that has not confirmed its position for this long "
-            "is taken for gone: purges no longer wait for it")
+            "is taken for gone: purges no longer wait for it; a fetch lease its holder has "
+            "not renewed for this long is dead, and a waiting process takes it over")
     notifier: str = setting(
         "auto", choice("auto", "poll", "postgres", "redis"),
         "How the processes sharing a cache hear of each other's purges sooner than their "
