@@ -28,7 +28,13 @@ from typing import Any, Final
 import httpx
 
 from stoker.admin.app import AdminSide, admin_side
-from stoker.app.processes import ServingProcess, Supervisor, default_node_id
+from stoker.app.processes import (
+    ServingProcess,
+    Supervisor,
+    default_node_id,
+    die_with_supervisor,
+    watch_supervisor,
+)
 from stoker.app.purge_relay import PurgeRelay
 from stoker.app.sharing import share_cache, shares_cache
 from stoker.app.stoker import Stoker
@@ -90,6 +96,7 @@ async def run_service(settings: Settings, *, announce: Announce = print,
         ensure_free(settings.listen, "listen")
         ensure_free(settings.admin_listen, "admin_listen")
     first = process is None or process.index == 0
+    orphaned = _orphan_watch(process)
     stoker, warm = await _open_with_warmer(settings)
     sharing = await share_cache(stoker, process.name if process else (
         settings.node_id or default_node_id())) if shares_cache(settings, process) else None
@@ -113,7 +120,7 @@ async def run_service(settings: Settings, *, announce: Announce = print,
             await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(
                 settings.server, apps, stop, tls, grace=settings.shutdown_timeout,
                 silence=silence, shared=shared),
-                _beside(sharing.relay if sharing else None, admin, alongside),
+                _beside(sharing.relay if sharing else None, admin, alongside, orphaned),
                 warm_on_start=first,
                 before_close=sharing.close if sharing else None)
     finally:
@@ -138,16 +145,27 @@ async def supervise(settings: Settings, args: Sequence[str], *,
     return status
 
 
+def _orphan_watch(process: ServingProcess | None) -> Callable[[], Awaitable[None]] | None:
+    """Make a child of a supervisor stop when the supervisor dies: the kernel's signal
+    where it gives one (nothing more to run), else the watch to run beside the servers."""
+    supervisor = process.supervisor if process is not None else None
+    if supervisor is None or die_with_supervisor(supervisor):
+        return None
+    return lambda: watch_supervisor(supervisor)
+
+
 def _beside(relay: PurgeRelay | None, admin: AdminSide | None,
-            alongside: Alongside | None) -> Alongside | None:
-    """What runs beside the servers: ``alongside``, the relay following the bus, and the
-    admin side's status hub."""
-    if relay is None and admin is None:
+            alongside: Alongside | None,
+            orphaned: Callable[[], Awaitable[None]] | None = None) -> Alongside | None:
+    """What runs beside the servers: ``alongside``, the relay following the bus, the
+    admin side's status hub, and the watch of a supervisor the kernel cannot watch."""
+    if relay is None and admin is None and orphaned is None:
         return alongside
 
     async def all_of(warm: WarmService) -> None:
         await asyncio.gather(*([relay.follow(asyncio.Event())] if relay is not None else []),
                              *([admin.hub.run()] if admin is not None else []),
+                             *([orphaned()] if orphaned is not None else []),
                              *([alongside(warm)] if alongside is not None else []))
 
     return all_of
