@@ -18,10 +18,11 @@ from stoker.cache.outcome import Kind
 
 
 @contextmanager
-def own_redis(port: int, directory: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """A redis-server of this test's own on ``port`` (so stopping it stops nobody else's)."""
+def own_redis(port: int, directory: Path, *flags: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A redis-server of this test's own on ``port`` (so stopping it stops nobody else's),
+    started with ``flags`` too."""
     proc = subprocess.Popen(["redis-server", "--port", str(port), "--save", "",
-                             "--appendonly", "no", "--dir", str(directory)],
+                             "--appendonly", "no", "--dir", str(directory), *flags],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield proc

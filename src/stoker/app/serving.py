@@ -40,6 +40,7 @@ from stoker.app.sharing import share_cache, shares_cache
 from stoker.app.stoker import Stoker
 from stoker.app.warm_service import WarmService
 from stoker.asgi import ASGIApp
+from stoker.backends.redis.eviction import SAFE, eviction_verdict
 from stoker.clock import Clock
 from stoker.config.settings import (
     Settings,
@@ -111,6 +112,8 @@ async def run_service(settings: Settings, *, announce: Announce = print,
     announce(f"stoker {VERSION}: proxying {where} → {settings.origin} "
              f"(data in {settings.data_dir}, {settings.warm_workers} warm workers, "
              f"pid {os.getpid()}{process.described() if process else ''})")
+    if settings.l2_url and first:
+        await say_eviction(settings.l2_url)
     tls = {settings.listen: Tls(settings.tls_cert, settings.tls_key)} if (
         settings.tls_cert and settings.tls_key) else None
     silence = silence_for(settings.origin_timeout, settings.client_body_timeout)
@@ -126,6 +129,19 @@ async def run_service(settings: Settings, *, announce: Announce = print,
     finally:
         announce(f"stoker {VERSION}: stopped proxying {where}"
                  f"{process.described() if process else ''}")
+
+
+async def say_eviction(url: str) -> None:
+    """Log what Redis's ``maxmemory-policy`` may evict of Stoker's keys
+    (:mod:`stoker.backends.redis.eviction`): a warning unless it is safe."""
+    try:
+        found = await eviction_verdict(url)
+    except Exception as error:
+        log.warning("Redis (l2_url): maxmemory-policy could not be read (%s: %s)",
+                    type(error).__name__, error)
+        return
+    log.log(logging.INFO if found.level == SAFE else logging.WARNING,
+            "Redis (l2_url): %s", found.text)
 
 
 async def supervise(settings: Settings, args: Sequence[str], *,
