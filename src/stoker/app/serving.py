@@ -119,7 +119,7 @@ async def run_service(settings: Settings, *, announce: Announce = print,
     silence = silence_for(settings.origin_timeout, settings.client_body_timeout)
     shared = frozenset({settings.listen}) if process is not None else frozenset()
     try:
-        with _reloading_on_hangup(stoker, warm, reload):
+        with _reloading_on_hangup(stoker, warm, reload, _process_name(process)):
             await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(
                 settings.server, apps, stop, tls, grace=settings.shutdown_timeout,
                 silence=silence, shared=shared),
@@ -187,32 +187,39 @@ def _beside(relay: PurgeRelay | None, admin: AdminSide | None,
     return all_of
 
 
-def reload_now(stoker: Stoker, warm: WarmService, load: LoadSettings) -> None:
+def _process_name(process: ServingProcess | None) -> str:
+    """``pid 123, process 2 of 4``: which process a log line is of."""
+    return f"pid {os.getpid()}{process.described() if process else ''}"
+
+
+def reload_now(stoker: Stoker, warm: WarmService, load: LoadSettings, who: str = "") -> None:
     """Read the configuration again and take what a running process can; log each change
-    and what needs a restart.  A configuration that does not load is logged, naming the
-    setting, and the process goes on as it was."""
+    and what needs a restart, each line naming the process (``who``: with ``--processes``
+    every one of them reloads and says so).  A configuration that does not load is
+    logged, naming the setting, and the process goes on as it was."""
     running = stoker.settings
+    said = f" ({who})" if who else ""
     try:
         wanted = load()
         change = stoker.reload(wanted)
     except SettingsError as error:
-        log.error("configuration not reloaded, still running as before: %s", error)
+        log.error("configuration not reloaded%s, still running as before: %s", said, error)
         return
     warm.reload(change.settings)
     for line in change.describe(running, wanted) or ["reload: nothing changed"]:
-        log.info("%s", line)
+        log.info("%s%s", line, said)
 
 
 @contextlib.contextmanager
 def _reloading_on_hangup(stoker: Stoker, warm: WarmService,
-                         load: LoadSettings | None) -> Iterator[None]:
+                         load: LoadSettings | None, who: str) -> Iterator[None]:
     """``SIGHUP`` calls :func:`reload_now` while the block runs (where signals exist)."""
     hangup = getattr(signal, "SIGHUP", None)
     if load is None or hangup is None:
         yield
         return
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(hangup, reload_now, stoker, warm, load)
+    loop.add_signal_handler(hangup, reload_now, stoker, warm, load, who)
     try:
         yield
     finally:
