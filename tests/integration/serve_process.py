@@ -33,7 +33,8 @@ class Serve:
         return self
 
     async def __aexit__(self, *_: object) -> None:
-        self.proc.terminate()
+        if self.proc.returncode is None:  # else a test killed it
+            self.proc.terminate()
         await asyncio.wait_for(self.proc.wait(), DEADLINE)
         self.output.close()
 

@@ -18,13 +18,15 @@ import asyncpg
 import pytest
 from tests.conftest import free_port
 from tests.integration.conftest import Origin
+from tests.integration.serve_process import Serve
+from tests.integration.test_redis_down import listening, own_redis
 from tests.integration.warm_site import stoker_env
 from tests.job_backends import PG_URL, pg_schema, schema_url
 
 UNREACHABLE = "http://127.0.0.1:1"
 REDIS_URL = "redis://127.0.0.1:6379/13"  # a database of this module's own
 SUBJECTS = ("configuration", "origin", "data_dir", "cache tier", "job queue", "audit log",
-            "purge bus", "notifier", "listen", "admin_listen")
+            "purge bus", "Redis eviction", "notifier", "listen", "admin_listen")
 
 
 def check(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -202,3 +204,46 @@ def test_no_origin_is_a_configuration_error(tmp_path: Path) -> None:
     result = check(cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.startswith("error: no origin configured: pass --origin URL")
+
+
+@pytest.mark.parametrize("flags", [("--maxmemory-policy", "allkeys-lru", "--maxmemory", "64mb"),
+                                   ("--maxmemory-policy", "volatile-lru", "--maxmemory", "64mb"),
+                                   ("--maxmemory-policy", "noeviction", "--maxmemory", "64mb"),
+                                   ("--rename-command", "CONFIG", "")])
+async def test_check_and_serve_say_what_redis_may_evict(
+        origin: Origin, tmp_path: Path, flags: tuple[str, ...]) -> None:
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    with own_redis(port, tmp_path, flags), pg_schema(migrated=False) as schema:
+        await listening(port)
+        found = await asyncio.to_thread(
+            check, "--origin", origin.url, "--data-dir", str(tmp_path / "data"), *listeners(),
+            cwd=tmp_path, STOKER_L2_URL=url, STOKER_DATABASE_URL=schema_url(schema))
+        serve = Serve(origin, tmp_path, "--processes", "1")
+        serve.config.write_text(f'warm_on_start = "never"\nl2_url = "{url}"\n'
+                                f'database_url = "{schema_url(schema)}"\n')
+        async with serve:
+            for _ in range(100):
+                said = [line for line in serve.lines() if "Redis (l2_url)" in line]
+                if said:
+                    break
+                await asyncio.sleep(0.05)
+    line = lines(found)["Redis eviction"]
+    policy = flags[1] if flags[0] == "--maxmemory-policy" else None
+    if policy == "allkeys-lru":
+        assert line.startswith(f"FAIL Redis eviction {url}: maxmemory-policy allkeys-lru at "
+                               "maxmemory 67108864 bytes may evict any of Stoker's keys")
+        assert "cache version" in line and "set noeviction" in line
+        assert found.returncode == 1
+    elif policy == "volatile-lru":
+        assert line.startswith(f"ok Redis eviction {url}: warning: maxmemory-policy "
+                               "volatile-lru at maxmemory 67108864 bytes may evict the entries")
+    elif policy == "noeviction":
+        assert line == (f"ok Redis eviction {url}: maxmemory-policy noeviction: Redis never "
+                        "evicts Stoker's keys (when full it refuses writes: pages are served, "
+                        "not stored in Redis)")
+    else:
+        assert line.startswith(f"ok Redis eviction {url}: warning: maxmemory-policy could not "
+                               "be read")
+    assert len(said) == 1 and ("WARNING" in said[0]) == (policy != "noeviction")
+    assert line.split(": ", 1)[1].removeprefix("warning: ") in said[0]

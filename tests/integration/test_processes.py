@@ -5,6 +5,7 @@ both have it in force; a process that dies is started again."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import signal
 from pathlib import Path
@@ -74,3 +75,37 @@ async def test_a_process_killed_is_started_again(origin: Origin, tmp_path: Path)
     assert len(serving_pids(serve)) == 3  # the two, and the one started again
     assert all(response.status_code == 200 for response in answers)
     assert "starting it again" in serve.log.read_text()
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie not reaped yet counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def test_children_stop_when_the_supervisor_is_killed(
+        origin: Origin, tmp_path: Path) -> None:
+    origin.app.set("/page", headers=TAGGED, body=b"page")
+    serve = Serve(origin, tmp_path, "--processes", "2")
+    serve.config.write_text('warm_on_start = "never"\n')
+    async with serve:
+        pids = await eventually_two(serve)
+        await asyncio.sleep(0.3)
+        serve.proc.kill()  # kill -9 of the supervisor: it cannot stop its children
+        await serve.proc.wait()
+        for _ in range(int(10 / 0.05)):
+            if not any(alive(pid) for pid in pids):
+                break
+            await asyncio.sleep(0.05)
+        left = {pid for pid in pids if alive(pid)}
+        for pid in left:  # a failure leaves no stray processes behind
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"children still running 10 s after the supervisor died: {left}"
+    again = copy.copy(serve)
+    again.log = tmp_path / "again.log"
+    async with again:  # the same listen and admin_listen: free again
+        answer = await fresh_get(again, "/page")
+    assert answer.status_code == 200

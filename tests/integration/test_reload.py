@@ -4,11 +4,12 @@ refused."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import httpx
 from tests.integration.conftest import Origin
-from tests.integration.serve_process import DEADLINE, Serve
+from tests.integration.serve_process import DEADLINE, Serve, eventually_two
 
 QUIET = 'warm_on_start = "never"\n'
 FIVE_MINUTES = QUIET + '[[rule]]\npath = "/"\nttl = "5m"\n'
@@ -52,3 +53,25 @@ async def test_a_broken_file_is_refused_and_the_process_goes_on(
     assert "keep" in log.split("configuration not reloaded")[1].splitlines()[0]
     assert "hit" in still.headers["cache-status"] and origin.app.count("/page") == 1
     assert "nothing changed" in again
+
+
+async def test_each_process_names_itself_in_its_reload_lines(
+        origin: Origin, tmp_path: Path) -> None:
+    serve = Serve(origin, tmp_path, "--processes", "2")
+    serve.config.write_text(FIVE_MINUTES)
+    async with serve:
+        pids = await eventually_two(serve)
+        await serve.reload(QUIET + 'keep = "2h"\n' + NEVER, "process 2 of 2)")
+        for _ in range(int(DEADLINE / 0.05)):
+            said = [line for line in serve.lines() if "reloaded keep: 3600.0 -> 7200.0" in line]
+            if len(said) == 2:
+                break
+            await asyncio.sleep(0.05)
+    assert sorted(line.rsplit("(", 1)[1] for line in said) == sorted(
+        f"pid {pid}, process {_index_of(serve, pid)} of 2)" for pid in pids)
+
+
+def _index_of(serve: Serve, pid: int) -> int:
+    """Which of ``serve``'s processes ``pid`` is (its start line says)."""
+    (line,) = [line for line in serve.lines() if ": proxying " in line and f"pid {pid}," in line]
+    return int(line.rsplit("process ", 1)[1].split(" ")[0])

@@ -136,6 +136,11 @@ def test_the_rows_without_requests_show_no_ratio_and_an_idle_origin() -> None:
         "requests", "origin", "cache"]
 
 
+def test_a_redis_tier_is_named_redis() -> None:
+    rows = rows_of(summary(Sample(status(l2_tier="Redis"), 0.0, 1e9)))
+    assert rows["L2 Redis"] == ("2 entries, 3.0 MiB", "") and "L2 SQLite" not in rows
+
+
 def test_a_down_origin_shows_for_how_long() -> None:
     view = summary(Sample(status(origin_down_since=1000.0, in_flight=3), 0.0, 1192.5))
     assert view["origin_down_for"] == 192.5

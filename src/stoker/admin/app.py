@@ -75,8 +75,10 @@ def admin_side(stoker: Stoker, warm: WarmService | None = None, *,
         status, body = health.verdict(await health.readiness(stoker, warm, probe))
         return JSONResponse(body, status_code=status)
 
+    ledger = metrics.Ledger()
+
     async def scrape(_: Request) -> Response:
-        found = metrics.families(await metrics.read(stoker, warm))
+        found = metrics.families(await metrics.read(stoker, warm, ledger))
         return Response(metrics.exposition(found), media_type=metrics.CONTENT_TYPE)
 
     async def status(_: Request) -> Response:

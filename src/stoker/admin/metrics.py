@@ -13,16 +13,23 @@ Invariants:
 - Requests by outcome keep bypasses and passes apart from misses, with their reason
   (``reason``), and warm visits apart from visitors (``source``).
 - A figure whose store cannot be read is left out of that scrape (logged), never faked.
-- With several processes serving from one cache (``--processes``), one scrape counts
-  them all: each tells the bus its own figures with its heartbeat (:func:`said`), and
-  the scraped one adds those of the live others (:func:`combined`), at most a heartbeat
-  old.
+- ``/metrics`` is per node: one scrape counts the processes of this node (those of one
+  ``stoker serve --processes N``, named ``node/I`` on the bus: :func:`node_of`), never
+  the other nodes sharing the cache, so scraping every node counts everything once.
+  Each process tells the bus its own figures with its heartbeat (:func:`said`), and the
+  scraped one adds those of this node's others (:func:`tally`), at most a heartbeat old.
+- Counters never fall while the scraped process runs: a process of this node that leaves
+  or stops answering keeps counting with the last figures it told, and one started again
+  (a new ``run`` under the same name) has its old run's last figures folded into a base
+  (:class:`Ledger`).  Gauges count the live processes only.  Only the scraped process's
+  own restart starts the counters again (a target restart, to Prometheus).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 from collections import Counter
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -95,18 +102,26 @@ class Figures:
     not_cached: Mapping[str, Any] = field(default_factory=dict)
     """This process's :meth:`~stoker.cache.not_cached.NotCachedLog.snapshot`, for
     ``GET /api/why`` (which merges those of the processes itself)."""
+    run: str = ""
+    """Which run of its process the figures are of (a process started again: another)."""
+    node_name: str = ""
+    """The node the scrape counts (:func:`node_of`; empty: a process sharing nothing)."""
+    processes: int = 1
+    """The node's live processes the scrape counts (this one among them)."""
 
 
-async def read(stoker: Stoker, warm: WarmService | None) -> Figures:
-    """The figures of ``stoker`` (and its warmer) now; with other processes serving from
-    the same cache (``--processes``), theirs added as they last told the bus."""
+async def read(stoker: Stoker, warm: WarmService | None, ledger: Ledger) -> Figures:
+    """The figures of ``stoker`` (and its warmer) now; with other processes of this node
+    serving from the same cache (``--processes``), theirs added as they last told the bus
+    (``ledger`` keeps what its counters need between scrapes: :func:`tally`)."""
     figures = own(stoker)
     figures.l2 = await or_none(stoker.l2.stats())
     relay = stoker.purger.relay
     if relay is not None:
         members = await or_none(relay.members())
-        figures = combined(figures, others_said(members or (), relay.me, stoker.clock.now(),
-                                                stoker.settings.node_timeout))
+        if members is not None:
+            ledger.state, figures = tally(ledger.state, figures, members, relay.me,
+                                          stoker.clock.now(), stoker.settings.node_timeout)
     if warm is not None:
         await _read_warm(figures, warm, stoker.clock.now())
     return figures
@@ -128,7 +143,7 @@ def own(stoker: Stoker) -> Figures:
         cache_bytes=pipeline.cache_bytes, origin_bytes=stoker.origin_timing.body_bytes,
         notifier_connected=notifier is None or notifier.connected, node=node_facts(stoker),
         requests=sum(pipeline.stats[kind] for kind in REQUEST_KINDS),
-        not_cached=pipeline.not_cached.snapshot())
+        not_cached=pipeline.not_cached.snapshot(), run=f"{os.getpid()}-{id(stoker):x}")
 
 
 def node_facts(stoker: Stoker) -> dict[str, Any]:
@@ -153,7 +168,7 @@ def said(figures: Figures) -> str:
         "notifier_reconnects": figures.notifier_reconnects,
         "cache_bytes": figures.cache_bytes, "origin_bytes": figures.origin_bytes,
         "notifier_connected": figures.notifier_connected, "node": dict(figures.node),
-        "requests": figures.requests, "not_cached": figures.not_cached})
+        "requests": figures.requests, "not_cached": figures.not_cached, "run": figures.run})
 
 
 def shares(outcomes: Mapping[tuple[str, str, bool], int]) -> dict[str, int]:
@@ -184,15 +199,10 @@ def member_summary(said_json: str | None) -> dict[str, Any]:
             "l1_entries": l1.get("entries"), "l1_bytes": l1.get("bytes")}
 
 
-def others_said(members: Iterable[Member], me: str, now: float,
-                node_timeout: float) -> list[Any]:
-    """The figures the other live members last told the bus.  Pure."""
-    return [said for _, said in named_others_said(members, me, now, node_timeout)]
-
-
 def named_others_said(members: Iterable[Member], me: str, now: float,
                       node_timeout: float) -> list[tuple[str, Any]]:
-    """:func:`others_said`, each with the member's name.  Pure."""
+    """The figures the other live members last told the bus, each with the member's name.
+    Pure."""
     return [(member.name, json.loads(member.figures)) for member in members
             if member.name != me and member.figures and now - member.seen_at <= node_timeout]
 
@@ -228,6 +238,69 @@ def combined(figures: Figures, others: Iterable[Any]) -> Figures:
 
 _SUMMED = ("in_flight", "l1_evictions", "l2_pending", "l2_pending_bytes", "l2_dropped",
            "notifier_reconnects", "cache_bytes", "origin_bytes")
+_COUNTERS = ("outcomes", "cookie_bypasses", "timing", "l1_evictions", "l2_dropped",
+             "notifier_reconnects", "cache_bytes", "origin_bytes")
+"""The fields of :class:`Figures` that only grow while a process runs."""
+
+
+def node_of(member: str) -> str:
+    """The node a bus member belongs to: ``N`` for ``N/I`` (a process of ``stoker serve
+    --processes``, :mod:`stoker.app.processes`), else the member's own name.  Pure."""
+    node, _, index = member.rpartition("/")
+    return node if node and index.isdigit() else member
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What a node's counters need between scrapes: the last figures each other process of
+    the node told (by name: its run and figures), and the last figures of the runs that
+    were replaced (a process started again), summed into ``base`` (:func:`said` JSON)."""
+
+    last: Mapping[str, tuple[str, Any]] = field(default_factory=dict)
+    base: Any = None
+
+
+@dataclass
+class Ledger:
+    """The scraped process's :class:`Tally`, kept from one scrape to the next."""
+
+    state: Tally = field(default_factory=Tally)
+
+
+def tally(state: Tally, figures: Figures, members: Iterable[Member], me: str, now: float,
+          node_timeout: float) -> tuple[Tally, Figures]:
+    """``figures`` (this process's own) with the other processes of ``me``'s node added:
+    the gauges of the live ones, the counters of every one ever seen (their last figures,
+    the replaced runs' in the base: see the module invariants); and the tally to keep.
+    Pure."""
+    node = node_of(me)
+    last, base = dict(state.last), state.base
+    live = []
+    for member in members:
+        if member.name == me or not member.figures or node_of(member.name) != node:
+            continue
+        told = json.loads(member.figures)
+        run = told.get("run", "")
+        if member.name in last and last[member.name][0] != run:
+            base = _folded(base, last[member.name][1])
+        last[member.name] = (run, told)
+        if now - member.seen_at <= node_timeout:
+            live.append(told)
+    gauges = combined(figures, live)
+    counted = [told for _, told in last.values()] + ([base] if base is not None else [])
+    counters = combined(figures, counted)
+    return Tally(last, base), replace(
+        gauges, node_name=node, processes=1 + len(live),
+        **{name: getattr(counters, name) for name in _COUNTERS})
+
+
+def _folded(base: Any, told: Any) -> Any:
+    """``told``'s counters added to ``base`` (both :func:`said` JSON, ``base`` possibly
+    ``None``).  Pure."""
+    empty = Figures(outcomes={}, cookie_bypasses={}, timing=OriginTiming(), origin_up=True,
+                    in_flight=0, l1={}, l1_evictions=0, l2=None, l2_pending=0,
+                    l2_pending_bytes=0, l2_dropped=0, purge_marks=0, applying={})
+    return json.loads(said(combined(empty, [told] + ([base] if base is not None else []))))
 
 
 def _add_timing(timing: OriginTiming, counts: Sequence[int], seconds: float,
@@ -265,8 +338,17 @@ async def or_none(reading: Awaitable[T]) -> T | None:
 
 def families(figures: Figures) -> list[Metric]:
     """The metric families for ``figures``.  Pure."""
-    return [*_request_families(figures), *_origin_families(figures),
-            *_cache_families(figures), *_warm_families(figures)]
+    return [*_node_families(figures), *_request_families(figures),
+            *_origin_families(figures), *_cache_families(figures), *_warm_families(figures)]
+
+
+def _node_families(figures: Figures) -> Iterable[Metric]:
+    if figures.node_name:
+        processes = GaugeMetricFamily(
+            "stoker_node_processes", "This node's live serving processes the scrape counts "
+            "(the others' figures come with their heartbeats)", labels=["node"])
+        processes.add_metric([figures.node_name], figures.processes)
+        yield processes
 
 
 def _request_families(figures: Figures) -> Iterable[Metric]:

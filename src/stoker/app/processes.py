@@ -19,12 +19,20 @@ Invariants:
   port), which stops them all and makes the supervisor exit 1.
 - Every child is named ``node_id/I`` on the purge bus; ``node_id`` defaults to
   ``hostname-PID`` of the supervisor, the same for all of them.
+- A child never outlives its supervisor: killed (even ``kill -9``), it leaves no
+  unsupervised children holding ``listen``.  Each child asks the kernel for ``SIGTERM``
+  when its parent dies (Linux's ``PR_SET_PDEATHSIG``, :func:`die_with_supervisor`), and
+  elsewhere looks at its parent every :data:`ORPHAN_CHECK` seconds
+  (:func:`watch_supervisor`); either way it then stops as on a ``SIGTERM`` to the
+  supervisor, and a child whose supervisor died before it asked stops at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import logging
 import os
 import signal
@@ -40,6 +48,12 @@ RESTART_DELAY: Final = 1.0
 STARTUP: Final = 5.0
 KILL_AFTER: Final = 5.0
 INDEX_FLAG: Final = "--process-index"
+SUPERVISOR_FLAG: Final = "--supervisor-pid"
+"""Tells a child its supervisor's pid."""
+ORPHAN_CHECK: Final = 1.0
+"""Seconds between two looks at the parent where the kernel cannot signal its death."""
+PR_SET_PDEATHSIG: Final = 1
+"""Linux's ``prctl`` option: the signal this process gets when its parent dies."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +63,8 @@ class ServingProcess:
     index: int
     count: int
     node: str
+    supervisor: int | None = None
+    """The supervisor's pid (:data:`SUPERVISOR_FLAG`): this child stops when it dies."""
 
     @property
     def name(self) -> str:
@@ -65,9 +81,31 @@ def default_node_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
+def die_with_supervisor(supervisor: int) -> bool:
+    """Ask the kernel for ``SIGTERM`` when this process's parent dies; whether it took the
+    request (Linux).  A parent gone already (this process adopted) gets ``SIGTERM`` now."""
+    asked = False
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        asked = bool(libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) == 0)
+    if os.getppid() != supervisor:
+        os.kill(os.getpid(), signal.SIGTERM)
+    return asked
+
+
+async def watch_supervisor(supervisor: int) -> None:
+    """Send this process ``SIGTERM`` once its parent is no longer ``supervisor`` (where
+    the kernel cannot be asked to): looked at every :data:`ORPHAN_CHECK` seconds."""
+    while os.getppid() == supervisor:
+        await asyncio.sleep(ORPHAN_CHECK)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def child_command(args: Sequence[str], index: int) -> list[str]:
-    """The command line of child ``index``: ``stoker ARGS --process-index INDEX``."""
-    return [sys.executable, "-m", "stoker", *args, INDEX_FLAG, str(index)]
+    """The command line of child ``index``: ``stoker ARGS --process-index INDEX
+    --supervisor-pid PID`` (this process's)."""
+    return [sys.executable, "-m", "stoker", *args, INDEX_FLAG, str(index),
+            SUPERVISOR_FLAG, str(os.getpid())]
 
 
 class Supervisor:

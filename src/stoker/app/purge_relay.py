@@ -48,12 +48,14 @@ files are read by no other node).
 Invariants: a number is confirmed only once everything up to it is in force here, its
 own relayed purges included (they were in force before they were relayed, or kept); a
 gap in the numbers (this process fell behind what the bus keeps) drops the memory tier
-whole before anything is confirmed, and so does a bus unreachable for longer than
-``node_timeout`` (the others then stop waiting for this process), once per outage; a
-failure to publish, read or apply is logged as :mod:`stoker.resilience.outage` says (when it starts,
-every ``SAY_EVERY`` seconds, when it ends) and retried at the next poll, never skipped
+whole before anything is confirmed, and so does a bus not followed (unreachable, or
+what it relays not applied here) for longer than ``node_timeout`` (the others then stop
+waiting for this process), once per outage; a failure to publish, read or apply is
+logged as :class:`~stoker.resilience.repeats.Repeats` says (when it starts, every
+``SAY_EVERY`` seconds, when it ends) and retried at the next poll, never skipped
 (what was relayed meanwhile is put in force, and what was kept published, when the bus
-answers again).
+answers again).  Each line names what failed (the bus, or the cache tier a relayed purge
+is applied to), the cause and when the failures began.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ from stoker.cache.purge_bus import NOT_RELAYED, Member, PurgeBus, Relayed, uncon
 from stoker.cache.purge_list import PurgeMark
 from stoker.cache.purge_outbox import Outgoing
 from stoker.clock import Clock
-from stoker.resilience import outage
+from stoker.resilience.repeats import Repeats
 
 log = logging.getLogger("stoker.purge")
 
@@ -84,6 +86,11 @@ HEARTBEAT: Final = 1.0
 """Longest time between two confirmations."""
 KEPT: Final = 600.0
 """Seconds what was relayed stays on the bus (for members catching up)."""
+
+
+class NotApplied(Exception):
+    """A purge read from the bus could not be applied here (the cache tier failed, not
+    the bus): its cause is the tier's error."""
 
 
 class PurgeRelay:
@@ -153,29 +160,29 @@ class PurgeRelay:
     async def follow(self, stop: asyncio.Event) -> None:
         """Carry out what the others relay until ``stop``."""
         trimmed = heard = self._clock.monotonic()
-        state, forgot = outage.Outage(), False
+        forgot = False
+        failing = Repeats(log, "following the purge bus", lambda: (
+            f"trying again every {self._poll():g} s, {self.kept()} purges of this process "
+            "kept meanwhile"), self._clock)
         while not stop.is_set():
             poked = self.notifier.rung("published")
             try:
                 await self._send()
                 await self.catch_up()
-                state, back = outage.answered(state)
-                if back:
-                    log.info("the purge bus answers again")
+                failing.answered()
                 heard, forgot = self._clock.monotonic(), False
                 if heard - trimmed >= KEPT / 10:
                     await self._bus.trim(self._clock.now() - KEPT)
                     trimmed = self._clock.monotonic()
+            except NotApplied as error:
+                failing.failed(error.__cause__ or error, str(error))
             except Exception as error:
-                state, say = outage.failed(state, self._clock.monotonic())
-                if say:
-                    log.warning("the purge bus failed (%s: %s); trying again every %g s, "
-                                "%d purges of this process kept meanwhile",
-                                type(error).__name__, error, self._poll(), self.kept())
-                if not forgot and self._clock.monotonic() - heard > self._node_timeout:
-                    self._forget_memory(f"the purge bus is unreachable for over "
-                                        f"{self._node_timeout:g} s")
-                    forgot = True
+                failing.failed(error, "the purge bus (the database) did not answer")
+            if (failing.failing and not forgot
+                    and self._clock.monotonic() - heard > self._node_timeout):
+                self._forget_memory(f"the purge bus could not be followed for over "
+                                    f"{self._node_timeout:g} s")
+                forgot = True
             await self._pause(stop, poked)
 
     async def catch_up(self) -> int:
@@ -302,8 +309,12 @@ class PurgeRelay:
                       tags=mark.tags, everything=mark.everything)
         if relayed.version is not None:
             purger.adopt_version(relayed.version)
-        else:
+            return
+        try:
             await self._stoker.store.purge(purges.latest)
+        except Exception as error:
+            raise NotApplied(f"purge {relayed.number} of {relayed.sender} read from the bus, "
+                             "not applied to the cache tiers here") from error
 
     async def _confirm(self) -> None:
         said = self.figures() if self.figures is not None else None

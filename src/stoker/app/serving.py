@@ -28,12 +28,19 @@ from typing import Any, Final
 import httpx
 
 from stoker.admin.app import AdminSide, admin_side
-from stoker.app.processes import ServingProcess, Supervisor, default_node_id
+from stoker.app.processes import (
+    ServingProcess,
+    Supervisor,
+    default_node_id,
+    die_with_supervisor,
+    watch_supervisor,
+)
 from stoker.app.purge_relay import PurgeRelay
 from stoker.app.sharing import share_cache, shares_cache
 from stoker.app.stoker import Stoker
 from stoker.app.warm_service import WarmService
 from stoker.asgi import ASGIApp
+from stoker.backends.redis.eviction import SAFE, eviction_verdict
 from stoker.clock import Clock
 from stoker.config.settings import (
     Settings,
@@ -90,6 +97,7 @@ async def run_service(settings: Settings, *, announce: Announce = print,
         ensure_free(settings.listen, "listen")
         ensure_free(settings.admin_listen, "admin_listen")
     first = process is None or process.index == 0
+    orphaned = _orphan_watch(process)
     stoker, warm = await _open_with_warmer(settings)
     sharing = await share_cache(stoker, process.name if process else (
         settings.node_id or default_node_id())) if shares_cache(settings, process) else None
@@ -104,21 +112,36 @@ async def run_service(settings: Settings, *, announce: Announce = print,
     announce(f"stoker {VERSION}: proxying {where} → {settings.origin} "
              f"(data in {settings.data_dir}, {settings.warm_workers} warm workers, "
              f"pid {os.getpid()}{process.described() if process else ''})")
+    if settings.l2_url and first:
+        await say_eviction(settings.l2_url)
     tls = {settings.listen: Tls(settings.tls_cert, settings.tls_key)} if (
         settings.tls_cert and settings.tls_key) else None
     silence = silence_for(settings.origin_timeout, settings.client_body_timeout)
     shared = frozenset({settings.listen}) if process is not None else frozenset()
     try:
-        with _reloading_on_hangup(stoker, warm, reload):
+        with _reloading_on_hangup(stoker, warm, reload, _process_name(process)):
             await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(
                 settings.server, apps, stop, tls, grace=settings.shutdown_timeout,
                 silence=silence, shared=shared),
-                _beside(sharing.relay if sharing else None, admin, alongside),
+                _beside(sharing.relay if sharing else None, admin, alongside, orphaned),
                 warm_on_start=first,
                 before_close=sharing.close if sharing else None)
     finally:
         announce(f"stoker {VERSION}: stopped proxying {where}"
                  f"{process.described() if process else ''}")
+
+
+async def say_eviction(url: str) -> None:
+    """Log what Redis's ``maxmemory-policy`` may evict of Stoker's keys
+    (:mod:`stoker.backends.redis.eviction`): a warning unless it is safe."""
+    try:
+        found = await eviction_verdict(url)
+    except Exception as error:
+        log.warning("Redis (l2_url): maxmemory-policy could not be read (%s: %s)",
+                    type(error).__name__, error)
+        return
+    log.log(logging.INFO if found.level == SAFE else logging.WARNING,
+            "Redis (l2_url): %s", found.text)
 
 
 async def supervise(settings: Settings, args: Sequence[str], *,
@@ -138,47 +161,65 @@ async def supervise(settings: Settings, args: Sequence[str], *,
     return status
 
 
+def _orphan_watch(process: ServingProcess | None) -> Callable[[], Awaitable[None]] | None:
+    """Make a child of a supervisor stop when the supervisor dies: the kernel's signal
+    where it gives one (nothing more to run), else the watch to run beside the servers."""
+    supervisor = process.supervisor if process is not None else None
+    if supervisor is None or die_with_supervisor(supervisor):
+        return None
+    return lambda: watch_supervisor(supervisor)
+
+
 def _beside(relay: PurgeRelay | None, admin: AdminSide | None,
-            alongside: Alongside | None) -> Alongside | None:
-    """What runs beside the servers: ``alongside``, the relay following the bus, and the
-    admin side's status hub."""
-    if relay is None and admin is None:
+            alongside: Alongside | None,
+            orphaned: Callable[[], Awaitable[None]] | None = None) -> Alongside | None:
+    """What runs beside the servers: ``alongside``, the relay following the bus, the
+    admin side's status hub, and the watch of a supervisor the kernel cannot watch."""
+    if relay is None and admin is None and orphaned is None:
         return alongside
 
     async def all_of(warm: WarmService) -> None:
         await asyncio.gather(*([relay.follow(asyncio.Event())] if relay is not None else []),
                              *([admin.hub.run()] if admin is not None else []),
+                             *([orphaned()] if orphaned is not None else []),
                              *([alongside(warm)] if alongside is not None else []))
 
     return all_of
 
 
-def reload_now(stoker: Stoker, warm: WarmService, load: LoadSettings) -> None:
+def _process_name(process: ServingProcess | None) -> str:
+    """``pid 123, process 2 of 4``: which process a log line is of."""
+    return f"pid {os.getpid()}{process.described() if process else ''}"
+
+
+def reload_now(stoker: Stoker, warm: WarmService, load: LoadSettings, who: str = "") -> None:
     """Read the configuration again and take what a running process can; log each change
-    and what needs a restart.  A configuration that does not load is logged, naming the
-    setting, and the process goes on as it was."""
+    and what needs a restart, each line naming the process (``who``: with ``--processes``
+    every one of them reloads and says so).  A configuration that does not load is
+    logged, naming the setting, and the process goes on as it was."""
     running = stoker.settings
+    said = f" ({who})" if who else ""
     try:
         wanted = load()
         change = stoker.reload(wanted)
     except SettingsError as error:
-        log.error("configuration not reloaded, still running as before: %s", error)
+        log.error("configuration not reloaded%s, still running as before: %s", said, error)
         return
     warm.reload(change.settings)
     for line in change.describe(running, wanted) or ["reload: nothing changed"]:
-        log.info("%s", line)
+        log.info("%s%s", line, said)
 
 
 @contextlib.contextmanager
 def _reloading_on_hangup(stoker: Stoker, warm: WarmService,
-                         load: LoadSettings | None) -> Iterator[None]:
+                         load: LoadSettings | None, who: str) -> Iterator[None]:
     """``SIGHUP`` calls :func:`reload_now` while the block runs (where signals exist)."""
     hangup = getattr(signal, "SIGHUP", None)
     if load is None or hangup is None:
         yield
         return
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(hangup, reload_now, stoker, warm, load)
+    loop.add_signal_handler(hangup, reload_now, stoker, warm, load, who)
     try:
         yield
     finally:

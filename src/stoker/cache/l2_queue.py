@@ -25,8 +25,10 @@ Invariants:
   put would exceed that, the OLDEST queued puts are dropped (L2 forgets them;
   counted in ``dropped`` and logged once per burst, the burst ending when the
   queue runs empty).  Awaited operations are never dropped.
-- A failing L2 operation is logged on ``stoker.cache`` and retried with
-  exponential backoff (``retry_delay`` doubling up to ``max_retry_delay``,
+- A failing L2 operation is logged on ``stoker.cache`` as
+  :class:`~stoker.resilience.repeats.Repeats` says (when the failures start, every
+  ``SAY_EVERY`` seconds with a count, when a write succeeds again: never a line per
+  attempt) and retried with exponential backoff (``retry_delay`` doubling up to ``max_retry_delay``,
   slept on the injected clock) until it succeeds or, if it is a put, is
   dropped; it is never raised to the caller.
 - An awaited operation fails with :class:`L2WriteTimeout` once it has waited
@@ -63,6 +65,7 @@ from stoker.cache.purge_list import PurgeList
 from stoker.cache.store import CacheStore
 from stoker.clock import Clock
 from stoker.http.encoding import Encoded
+from stoker.resilience.repeats import Repeats
 
 T = TypeVar("T")
 
@@ -135,6 +138,9 @@ class L2WriteQueue:
         self._noops = 0  # flush barriers and dropped puts still in ``_ops``
         self._burst = 0  # puts dropped since the queue last ran empty
         self._last_error: Exception | None = None
+        self._failing = Repeats(log, "L2 cache write", lambda: (
+            f"{self.pending()} operations queued, retried with backoff up to "
+            f"{self._max_retry_delay:g} s"), clock)
         self._closed = False
         self._writer: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
@@ -342,19 +348,15 @@ class L2WriteQueue:
         """Run ``run`` until it succeeds (or, puts, they are ``dropped``), backing off between
         failures; ``run`` is called anew on each attempt."""
         delay = self._retry_delay
-        failures = 0
         while True:
             try:
                 result = await run()
             except Exception as error:
-                failures += 1
                 self._last_error = error
-                log.warning(
-                    "L2 cache %s failed (attempt %d); retrying in %.2fs",
-                    label, failures, delay, exc_info=True,
-                )  # fmt: skip
+                self._failing.failed(error, label)
             else:
                 self._last_error = None
+                self._failing.answered()
                 return result
             self._expire()
             await self._clock.sleep(self._backoff(delay))

@@ -14,7 +14,8 @@ after :func:`stoker.resilience.outage.retry_in` seconds on the injected clock (d
 :data:`RETRY_MOST`), until it is back; then ``reconnects`` grows by one, that is
 logged, and every bell rings again (what was poked meanwhile went unheard).  Failed
 attempts and failed sends are logged as :mod:`stoker.resilience.outage` says (the first, then one
-line every ``SAY_EVERY`` seconds, then the return), and a send never raises.  While it
+line every ``SAY_EVERY`` seconds, naming the cause and since when, then the return), and
+a send never raises.  While it
 is down ``connected`` is ``False`` and waits still end at their timeout.
 """
 
@@ -29,6 +30,7 @@ from typing import Final, Protocol
 from stoker.cache.notifier import KINDS, Doorbell, Kind
 from stoker.clock import Clock
 from stoker.resilience import outage
+from stoker.resilience.repeats import cause, clock_time
 
 log = logging.getLogger("stoker.purge")
 
@@ -154,6 +156,7 @@ class Subscription:
         """A new subscription, tried after :func:`~stoker.resilience.outage.retry_in` until one is
         made; a failing try said as the outage machine says (every ``SAY_EVERY`` s)."""
         state, _ = outage.failed(outage.Outage(), self._clock.monotonic())  # said: lost
+        lost_at = self._clock.now()
         while True:
             await self._clock.sleep(outage.retry_in(state, RETRY_MOST))
             try:
@@ -161,8 +164,10 @@ class Subscription:
             except Exception as error:
                 state, say = outage.failed(state, self._clock.monotonic())
                 if say:
-                    log.warning("still no subscription to %s (%s: %s); trying again",
-                                self.channel.where, type(error).__name__, error)
+                    log.warning("still no subscription to %s since %s (%d tries failed, the "
+                                "last %s); trying again every %g s at most, the purge bus "
+                                "polled meanwhile", self.channel.where, clock_time(lost_at),
+                                state.failures - 1, cause(error), RETRY_MOST)
 
 
 async def _until_lost(link: Link) -> str:
@@ -171,7 +176,7 @@ async def _until_lost(link: Link) -> str:
         await link.lost()
         return "the connection was closed"
     except Exception as error:
-        return f"{type(error).__name__}: {error}"
+        return cause(error)
     finally:
         await link.close()
 

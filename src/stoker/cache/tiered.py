@@ -1,8 +1,9 @@
 """Two cache tiers behind one ``CacheStore``: memory L1 in front of a persistent L2.
 
 Read: L1 hit → return | L1 miss → L2 → promote the live variants into L1 →
-return.  A failing L2 read is logged and answered as a miss (the proxy then
-goes to the origin rather than failing the request).  Entries carry
+return.  A failing L2 read is answered as a miss (the proxy then goes to the
+origin rather than failing the request) and logged as
+:class:`~stoker.resilience.repeats.Repeats` says: not a line per request.  Entries carry
 absolute timestamps, so a promoted copy keeps exactly its *remaining*
 lifetime.
 
@@ -86,6 +87,7 @@ from stoker.cache.steps import STEP_BUDGET, Steps
 from stoker.cache.store import CacheStore, EntryRef, sorted_refs
 from stoker.clock import Clock
 from stoker.http.encoding import Encoded
+from stoker.resilience.repeats import Repeats
 
 log = logging.getLogger("stoker.cache")
 
@@ -114,6 +116,7 @@ class TieredStore:
         self._l2 = l2
         self._clock = clock
         self._queue = L2WriteQueue(l2, clock, queue, l1.purges)
+        self._reads = Repeats(log, "L2 cache read", "serving it as a miss", clock)
         self._steps = Steps(clock.monotonic, step_budget)
         self._purges = l1.purges
         self._applier = PurgeApplier(
@@ -154,11 +157,12 @@ class TieredStore:
             return hit
         try:
             entries = self._l2.read_now(primary_key)
-        except Exception:
-            log.warning("L2 cache read failed; serving it as a miss", exc_info=True)
+        except Exception as error:
+            self._reads.failed(error)
             return []
         if entries is None:
             return None
+        self._reads.answered()
         entries = self._purges.screen_l2(entries, self._purges.unapplied(L2))
         if self._queue.untouched(primary_key):  # and nothing ran between the read and here
             for entry in entries:
@@ -173,9 +177,10 @@ class TieredStore:
         clean = self._queue.untouched(primary_key)
         try:
             entries = await self.get_l2(primary_key)
-        except Exception:
-            log.warning("L2 cache read failed; serving it as a miss", exc_info=True)
+        except Exception as error:
+            self._reads.failed(error)
             return []
+        self._reads.answered()
         if clean and epoch == self._queue.epoch:
             for entry in entries:
                 self._l1.put_nowait(entry)

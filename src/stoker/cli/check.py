@@ -4,7 +4,8 @@ The settings are read as ``stoker serve`` reads them, with its flags; a configur
 error (a bad value, an unknown key, no origin, an admin API open without a token) is one
 ``error:`` line naming the setting, exit 2.  Then each :class:`Check` tries one thing
 serving needs from the machine: the origin answers, ``data_dir`` is writable, the
-databases open and migrate, the listeners can be bound.
+databases open and migrate, Redis's ``maxmemory-policy`` keeps Stoker's keys (with
+``l2_url``), the listeners can be bound.
 
 Invariants: every check runs, whatever the ones before it found (but one whose failure
 would only repeat another's: :attr:`Check.needs`), and prints one line (``ok``, ``FAIL``
@@ -92,8 +93,9 @@ def check(
 
     Reads the settings as `stoker serve` does (the same flags, stoker.toml and STOKER_*
     variables), then checks that the origin answers, that data_dir is writable and its
-    databases (and database_url's) open and migrate, and that listen and admin_listen can
-    be bound; one line per check. Exit status: 0 when everything is usable, 1 when a
+    databases (and database_url's) open and migrate, that Redis (l2_url) will not evict
+    Stoker's keys (maxmemory-policy), and that listen and admin_listen can be bound; one
+    line per check. Exit status: 0 when everything is usable, 1 when a
     check failed, 2 for a configuration error."""
     settings = settings_or_exit(config, origin=origin, listen=listen, admin_listen=admin_listen,
                                 data_dir=data_dir, admin_token=admin_token, server=server)
@@ -166,6 +168,9 @@ def checks_for(settings: Settings, config_file: Path | None) -> list[Check]:
               partial(configuration, settings)),
         Check("origin", require_origin(settings), partial(origin_answers, settings)),
         *store_checks(settings),
+        *([Check("Redis eviction", place(settings.l2_url, settings.cache_path),
+                 partial(redis_keeps_keys, settings.l2_url), needs="cache tier")]
+          if settings.l2_url else []),
         *notifier_checks(settings),
     ]
     if settings.tls_cert is not None:
@@ -288,6 +293,18 @@ async def cache_tier_opens(settings: Settings) -> str:
         await l2.close()
     where = " (its record in PostgreSQL)" if pool is not None else ""
     return f"opened and migrated; cache version {state.version}{where}"
+
+
+async def redis_keeps_keys(url: str) -> str:
+    """Redis's ``maxmemory-policy`` keeps Stoker's keys
+    (:mod:`stoker.backends.redis.eviction`): an ``allkeys-*`` one with a ``maxmemory``
+    fails, a ``volatile-*`` one, or one the server will not say, is a warning."""
+    from stoker.backends.redis.eviction import SAFE, UNSAFE, eviction_verdict
+
+    found = await eviction_verdict(url)
+    if found.level == UNSAFE:
+        raise Unusable(found.text)
+    return found.text if found.level == SAFE else f"warning: {found.text}"
 
 
 async def job_queue_opens(settings: Settings) -> str:

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from stoker.app.processes import INDEX_FLAG, ServingProcess, default_node_id
+from stoker.app.processes import INDEX_FLAG, SUPERVISOR_FLAG, ServingProcess, default_node_id
 from stoker.cli.common import (
     DEMO_DATA_DIR,
     AdminListenOpt,
@@ -76,6 +76,7 @@ def serve(
     processes: ProcessesOpt = None, node_id: NodeIdOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging")] = False,
     process_index: Annotated[int | None, typer.Option(INDEX_FLAG, hidden=True)] = None,
+    supervisor: Annotated[int | None, typer.Option(SUPERVISOR_FLAG, hidden=True)] = None,
 ) -> None:
     """Run the caching proxy in front of --origin.
 
@@ -102,7 +103,8 @@ def serve(
         raise typer.Exit(serve_or_exit(supervise(settings, sys.argv[1:],
                                                  announce=announcer(settings))))
     process = None if process_index is None else ServingProcess(
-        process_index, settings.processes, settings.node_id or default_node_id())
+        process_index, settings.processes, settings.node_id or default_node_id(),
+        supervisor)
     serve_or_exit(run_service(settings, announce=announcer(settings), reload=lambda: (
         load_settings(config_path=config, cli=flags)), process=process))
 

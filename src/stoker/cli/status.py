@@ -205,7 +205,8 @@ def cache_rows(view: Mapping[str, Any]) -> list[Row]:
     """How full each tier is, and the writes still queued for (or dropped before) L2."""
     store: Mapping[str, int] = view.get("store", {})
     rows = [("L1 memory", _fill(store.get("l1_entries"), store.get("l1_bytes")), ""),
-            ("L2 SQLite", _fill(store.get("entries"), store.get("bytes")), ""),
+            (f"L2 {view.get('l2_tier', 'SQLite')}", _fill(store.get("entries"),
+                                                          store.get("bytes")), ""),
             ("pending L2 writes", _count(view.get("pending_l2_writes", 0)), "")]
     if store.get("l2_dropped"):
         rows.append(("L2 writes dropped", _count(store["l2_dropped"]), ""))

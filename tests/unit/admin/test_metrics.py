@@ -10,13 +10,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from stoker.admin.metrics import (
     Figures,
+    Tally,
     combined,
     exposition,
     families,
     member_summary,
     named_others_said,
-    others_said,
+    node_of,
     said,
+    tally,
 )
 from stoker.cache.purge_bus import Member
 from stoker.proxy.origin_timing import BUCKETS, OriginTiming
@@ -120,7 +122,6 @@ def test_one_scrape_counts_every_process_as_they_last_said() -> None:
 def test_only_live_others_figures_are_counted() -> None:
     members = [Member("n/0", 1, 100.0, said(figures())), Member("n/1", 1, 100.0, said(figures())),
                Member("n/2", 1, 50.0, said(figures())), Member("n/3", 1, 100.0, None)]
-    assert len(others_said(members, "n/0", now=105.0, node_timeout=10.0)) == 1
     assert [name for name, _ in named_others_said(members, "n/0", 105.0, 10.0)] == ["n/1"]
 
 
@@ -158,3 +159,44 @@ def test_a_member_that_said_nothing_or_is_older_shows_what_it_did_say() -> None:
     summary = member_summary(json.dumps(older))
     assert summary["release"] is None and summary["l1_entries"] == 4
     assert combined(figures(), [older]).l2_dropped == 0  # a key it lacks counts 0
+
+
+def test_a_member_belongs_to_the_node_before_its_process_index() -> None:
+    assert node_of("web-1/0") == node_of("web-1/12") == "web-1"
+    assert node_of("web-1") == "web-1"  # a node of one process
+    assert node_of("a/b") == "a/b"  # not an index: the whole name
+
+
+def requests_of(found: Figures) -> int:
+    return sum(found.outcomes.values())
+
+
+def member(name: str, seen_at: float, run: str, **changes: object) -> Member:
+    told = json.loads(said(figures(**changes)))
+    return Member(name, 1, seen_at, json.dumps({**told, "run": run}))
+
+
+def test_a_scrape_counts_the_processes_of_its_node_only() -> None:
+    members = [member("a/0", 100.0, "x"), member("a/1", 100.0, "y"),
+               member("b/0", 100.0, "z"), member("b/1", 100.0, "w")]
+    state, total = tally(Tally(), figures(), members, "a/0", 100.0, 10.0)
+    assert requests_of(total) == 2 * requests_of(figures())  # a/0 itself and a/1
+    assert (total.node_name, total.processes) == ("a", 2)
+    assert set(state.last) == {"a/1"}
+
+
+def test_a_node_counter_never_falls_when_a_process_leaves_or_restarts() -> None:
+    mine, one = figures(), requests_of(figures())
+    state, first = tally(Tally(), mine, [member("a/1", 100.0, "r1")], "a/0", 100.0, 10.0)
+    state, left = tally(state, mine, [], "a/0", 101.0, 10.0)  # a/1 left the bus
+    assert requests_of(first) == requests_of(left) == 2 * one
+    assert left.processes == 1 and left.in_flight == mine.in_flight  # gauges: the live
+    fresh = member("a/1", 102.0, "r2", outcomes={("hit", "", False): 1})  # started again
+    state, back = tally(state, mine, [fresh], "a/0", 102.0, 10.0)
+    assert requests_of(back) == 2 * one + 1
+    state, stale = tally(state, mine, [member("a/1", 102.0, "r2", outcomes={
+        ("hit", "", False): 3})], "a/0", 200.0, 10.0)  # not heard of for long: still counted
+    assert requests_of(stale) == 2 * one + 3 and stale.processes == 1
+    _, again = tally(state, mine, [member("a/1", 201.0, "r3")], "a/0", 201.0, 10.0)
+    assert requests_of(again) == 3 * one + 3
+    assert again.timing.failures == 4 * mine.timing.failures  # mine, r1, r2, r3

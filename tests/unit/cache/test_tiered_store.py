@@ -159,7 +159,7 @@ async def test_failed_l2_writes_are_retried_with_backoff(
         await tiered.put(entry)
         await tiered.flush()
     assert clock.sleeps == [0.5, 1.0, 2.0, 3.0, 3.0]
-    assert len([r for r in caplog.records if r.name == "stoker.cache"]) == 5
+    assert len([r for r in caplog.records if r.name == "stoker.cache"]) == 1  # not one a try
     assert await l2.inner.get(entry.primary_key) == [entry]
 
 
