@@ -286,3 +286,32 @@ async def test_purges_the_bus_did_not_take_are_answered_kept_and_relayed_once_it
     assert during == (Kind.HIT, b"v1")
     assert after[0] == (Kind.MISS, b"v2")
     assert after[1] == (Kind.STALE_SWR, b"v1"), after  # soft on B too: stale, revalidated
+
+
+class Unrecorded:
+    """A version store that does not answer (a fault: PostgreSQL went away)."""
+
+    async def bump(self, past: str) -> Any:
+        raise ConnectionError("injected: the version's record does not answer")
+
+
+async def test_a_purge_of_everything_without_its_version_record_purges_by_a_mark(
+        origin: Origin, tmp_path: Path) -> None:
+    """A hard purge of everything whose version cannot be bumped (the record does not
+    answer) is a hard mark of everything: answered, in force here, relayed and applied on
+    the other node; the version stays."""
+    origin.app.set("/t", headers=TAGGED, body=b"v1")
+    with pg_schema(migrated=False) as schema:
+        url = schema_url(schema)
+        async with member(origin, tmp_path / "a", "a", processes=1, database_url=url) as (
+                a, _), member(origin, tmp_path / "b", "b", processes=1,
+                              database_url=url) as (b, _):
+            for node in (a, b):
+                await served(node, "/t")
+                assert (await served(node, "/t"))[0] is Kind.HIT
+            origin.app.set("/t", headers=TAGGED, body=b"v2")
+            a.purger._versions = Unrecorded()  # type: ignore[assignment]
+            result = await a.purger.purge(PurgeScope(everything=True))
+            after = [await served(node, "/t") for node in (a, b)]
+    assert result.version == "1" and result.unconfirmed == () and result.purged >= 1
+    assert after == [(Kind.MISS, b"v2")] * 2

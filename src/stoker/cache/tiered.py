@@ -219,8 +219,17 @@ class TieredStore:
 
     async def count(self) -> int:
         """Entries stored now, not waiting for queued writes: the larger of L1's count and
-        L2's (expired entries not yet dropped included)."""
-        return max(self._l1.stats_nowait()["entries"], await self._l2.count())
+        L2's (expired entries not yet dropped included); L1's alone while L2 does not
+        answer (the queue's last attempt failed, or the count does)."""
+        in_l1 = self._l1.stats_nowait()["entries"]
+        if self._queue.failing:
+            return in_l1
+        try:
+            return max(in_l1, await self._l2.count())
+        except Exception as error:
+            log.warning("L2 did not count its entries (%s: %s); counting L1's alone",
+                        type(error).__name__, error)
+            return in_l1
 
     def pending(self) -> int:
         """L2 operations queued or in progress, flush barriers not counted (for status pages)."""
@@ -292,7 +301,8 @@ class TieredStore:
         return max(in_l1, in_l2)
 
     async def purge(self, mark: PurgeMark) -> Purged:
-        """Apply a recorded purge (not of everything hard: that is a version bump), as
+        """Apply a recorded purge (of everything hard only when the cache version could not
+        be bumped), as
         :meth:`~stoker.cache.purge_applier.PurgeApplier.apply`: in force for every read
         from the call on; returns once L1's walk is done or handed to the background and
         L2's covered entries are looked up."""

@@ -26,7 +26,10 @@ Invariants:
   stored version and this process's, so no node ever served it before; the
   version a process serves never goes back (a relayed or recorded version
   older than its own is not adopted).  Old-version entries are reclaimed by
-  one background task at a time, never on the request path.
+  one background task at a time, never on the request path.  While the version's
+  store does not answer (PostgreSQL down), a hard purge of everything is a hard
+  mark of everything instead: in force at once, relayed like any purge, and
+  applied to both tiers in steps.
 - Large purges and reclaims change the store in steps (the purge applier's
   ``L1_CHUNK`` / ``L2_CHUNK``), so the event loop (L1 work is synchronous)
   and the L2 thread (shared with request-path reads) are never held for the
@@ -198,15 +201,26 @@ class Purger:
 
     async def _purge_everything(self, scope: PurgeScope) -> PurgeResult:
         now = self._clock.now()
-        if scope.soft:
-            self.purges.record(soft=True, now=now, everything=True)
-            found, unconfirmed = await self._apply_and_spread(self.purges.latest)
-            return PurgeResult(scope, found.entries, (), (), self.pipeline.version,
-                               unconfirmed, found.l2_pending)
-        purged = await self.store.count()  # not waiting for queued writes
-        version = (await self._versions.bump(self.pipeline.version)).version
+        if not scope.soft:
+            try:
+                version = (await self._versions.bump(self.pipeline.version)).version
+            except Exception as error:
+                log.warning("purge of everything: the cache version's record did not answer "
+                            "(%s: %s); every entry is purged by a mark instead (in force at "
+                            "once, relayed, deleted from both tiers in steps)",
+                            type(error).__name__, error)
+            else:
+                return await self._switch_to(scope, now, version)
+        self.purges.record(soft=scope.soft, now=now, everything=True)
+        found, unconfirmed = await self._apply_and_spread(self.purges.latest)
+        return PurgeResult(scope, found.entries, (), (), self.pipeline.version,
+                           unconfirmed, found.l2_pending)
+
+    async def _switch_to(self, scope: PurgeScope, now: float, version: str) -> PurgeResult:
+        """Serve under ``version``, bumped in its store already, and relay it."""
         self.purges.record(soft=False, now=now, everything=True)
         self.adopt_version(version)
+        purged = await self.store.count()  # not waiting for queued writes
         return PurgeResult(scope, purged, (), (), version,
                            await self._spread(self.purges.latest, version))
 

@@ -3,15 +3,22 @@
 
 The Redis tier's keys (:mod:`stoker.backends.redis.cache_store`) are of two kinds: each
 entry (``e:``), its variants' set (``v:``) and its tags' sets (``t:``) expire with the
-entry (a TTL); the indexes (``u``, ``x``, ``s``) and the cache version (``version``) have
-none.  So ``volatile-*`` policies may evict the first kind only, ``allkeys-*`` any key.
+entry (a TTL); the indexes (``u``, ``x``, ``s``) have none.  So ``volatile-*`` policies
+may evict the first kind only, ``allkeys-*`` any key.  The cache version is not among
+them (its record is in PostgreSQL: :mod:`stoker.backends.postgres.version_store`).
+
+What an eviction costs: an evicted entry is a miss; an evicted set or index makes a
+purge's lookup miss the entries it named, so they stay in Redis until they expire.  The
+nodes running at the purge, and those started within the bus's memory of it
+(:data:`stoker.app.purge_relay.KEPT`), still never serve them (their purge bans judge
+every read by store time: :mod:`stoker.cache.purge_bans`); a node started later could.
 
 Invariants: :func:`verdict` is pure; only ``noeviction``, or no ``maxmemory`` (Redis then
-evicts nothing), is :data:`SAFE`; ``volatile-*`` (the entries and their sets at risk,
-the version kept) and a policy that could not be read are :data:`WARN`; ``allkeys-*`` and
-any other policy, with a ``maxmemory``, are :data:`UNSAFE`.  :func:`read_policy` asks
-with ``CONFIG GET`` and gives ``None`` when the server refuses it (managed services
-often do): a policy never read is never said to be safe.
+evicts nothing), is :data:`SAFE`; ``volatile-*`` and ``allkeys-*`` (sets and indexes at
+risk, as above) and a policy that could not be read are :data:`WARN`; any other policy,
+with a ``maxmemory``, is :data:`UNSAFE`.  :func:`read_policy` asks with ``CONFIG GET`` and
+gives ``None`` when the server refuses it (managed services often do): a policy never
+read is never said to be safe.
 """
 
 from __future__ import annotations
@@ -26,8 +33,11 @@ SAFE_POLICY: Final = "noeviction"
 SAFE, WARN, UNSAFE = "safe", "warn", "unsafe"
 WITH_TTL: Final = "the entries (e:) and their variant (v:) and tag (t:) sets"
 """Stoker's keys that carry a TTL: those a ``volatile-*`` policy may evict."""
-WITHOUT_TTL: Final = "the indexes (u, x, s) and the cache version (version)"
+WITHOUT_TTL: Final = "the indexes (u, x, s)"
 """Stoker's keys without a TTL: kept by ``volatile-*`` policies, not by ``allkeys-*``."""
+RISK: Final = ("a purge may then miss entries in Redis: never served by the nodes that "
+               "heard of it, readable until they expire by a node started over 10 minutes "
+               "later")
 
 
 @dataclass(frozen=True)
@@ -55,13 +65,11 @@ def verdict(policy: str | None, maxmemory: int | None, prefix: str = "stoker:") 
                        f"{SAFE_POLICY} before setting maxmemory")
     limit = f"{said} at maxmemory {maxmemory} bytes"
     if policy.startswith("volatile-"):
-        return Verdict(WARN, f"{limit} may evict {WITH_TTL} under {prefix} (an evicted "
-                       "tag set: a tag purge no longer finds its entries in Redis); "
+        return Verdict(WARN, f"{limit} may evict {WITH_TTL} under {prefix}; {RISK}; "
                        f"{WITHOUT_TTL} stay; {SAFE_POLICY} is safe")
     if policy.startswith("allkeys-"):
-        return Verdict(UNSAFE, f"{limit} may evict any of Stoker's keys under {prefix}: "
-                       f"{WITH_TTL}, and {WITHOUT_TTL} (a node started later may run on "
-                       f"an old version); set {SAFE_POLICY}")
+        return Verdict(WARN, f"{limit} may evict any of Stoker's keys under {prefix}, "
+                       f"{WITH_TTL} and {WITHOUT_TTL}; {RISK}; {SAFE_POLICY} is safe")
     return Verdict(UNSAFE, f"{limit}: an unknown policy; {SAFE_POLICY} is safe")
 
 
