@@ -68,7 +68,8 @@ class Origin:
                 self.send_header("Cache-Tag", f"page-{self.path.rsplit('/', 1)[-1]}")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                with contextlib.suppress(ConnectionError):  # a killed node's request
+                    self.wfile.write(body)
 
             def log_message(self, *_: Any) -> None:
                 pass
