@@ -38,9 +38,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.cluster_faults import SCENARIOS as FAULTS  # noqa: E402
-from bench.cluster_faults import common, quantile  # noqa: E402
-from bench.cluster_harness import (  # noqa: E402
+from bench.cluster_faults import SCENARIOS as FAULTS
+from bench.cluster_faults import common, quantile
+from bench.cluster_harness import (
     REPO,
     SITE,
     cluster,
@@ -53,19 +53,18 @@ from bench.cluster_harness import (  # noqa: E402
 
 async def purge_visibility(args: argparse.Namespace) -> dict[str, Any]:
     answered, stale_after, failed = [], 0, 0
-    async with cluster("purge-visibility", **common(args), delay=args.delay) as found:
-        async with spread_client() as client:
-            for n in range(args.purges):
-                path = f"/p/{n}"
-                await warm(client, found.nodes, [path])
-                done = await purge(found.nodes[n % len(found.nodes)],
-                                   {"tags": [f"page-{n}"]}, found.origin.snapshot([path]))
-                answered.append(done.answered - done.began)
-                failed += done.status != 200 or bool(done.unconfirmed)
-                seen = await asyncio.gather(*(client.get(f"{node.url}{path}")
-                                              for node in found.nodes))
-                stale_after += any((generation(r) or 10**9) <= done.snapshot[path]
-                                   for r in seen)
+    async with cluster("purge-visibility", **common(args), delay=args.delay) as found, \
+            spread_client() as client:
+        for n in range(args.purges):
+            path = f"/p/{n}"
+            await warm(client, found.nodes, [path])
+            done = await purge(found.nodes[n % len(found.nodes)],
+                               {"tags": [f"page-{n}"]}, found.origin.snapshot([path]))
+            answered.append(done.answered - done.began)
+            failed += done.status != 200 or bool(done.unconfirmed)
+            seen = await asyncio.gather(*(client.get(f"{node.url}{path}")
+                                          for node in found.nodes))
+            stale_after += any((generation(r) or 10**9) <= done.snapshot[path] for r in seen)
     p50, p99 = 1000 * statistics.median(answered), 1000 * quantile(answered, 0.99)
     return {"line": f"purge-visibility over {args.purges} purges (the call answers once "
                     f"every node has it in force): p50 {p50:.1f} ms, p99 {p99:.1f} ms; "

@@ -18,7 +18,6 @@ import time
 from typing import Any
 
 import httpx
-
 from bench.cluster_harness import (
     SITE,
     Cluster,

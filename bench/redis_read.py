@@ -32,16 +32,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.cluster_harness import OwnRedis  # noqa: E402
-from bench.hit_path.page import build_page  # noqa: E402
+from bench.cluster_harness import OwnRedis
+from bench.hit_path.page import build_page
 
-from stoker.backends.redis.cache_store import (  # noqa: E402
+from stoker.backends.redis.cache_store import (
     RedisCacheStore,
     entry_of,
     ref_id,
 )
-from stoker.cache.entry import CacheEntry  # noqa: E402
-from stoker.clock import FakeClock  # noqa: E402
+from stoker.cache.entry import CacheEntry
+from stoker.clock import FakeClock
 
 NOW = 1_700_000_000.0
 ROW_FIELDS = (b"keep", b"record", b"body", b"fresh", b"stale", b"error", b"encoded", b"due")
