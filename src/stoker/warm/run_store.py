@@ -190,6 +190,13 @@ def skipped_rows(skipped: Mapping[str, int] | None) -> list[tuple[str, int]]:
     return [(reason, count) for reason, count in rows if count]
 
 
+def most_first(reasons: Mapping[str, int]) -> dict[str, int]:
+    """``reasons`` whose count is above 0, most first, then by reason (as
+    :meth:`RunStore.skipped_reasons` gives them).  Pure."""
+    return dict(sorted(((reason, n) for reason, n in reasons.items() if n),
+                       key=lambda item: (-item[1], item[0])))
+
+
 def skipped_text(count: int, reasons: Mapping[str, int]) -> str:
     """``"54 skipped (other_host: 50, feed: 4)"``, as :func:`not_stored_text`."""
     listed = ", ".join(f"{reason}: {n}" for reason, n in reasons.items())

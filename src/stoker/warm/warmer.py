@@ -59,7 +59,7 @@ from stoker.schedule.store import ArmMode, Deadline
 from stoker.warm.discovery import Discovery, DiscoveryError
 from stoker.warm.rewarms import RewarmRecorder
 from stoker.warm.run import Reason, Result, Run, Visit
-from stoker.warm.run_store import Created, not_stored_text
+from stoker.warm.run_store import Created, most_first, not_stored_text, skipped_text
 from stoker.warm.stores import WarmStorage, WarmUnit
 from stoker.warm.throttle import ThrottleState, allowed, on_result
 from stoker.warm.visits import NOT_STORED, STALE_SERVED, Visitor, VisitResult
@@ -257,16 +257,15 @@ class Warmer:
             if run is not None:
                 await self._ended(run)
             return
-        skipped = sum(discovery.skipped.values())
         async with self.stores.transaction() as tx:
             collected = await tx.runs.set_total(run_id, self.owner, discovery.urls,
-                                                self.clock.now(), skipped=skipped)
+                                                self.clock.now(), skipped=discovery.skipped)
             if collected is None:
                 return  # superseded or taken over meanwhile
             await tx.queue.enqueue([self._visit_job(run_id, visit, rank)
                                     for rank, visit in enumerate(collected.visits)])
-        log.info("warm run %d: %d URLs collected (%d skipped)", run_id,
-                 len(discovery.urls), skipped)
+        log.info("warm run %d: %d URLs collected, %s", run_id, len(discovery.urls),
+                 skipped_text(collected.run.counts.skipped, most_first(discovery.skipped)))
         if not collected.run.active:
             await self._ended(collected.run)
 
