@@ -111,8 +111,9 @@ class DiscoveryConfig:
     """What to discover and the bounds.
 
     ``site_urls``, ``aliases``, ``max_urls`` and ``timeout`` come from the settings
-    ``site_url``, ``site_aliases``, ``warm_max_urls`` and ``origin_timeout``; the other
-    bounds have defaults a site owner should not need to change.
+    ``site_url``, ``site_aliases`` with ``origin_host``, ``warm_max_urls`` and
+    ``origin_timeout``; the other bounds have defaults a site owner should not need to
+    change.
     """
 
     site_urls: tuple[str, ...]

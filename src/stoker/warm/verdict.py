@@ -13,8 +13,9 @@ Invariants:
   (below the share), or ``failed: <error>``.  Both ``done`` conditions may be said at once.
 - A URL counts as warmed when it is in the cache after the run: ``warmed``,
   ``not_modified`` (still fresh or refreshed) or ``rewarmed``.
-- The line lists the ``skipped`` reasons (most first) when the run found too few URLs,
-  and the ``not_stored`` reasons and the failures when it warmed too few.
+- The line lists the ``skipped`` reasons (most first) when the run found too few URLs
+  (with a hint at ``site_aliases`` when other hosts come first), and the ``not_stored``
+  reasons and the failures when it warmed too few.
 - Pure: no I/O, no clock.
 """
 
@@ -31,6 +32,8 @@ MIN_URLS: Final = 2
 MIN_WARMED_SHARE: Final = 0.5
 """A run that warmed less than this share of the URLs it found is a warning."""
 
+OTHER_HOSTS: Final = frozenset({"other_host", "sitemap_other_host"})
+"""Skip reasons for URLs on other hosts: the site's own under another name, often."""
 _EMPTY: Final[Mapping[str, int]] = {}
 
 
@@ -57,8 +60,10 @@ def _found_too_few(run: Run, skipped: Mapping[str, int]) -> list[str]:
     if run.scope != "site" or total >= MIN_URLS:
         return []
     reasons = most_first(skipped)
+    hint = "; if a host they name is the site's, add it to site_aliases" \
+        if next(iter(reasons), "") in OTHER_HOSTS else ""
     return [f"found only {total} URL{'' if total == 1 else 's'} "
-            f"({skipped_text(sum(reasons.values()), reasons)})"]
+            f"({skipped_text(sum(reasons.values()), reasons)}{hint})"]
 
 
 def _warmed_too_few(run: Run, not_stored: Mapping[str, int]) -> list[str]:

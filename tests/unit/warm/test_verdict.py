@@ -18,7 +18,10 @@ def ended(total: int, *, scope: str = "site", phase: str = "done", error: str | 
 def test_the_testers_run_found_one_url_and_says_why() -> None:
     run = ended(1, warmed=1, skipped=54)
     said = warning(run, {"feed": 4, "other_host": 50, "query": 0})
-    assert said == "found only 1 URL (54 skipped (other_host: 50, feed: 4))"
+    assert said == ("found only 1 URL (54 skipped (other_host: 50, feed: 4); if a host they "
+                    "name is the site's, add it to site_aliases)")
+    assert warning(ended(1, warmed=1, skipped=3), {"feed": 2, "other_host": 1}) == \
+        "found only 1 URL (3 skipped (feed: 2, other_host: 1))"
 
 
 def test_a_run_that_warmed_too_few_says_what_happened_to_the_rest() -> None:
