@@ -158,12 +158,12 @@ async def test_origin_host_links_are_warmed_on_the_site_and_its_purges_purge(
 async def test_a_purge_carrying_origin_host_purges_a_page_visitors_filled(
         tmp_path: Path) -> None:
     site = WordPressSite([], sitemap=False)
-    async with wordpress(site, tmp_path, purge_allow=["127.0.0.1"]) as (_, proxy_url, _):
-        async with httpx.AsyncClient(base_url=proxy_url) as proxy:
-            await proxy.get("/post-2/")
-            cached = await proxy.get("/post-2/")
-            purge = await proxy.request("PURGE", "/post-2/", headers={"host": WP_HOST})
-            after = await proxy.get("/post-2/")
+    async with wordpress(site, tmp_path, purge_allow=["127.0.0.1"]) as (_, proxy_url, _), \
+            httpx.AsyncClient(base_url=proxy_url) as proxy:
+        await proxy.get("/post-2/")
+        cached = await proxy.get("/post-2/")
+        purge = await proxy.request("PURGE", "/post-2/", headers={"host": WP_HOST})
+        after = await proxy.get("/post-2/")
     assert cached.headers["cache-status"].startswith("stoker; hit")
     assert purge.status_code == 200 and purge.json()["purged"] == 1, purge.text
     assert purge.json()["unknown_hosts"] == []
