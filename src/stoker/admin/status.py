@@ -30,9 +30,11 @@ from stoker.admin.jobs_api import counts_json
 from stoker.admin.metrics import Figures, member_summary, or_none, own, shares
 from stoker.admin.warm_api import run_json
 from stoker.admin.why import cookie_bypass_report
+from stoker.cache.hits import SeenOrigin
 from stoker.cache.purge_bus import Member
 from stoker.clock import Clock
 from stoker.server.heap import heap_status
+from stoker.warm.origins import verdict, warm_origins
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.app.stoker import Stoker
@@ -98,12 +100,24 @@ def sample_of(figures: Figures, now: float) -> Sample:
                   served=figures.cache_bytes, timing=tuple(figures.timing.counts))
 
 
+def origins_json(site_urls: Sequence[str], seen: Sequence[SeenOrigin],
+                 now: float) -> dict[str, Any]:
+    """The origins visitors arrived on (``""``: hosts not the site's), the ones a full run
+    warms, and the findings when the two differ.  Pure."""
+    return {"seen_origins": [{"origin": row.origin, "visits": row.visits,
+                              "last_seen": row.last_seen} for row in seen],
+            "warmed_origins": list(warm_origins(site_urls, seen, now)),
+            "origin_findings": [finding.text for finding in verdict(site_urls, seen, now)]}
+
+
 async def warm_status(warm: WarmService) -> dict[str, Any]:
     """The active warm run, the job queue's counts (so a page of jobs is refreshed when
     they change) and every deadline's next due time and last error."""
     active = await warm.stores.runs.active()
     deadlines = await warm.ticker.status()
     return {"active": run_json(active) if active else None,
+            **origins_json(warm.stoker.settings.site_urls, await warm.stores.hits.origins(),
+                           warm.stoker.clock.now()),
             "pending_rewarm": await warm.stores.pending.count(),
             "jobs": counts_json(await warm.stores.queue.counts()),
             "deadlines": [{"name": d.name, "due_at": d.due_at, "last_error": d.last_error}
@@ -169,6 +183,7 @@ class StatusSource:
                               "p99": quantile(timing.counts, 0.99)},
             "breaker": {"phase": breaker.phase, "failures": breaker.failures,
                         "opened_at": breaker.opened_at if breaker.phase != "closed" else None},
+            "warm_reads": {"stored": figures.warm_stored, "read": figures.warm_read},
             "l1": dict(figures.l1), "l2_tier": "Redis" if stoker.settings.l2_url else "SQLite",
             "pending_l2_writes": store.pending(),
             "in_flight": figures.in_flight,

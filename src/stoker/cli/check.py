@@ -5,7 +5,8 @@ error (a bad value, an unknown key, no origin, an admin API open without a token
 ``error:`` line naming the setting, exit 2.  Then each :class:`Check` tries one thing
 serving needs from the machine: the origin answers, ``data_dir`` is writable, the
 databases open and migrate, Redis's ``maxmemory-policy`` keeps Stoker's keys (with
-``l2_url``), the listeners can be bound.
+``l2_url``), the warmed origins are those visitors use (a warning when not), the
+listeners can be bound.
 
 Invariants: every check runs, whatever the ones before it found (but one whose failure
 would only repeat another's: :attr:`Check.needs`), and prints one line (``ok``, ``FAIL``
@@ -32,6 +33,7 @@ import typer
 from rich.text import Text
 
 from stoker.backends import open_warm_stores
+from stoker.cache.hits import SeenOrigin
 from stoker.cli.common import (
     AdminListenOpt,
     ConfigOpt,
@@ -57,6 +59,7 @@ from stoker.config.settings import (
     require_tls_files,
 )
 from stoker.server.listeners import AddressInUse, ensure_free
+from stoker.warm.origins import verdict, warm_origins
 from stoker.warm.run import RevisitPolicy
 
 ORIGIN_TIMEOUT: Final = 5.0
@@ -172,6 +175,8 @@ def checks_for(settings: Settings, config_file: Path | None) -> list[Check]:
                  partial(redis_keeps_keys, settings.l2_url), needs="cache tier")]
           if settings.l2_url else []),
         *notifier_checks(settings),
+        Check("warmed origins", ", ".join(settings.site_urls),
+              partial(warmed_origins, settings), needs="job queue"),
     ]
     if settings.tls_cert is not None:
         checks.append(Check("tls_cert, tls_key", f"{settings.tls_cert}, {settings.tls_key}",
@@ -314,6 +319,32 @@ async def job_queue_opens(settings: Settings) -> str:
                                     RevisitPolicy(delay=settings.stopgap_delay))
     await stores.aclose()
     return "opened and migrated"
+
+
+async def warmed_origins(settings: Settings) -> str:
+    """The origins warm runs fill, against those visitors arrive on (the hit statistics'
+    table, :mod:`stoker.warm.origins`): a difference is a warning."""
+    stores = await open_warm_stores(settings, SystemClock(),
+                                    RevisitPolicy(delay=settings.stopgap_delay))
+    try:
+        seen = await stores.hits.origins()
+    finally:
+        await stores.aclose()
+    return origins_verdict(settings, seen, SystemClock().now())
+
+
+def origins_verdict(settings: Settings, seen: Sequence[SeenOrigin], now: float) -> str:
+    """What :func:`warmed_origins` says of ``seen`` (pure): the origins a full run warms,
+    then each finding as a warning; with ``tls_cert`` an ``http://`` site_url is one."""
+    warmed = warm_origins(settings.site_urls, seen, now)
+    findings = [finding.text for finding in verdict(settings.site_urls, seen, now)]
+    plain = [url for url in settings.site_url if url.startswith("http://")]
+    if settings.tls_cert is not None and plain:
+        findings.insert(0, f"tls_cert is set, so visitors arrive on https, but site_url "
+                           f"names {', '.join(plain)}: set it to https://")
+    said = f"warm runs fill {', '.join(warmed)}"
+    return "; ".join([said, *(f"warning: {text}" for text in findings)]) if findings \
+        else said + ("" if seen else " (no visitor seen yet)")
 
 
 async def audit_log_opens(settings: Settings) -> str:

@@ -213,12 +213,24 @@ def cache_rows(view: Mapping[str, Any]) -> list[Row]:
     return rows
 
 
+def warm_reads_row(view: Mapping[str, Any]) -> list[Row]:
+    """Responses warm visits stored, and how many a visitor then read (with the share);
+    no row before a warm visit stored one."""
+    reads = view.get("warm_reads") or {}
+    stored = reads.get("stored", 0)
+    if not stored:
+        return []
+    read = reads.get("read", 0)
+    return [("warmed entries read", f"{_count(read)} of {_count(stored)} stored "
+             f"({_percent(read / stored)})", "")]
+
+
 def warm_rows(view: Mapping[str, Any]) -> list[Row]:
-    """The active warm run: what it is, how far it got, how its settled visits went; no
-    rows when no run is active."""
+    """The active warm run: what it is, how far it got, how its settled visits went; then
+    the warmed entries visitors read (:func:`warm_reads_row`)."""
     active = (view.get("warm") or {}).get("active")
     if not active:
-        return []
+        return warm_reads_row(view)
     counts = active["counts"]
     progress = view.get("warm_progress")
     done = f"{_count(counts['settled'])}/{_count(counts['total'])}" + (
@@ -227,7 +239,8 @@ def warm_rows(view: Mapping[str, Any]) -> list[Row]:
                     f"{active['phase']}", ""),
             ("settled", done, ""),
             *((name.replace("_", " "), _count(counts.get(name, 0)), "")
-              for name in ("warmed", "not_modified", "not_stored", "failed"))]
+              for name in ("warmed", "not_modified", "not_stored", "failed")),
+            *warm_reads_row(view)]
 
 
 def render(view: Mapping[str, Any], *, title: str, caption: str | None = None) -> Table:
