@@ -28,13 +28,11 @@ from typing import TYPE_CHECKING, Any, Final
 from stoker.admin.history import History, Sample, quantile
 from stoker.admin.jobs_api import counts_json
 from stoker.admin.metrics import Figures, member_summary, or_none, own, shares
-from stoker.admin.warm_api import run_json
+from stoker.admin.warm_api import origins_json, run_json
 from stoker.admin.why import cookie_bypass_report
-from stoker.cache.hits import SeenOrigin
 from stoker.cache.purge_bus import Member
 from stoker.clock import Clock
 from stoker.server.heap import heap_status
-from stoker.warm.origins import verdict, warm_origins
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.app.stoker import Stoker
@@ -98,16 +96,6 @@ def sample_of(figures: Figures, now: float) -> Sample:
     return Sample(at=now, requests=split["cache"] + split["origin"] + split["error"],
                   cache=split["cache"], errors=figures.timing.failures,
                   served=figures.cache_bytes, timing=tuple(figures.timing.counts))
-
-
-def origins_json(site_urls: Sequence[str], seen: Sequence[SeenOrigin],
-                 now: float) -> dict[str, Any]:
-    """The origins visitors arrived on (``""``: hosts not the site's), the ones a full run
-    warms, and the findings when the two differ.  Pure."""
-    return {"seen_origins": [{"origin": row.origin, "visits": row.visits,
-                              "last_seen": row.last_seen} for row in seen],
-            "warmed_origins": list(warm_origins(site_urls, seen, now)),
-            "origin_findings": [finding.text for finding in verdict(site_urls, seen, now)]}
 
 
 async def warm_status(warm: WarmService) -> dict[str, Any]:
