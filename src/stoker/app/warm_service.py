@@ -48,7 +48,7 @@ from stoker.schedule.ticker import Ticker
 from stoker.version import VERSION
 from stoker.warm.credentials import CredentialBook
 from stoker.warm.discovery import Discovery, DiscoveryConfig, discover
-from stoker.warm.origins import spread, tally, verdict, warm_origins
+from stoker.warm.origins import folded, spread, tally, verdict, warm_origins
 from stoker.warm.run import RevisitPolicy, Run
 from stoker.warm.warmer import QUEUE, REFRESH, REWARM, WarmBusy, WarmConfig, Warmer
 
@@ -136,8 +136,9 @@ class WarmService:
                                     timeout=settings.origin_timeout)
 
         async def collect(popular: Mapping[str, int]) -> Discovery:
-            found = await discover(fetch, discovery, popular)
             origins = await visited_origins(stoker, stores)
+            found = await discover(fetch, discovery,
+                                   folded(popular, settings.site_urls, origins))
             return replace(found, urls=spread(found.urls, settings.site_urls, origins))
 
         ticker = Ticker(stores.deadlines, clock, owner)

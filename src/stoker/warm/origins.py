@@ -5,7 +5,8 @@ warm visit fills a visitor's entry only on the same ``scheme://host``.  Stoker l
 them from the hit statistics: each flush adds the visits of this process's visitors per
 origin (:func:`tally`) to a small table (:class:`~stoker.cache.hits.SeenOrigin` rows);
 a full run's collect then visits each discovered page on the origins visitors use
-(:func:`warm_origins`, :func:`spread`), and :func:`verdict` says in words when the
+(:func:`warm_origins`, :func:`spread`; their visits order the site's pages,
+:func:`folded`), and :func:`verdict` says in words when the
 warmed origins and the visited ones differ.
 
 Invariants:
@@ -118,6 +119,23 @@ def spread(urls: Sequence[str], site_urls: Sequence[str],
         for origin in mirrors.get(site, ()):
             spread_urls[origin + _target(url)] = None
     return list(spread_urls)
+
+
+def folded(popularity: Mapping[str, int], site_urls: Sequence[str],
+           origins: Sequence[str]) -> dict[str, int]:
+    """``popularity`` (``url -> visits``) with each learned origin's visits added to the
+    same page on the site it mirrors, so discovery orders the site's pages by the visits
+    they get on every origin warmed."""
+    configured = list(dict.fromkeys(_origin(url) for url in site_urls))
+    sites = {origin: site for origin in origins if origin not in configured
+             for site in [_mirrored(origin, configured)] if site is not None}
+    found = dict(popularity)
+    for url, visits in popularity.items():
+        site = sites.get(_origin(url))
+        if site is not None:
+            page = site + _target(url)
+            found[page] = found.get(page, 0) + visits
+    return found
 
 
 def _target(url: str) -> str:

@@ -13,6 +13,7 @@ from stoker.warm.origins import (
     MIN_VISITS,
     OTHER,
     WINDOW,
+    folded,
     spread,
     tally,
     verdict,
@@ -154,3 +155,11 @@ def test_the_keys_stay_while_only_the_figures_change() -> None:
     later = verdict(SITE, seen(https=950, other=3), NOW)
     assert [f.key for f in first] == [f.key for f in later]
     assert first != later
+
+
+def test_a_learned_origins_visits_order_the_sites_pages() -> None:
+    popular = {"https://example.com/a": 50, "http://example.com/a": 1,
+               "https://example.com/b": 7, "https://elsewhere.test/c": 9}
+    assert folded(popular, SITE, ("http://example.com", "https://example.com")) == {
+        **popular, "http://example.com/a": 51, "http://example.com/b": 7}
+    assert folded(popular, SITE, SITE) == popular
