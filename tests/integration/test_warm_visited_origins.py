@@ -9,6 +9,7 @@ names other origins, and ``/metrics`` counts the warmed entries visitors then re
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import ssl
 import subprocess
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import free_port, wait_listening
 from tests.integration.test_http2 import self_signed
@@ -30,6 +32,7 @@ from tests.integration.warm_site import (
     start_serve,
     stoker_env,
     warm_cli,
+    warming,
 )
 
 PAGES = 30
@@ -153,3 +156,35 @@ async def test_with_tls_cert_warm_visits_fill_the_https_entries_by_default(
                 await proc.wait()
     assert misses == []  # on main: site_url defaulted to http://, every one a miss
     assert site.page_hits() == {page(n): 1 for n in range(1, 5)}
+
+
+async def test_the_log_warns_once_per_change_of_the_finding(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="stoker.warm")
+    async with site_origin(SiteOrigin(3)) as origin_url, \
+            warming(origin_url, tmp_path / "data") as warm:
+        async def visits(headers: dict[str, str]) -> None:
+            for _ in range(10):
+                for n in range(1, 4):
+                    await warm.proxy.get(page(n), headers=headers)
+
+        def said() -> list[str]:
+            return [record.getMessage() for record in caplog.records
+                    if "origin" in record.getMessage() or "differ" in record.getMessage()]
+
+        await visits({"x-forwarded-proto": "https"})
+        await warm.service.flush_stats()
+        await visits({"x-forwarded-proto": "https"})
+        await warm.service.flush_stats()  # the same finding, other figures: not again
+        first = said()
+        await visits({})  # visitors on site_url's origin too: a finding less
+        await warm.service.flush_stats()
+        later = said()[len(first):]
+    assert [line.split(" (")[0] for line in first] == [
+        "warmed entries and visitors' entries differ: visitors arrive on "
+        "https://www.example.test",
+        "warmed entries and visitors' entries differ: warm runs fill http://www.example.test, "
+        "which no visitor read in the last 7 days"]
+    assert len(later) == 1 and later[0].startswith(
+        "warmed entries and visitors' entries differ: visitors arrive on "
+        "https://www.example.test (60 of 90 visits)")
