@@ -191,9 +191,14 @@ class WarmService:
         return flushed
 
     async def _judge_origins(self) -> None:
-        """Log :func:`~stoker.warm.origins.verdict`'s words when they change."""
-        found = verdict(self.stoker.settings.site_urls, await self.stores.hits.origins(),
-                        self.stoker.clock.now())
+        """Log :func:`~stoker.warm.origins.verdict`'s findings when they change (a table
+        that cannot be read is judged at the next flush)."""
+        try:
+            seen = await self.stores.hits.origins()
+        except Exception:
+            log.warning("could not read the origins visitors arrive on", exc_info=True)
+            return
+        found = verdict(self.stoker.settings.site_urls, seen, self.stoker.clock.now())
         keys = tuple(finding.key for finding in found)
         if keys != self._origin_keys:
             for finding in found:
