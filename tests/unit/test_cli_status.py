@@ -21,6 +21,7 @@ from stoker.cli.status import (
     summary,
     total_requests,
     warm_progress,
+    warm_reads_row,
 )
 
 COUNTS = st.integers(min_value=0, max_value=10**12)
@@ -204,3 +205,10 @@ def test_the_members_sharing_the_cache_get_a_row_each() -> None:
             "hit_ratio": 0.931, "l1_entries": 120, "l1_bytes": 2048}
     assert member_rows({"members": [said]}) == [
         ("web-3", "live, hits 93.1%, L1 120 entries, 2.0 KiB", "purge 9 0.1.0")]
+
+
+def test_the_warmed_entries_visitors_read_show_with_their_share_once_any_was_stored() -> None:
+    assert warm_reads_row({}) == []
+    assert warm_reads_row({"warm_reads": {"stored": 0, "read": 0}}) == []
+    assert warm_reads_row({"warm_reads": {"stored": 40, "read": 10}}) == [
+        ("warmed entries read", "10 of 40 stored (25.0%)", "")]

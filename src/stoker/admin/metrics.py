@@ -108,6 +108,10 @@ class Figures:
     """The node the scrape counts (:func:`node_of`; empty: a process sharing nothing)."""
     processes: int = 1
     """The node's live processes the scrape counts (this one among them)."""
+    warm_stored: int = 0
+    """Responses warm visits stored (:class:`~stoker.cache.warm_reads.WarmReads`)."""
+    warm_read: int = 0
+    """Of those, the ones a visitor then read from the cache (once per store)."""
 
 
 async def read(stoker: Stoker, warm: WarmService | None, ledger: Ledger) -> Figures:
@@ -143,7 +147,8 @@ def own(stoker: Stoker) -> Figures:
         cache_bytes=pipeline.cache_bytes, origin_bytes=stoker.origin_timing.body_bytes,
         notifier_connected=notifier is None or notifier.connected, node=node_facts(stoker),
         requests=sum(pipeline.stats[kind] for kind in REQUEST_KINDS),
-        not_cached=pipeline.not_cached.snapshot(), run=f"{os.getpid()}-{id(stoker):x}")
+        not_cached=pipeline.not_cached.snapshot(), run=f"{os.getpid()}-{id(stoker):x}",
+        warm_stored=pipeline.warm_reads.stored, warm_read=pipeline.warm_reads.read)
 
 
 def node_facts(stoker: Stoker) -> dict[str, Any]:
@@ -168,7 +173,8 @@ def said(figures: Figures) -> str:
         "notifier_reconnects": figures.notifier_reconnects,
         "cache_bytes": figures.cache_bytes, "origin_bytes": figures.origin_bytes,
         "notifier_connected": figures.notifier_connected, "node": dict(figures.node),
-        "requests": figures.requests, "not_cached": figures.not_cached, "run": figures.run})
+        "requests": figures.requests, "not_cached": figures.not_cached, "run": figures.run,
+        "warm_stored": figures.warm_stored, "warm_read": figures.warm_read})
 
 
 def shares(outcomes: Mapping[tuple[str, str, bool], int]) -> dict[str, int]:
@@ -237,9 +243,9 @@ def combined(figures: Figures, others: Iterable[Any]) -> Figures:
 
 
 _SUMMED = ("in_flight", "l1_evictions", "l2_pending", "l2_pending_bytes", "l2_dropped",
-           "notifier_reconnects", "cache_bytes", "origin_bytes")
+           "notifier_reconnects", "cache_bytes", "origin_bytes", "warm_stored", "warm_read")
 _COUNTERS = ("outcomes", "cookie_bypasses", "timing", "l1_evictions", "l2_dropped",
-             "notifier_reconnects", "cache_bytes", "origin_bytes")
+             "notifier_reconnects", "cache_bytes", "origin_bytes", "warm_stored", "warm_read")
 """The fields of :class:`Figures` that only grow while a process runs."""
 
 
@@ -448,6 +454,12 @@ def _warm_families(figures: Figures) -> Iterable[Metric]:
     for name, seconds in sorted(figures.deadline_lag.items()):
         lag.add_metric([name], seconds)
     yield lag
+    yield CounterMetricFamily("stoker_warm_stored_entries",
+                              "Responses warm visits stored", value=figures.warm_stored)
+    yield CounterMetricFamily("stoker_warm_entries_read",
+                              "Responses a warm visit stored that a visitor then read from "
+                              "the cache (the first read after each store)",
+                              value=figures.warm_read)
 
 
 class _Scrape:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 from stoker.admin.history import History, Sample, quantile
 from stoker.admin.jobs_api import counts_json
 from stoker.admin.metrics import Figures, member_summary, or_none, own, shares
-from stoker.admin.warm_api import run_json
+from stoker.admin.warm_api import origins_json, run_json
 from stoker.admin.why import cookie_bypass_report
 from stoker.cache.purge_bus import Member
 from stoker.clock import Clock
@@ -112,8 +112,9 @@ async def ended_json(runs: RunStore, run: Run) -> dict[str, Any]:
 
 async def warm_status(warm: WarmService) -> dict[str, Any]:
     """The active warm run (with why discovery skipped URLs), the last run that ended (with
-    its warning), the job queue's counts (so a page of jobs is refreshed when they change)
-    and every deadline's next due time and last error."""
+    its warning), the origins visitors arrive on against those runs fill, the job queue's
+    counts (so a page of jobs is refreshed when they change) and every deadline's next due
+    time and last error."""
     runs = warm.stores.runs
     active = await runs.active()
     last = next((run for run in await runs.recent(LAST_RUN_AMONG)
@@ -122,6 +123,8 @@ async def warm_status(warm: WarmService) -> dict[str, Any]:
     return {"active": {**run_json(active), "skipped_reasons": await runs.skipped_reasons(active.id)}
             if active else None,
             "last": await ended_json(runs, last) if last else None,
+            **origins_json(warm.stoker.settings.site_urls, await warm.stores.hits.origins(),
+                           warm.stoker.clock.now()),
             "pending_rewarm": await warm.stores.pending.count(),
             "jobs": counts_json(await warm.stores.queue.counts()),
             "deadlines": [{"name": d.name, "due_at": d.due_at, "last_error": d.last_error}
@@ -187,6 +190,7 @@ class StatusSource:
                               "p99": quantile(timing.counts, 0.99)},
             "breaker": {"phase": breaker.phase, "failures": breaker.failures,
                         "opened_at": breaker.opened_at if breaker.phase != "closed" else None},
+            "warm_reads": {"stored": figures.warm_stored, "read": figures.warm_read},
             "l1": dict(figures.l1), "l2_tier": "Redis" if stoker.settings.l2_url else "SQLite",
             "pending_l2_writes": store.pending(),
             "in_flight": figures.in_flight,

@@ -35,6 +35,7 @@ Invariants: a request that fails validation is answered 400 naming the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
@@ -43,9 +44,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from stoker.admin.api import MAX_BODY, actor_of, error_response, parse_json, read_limited
+from stoker.cache.hits import SeenOrigin
 from stoker.proxy.purge import record_safely
 from stoker.schedule.store import Deadline
 from stoker.warm.credentials import CredentialBook
+from stoker.warm.origins import verdict, warm_origins
 from stoker.warm.run import URL_STATES, Run
 from stoker.warm.run_store import MAX_RECENT
 from stoker.warm.urls import SiteOrigins, normalise, origin_of
@@ -127,12 +130,28 @@ def parse_warm_request(data: Any, sites: SiteOrigins,
     return placed, replace
 
 
+def origins_json(site_urls: Sequence[str], seen: Sequence[SeenOrigin],
+                 now: float) -> dict[str, Any]:
+    """The origins visitors arrived on (``""``: hosts not the site's), the ones a full run
+    warms, and the findings when the two differ.  Pure."""
+    return {"seen_origins": [{"origin": row.origin, "visits": row.visits,
+                              "last_seen": row.last_seen} for row in seen],
+            "warmed_origins": list(warm_origins(site_urls, seen, now)),
+            "origin_findings": [finding.text for finding in verdict(site_urls, seen, now)]}
+
+
 async def runs_listing(service: WarmService) -> dict[str, Any]:
-    """``GET /api/warm``'s answer: the active run (or ``None``) and the 20 newest."""
+    """``GET /api/warm``'s answer: the active run (or ``None``) and the 20 newest, the
+    origins (:func:`origins_json`) and this process's warmed entries visitors read."""
     active = await service.stores.runs.active()
     recent = await service.stores.runs.recent(20)
+    stoker = service.stoker
+    reads = stoker.pipeline.warm_reads
     return {"active": run_json(active) if active else None,
-            "recent": [run_json(run) for run in recent]}
+            "recent": [run_json(run) for run in recent],
+            **origins_json(stoker.settings.site_urls, await service.stores.hits.origins(),
+                           stoker.clock.now()),
+            "warm_reads": {"stored": reads.stored, "read": reads.read}}
 
 
 async def run_detail(service: WarmService, run: Run) -> dict[str, Any]:

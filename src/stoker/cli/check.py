@@ -5,8 +5,10 @@ error (a bad value, an unknown key, no origin, an admin API open without a token
 ``error:`` line naming the setting, exit 2.  Then each :class:`Check` tries one thing
 serving needs from the machine: the origin answers, ``data_dir`` is writable, the
 databases open and migrate, Redis's ``maxmemory-policy`` keeps Stoker's keys (with
-``l2_url``), the listeners can be bound; and the last warm run that ended did its job
-(:mod:`stoker.warm.verdict`: a warning on its line, never a failure).
+``l2_url``), the listeners can be bound; and what the stores say of warming: the last
+warm run that ended did its job (:mod:`stoker.warm.verdict`) and the warmed origins are
+those visitors use (:mod:`stoker.warm.origins`) — each a warning on its line, never a
+failure.
 
 Invariants: every check runs, whatever the ones before it found (but one whose failure
 would only repeat another's: :attr:`Check.needs`), and prints one line (``ok``, ``FAIL``
@@ -33,6 +35,7 @@ import typer
 from rich.text import Text
 
 from stoker.backends import open_warm_stores
+from stoker.cache.hits import SeenOrigin
 from stoker.cli.common import (
     AdminListenOpt,
     ConfigOpt,
@@ -58,6 +61,7 @@ from stoker.config.settings import (
     require_tls_files,
 )
 from stoker.server.listeners import AddressInUse, ensure_free
+from stoker.warm.origins import verdict, warm_origins
 from stoker.warm.run import RevisitPolicy
 from stoker.warm.verdict import warmed_count
 from stoker.warm.warmer import judged
@@ -135,9 +139,12 @@ def store_checks(settings: Settings) -> list[Check]:
 
 
 def warm_checks(settings: Settings) -> list[Check]:
-    """What the stores say about warming: the last warm run that ended."""
+    """What the stores say about warming: the last warm run that ended, and the origins
+    warm runs fill against those visitors arrive on."""
     return [Check("last warm run", place(settings.database_url, settings.sqlite_path),
-                  partial(last_warm_run, settings), needs="job queue")]
+                  partial(last_warm_run, settings), needs="job queue"),
+            Check("warmed origins", ", ".join(settings.site_urls),
+                  partial(warmed_origins, settings), needs="job queue")]
 
 
 def migrate(
@@ -348,6 +355,32 @@ async def last_warm_run(settings: Settings) -> str:
     if said is not None:
         return f"warning: {which}: {said}"
     return f"{which}: {counts.total} URLs, {warmed_count(last)} warmed"
+
+
+async def warmed_origins(settings: Settings) -> str:
+    """The origins warm runs fill, against those visitors arrive on (the hit statistics'
+    table, :mod:`stoker.warm.origins`): a difference is a warning."""
+    stores = await open_warm_stores(settings, SystemClock(),
+                                    RevisitPolicy(delay=settings.stopgap_delay))
+    try:
+        seen = await stores.hits.origins()
+    finally:
+        await stores.aclose()
+    return origins_verdict(settings, seen, SystemClock().now())
+
+
+def origins_verdict(settings: Settings, seen: Sequence[SeenOrigin], now: float) -> str:
+    """What :func:`warmed_origins` says of ``seen`` (pure): the origins a full run warms,
+    then each finding as a warning; with ``tls_cert`` an ``http://`` site_url is one."""
+    warmed = warm_origins(settings.site_urls, seen, now)
+    findings = [finding.text for finding in verdict(settings.site_urls, seen, now)]
+    plain = [url for url in settings.site_url if url.startswith("http://")]
+    if settings.tls_cert is not None and plain:
+        findings.insert(0, f"tls_cert is set, so visitors arrive on https, but site_url "
+                           f"names {', '.join(plain)}: set it to https://")
+    said = f"warm runs fill {', '.join(warmed)}"
+    return "; ".join([said, *(f"warning: {text}" for text in findings)]) if findings \
+        else said + ("" if seen else " (no visitor seen yet)")
 
 
 async def audit_log_opens(settings: Settings) -> str:

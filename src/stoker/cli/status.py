@@ -214,10 +214,22 @@ def cache_rows(view: Mapping[str, Any]) -> list[Row]:
     return rows
 
 
+def warm_reads_row(view: Mapping[str, Any]) -> list[Row]:
+    """Responses warm visits stored, and how many a visitor then read (with the share);
+    no row before a warm visit stored one."""
+    reads = view.get("warm_reads") or {}
+    stored = reads.get("stored", 0)
+    if not stored:
+        return []
+    read = reads.get("read", 0)
+    return [("warmed entries read", f"{_count(read)} of {_count(stored)} stored "
+             f"({_percent(read / stored)})", "")]
+
+
 def warm_rows(view: Mapping[str, Any]) -> list[Row]:
     """The active warm run (what it is, how far it got, how its settled visits went, why
-    discovery skipped URLs), then the last run that ended and its warning; no rows when
-    there is neither."""
+    discovery skipped URLs), then the last run that ended and its warning, then the warmed
+    entries visitors read (:func:`warm_reads_row`); no rows when there is none of them."""
     warm = view.get("warm") or {}
     active, last = warm.get("active"), warm.get("last")
     rows = _active_rows(active, view.get("warm_progress")) if active else []
@@ -229,7 +241,7 @@ def warm_rows(view: Mapping[str, Any]) -> list[Row]:
         rows += _skipped_rows(last, "last run skipped")
         if last.get("warning"):
             rows.append(("last run warning", last["warning"], ""))
-    return rows
+    return rows + warm_reads_row(view)
 
 
 def _active_rows(active: Mapping[str, Any], progress: float | None) -> list[Row]:

@@ -216,6 +216,7 @@ class HotPath:
         pipeline.outcomes[HIT_COUNTED] += 1
         pipeline.cache_bytes += reply.entry.body_size
         pipeline.hits.hit(reply.entry.url)
+        pipeline.warm_reads.note_read(reply.entry.url)
 
     def _primary_key(self, scheme: str, host: bytes, target: bytes,
                      scope: Callable[[], Message]) -> str | None:

@@ -106,6 +106,7 @@ from stoker.cache.not_cached import NotCachedLog
 from stoker.cache.outcome import GENERATED, Kind, Outcome
 from stoker.cache.port import Cache
 from stoker.cache.purge_bus import Relay
+from stoker.cache.warm_reads import WarmReads
 from stoker.clock import Clock
 from stoker.config.rules import (
     Rule,
@@ -228,6 +229,8 @@ class Pipeline:
         hits here too)."""
         self.hits = HitCounter(config.memory.counted_urls)
         """Per-URL visitor hits and misses (warm visits left out), flushed by the owner."""
+        self.warm_reads = WarmReads()
+        """Responses warm visits stored, and how many a visitor then read."""
         self.health = health or OriginHealth(clock)
         """The origin's breaker (the origin client given reports to it)."""
         self.not_cached = NotCachedLog()
@@ -394,6 +397,7 @@ class Pipeline:
             self.stats["hit" if action.serve is Kind.HIT else "stale"] += 1
             if counted:
                 self.hits.hit(request.url)
+                self.warm_reads.note_read(request.url)
             if action.revalidate:
                 self._revalidate_in_background(lookup, entry)
             kind = action.serve

@@ -200,3 +200,14 @@ def test_a_node_counter_never_falls_when_a_process_leaves_or_restarts() -> None:
     _, again = tally(state, mine, [member("a/1", 201.0, "r3")], "a/0", 201.0, 10.0)
     assert requests_of(again) == 3 * one + 3
     assert again.timing.failures == 4 * mine.timing.failures  # mine, r1, r2, r3
+
+
+def test_warmed_entries_and_their_visitor_reads_are_summed_over_the_processes() -> None:
+    theirs = json.loads(said(figures(warm_stored=30, warm_read=12)))
+    older = {key: value for key, value in theirs.items()
+             if key not in ("warm_stored", "warm_read")}  # a release before the figure
+    total = combined(figures(warm_stored=10, warm_read=1), [theirs, older])
+    assert (total.warm_stored, total.warm_read) == (40, 13)
+    found = samples(total)
+    assert found["stoker_warm_stored_entries_total", ()] == 40
+    assert found["stoker_warm_entries_read_total", ()] == 13

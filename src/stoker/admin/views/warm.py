@@ -1,6 +1,8 @@
 """The Warm page: the active (or else the latest) warm run live, its progress, pace and
 counts, its warning once ended (:mod:`stoker.warm.verdict`), why discovery skipped URLs,
-why pages were not stored, a map of its URLs as coloured cells, the recent runs;
+why pages were not stored, a map of its URLs as coloured cells, the origins visitors
+arrive on against those warm runs fill (and the warmed entries visitors read), the
+recent runs;
 start a run (the whole site, or a list of URLs) and cancel one.
 
 Invariants: every figure comes from the functions ``/api/warm`` answers with
@@ -221,6 +223,27 @@ CONTROLS: Final = Markup(
 """Start a run: the whole site, or a list of URLs (merged into a run that is going)."""
 
 
+def origins_html(listing: Mapping[str, Any], now: float) -> Markup:
+    """The origins visitors arrived on against those warm runs fill, the findings when
+    they differ (as notices), and the warmed entries visitors then read.  Pure."""
+    warmed = set(listing["warmed_origins"])
+    rows = [(row["origin"] or "other hosts (not the site's)", shown(row["visits"], "count"),
+             moment(row["last_seen"], now), "yes" if row["origin"] in warmed else "no")
+            for row in listing["seen_origins"]]
+    reads = listing["warm_reads"]
+    read_share = (f"{shown(reads['read'], 'count')} of {shown(reads['stored'], 'count')} "
+                  f"({shown(reads['read'] / reads['stored'], 'percent')})"
+                  if reads["stored"] else "none stored yet")
+    return Markup(
+        '<section class="origins"><h2>Where visitors arrive</h2>'
+        + "".join(f'<p class="notice">{esc(text)}</p>' for text in listing["origin_findings"])
+        + facts([("Warm runs fill", ", ".join(listing["warmed_origins"])),
+                 ("Warmed entries later read by visitors", read_share)])
+        + table(("Origin", "Visits", "Last seen", "Warmed"), rows, numeric=(1,),
+                empty="no visitor counted yet", label="Origins visitors arrive on")
+        + "</section>")
+
+
 def warm_html(listing: Mapping[str, Any], detail: Mapping[str, Any] | None,
               url_map: Mapping[str, Any] | None, now: float) -> str:
     """The page's content: ``listing`` from :func:`runs_listing`, the shown run's
@@ -229,7 +252,8 @@ def warm_html(listing: Mapping[str, Any], detail: Mapping[str, Any] | None,
                  else Markup('<p class="notice">No warm run yet: start one above.</p>'))
     return (heading("Warm") + '<p class="lead">The warmer visits the site\'s URLs '
             "through the cache so visitors find them warm.</p>" + CONTROLS + "<div data-live>"
-            + shown_run + recent_html(listing["recent"], now) + "</div>")
+            + shown_run + origins_html(listing, now) + recent_html(listing["recent"], now)
+            + "</div>")
 
 
 async def content(_: Request, sources: Sources) -> str:

@@ -40,6 +40,7 @@ from stoker.config.settings.values import (
     variants,
     whole,
 )
+from stoker.http.keys import normalise_host
 from stoker.http.site_hosts import SiteHosts
 
 T = TypeVar("T")
@@ -418,9 +419,12 @@ class Settings:
         "The public site as visitors see it (scheme + host), one or more: every warm visit "
         "uses it (default: the public listener)",
         doc="The site as visitors see it, e.g. `https://www.example.com` (several allowed): "
-            "the scheme and Host of every warm visit, so the warmer fills exactly the entries"
-            " visitors read",
-        default_doc="the public listener")
+            "the scheme and Host of warm visits, so the warmer fills the entries visitors "
+            "read. Stoker also learns the scheme and Host visitors arrive with (after "
+            "`trusted_proxies`; the site's own hosts and `site_aliases` only) and warms each "
+            "page on those too; `stoker check`, the log and the warm page say when they "
+            "differ from `site_url`",
+        default_doc="the public listener: `https://` with `tls_cert`, else `http://`")
     site_aliases: tuple[str, ...] = setting(
         (), str_list,
         "Other hosts sitemaps may name for the same site (e.g. the origin's own address): "
@@ -562,12 +566,13 @@ class Settings:
     @property
     def site_urls(self) -> tuple[str, ...]:
         """Where warm visits go: ``site_url``, else the public listener (a wildcard
-        bind reached on loopback)."""
+        bind reached on loopback; https with ``tls_cert``, as its visitors use it)."""
         if self.site_url:
             return self.site_url
         host, _, port = self.listen.rpartition(":")
         host = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "[::]": "[::1]"}.get(host, host)
-        return (f"http://{host}:{port}",)
+        scheme = "https" if self.tls_cert is not None else "http"
+        return (f"{scheme}://{normalise_host(scheme, f'{host}:{port}')}",)
 
     @property
     def sqlite_path(self) -> Path:
