@@ -78,7 +78,6 @@ async def test_with_purge_mode_soft_a_plain_purge_serves_the_old_copy_at_once(
             if latest[-1] == b"new title":
                 break
             await asyncio.sleep(0.2)
-    print(f"GET right after a soft PURGE: {latency * 1000:.1f} ms")
     assert answer["soft"] is True and answer["purged"] == 1
     assert right_after.text == "old title" and latency < SLOW / 2
     assert "detail=stale-while-revalidate" in right_after.headers["cache-status"]
@@ -131,8 +130,7 @@ async def test_a_single_url_purge_is_rewarmed_at_once_not_after_rewarm_delay(
                      "the purged page re-warmed at the origin")
         took = time.monotonic() - purged_at
         visited = await client.get("/post/1")
-    print(f"purge to re-warm of one URL (rewarm_delay {REWARM_DELAY} s): {took:.2f} s")
-    assert visited.text == "new title" and is_hit(visited)
+    assert took < REWARMED_WITHIN and visited.text == "new title" and is_hit(visited)
 
 
 async def test_rewarm_also_purges_and_rewarms_the_home_page_with_a_post(
