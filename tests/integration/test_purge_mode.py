@@ -18,9 +18,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
-from tests.integration.admin_harness import purging
+from tests.integration.admin_harness import TOKEN, Admin, purging
 from tests.integration.conftest import Origin
 from tests.integration.serve_process import DEADLINE, Serve
+from typer.testing import CliRunner
+
+from stoker.cli.main import app as cli_app
 
 CACHEABLE = [("cache-control", "public, max-age=600"), ("etag", '"v1"')]
 SLOW = 2.0
@@ -98,14 +101,26 @@ async def test_an_explicit_hard_purge_stays_hard_under_purge_mode_soft(
     assert refused.status_code == 400 and "x-purge-soft" in refused.json()["error"]
 
 
-async def test_an_api_purge_without_soft_follows_purge_mode(origin: Origin,
-                                                           tmp_path: Path) -> None:
+def cli_purge(admin: Admin, *flags: str) -> str:
+    """``stoker purge --url /post/1 FLAGS`` against ``admin``: its output (exit code 0)."""
+    result = CliRunner().invoke(cli_app, ["purge", "--url", "/post/1", *flags],
+                                env={"STOKER_CONFIG": "", "STOKER_ADMIN_URL": admin.url,
+                                     "STOKER_ADMIN_TOKEN": TOKEN})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+async def test_an_api_or_cli_purge_without_soft_follows_purge_mode(origin: Origin,
+                                                                   tmp_path: Path) -> None:
     origin.app.set("/post/1", headers=CACHEABLE, body=b"old title")
     async with purging(origin.url, tmp_path, purge_mode="soft") as (proxy, admin):
         await proxy.client.get("/post/1")
         plain = (await admin.purge(urls=[f"{proxy.url}/post/1"])).json()
         hard = (await admin.purge(urls=[f"{proxy.url}/post/1"], soft=False)).json()
+        outputs = [await asyncio.to_thread(cli_purge, admin, *flags)
+                   for flags in ((), ("--hard",), ("--soft",))]
     assert (plain["soft"], plain["purged"], hard["soft"]) == (True, 1, False)
+    assert ["made stale" in out for out in outputs] == [True, False, True]
 
 
 async def test_purge_mode_is_taken_on_reload(origin: Origin, tmp_path: Path) -> None:

@@ -251,9 +251,10 @@ class Settings:
         "stale, served while they revalidate)",
         doc="What a purge that does not say is: `hard` (entries gone: the next visitor waits "
             "for the origin) or `soft` (entries marked stale: served while they revalidate, "
-            "where they may be served stale). For the `PURGE` method without `X-Purge-Soft` "
-            "and API purges without `\"soft\"`: CMS purge clients cannot ask for soft "
-            "purges. `X-Purge-Soft: 0` or `\"soft\": false` is always hard",
+            "where they may be served stale). For the `PURGE` method without `X-Purge-Soft`, "
+            "API purges without `\"soft\"` and `stoker purge` without `--soft`/`--hard`: "
+            "CMS purge clients cannot ask for soft purges. `X-Purge-Soft: 0`, "
+            "`\"soft\": false` and `--hard` are always hard",
         reload=True)
     admin_allowed_origins: tuple[str, ...] = setting(
         (), str_list,
