@@ -159,6 +159,24 @@ def test_an_active_warm_run_has_its_section() -> None:
     assert sections(view)[-1][0] == "warm run"
 
 
+def test_the_skipped_reasons_and_the_last_runs_warning_are_shown() -> None:
+    active = warm_run(1, 3)
+    active["counts"]["skipped"] = 54
+    active["skipped_reasons"] = {"other_host": 50, "feed": 4}
+    last = {**warm_run(1, 1), "id": 6, "phase": "done", "skipped_reasons": {"admin": 2},
+            "warning": "found only 1 URL (2 skipped (admin: 2))"}
+    last["counts"] = {**last["counts"], "skipped": 2}
+    rows = rows_of(summary(Sample(status(warm={"active": active, "last": last}), 0.0, 1e9)))
+    assert rows["skipped"] == ("54 (other_host: 50, feed: 4)", "")
+    assert rows["last run"] == ("6 (manual, site): done, 1 URLs, 1 warmed", "")
+    assert rows["last run skipped"] == ("2 (admin: 2)", "")
+    assert rows["last run warning"] == ("found only 1 URL (2 skipped (admin: 2))", "")
+    alone = rows_of(summary(Sample(status(warm={"active": None, "last": last}), 0.0, 1e9)))
+    assert "run" not in alone and "skipped" not in alone and "last run warning" in alone
+    quiet = rows_of(summary(Sample(status(warm={"active": warm_run(0, 0)}), 0.0, 1e9)))
+    assert "skipped" not in quiet and "last run" not in quiet
+
+
 def test_dropped_l2_writes_are_shown_when_there_are_some() -> None:
     store = {**status()["store"], "l2_dropped": 12}
     assert rows_of(summary(Sample(status(store=store), 0.0, 1e9)))["L2 writes dropped"] == (

@@ -40,7 +40,8 @@ def run(phase: str = "warm", started: float = NOW - 10, finished: float | None =
 
 
 def detail(**given: Any) -> dict[str, Any]:
-    return {**run(**given), "failed_urls": [], "not_stored_reasons": {}, "not_stored_urls": {}}
+    return {**run(**given), "failed_urls": [], "skipped_reasons": {}, "not_stored_reasons": {},
+            "not_stored_urls": {}, "warning": None}
 
 
 @pytest.mark.parametrize(("shown_run", "expected"), [
@@ -144,3 +145,20 @@ def test_the_page_offers_cancel_only_while_the_run_is_active() -> None:
     assert 'data-api="/api/warm/7/cancel"' in going and "data-confirm=" in going
     assert "Current run #7" in going
     assert "/cancel" not in ended and "Latest run #7" in ended
+
+
+def test_an_ended_run_shows_its_warning_and_why_urls_were_skipped() -> None:
+    warned = {**detail(phase="done", finished=NOW, total=1, warmed=1, skipped=54),
+              "skipped_reasons": {"other_host": 50, "<feed>": 4},
+              "warning": "found only 1 URL (54 skipped (other_host: 50, <feed>: 4))"}
+    html = warm_html({"active": None, "recent": []}, warned, {"states": {}}, NOW)
+    assert '<p class="notice" id="warm-warning"><strong>Warning:</strong> this run found ' \
+        "only 1 URL" in html
+    assert "<strong>other_host</strong>: 50</li><li><strong>&lt;feed&gt;</strong>: 4" in html
+    assert "<feed>" not in html
+    going = {**warned, "phase": "warm", "finished_at": None}
+    assert "warm-warning" not in warm_html({"active": None, "recent": []}, going,
+                                           {"states": {}}, NOW)
+    quiet = warm_html({"active": None, "recent": []},
+                      detail(phase="done", finished=NOW, total=2, warmed=2), {"states": {}}, NOW)
+    assert "warm-warning" not in quiet and "warm-skipped" not in quiet

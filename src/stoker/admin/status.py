@@ -33,11 +33,16 @@ from stoker.admin.why import cookie_bypass_report
 from stoker.cache.purge_bus import Member
 from stoker.clock import Clock
 from stoker.server.heap import heap_status
+from stoker.warm.run import Run
+from stoker.warm.run_store import RunStore
+from stoker.warm.verdict import warning
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.app.stoker import Stoker
     from stoker.app.warm_service import WarmService
 
+LAST_RUN_AMONG: Final = 20
+"""The newest warm runs looked at for the last one that ended."""
 MEMO: Final = 1.0
 """Seconds the stores' figures are reused for."""
 
@@ -98,12 +103,25 @@ def sample_of(figures: Figures, now: float) -> Sample:
                   served=figures.cache_bytes, timing=tuple(figures.timing.counts))
 
 
+async def ended_json(runs: RunStore, run: Run) -> dict[str, Any]:
+    """A run that ended, with why discovery skipped URLs and its warning (or null)."""
+    skipped = await runs.skipped_reasons(run.id)
+    return {**run_json(run), "skipped_reasons": skipped,
+            "warning": warning(run, skipped, await runs.not_stored_reasons(run.id))}
+
+
 async def warm_status(warm: WarmService) -> dict[str, Any]:
-    """The active warm run, the job queue's counts (so a page of jobs is refreshed when
-    they change) and every deadline's next due time and last error."""
-    active = await warm.stores.runs.active()
+    """The active warm run (with why discovery skipped URLs), the last run that ended (with
+    its warning), the job queue's counts (so a page of jobs is refreshed when they change)
+    and every deadline's next due time and last error."""
+    runs = warm.stores.runs
+    active = await runs.active()
+    last = next((run for run in await runs.recent(LAST_RUN_AMONG)
+                 if run.phase in ("done", "failed")), None)
     deadlines = await warm.ticker.status()
-    return {"active": run_json(active) if active else None,
+    return {"active": {**run_json(active), "skipped_reasons": await runs.skipped_reasons(active.id)}
+            if active else None,
+            "last": await ended_json(runs, last) if last else None,
             "pending_rewarm": await warm.stores.pending.count(),
             "jobs": counts_json(await warm.stores.queue.counts()),
             "deadlines": [{"name": d.name, "due_at": d.due_at, "last_error": d.last_error}

@@ -6,9 +6,11 @@ Routes (behind :class:`~stoker.admin.guard.AdminGuard`):
   run, or joins an automatic full run that is going: ``joined``), 409 while a manual
   full run is going and ``replace`` is false.
 - ``GET /api/warm`` → the active run and the recent ones.
-- ``GET /api/warm/{id}`` → one run, with up to 100 of its failed URLs and why its
+- ``GET /api/warm/{id}`` → one run, with up to 100 of its failed URLs, why discovery
+  skipped URLs (``skipped_reasons``: reason → how many, most first), why its
   ``not_stored`` pages were not stored (``not_stored_reasons``: reason → how many URLs,
-  most first; ``not_stored_urls``: reason → up to :data:`NOT_STORED_SHOWN` of them).
+  most first; ``not_stored_urls``: reason → up to :data:`NOT_STORED_SHOWN` of them), and
+  ``warning``: what is wrong with it once ended (:mod:`stoker.warm.verdict`), or null.
 - ``POST /api/warm/{id}/cancel`` → 200 with the run, ended ``cancelled`` (its queued
   visits do nothing); 404 for no such run, 409 for one that had ended.  Audited.
 - ``GET /api/warm/{id}/map?limit=…`` → the run's URLs by state (``queued``, ``warmed``,
@@ -47,6 +49,7 @@ from stoker.warm.credentials import CredentialBook
 from stoker.warm.run import URL_STATES, Run
 from stoker.warm.run_store import MAX_RECENT
 from stoker.warm.urls import SiteOrigins, normalise, origin_of
+from stoker.warm.verdict import warning
 from stoker.warm.warmer import WarmBusy
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
@@ -134,11 +137,13 @@ async def runs_listing(service: WarmService) -> dict[str, Any]:
 
 async def run_detail(service: WarmService, run: Run) -> dict[str, Any]:
     """``GET /api/warm/{id}``'s answer: ``run`` with its failed URLs (up to
-    :data:`FAILED_SHOWN`) and why its ``not_stored`` pages were not stored."""
+    :data:`FAILED_SHOWN`), why URLs were skipped and pages not stored, and its warning."""
     runs = service.stores.runs
+    skipped, not_stored = await runs.skipped_reasons(run.id), await runs.not_stored_reasons(run.id)
     return {**run_json(run), "failed_urls": await runs.urls(run.id, "failed", FAILED_SHOWN),
-            "not_stored_reasons": await runs.not_stored_reasons(run.id),
-            "not_stored_urls": await runs.not_stored_urls(run.id, NOT_STORED_SHOWN)}
+            "skipped_reasons": skipped, "not_stored_reasons": not_stored,
+            "not_stored_urls": await runs.not_stored_urls(run.id, NOT_STORED_SHOWN),
+            "warning": warning(run, skipped, not_stored)}
 
 
 async def url_map_of(service: WarmService, run: Run, most: int) -> dict[str, Any]:
@@ -169,7 +174,7 @@ def warm_routes(service: WarmService | None) -> list[Route]:
             return unavailable()
         settings = service.stoker.settings
         site_urls = [normalise(url) or url for url in settings.site_urls]
-        sites, home = SiteOrigins(site_urls, settings.site_aliases), origin_of(site_urls[0])
+        sites, home = SiteOrigins(site_urls, settings.aliases), origin_of(site_urls[0])
         audit = service.stoker.audit
 
         async def record(target: dict[str, Any], outcome: str) -> None:

@@ -96,7 +96,7 @@ class WarmService:
         fetch = OriginFetch(stoker.origin, origin_host=settings.origin_host,
                             user_agent=user_agent, credentials=credentials)
         discovery = DiscoveryConfig(site_urls=settings.site_urls,
-                                    aliases=settings.site_aliases,
+                                    aliases=settings.aliases,
                                     max_urls=settings.warm_max_urls,
                                     timeout=settings.origin_timeout)
 

@@ -149,7 +149,8 @@ def _rounded(value: float | None, digits: int) -> float | None:
 
 def sections(view: Mapping[str, Any]) -> list[Section]:
     """The view's rows, by section, from a :func:`summary`: requests, origin, cache, the
-    warm run while one is active, and the processes and nodes sharing the cache."""
+    warm run while one is active and the last one that ended, and the processes and nodes
+    sharing the cache."""
     found = [("requests", request_rows(view)), ("origin", origin_rows(view)),
              ("cache", cache_rows(view)), ("warm run", warm_rows(view)),
              ("sharing", member_rows(view))]
@@ -214,20 +215,43 @@ def cache_rows(view: Mapping[str, Any]) -> list[Row]:
 
 
 def warm_rows(view: Mapping[str, Any]) -> list[Row]:
-    """The active warm run: what it is, how far it got, how its settled visits went; no
-    rows when no run is active."""
-    active = (view.get("warm") or {}).get("active")
-    if not active:
-        return []
+    """The active warm run (what it is, how far it got, how its settled visits went, why
+    discovery skipped URLs), then the last run that ended and its warning; no rows when
+    there is neither."""
+    warm = view.get("warm") or {}
+    active, last = warm.get("active"), warm.get("last")
+    rows = _active_rows(active, view.get("warm_progress")) if active else []
+    if last:
+        counts = last["counts"]
+        rows.append(("last run", f"{last['id']} ({last['reason']}, {last['scope']}): "
+                                 f"{last['phase']}, {_count(counts['total'])} URLs, "
+                                 f"{_count(counts['warmed'] + counts['rewarmed'])} warmed", ""))
+        rows += _skipped_rows(last, "last run skipped")
+        if last.get("warning"):
+            rows.append(("last run warning", last["warning"], ""))
+    return rows
+
+
+def _active_rows(active: Mapping[str, Any], progress: float | None) -> list[Row]:
     counts = active["counts"]
-    progress = view.get("warm_progress")
     done = f"{_count(counts['settled'])}/{_count(counts['total'])}" + (
         f" ({_percent(progress)})" if progress is not None else "")
     return [("run", f"{active['id']} ({active['reason']}, {active['scope']}): "
                     f"{active['phase']}", ""),
             ("settled", done, ""),
             *((name.replace("_", " "), _count(counts.get(name, 0)), "")
-              for name in ("warmed", "not_modified", "not_stored", "failed"))]
+              for name in ("warmed", "not_modified", "not_stored", "failed")),
+            *_skipped_rows(active, "skipped")]
+
+
+def _skipped_rows(run: Mapping[str, Any], name: str) -> list[Row]:
+    """One row saying why discovery skipped URLs, when it skipped some."""
+    skipped = run["counts"].get("skipped", 0)
+    if not skipped:
+        return []
+    reasons = ", ".join(f"{reason}: {_count(n)}"
+                        for reason, n in (run.get("skipped_reasons") or {}).items())
+    return [(name, _count(skipped) + (f" ({reasons})" if reasons else ""), "")]
 
 
 def render(view: Mapping[str, Any], *, title: str, caption: str | None = None) -> Table:

@@ -178,3 +178,17 @@ def test_purge_mode_and_the_rewarm_of_small_purges_and_list_pages() -> None:
                                   "STOKER_REWARM_ALSO": "/, /blog/, /"})
     assert (settings.purge_mode, settings.rewarm_now_max, settings.rewarm_also) == (
         "soft", 0, ("/", "/blog/"))
+
+
+def test_origin_host_is_one_of_the_sites_aliases(tmp_path: Path) -> None:
+    path = write(tmp_path, 'origin_host = "wp.internal"\nsite_aliases = ["cms:8000", '
+                           '"wp.internal"]\nsite_url = "https://www.example.com"\n')
+    settings = load_settings(config_path=path, env={})
+    assert settings.aliases == ("cms:8000", "wp.internal")
+    hosts = settings.site_hosts
+    assert hosts.covered("http", "wp.internal") == hosts.everywhere()
+    assert ("https", "www.example.com") in hosts.everywhere()
+    assert not any(host == "wp.internal" for _, host in hosts.everywhere())  # never its own
+    bare = load_settings(config_path=None, env={})
+    assert bare.aliases == () and bare.site_hosts.covered("http", "wp.internal") == (
+        ("http", "wp.internal"),)

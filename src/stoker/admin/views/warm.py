@@ -1,5 +1,6 @@
 """The Warm page: the active (or else the latest) warm run live, its progress, pace and
-counts, why pages were not stored, a map of its URLs as coloured cells, the recent runs;
+counts, its warning once ended (:mod:`stoker.warm.verdict`), why discovery skipped URLs,
+why pages were not stored, a map of its URLs as coloured cells, the recent runs;
 start a run (the whole site, or a list of URLs) and cancel one.
 
 Invariants: every figure comes from the functions ``/api/warm`` answers with
@@ -122,6 +123,25 @@ def reasons_html(reasons: Mapping[str, int], urls: Mapping[str, Sequence[str]]) 
                   + "</ul>")
 
 
+def skipped_html(reasons: Mapping[str, int]) -> Markup:
+    """Why discovery left URLs out of the run: each reason and how many.  Pure."""
+    if not reasons:
+        return Markup("")
+    items = "".join(f"<li><strong>{esc(reason)}</strong>: {shown(count, 'count')}</li>"
+                    for reason, count in reasons.items())
+    return Markup('<h2>Skipped by discovery, by reason</h2><ul class="reasons" '
+                  f'id="warm-skipped">{items}</ul>')
+
+
+def warning_html(detail: Mapping[str, Any]) -> Markup:
+    """The warning on a run that ended ``done`` (a failed one shows its error).  Pure."""
+    said = detail.get("warning")
+    if not said or detail["phase"] != "done":
+        return Markup("")
+    return Markup(f'<p class="notice" id="warm-warning"><strong>Warning:</strong> this run '
+                  f"{esc(said)}</p>")
+
+
 def natural(url: str) -> tuple[tuple[int, int | str], ...]:
     """A sort key that orders the numbers in ``url`` by value (``/page/2`` before
     ``/page/10``).  Pure."""
@@ -184,7 +204,8 @@ def run_html(detail: Mapping[str, Any], url_map: Mapping[str, Any], now: float) 
     return Markup(f'<section class="run"><h2 id="warm-run">{which} #{esc(detail["id"])} '
                   f'<span class="detail">{esc(detail["reason"])}, {esc(detail["scope"])}</span> '
                   f"{phase_tag(detail)} {cancel}</h2>"
-                  + progress_html(detail, now)
+                  + warning_html(detail) + progress_html(detail, now)
+                  + skipped_html(detail["skipped_reasons"])
                   + reasons_html(detail["not_stored_reasons"], detail["not_stored_urls"])
                   + map_html(url_map["states"], detail["counts"]) + "</section>")
 

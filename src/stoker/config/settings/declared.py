@@ -440,7 +440,8 @@ class Settings:
         doc="Other hosts a sitemap, a home page's links or a purge may name for the same site"
             " (the origin's own address, a CMS's configured host; `host` is any port, "
             "`host:port` that one): their URLs are mapped onto `site_url`, and a purge naming"
-            " one covers the site's own hosts; other hosts are skipped and counted")
+            " one covers the site's own hosts; other hosts are skipped and counted. "
+            "`origin_host` is always one")
     warm_max_urls: int = setting(
         50_000, positive_int,
         "Most URLs one warm run visits",
@@ -607,11 +608,18 @@ class Settings:
         return self.data_dir / "cache.db"
 
     @property
+    def aliases(self) -> tuple[str, ...]:
+        """The hosts that stand for the site: ``site_aliases`` and ``origin_host`` (the Host
+        the origin knows itself by, which its links, sitemaps and purge clients name)."""
+        extra = (self.origin_host,) if self.origin_host else ()
+        return tuple(dict.fromkeys((*self.site_aliases, *extra)))
+
+    @property
     def site_hosts(self) -> SiteHosts:
         """The site's own hosts (``site_url``, ``purge_hosts``, the listener; never
-        ``origin_host``) and its ``site_aliases``: what purges cover."""
+        ``origin_host``) and its :attr:`aliases`: what purges cover."""
         return SiteHosts.of(site_urls=self.site_url, purge_hosts=self.purge_hosts,
-                            listen=self.listen, aliases=self.site_aliases)
+                            listen=self.listen, aliases=self.aliases)
 
 
 FIELDS: dict[str, Setting] = {each.name: each.metadata[_SPEC] for each in fields(Settings)
