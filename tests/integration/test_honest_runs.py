@@ -158,7 +158,9 @@ async def test_origin_host_links_are_warmed_on_the_site_and_its_purges_purge(
 async def test_a_purge_carrying_origin_host_purges_a_page_visitors_filled(
         tmp_path: Path) -> None:
     site = WordPressSite([], sitemap=False)
-    async with wordpress(site, tmp_path, purge_allow=["127.0.0.1"]) as (_, proxy_url, _), \
+    async with wordpress(site, tmp_path, purge_allow=["127.0.0.1"],
+                         rewarm_now_max=0  # no re-warm refilling it before `after`
+                         ) as (_, proxy_url, _), \
             httpx.AsyncClient(base_url=proxy_url) as proxy:
         await proxy.get("/post-2/")
         cached = await proxy.get("/post-2/")

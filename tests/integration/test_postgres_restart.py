@@ -117,7 +117,8 @@ async def test_nodes_serve_through_a_postgresql_restart_and_their_warm_run_loses
     PostgreSQL stopped for two seconds and more, then started again."""
     pg = private_postgres
     site = SiteOrigin(PAGES, delay=0.03)
-    settings = {"database_url": pg.url, "rewarm_delay": 0.5, "rewarm_max_wait": 1}
+    settings = {"database_url": pg.url, "rewarm_delay": 0.5, "rewarm_max_wait": 1,
+                "rewarm_now_max": 0}  # the purge's re-warm waits: due while PG is down
     async with site_origin(site) as origin_url, \
             node(origin_url, tmp_path / "a", **settings) as a, \
             node(origin_url, tmp_path / "b", **settings) as b:

@@ -1,9 +1,9 @@
 """What starts warm runs, through a real Stoker (real SQLite stores, a real origin) whose
-clock the test drives (``FakeClock(auto_advance=False)``): purges are debounced into
-one targeted run of exactly the purged URLs, the ``rewarm`` deadline survives a
-restart, a purge of everything starts a full run (``deploy`` when soft), and a
-targeted re-warm merges into a full run that is going.  The restart case also runs
-on PostgreSQL (``database_url`` on a fresh schema)."""
+clock the test drives (``FakeClock(auto_advance=False)``): purges (small ones too:
+``rewarm_now_max = 0`` here) are debounced into one targeted run of exactly the purged
+URLs, the ``rewarm`` deadline survives a restart, a purge of everything starts a full
+run (``deploy`` when soft), and a targeted re-warm merges into a full run that is going.
+The restart case also runs on PostgreSQL (``database_url`` on a fresh schema)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ T = TypeVar("T")
 NUDGE = 1.0
 STEP_OVER = 0.5  # the fake clock sums its steps in floats: step a little past a deadline
 SETTINGS: dict[str, Any] = {"rewarm_delay": f"{DELAY:.0f}s",
-                            "rewarm_max_wait": f"{MAX_WAIT:.0f}s"}
+                            "rewarm_max_wait": f"{MAX_WAIT:.0f}s", "rewarm_now_max": 0}
 
 
 def fake_clock() -> FakeClock:

@@ -47,6 +47,7 @@ def test_a_url_not_stored_says_so_and_still_offers_its_purge() -> None:
     assert "Not in the cache" in out and "https://s.test/&lt;x&gt;" in out and "<x>" not in out
     assert out.count('data-api="/api/purge"') == 2
     assert "&quot;soft&quot;:true" in out and "Mark https://s.test/&lt;x&gt; stale?" in out
+    assert "&quot;soft&quot;:false" in out  # the hard button says so: purge_mode cannot soften it
 
 
 def test_where_a_variant_is_held() -> None:

@@ -7,7 +7,8 @@ Routes (behind :class:`~stoker.admin.guard.AdminGuard`):
   ``purge_ack_timeout`` (in force here, kept, relayed to the others once the bus answers;
   ``unconfirmed`` is then ``["*"]``, every other member), and ``l2_pending``: true when the
   persistent tier did not answer (``purged`` is then the memory tier's count; the purge
-  is relayed all the same and carried out in that tier once it answers).
+  is relayed all the same and carried out in that tier once it answers).  Without
+  ``"soft"`` (or with ``null``) the purge is what ``purge_mode`` says.
 - ``GET /api/entry?url=…`` → what the cache holds for a URL, per variant.
 - ``GET /api/audit?limit=…&action=…&before=…`` → the newest audit records (of one action;
   older than record ``before``, to page).
@@ -132,7 +133,8 @@ def api_routes(stoker: Stoker) -> list[Route]:
         try:
             data = parse_json(body)
             scope = parse_purge_request(data, sites=settings.site_hosts,
-                                        allowed_hosts=settings.purge_hosts)
+                                        allowed_hosts=settings.purge_hosts,
+                                        purge_mode=stoker.settings.purge_mode)
         except ValueError as error:  # JSONDecodeError and PurgeRequestError
             field = error.field if isinstance(error, PurgeRequestError) else "body"
             message = str(error) if isinstance(error, PurgeRequestError) else (

@@ -39,6 +39,7 @@ from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
 from stoker.cache.budget import MemoryBudget, share_memory
 from stoker.cache.events import PurgeEvents
+from stoker.cache.invalidation import also_urls
 from stoker.cache.l2_queue import QueuePolicy
 from stoker.cache.memory import MemoryStore
 from stoker.cache.purge_list import PurgeList
@@ -243,7 +244,9 @@ class Stoker:
         stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit, watch, timing,
                      pool)
         pipeline.purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit,
-                                            stoker.refusals, settings.site_hosts)
+                                            stoker.refusals, settings.site_hosts,
+                                            lambda: stoker.settings.purge_mode)
+        purger.also = also_urls(settings.rewarm_also, settings.site_hosts)
         purger.resume_reclaim(state)
         if evict_loop:
             stoker._maintenance = asyncio.create_task(stoker._maintain_forever())
@@ -295,6 +298,8 @@ class Stoker:
             self.pipeline.reconfigure(pipeline_config(change.settings, memory),
                                       fetch_config(change.settings))
             self.settings = change.settings
+            self.purger.also = also_urls(change.settings.rewarm_also,
+                                         change.settings.site_hosts)
         return change
 
     def begin_shutdown(self) -> ShutdownBudget:

@@ -145,6 +145,7 @@ class WarmService:
         warmer = Warmer(
             config=WarmConfig(variants=variants, rewarm_delay=settings.rewarm_delay,
                               rewarm_max_wait=settings.rewarm_max_wait,
+                              rewarm_now_max=settings.rewarm_now_max,
                               refresh_interval=settings.refresh_interval,
                               warm_max_concurrency=settings.warm_max_concurrency,
                               popular_limit=settings.warm_max_urls),
@@ -161,9 +162,11 @@ class WarmService:
 
     def reload(self, settings: Settings) -> None:
         """Take the re-warm delays of reloaded ``settings`` (the next purge is debounced by
-        them; what else the warmer reads needs a restart)."""
+        them, or re-warmed at once by ``rewarm_now_max``; what else the warmer reads needs a
+        restart)."""
         self.warmer.config = replace(self.warmer.config, rewarm_delay=settings.rewarm_delay,
-                                     rewarm_max_wait=settings.rewarm_max_wait)
+                                     rewarm_max_wait=settings.rewarm_max_wait,
+                                     rewarm_now_max=settings.rewarm_now_max)
 
     def _register(self) -> None:
         self.ticker.register(REWARM, self.warmer.on_rewarm_due, RETRY)

@@ -2,7 +2,9 @@
 
 A purge scope is one or more of: URLs (every Vary variant of each), URL
 prefixes, tags — or everything.  ``soft`` marks entries stale (they keep
-their stale windows) instead of deleting them.
+their stale windows) instead of deleting them.  A request that does not say
+``soft`` follows the ``purge_mode`` setting (:func:`purge_is_soft`): CMS purge
+clients cannot ask for a soft purge, so ``purge_mode = "soft"`` makes theirs soft.
 
 URL rules (documented for users in the README):
 - An absolute URL must be ``http://`` or ``https://`` with a host; when
@@ -28,13 +30,16 @@ Invariants:
   (``urls[2]``, ``tags``, ``all`` …) — it never half-accepts a request.
 - A tag is a non-empty string without whitespace or commas (tags are split
   on both when read from response headers, so such a tag can never match).
+- An explicit ``soft`` (true or false) always wins over ``purge_mode``.
+- :func:`with_also` adds the ``rewarm_also`` URLs to every purge but one of
+  everything, and adds nothing else.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -97,8 +102,30 @@ class Expanded:
     """The host named, when it is neither the site's own nor an alias."""
 
 
-def parse_purge_request(data: object, *, sites: SiteHosts,
-                        allowed_hosts: Iterable[str] = ()) -> PurgeScope:
+def purge_is_soft(asked: bool | None, mode: str) -> bool:
+    """Whether a purge is soft: as its caller asked (``asked`` true or false), else as
+    ``purge_mode`` (``mode``) says.  Pure."""
+    return mode == "soft" if asked is None else asked
+
+
+def with_also(scope: PurgeScope, also: Iterable[str]) -> PurgeScope:
+    """``scope`` with the ``rewarm_also`` URLs ``also`` added (soft or hard as the scope
+    is), unless it purges everything.  Pure."""
+    if scope.everything:
+        return scope
+    urls = _dedupe((*scope.urls, *also))
+    return scope if urls == scope.urls else replace(scope, urls=urls)
+
+
+def also_urls(paths: Iterable[str], sites: SiteHosts) -> tuple[str, ...]:
+    """The absolute URLs the ``rewarm_also`` ``paths`` stand for: each on every one of the
+    site's own hosts, in both schemes, as a purged path is.  Pure."""
+    return _dedupe(url for path in paths
+                   for url in expand_url(path, None, sites, frozenset(), "rewarm_also").urls)
+
+
+def parse_purge_request(data: object, *, sites: SiteHosts, allowed_hosts: Iterable[str] = (),
+                        purge_mode: str = "hard") -> PurgeScope:
     """Validate a decoded JSON purge request; see the module docstring."""
     if not isinstance(data, Mapping):
         raise PurgeRequestError("body", "expected a JSON object like {\"tags\": [\"post-1\"]}")
@@ -106,7 +133,7 @@ def parse_purge_request(data: object, *, sites: SiteHosts,
     if strange:
         raise PurgeRequestError(strange[0], f"unknown field (known: {', '.join(sorted(FIELDS))})")
     everything = _flag(data, "all")
-    soft = _flag(data, "soft")
+    soft = purge_is_soft(_optional_flag(data, "soft"), purge_mode)
     host = _host_field(data.get("host"))
     allowed = frozenset(_normalised_host_or_error(h, "purge_hosts") for h in allowed_hosts)
     expanded = {field: [expand_url(text, host, sites, allowed, f"{field}[{index}]")
@@ -182,8 +209,12 @@ def _host_field(value: object) -> str | None:
 
 
 def _flag(data: Mapping[Any, Any], name: str) -> bool:
-    value = data.get(name, False)
-    if not isinstance(value, bool):
+    return _optional_flag(data, name) or False
+
+
+def _optional_flag(data: Mapping[Any, Any], name: str) -> bool | None:
+    value = data.get(name)
+    if value is not None and not isinstance(value, bool):
         raise PurgeRequestError(name, "expected true or false")
     return value
 

@@ -142,8 +142,10 @@ def purge(
         "--tag", help="Purge every entry with this tag (exact). Repeatable")] = None,
     everything: Annotated[bool, typer.Option(
         "--all", help="Purge everything (bumps the cache version)")] = False,
-    soft: Annotated[bool, typer.Option(
-        "--soft", help="Mark stale instead of deleting: serve stale while refetching")] = False,
+    soft: Annotated[bool | None, typer.Option(
+        "--soft/--hard", help="Mark stale (served while refetched) or delete; neither: as "
+                              "the running Stoker's purge_mode says", show_default=False)
+    ] = None,
     host: HostOpt = None, config: ConfigOpt = None, admin_url_: AdminUrlOpt = None,
     admin_token: AdminTokenOpt = None,
 ) -> None:
@@ -153,7 +155,9 @@ def purge(
     if not (url or prefix or tag or everything):
         raise usage_error("nothing to purge: give --url, --prefix, --tag or --all")
     body: dict[str, Any] = {"urls": url or [], "prefixes": prefix or [], "tags": tag or [],
-                            "all": everything, "soft": soft}
+                            "all": everything}
+    if soft is not None:
+        body["soft"] = soft
     if host:
         body["host"] = host
     try:

@@ -89,9 +89,9 @@ _WORDS = tuple(_FILLER_TEXT.split())
 _ADJECTIVES = ("quiet", "amber", "swift", "hollow", "bright", "patient", "narrow", "golden")
 _NOUNS = ("harbour", "furnace", "lantern", "orchard", "signal", "meadow", "archive", "bridge")
 _SAVED_NOTES = {
-    "ok": "Stoker purged the tag {tags}. Its warmer re-warms just this page once the edits "
-          "pause for rewarm_delay (a few seconds in <code>stoker demo</code>); open the page "
-          "after that and its Cache-Status is a hit showing revision {version}.",
+    "ok": "Stoker purged the tag {tags}. Its warmer re-warms just this page at once (a "
+          "purge of fewer than rewarm_now_max URLs); open the page and its Cache-Status is "
+          "a hit showing revision {version}.",
     "failed": "Telling Stoker to purge {tags} failed (the log says why), so the cached copy "
               "stays until it expires.",
     "off": "No Stoker admin API is configured for this site, so nothing was purged: the "

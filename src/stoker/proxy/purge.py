@@ -34,6 +34,10 @@ Invariants:
   ``L1_CHUNK`` / ``L2_CHUNK``), so the event loop (L1 work is synchronous)
   and the L2 thread (shared with request-path reads) are never held for the
   whole purge.
+- Every purge but one of everything also purges the ``rewarm_also`` URLs
+  (:attr:`Purger.also`, :func:`~stoker.cache.invalidation.with_also`), soft or hard as
+  it is; its result and its event name them when they were cached, so the warmer
+  re-warms them with the purge's own URLs.
 - Subscribers hear of a purge after it took effect for every reader
   (:class:`~stoker.cache.events.PurgeEvents`); L2's background part may still
   be running.
@@ -49,7 +53,7 @@ from typing import Any, Protocol
 
 from stoker.cache.entry import CacheEntry
 from stoker.cache.events import PurgeEvents
-from stoker.cache.invalidation import PurgeScope
+from stoker.cache.invalidation import PurgeScope, with_also
 from stoker.cache.port import Cache, Purged
 from stoker.cache.purge_bus import Relay
 from stoker.cache.purge_list import PurgeList, PurgeMark
@@ -146,9 +150,12 @@ class Purger:
         self._tasks: set[asyncio.Task[None]] = set()
         self.relay: Relay | None = None
         """The other processes sharing the cache (none: this process alone)."""
+        self.also: tuple[str, ...] = ()
+        """The ``rewarm_also`` URLs (:func:`~stoker.cache.invalidation.also_urls`)."""
 
     async def purge(self, scope: PurgeScope) -> PurgeResult:
-        """Apply ``scope`` now; return what it did."""
+        """Apply ``scope`` (with :attr:`also`) now; return what it did."""
+        scope = with_also(scope, self.also)
         if scope.everything:
             result = await self._purge_everything(scope)
         else:

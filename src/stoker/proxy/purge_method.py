@@ -1,7 +1,9 @@
 """The ``PURGE`` HTTP method on the public listener (the Varnish/nginx habit).
 
 ``curl -X PURGE http://site/path`` purges every variant of that URL;
-``X-Purge-Soft: 1`` (or ``Stoker-Soft: 1``) makes it a soft purge.
+``X-Purge-Soft: 1`` (or ``Stoker-Soft: 1``) makes it a soft purge, ``X-Purge-Soft: 0``
+a hard one; without either it is what ``purge_mode`` says (read at each request, so a
+reload changes it).
 
 Invariants:
 - Off unless ``purge_allow`` lists addresses/networks: then every ``PURGE``
@@ -22,15 +24,18 @@ Invariants:
   refusals of a window recorded, the rest counted into one summary row), so a flood of
   refused ``PURGE`` adds a bounded number of rows and log lines per client and minute;
   responses are ``no-store``.
+- A soft header with a value that is neither true nor false (:data:`TRUE_VALUES`,
+  :data:`FALSE_VALUES`) is answered 400 naming the header, and nothing is purged; a true
+  one in either header wins over a false one in the other.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from stoker.cache.invalidation import PurgeRequestError, PurgeScope, expand_url
+from stoker.cache.invalidation import PurgeRequestError, PurgeScope, expand_url, purge_is_soft
 from stoker.http.headers import get_header
 from stoker.http.site_hosts import SiteHosts
 from stoker.proxy.purge import Auditor, Purger, Refusals, record_safely
@@ -40,6 +45,7 @@ from stoker.proxy.request import RequestInfo
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 SOFT_HEADERS = (b"x-purge-soft", b"stoker-soft")
 TRUE_VALUES = frozenset({b"1", b"true", b"yes", b"on"})
+FALSE_VALUES = frozenset({b"0", b"false", b"no", b"off"})
 
 
 def parse_networks(items: Iterable[str]) -> tuple[Network, ...]:
@@ -60,18 +66,31 @@ def purge_allowed(client: str | None, networks: Sequence[Network]) -> str:
     return "allowed" if any(address in network for network in networks) else "forbidden"
 
 
-def wants_soft(headers: Sequence[tuple[bytes, bytes]]) -> bool:
-    """True when the request asks for a soft purge.  Pure."""
-    return any((get_header(headers, name) or b"").strip().lower() in TRUE_VALUES
-               for name in SOFT_HEADERS)
+def asked_soft(headers: Sequence[tuple[bytes, bytes]]) -> bool | None:
+    """True when the request asks for a soft purge, False when it asks for a hard one, None
+    when it does not say; :class:`PurgeRequestError` naming the header for a value that is
+    neither.  Pure."""
+    said: set[bool] = set()
+    for name in SOFT_HEADERS:
+        value = get_header(headers, name)
+        if value is None:
+            continue
+        value = value.strip().lower()
+        if value not in TRUE_VALUES | FALSE_VALUES:
+            raise PurgeRequestError(name.decode(), f"{value.decode('latin-1')!r} is neither "
+                                                   "true (1, true, yes, on) nor false "
+                                                   "(0, false, no, off)")
+        said.add(value in TRUE_VALUES)
+    return max(said) if said else None
 
 
 class PurgeMethod:
     """Answers ``PURGE`` requests (see the module invariants)."""
 
     def __init__(self, purger: Purger, allow: Sequence[Network], audit: Auditor | None,
-                 refusals: Refusals, sites: SiteHosts) -> None:
+                 refusals: Refusals, sites: SiteHosts, mode: Callable[[], str]) -> None:
         self._purger = purger
+        self._mode = mode
         self._allow = tuple(allow)
         self._audit = audit
         self._refusals = refusals
@@ -87,12 +106,12 @@ class PurgeMethod:
         actor = f"purge-method:{request.client or 'unknown'}"
         try:
             expanded = expand_url(request.url, None, self._sites, frozenset(), "url")
+            soft = purge_is_soft(asked_soft(request.headers), self._mode())
         except PurgeRequestError as error:
             await _answer(sink, 400, {"error": str(error)})
             return
         unknown = () if expanded.unknown_host is None else (expanded.unknown_host,)
-        scope = PurgeScope(urls=expanded.urls, soft=wants_soft(request.headers),
-                           unknown_hosts=unknown)
+        scope = PurgeScope(urls=expanded.urls, soft=soft, unknown_hosts=unknown)
         if decision == "forbidden":
             await self._refusals.refused(client=request.client or "unknown", actor=actor,
                                          action="purge", target={**scope.as_json(),

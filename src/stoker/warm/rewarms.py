@@ -4,7 +4,9 @@ A purge call waits for its subscribers (:mod:`stoker.cache.events`).  Writing a
 10,000-URL purge into :class:`~stoker.warm.pending.PendingUrls` is 40-70 ms of CPU on
 a store thread that runs below the event loop, so under load it took the call past
 100 ms.  :class:`RewarmRecorder` takes the URLs at once and writes them in the
-background, then arms the ``rewarm`` deadline, as the purge call did before.
+background, then arms the ``rewarm`` deadline, as the purge call did before, telling
+the arm how many URLs that purge made cold (a small purge is re-warmed at once:
+:func:`~stoker.warm.warmer.rewarm_at_once`).
 
 Invariants:
 - :meth:`RewarmRecorder.add` never waits and never raises.  Purges are written one at
@@ -39,12 +41,13 @@ RETRY_FIRST: Final = 1.0
 RETRY_MOST: Final = 30.0
 """The longest wait between two tries."""
 
-ArmRewarm = Callable[[], Awaitable[object]]
+ArmRewarm = Callable[[int], Awaitable[object]]
+"""Arms the ``rewarm`` deadline after a purge of that many URLs was written."""
 
 
 class RewarmRecorder:
-    """Writes purged URLs to ``pending`` and calls ``arm`` after each purge's write, in
-    the background (see the module invariants)."""
+    """Writes purged URLs to ``pending`` and calls ``arm`` with their number after each
+    purge's write, in the background (see the module invariants)."""
 
     def __init__(self, pending: PendingUrls, arm: ArmRewarm, *,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
@@ -92,7 +95,7 @@ class RewarmRecorder:
             urls, now = self._batches[0]
             try:
                 await self._pending.add(urls, now)
-                await self._arm()
+                await self._arm(len(urls))
             except Exception:
                 log.exception("could not record %d purged URLs for their re-warm; "
                               "trying again in %.0f s", len(urls), delay)

@@ -28,7 +28,9 @@ Invariants:
   origin's, so it neither counts as the origin down nor teaches the throttle).
 - Purged URLs wait in :class:`~stoker.warm.pending.PendingUrls` behind the
   ``rewarm`` deadline (debounced: ``rewarm_delay`` after the last purge, at
-  most ``rewarm_max_wait`` after the first); when it fires they become one
+  most ``rewarm_max_wait`` after the first), except that a purge of fewer than
+  ``rewarm_now_max`` URLs arms it due at once (mode ``earliest``, delay 0:
+  :func:`rewarm_at_once`), taking whatever waits along; when it fires they become one
   targeted run, most visited first.  They get there through a
   :class:`~stoker.warm.rewarms.RewarmRecorder`, behind the purge call, which
   does not wait for them.  A purge of everything starts a full run.
@@ -115,6 +117,7 @@ class WarmConfig:
     variants: tuple[Headers, ...]
     rewarm_delay: float = 60.0
     rewarm_max_wait: float = 300.0
+    rewarm_now_max: int = 10
     refresh_interval: float = 86_400.0
     warm_max_concurrency: int = 8
     popular_limit: int = 50_000
@@ -194,8 +197,11 @@ class Warmer:
             return
         self.rewarms.add(urls, self.clock.now())
 
-    async def _arm_rewarm(self) -> Deadline:
-        """Push the ``rewarm`` deadline back (after purged URLs were recorded)."""
+    async def _arm_rewarm(self, count: int) -> Deadline:
+        """After ``count`` purged URLs were recorded: arm the ``rewarm`` deadline due now
+        (:func:`rewarm_at_once`), else push it back (debounced)."""
+        if rewarm_at_once(count, self.config.rewarm_now_max):
+            return await self.arm(REWARM, "earliest", 0.0, None)
         return await self.arm(REWARM, "debounced", self.config.rewarm_delay,
                               self.config.rewarm_max_wait)
 
@@ -320,6 +326,12 @@ class Warmer:
                                    "visit": visit.visit}
         return NewJob(QUEUE, payload, dedupe_key=f"warm:{run_id}:{visit.visit}:{visit.url}",
                       priority=rank, run_at=run_at)
+
+
+def rewarm_at_once(count: int, most: int) -> bool:
+    """Whether a purge that made ``count`` URLs cold is re-warmed at once rather than
+    debounced: fewer than ``rewarm_now_max`` (``most``; 0 never).  Pure."""
+    return count < most
 
 
 async def _by_popularity(stores: WarmUnit, urls: Sequence[str]) -> list[str]:

@@ -7,6 +7,7 @@ import ipaddress
 import pytest
 
 from stoker.admin.auth import authenticate, bearer_token, fingerprint, host_of
+from stoker.cache.invalidation import PurgeRequestError
 from stoker.config.settings import (
     SettingsError,
     admin_url,
@@ -14,7 +15,7 @@ from stoker.config.settings import (
     require_safe_admin,
     settings_from,
 )
-from stoker.proxy.purge_method import parse_networks, purge_allowed, wants_soft
+from stoker.proxy.purge_method import asked_soft, parse_networks, purge_allowed
 
 
 def test_fingerprint_is_short_stable_and_not_the_token() -> None:
@@ -84,8 +85,18 @@ def test_purge_allow_list() -> None:
         settings_from({"purge_allow": ["10.0.0.0/33"]})
 
 
-def test_soft_header() -> None:
-    assert wants_soft([(b"x-purge-soft", b"1")])
-    assert wants_soft([(b"stoker-soft", b"true")])
-    assert not wants_soft([(b"x-purge-soft", b"0")])
-    assert not wants_soft([])
+def test_soft_header_says_soft_hard_or_nothing() -> None:
+    assert asked_soft([(b"x-purge-soft", b"1")]) is True
+    assert asked_soft([(b"stoker-soft", b" TRUE ")]) is True
+    assert asked_soft([(b"x-purge-soft", b"0")]) is False
+    assert asked_soft([(b"stoker-soft", b"off")]) is False
+    assert asked_soft([(b"x-purge-soft", b"0"), (b"stoker-soft", b"yes")]) is True
+    assert asked_soft([]) is None
+    assert asked_soft([(b"x-other", b"1")]) is None
+
+
+def test_a_soft_header_that_is_neither_true_nor_false_is_refused_by_name() -> None:
+    with pytest.raises(PurgeRequestError, match="x-purge-soft: 'maybe'"):
+        asked_soft([(b"x-purge-soft", b"maybe")])
+    with pytest.raises(PurgeRequestError, match="stoker-soft"):
+        asked_soft([(b"stoker-soft", b"")])

@@ -5,8 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from stoker.cache.invalidation import PurgeRequestError, PurgeScope, parse_purge_request
+from stoker.cache.invalidation import (
+    PurgeRequestError,
+    PurgeScope,
+    also_urls,
+    parse_purge_request,
+    purge_is_soft,
+    with_also,
+)
 from stoker.http.site_hosts import Aliases, SiteHosts
 
 HOST = "www.example.com"
@@ -125,3 +134,44 @@ def test_refusals_name_the_field(data: Any, field: str) -> None:
     assert error.value.field == field
     assert str(error.value).startswith(f"{field}: ")
     assert isinstance(error.value, ValueError)
+
+
+@given(asked=st.sampled_from([True, False, None]), mode=st.sampled_from(["hard", "soft"]))
+def test_an_explicit_choice_wins_and_purge_mode_decides_the_rest(asked: bool | None,
+                                                                 mode: str) -> None:
+    soft = purge_is_soft(asked, mode)
+    assert soft is (asked if asked is not None else mode == "soft")
+
+
+@pytest.mark.parametrize(("data", "soft"), [
+    ({"urls": ["/a"]}, True),
+    ({"urls": ["/a"], "soft": None}, True),
+    ({"urls": ["/a"], "soft": False}, False),
+    ({"all": True}, True),
+])
+def test_a_request_without_soft_follows_purge_mode(data: Any, soft: bool) -> None:
+    assert parse_purge_request(data, sites=SITES, purge_mode="soft").soft is soft
+    assert parse_purge_request(data, sites=SITES).soft is False  # purge_mode = "hard"
+
+
+def test_rewarm_also_paths_stand_for_the_sites_hosts_in_both_schemes() -> None:
+    sites = SiteHosts((HOST, "shop.example"), Aliases([]))
+    assert also_urls(["/", "/blog/", "/"], sites) == (
+        f"http://{HOST}/", f"https://{HOST}/", "http://shop.example/", "https://shop.example/",
+        f"http://{HOST}/blog/", f"https://{HOST}/blog/", "http://shop.example/blog/",
+        "https://shop.example/blog/")
+
+
+@given(urls=st.lists(st.sampled_from(["http://a/1", "http://a/2", "http://a/"]), unique=True),
+       also=st.lists(st.sampled_from(["http://a/", "http://a/blog/"]), unique=True),
+       tags=st.lists(st.sampled_from(["t1", "t2"]), unique=True), soft=st.booleans())
+def test_with_also_adds_the_paths_to_every_purge_but_everything(
+        urls: list[str], also: list[str], tags: list[str], soft: bool) -> None:
+    scope = PurgeScope(urls=tuple(urls), tags=tuple(tags), soft=soft)
+    widened = with_also(scope, also)
+    assert widened.urls[:len(urls)] == scope.urls  # the purge's own first, in order
+    assert set(widened.urls) == set(urls) | set(also)
+    assert len(set(widened.urls)) == len(widened.urls)
+    assert (widened.tags, widened.prefixes, widened.soft) == (scope.tags, (), soft)
+    everything = PurgeScope(everything=True, soft=soft)
+    assert with_also(everything, also) == everything

@@ -58,6 +58,11 @@ def test_unknown_environment_variable_names_it() -> None:
     ("cache_name", "two words", "token"),
     ("cache_name", "9lives", "token"),
     ("keep_override_headers", "x-original-url, cookie", "cookie: not a field Stoker drops"),
+    ("purge_mode", "softly", "hard, soft"),
+    ("rewarm_now_max", "-1", "whole number"),
+    ("rewarm_also", "/, blog/", "paths such as"),
+    ("rewarm_also", "//cdn.example/", "paths such as"),
+    ("rewarm_also", "/a\tb", "paths such as"),
 ])
 def test_bad_values_name_the_setting(key: str, value: str, words: str) -> None:
     with pytest.raises(SettingsError) as raised:
@@ -163,6 +168,16 @@ def test_origin_and_warm_concurrency_settings() -> None:
         load_settings(env={"STOKER_ORIGIN_MAX_CONCURRENCY": "1"})
     with pytest.raises(SettingsError, match="'warm_max_concurrency'"):
         load_settings(env={"STOKER_WARM_MAX_CONCURRENCY": "0"})
+
+
+def test_purge_mode_and_the_rewarm_of_small_purges_and_list_pages() -> None:
+    defaults = load_settings(env={})
+    assert (defaults.purge_mode, defaults.rewarm_now_max, defaults.rewarm_also) == (
+        "hard", 10, ())
+    settings = load_settings(env={"STOKER_PURGE_MODE": "Soft", "STOKER_REWARM_NOW_MAX": "0",
+                                  "STOKER_REWARM_ALSO": "/, /blog/, /"})
+    assert (settings.purge_mode, settings.rewarm_now_max, settings.rewarm_also) == (
+        "soft", 0, ("/", "/blog/"))
 
 
 def test_origin_host_is_one_of_the_sites_aliases(tmp_path: Path) -> None:

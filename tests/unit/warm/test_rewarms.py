@@ -39,17 +39,17 @@ class Pending:
 
 
 class Recorded:
-    """The recorder under test, its store, the arms it made (after how many writes) and
-    the retry waits it asked for."""
+    """The recorder under test, its store, the arms it made (after how many writes, for
+    how many URLs) and the retry waits it asked for."""
 
     def __init__(self, pending: Pending) -> None:
         self.pending = pending
-        self.arms: list[int] = []
+        self.arms: list[tuple[int, int]] = []
         self.waits: list[float] = []
         self.recorder = RewarmRecorder(pending, self.arm, sleep=self.sleep)
 
-    async def arm(self) -> None:
-        self.arms.append(len(self.pending.added))
+    async def arm(self, count: int) -> None:
+        self.arms.append((len(self.pending.added), count))
 
     async def sleep(self, seconds: float) -> None:
         self.waits.append(seconds)
@@ -66,7 +66,7 @@ async def test_purges_are_recorded_in_order_with_their_times_each_followed_by_an
     pending.gate.set()
     await recorded.recorder.settle()
     assert pending.added == [(["https://a/1", "https://a/2"], 10.0), (["https://a/3"], 12.0)]
-    assert recorded.arms == [1, 2]
+    assert recorded.arms == [(1, 2), (2, 1)]  # each purge's own count: 2 URLs, then 1
     assert recorded.recorder.waiting() == 0
 
 
@@ -94,7 +94,7 @@ async def test_a_failing_store_is_retried_with_doubling_waits_and_nothing_is_dro
     await recorded.recorder.settle()
     assert pending.added == [(["https://a/1"], 1.0), (["https://a/2"], 2.0)]
     assert recorded.waits == [RETRY_FIRST * 2 ** n for n in range(5)] + [RETRY_MOST] * 2
-    assert recorded.arms == [1, 2]
+    assert recorded.arms == [(1, 1), (2, 1)]
     assert caplog.text.count("could not record 1 purged URLs for their re-warm") == 7
 
 

@@ -3,8 +3,9 @@ a scripted :class:`~stoker.warm.visits.Visitor` and discovery (the injected faul
 the worst variant decides a URL's result (a page not stored counts as such, with its
 reason), an origin that does not answer is retried until the job's last attempt, a
 stale copy standing in for a failing origin is a failure at once, runs that ended
-ignore their jobs, and the daily refresh is armed after each run (from its start
-when it failed) or put off while a full run goes."""
+ignore their jobs, the daily refresh is armed after each run (from its start
+when it failed) or put off while a full run goes, and a small purge arms the re-warm at
+once while a large one is debounced."""
 
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from stoker.backends import WarmStores, open_warm_stores
+from stoker.cache.invalidation import PurgeScope
 from stoker.clock import FakeClock
 from stoker.config.settings import settings_from
 from stoker.jobs.model import Job
@@ -27,9 +31,11 @@ from stoker.warm.visits import STALE_SERVED, VisitResult
 from stoker.warm.warmer import (
     QUEUE,
     REFRESH,
+    REWARM,
     OriginDown,
     WarmConfig,
     Warmer,
+    rewarm_at_once,
     summary,
     worst,
 )
@@ -76,7 +82,10 @@ class Bench:
                 await self.warmer.handle(job)
 
     async def refresh(self) -> Deadline:
-        [row] = [row for row in await self.stores.deadlines.list() if row.name == REFRESH]
+        return await self.deadline(REFRESH)
+
+    async def deadline(self, name: str) -> Deadline:
+        [row] = [row for row in await self.stores.deadlines.list() if row.name == name]
         return row
 
 
@@ -230,3 +239,35 @@ async def test_a_refresh_due_while_a_full_run_goes_is_put_off(bench: Bench) -> N
     assert await bench.stores.runs.active() == going.run
     assert (await bench.refresh()).due_at == \
         bench.clock.now() + bench.warmer.config.rewarm_max_wait
+
+
+@given(count=st.integers(1, 100), most=st.integers(0, 100))
+def test_a_purge_of_fewer_urls_than_rewarm_now_max_is_rewarmed_at_once(count: int,
+                                                                       most: int) -> None:
+    assert rewarm_at_once(count, most) is (count < most)
+    assert not rewarm_at_once(count, 0)  # 0: off
+
+
+async def purged(bench: Bench, count: int) -> Deadline:
+    """The ``rewarm`` deadline after a purge of ``count`` URLs was recorded."""
+    await bench.warmer.on_purge(PurgeScope(urls=("x",)), (), [f"{SITE}/{n}" for n in range(count)])
+    await bench.warmer.rewarms.settle()
+    return await bench.deadline(REWARM)
+
+
+async def test_a_small_purge_arms_the_rewarm_now_a_large_one_after_the_delay(
+        bench: Bench) -> None:
+    config = bench.warmer.config
+    bench.warmer.config = dataclasses.replace(config, rewarm_now_max=3)
+    assert (await purged(bench, 3)).due_at == bench.clock.now() + config.rewarm_delay
+    bench.clock.advance(5)
+    assert (await purged(bench, 2)).due_at == bench.clock.now()  # pulls the first along
+    await bench.warmer.on_rewarm_due(await bench.deadline(REWARM))
+    run = await bench.stores.runs.active()
+    assert run is not None and (run.reason, run.counts.total) == ("purge", 3)  # /0 /1 /2
+
+
+async def test_rewarm_now_max_zero_always_debounces(bench: Bench) -> None:
+    bench.warmer.config = dataclasses.replace(bench.warmer.config, rewarm_now_max=0)
+    due = (await purged(bench, 1)).due_at
+    assert due == bench.clock.now() + bench.warmer.config.rewarm_delay

@@ -72,10 +72,12 @@ def variant_html(variant: Mapping[str, Any], now: float, node: str) -> Markup:
 
 
 def purge_buttons(url: str) -> Markup:
-    """Purge one URL hard (gone) or soft (marked stale).  Pure."""
+    """Purge one URL hard (gone) or soft (marked stale), saying which (not left to
+    ``purge_mode``).  Pure."""
     body: dict[str, Any] = {"urls": [url]}
     return Markup(
-        action("Purge", "/api/purge", body=body, danger=True, confirm_label="Purge",
+        action("Purge", "/api/purge", body={**body, "soft": False}, danger=True,
+               confirm_label="Purge",
                confirm=f"Purge {url}? Every variant is gone; the next visitor waits for the "
                        "origin.", done="Entries purged: {purged}.[ {!relayed}Not relayed to "
                                        "the other nodes yet.]")

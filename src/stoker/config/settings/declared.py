@@ -27,6 +27,7 @@ from stoker.config.settings.values import (
     origin_slots,
     override_fields,
     path,
+    paths,
     positive_int,
     positive_seconds,
     process_count,
@@ -245,6 +246,17 @@ class Settings:
         doc="Client addresses/CIDRs allowed to send `PURGE`: the client as `trusted_proxies` "
             "resolve it (the TCP peer, or the address a trusted proxy forwards)",
         default_doc="— (off)")
+    purge_mode: str = setting(
+        "hard", choice("hard", "soft"),
+        "What a purge that does not say soft or hard is: hard (entries gone) or soft (marked "
+        "stale, served while they revalidate)",
+        doc="What a purge that does not say is: `hard` (entries gone: the next visitor waits "
+            "for the origin) or `soft` (entries marked stale: served while they revalidate, "
+            "where they may be served stale). For the `PURGE` method without `X-Purge-Soft`, "
+            "API purges without `\"soft\"` and `stoker purge` without `--soft`/`--hard`: "
+            "CMS purge clients cannot ask for soft purges. `X-Purge-Soft: 0`, "
+            "`\"soft\": false` and `--hard` are always hard",
+        reload=True)
     admin_allowed_origins: tuple[str, ...] = setting(
         (), str_list,
         "Origins (scheme://host:port) besides the admin listener's own whose pages may send "
@@ -473,6 +485,22 @@ class Settings:
         "... but at most this long after the first purge",
         doc="… but at most this long after its first",
         reload=True)
+    rewarm_now_max: int = setting(
+        10, whole,
+        "A purge making fewer URLs than this cold is re-warmed at once, not after "
+        "rewarm_delay (0: off)",
+        doc="A purge that makes fewer URLs than this cold (an edit's page, its list pages) "
+            "is re-warmed at once, with whatever purged URLs wait, instead of `rewarm_delay` "
+            "after the burst's last purge; `0` turns it off",
+        reload=True)
+    rewarm_also: tuple[str, ...] = setting(
+        (), paths,
+        "Paths purged (soft or hard alike) and re-warmed with every purge on the site, "
+        "e.g. [\"/\", \"/blog/\"]",
+        doc="Paths (e.g. `[\"/\", \"/blog/\"]`: the home and archive pages a CMS's purge "
+            "client does not name) purged with every purge that is not of everything, on each "
+            "of the site's hosts, soft or hard as that purge is, and re-warmed with its URLs",
+        default_doc="— (none)", reload=True)
     refresh_interval: float = setting(
         86_400.0, seconds,
         "Full warm run this long after the last one finished (0: no daily refresh)",

@@ -70,6 +70,17 @@ def str_list(value: Any) -> tuple[str, ...]:
     return tuple(item for item in items if item)
 
 
+def paths(value: Any) -> tuple[str, ...]:
+    """URL paths (``/``, ``/blog/``): each starts with one ``/``, without spaces or control
+    characters."""
+    items = str_list(value)
+    for item in items:
+        if not item.startswith("/") or item.startswith("//") or re.search(r"[\x00-\x20\x7f]",
+                                                                          item):
+            raise ValueError(f"expected paths such as \"/\" or \"/blog/\", got {item!r}")
+    return tuple(dict.fromkeys(items))
+
+
 def override_fields(value: Any) -> tuple[str, ...]:
     """Names of :data:`~stoker.http.forwarded.OVERRIDE_FIELDS`, lower-cased."""
     names = tuple(dict.fromkeys(item.lower() for item in str_list(value)))
