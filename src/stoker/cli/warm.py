@@ -123,7 +123,8 @@ def progress_text(run: dict[str, Any], elapsed: float) -> str:
     rate = counts["settled"] / max(elapsed, 1e-6)
     return (f"warm run {run['id']} {run['phase']}: {counts['settled']}/{counts['total']} "
             f"settled, {counts['warmed']} warmed, {counts.get('not_stored', 0)} not stored, "
-            f"{counts['failed']} failed, {rate:.1f}/s")
+            f"{counts['failed']} failed, {rate:.1f}/s"
+            + (f"; {run['error']}" if run["phase"] == "collect" and run.get("error") else ""))
 
 
 def _summary(run: dict[str, Any]) -> None:

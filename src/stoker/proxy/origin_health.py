@@ -16,13 +16,14 @@ first once the cooldown has passed, is the probe and asks the origin.
 
 Invariants: decisions are :mod:`stoker.resilience.breaker`'s (pure, tested there);
 ``down_since`` is the time the breaker first opened in the current outage and is
-``None`` exactly while it is closed.
+``None`` exactly while it is closed; each listener of :attr:`OriginHealth.on_back` is
+called once each time the breaker closes after it was open (the origin is back).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Final
 
 from stoker.clock import Clock
@@ -53,6 +54,8 @@ class OriginHealth:
         self._clock = clock
         self.state = BreakerState(threshold=threshold, cooldown=cooldown)
         self.down_since: float | None = None
+        self.on_back: list[Callable[[], None]] = []
+        """Called when the breaker closes after it was open (they must not raise)."""
         self._next_id = 0
 
     def begin(self) -> int:
@@ -66,9 +69,13 @@ class OriginHealth:
     def report(self, request_id: int, *, ok: bool) -> None:
         """How request ``request_id`` went."""
         now = self._clock.now()
+        was_down = self.state.phase != "closed"
         self.state = breaker.on_result(self.state, request_id, ok, now)
         if self.state.phase == "closed":
             self.down_since = None
+            if was_down:
+                for listener in self.on_back:
+                    listener()
         elif self.down_since is None:
             self.down_since = now
 

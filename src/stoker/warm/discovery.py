@@ -25,7 +25,8 @@ Invariants:
   home pages first, then most hits in ``popularity``, then newest ``lastmod``, then
   discovery order (home page, sitemaps, alternates with their URL, home-page links).
 - Failure is a :class:`DiscoveryError` naming the URL and the reason; an error of the
-  port (transport, protocol) is wrapped in one.  Non-200 answers are not errors: a
+  port (transport, protocol) is wrapped in one, and so is a ``5xx`` answer (the origin
+  is down: what it would list is unknown).  Other non-200 answers are not errors: a
   missing home page gives no links, a missing robots.txt falls back to
   ``/sitemap.xml``, a missing or HTML ``/sitemap.xml`` means no sitemap, and a listed
   sitemap that is missing is counted in ``skipped``.
@@ -291,6 +292,9 @@ class _Discoverer:
                     fetched = await self.fetch.fetch(url)
                 except Exception as exc:
                     raise DiscoveryError(url, f"fetch failed: {exc!r}") from exc
+                if fetched.status >= 500:
+                    await fetched.close()
+                    raise DiscoveryError(url, f"the origin answered {fetched.status}")
                 try:
                     yield fetched
                 finally:
