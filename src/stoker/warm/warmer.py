@@ -33,7 +33,8 @@ Invariants:
   targeted run, most visited first.  They get there through a
   :class:`~stoker.warm.rewarms.RewarmRecorder`, behind the purge call, which
   does not wait for them.  A purge of everything starts a full run.
-- Outages (:mod:`~stoker.warm.recovery`): a run whose discovery failed stays collecting
+- Outages (:mod:`~stoker.warm.recovery`): a run whose discovery failed because of the
+  origin (:attr:`~stoker.warm.discovery.DiscoveryError.origin`) stays collecting
   and its collect is queued again ``outage_retry`` later, doubling up to
   ``outage_retry_max``, until it succeeds or a newer full run supersedes it.  The URLs
   whose last visit failed because the origin was down are visited again as one
@@ -291,7 +292,14 @@ class Warmer:
             popular = dict(await self.stores.hits.top(self.config.popular_limit))
             discovery = await self.collect(popular)
         except DiscoveryError as error:
-            await self._collect_later(run_id, tries, error)
+            if error.origin:
+                await self._collect_later(run_id, tries, error)
+                return
+            log.warning("warm run %d failed: %s", run_id, error)
+            run = await self.stores.runs.finish(run_id, "failed", self.clock.now(),
+                                                str(error))
+            if run is not None:
+                await self._ended(run)
             return
         skipped = sum(discovery.skipped.values())
         async with self.stores.transaction() as tx:
