@@ -27,10 +27,10 @@ Invariants:
 - Failure is a :class:`DiscoveryError` naming the URL and the reason; an error of the
   port (transport, protocol) is wrapped in one, and so is a ``5xx`` answer (the origin
   is down: what it would list is unknown); those the origin caused (no answer, too
-  slow, a ``5xx``, a read cut short) say so (``DiscoveryError.origin``).  Other non-200 answers are not errors: a
-  missing home page gives no links, a missing robots.txt falls back to
-  ``/sitemap.xml``, a missing or HTML ``/sitemap.xml`` means no sitemap, and a listed
-  sitemap that is missing is counted in ``skipped``.
+  slow, a ``5xx``, a read cut short) say so (``DiscoveryError.origin``).  Other
+  non-200 answers are not errors: a missing home page gives no links, a missing
+  robots.txt falls back to ``/sitemap.xml``, a missing or HTML ``/sitemap.xml`` means
+  no sitemap, and a listed sitemap that is missing is counted in ``skipped``.
 """
 
 from __future__ import annotations

@@ -53,3 +53,20 @@ def test_retry_after_is_at_least_a_second() -> None:
     health = down(clock)
     clock.advance(4.99)
     assert health.retry_after() == 1
+
+
+def test_the_listeners_hear_each_recovery_once() -> None:
+    clock = FakeClock()
+    health = down(clock)
+    heard: list[float] = []
+    health.on_back.append(lambda: heard.append(clock.now()))
+    clock.advance(5)
+    health.report(health.begin(), ok=False)  # the probe failed: still down
+    assert heard == []
+    clock.advance(5)
+    health.report(health.begin(), ok=True)
+    health.report(health.begin(), ok=True)  # up already: no news
+    assert heard == [clock.now()]
+    health.report(health.begin(), ok=False)  # one failure does not open it
+    health.report(health.begin(), ok=True)
+    assert len(heard) == 1
