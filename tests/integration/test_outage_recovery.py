@@ -61,13 +61,13 @@ class Node:
 
 
 @asynccontextmanager
-async def node(origin_url: str, directory: Path) -> AsyncIterator[Node]:
+async def node(origin_url: str, directory: Path, **settings: Any) -> AsyncIterator[Node]:
     """``stoker serve`` for the site at ``origin_url``, outage retries 1 s doubling to 4 s."""
     port = free_port()
     log_path = directory / "serve.log"
     with log_path.open("wb") as log:
         proc, admin_url = await start_serve(origin_url, directory / "data", log, port=port,
-                                            warm_workers=4, **RETRY)
+                                            warm_workers=4, **RETRY, **settings)
         try:
             await wait_listening(port, timeout=30)
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30,
@@ -105,14 +105,14 @@ async def ended(stoker: Node, run_id: int) -> dict[str, Any]:
 
 async def recovered(stoker: Node, urls: set[str]) -> dict[str, Any]:
     """The ``recovery`` run that warmed ``urls``, once it is done."""
-    async def check() -> dict[str, Any] | None:
+    async def check() -> list[dict[str, Any]] | None:
         listing = (await stoker.admin.get("/api/warm")).json()
-        for run in listing["recent"]:
-            if run["reason"] == "recovery" and run["phase"] == "done":
-                return run
-        return None
-    run: dict[str, Any] = await eventually(check, "a recovery run done", stoker.log)
-    assert run["counts"]["total"] >= len(urls) and run["counts"]["failed"] == 0
+        runs = [run for run in listing["recent"] if run["reason"] == "recovery"]
+        return runs if any(run["phase"] == "done" for run in runs) else None
+    runs: list[dict[str, Any]] = await eventually(check, "a recovery run done", stoker.log)
+    assert len(runs) == 1, runs  # one run however many processes saw the origin back
+    [run] = runs
+    assert run["counts"]["total"] == len(urls) and run["counts"]["failed"] == 0
     return run
 
 
@@ -127,13 +127,16 @@ URLS = {f"{SITE}{path}" for path in PATHS}
 async def test_a_full_run_while_php_answers_502_is_warmed_after_it_is_back(
         tmp_path: Path) -> None:
     site = SwitchedOrigin(PAGES, down=502, down_under="/page/")
-    async with serving(site) as origin_url, node(origin_url, tmp_path) as stoker:
+    async with serving(site) as origin_url, node(origin_url, tmp_path,
+                                                 processes=2) as stoker:
         started = (await stoker.admin.post("/api/warm", json={})).json()["run"]["id"]
         run = await ended(stoker, started)
         assert (run["phase"], run["counts"]["failed"]) == ("done", PAGES), run
         assert set(run["failed_urls"]) == URLS
         site.down = None
         back = time.monotonic()
+        for n in range(PAGES + 1, PAGES + 5):  # visitors' pages answer (either process)
+            await stoker.proxy.get(page(n))
         await recovered(stoker, URLS)
         took = time.monotonic() - back
         print(f"502 outage: the failed URLs warmed {took:.1f} s after the origin was back")
