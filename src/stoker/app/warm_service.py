@@ -234,13 +234,15 @@ class WarmService:
         await asyncio.gather(*tasks)
 
     async def close(self, timeout: float = RECORD_TIMEOUT) -> None:
-        """Stop listening to purges, record the purged URLs still in memory (for at most
-        ``timeout`` seconds, :data:`RECORD_TIMEOUT` at most), flush hit statistics, close
-        the stores."""
+        """Stop listening to purges and to the origin's return, record the purged URLs
+        still in memory (for at most ``timeout`` seconds, :data:`RECORD_TIMEOUT` at most),
+        flush hit statistics, close the stores."""
         if self._unsubscribe is not None:
             self._unsubscribe()
         if self._origin_back in self.stoker.pipeline.health.on_back:
             self.stoker.pipeline.health.on_back.remove(self._origin_back)
+        for task in list(self._arming):  # the next run's failures arm it again
+            task.cancel()
         await self.warmer.rewarms.close(min(timeout, RECORD_TIMEOUT))
         try:
             await self.flush_stats()
