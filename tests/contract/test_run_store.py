@@ -326,3 +326,43 @@ async def test_runs_survive_a_restart(target: tuple[str, str], store: RunStore) 
         assert done.run.phase == "done"
     finally:
         await reopened.aclose()
+
+
+# --- outages: a collect that failed, the URLs that failed last ---------------------------
+
+async def test_a_failed_collect_keeps_the_run_collecting_for_any_worker(
+        store: RunStore) -> None:
+    created = await store.create("daily", None, NOW)
+    assert await store.claim_collect(created.run.id, "w1", NOW)
+    assert await store.collect_failed(created.run.id, "w2", "not mine") is None
+    waiting = await store.collect_failed(created.run.id, "w1", "discovery failed (try 1)")
+    assert waiting is not None and waiting == await store.get(created.run.id)
+    assert (waiting.phase, waiting.error, waiting.collect_owner) == (
+        "collect", "discovery failed (try 1)", None)
+    assert await store.claim_collect(created.run.id, "w2", NOW + 30)  # no stall to wait out
+    collected = await store.set_total(created.run.id, "w2", ["a"], NOW + 31)
+    assert collected is not None and (collected.run.phase, collected.run.error) == (
+        "warm", None)
+    assert await store.collect_failed(created.run.id, "w2", "late") is None
+
+
+async def settle(store: RunStore, run_id: int, results: dict[str, tuple[str, str | None]]
+                 ) -> None:
+    for url, (result, detail) in results.items():
+        recorded = await store.record(run_id, url, 0, result, NOW, detail=detail)  # type: ignore[arg-type]
+        assert recorded.counted
+
+
+async def test_last_failures_judge_each_url_by_its_newest_settled_row(
+        store: RunStore) -> None:
+    old = await collecting(store, ["a", "b", "c", "d"])
+    await settle(store, old, {"a": ("failed", "status 502"), "b": ("failed", "status 502"),
+                              "c": ("failed", "status 404"), "d": ("warmed", None)})
+    newer = (await store.create("recovery", ["b", "d", "e"], NOW + 60)).run.id
+    await settle(store, newer, {"b": ("warmed", None), "d": ("failed", "status 504")})
+    # e is still queued in the newer run: its older state (none) decides
+    assert await store.last_failures(NOW) == [("d", "status 504"), ("a", "status 502"),
+                                              ("c", "status 404")]
+    assert await store.last_failures(NOW + 1) == [("d", "status 504")]
+    assert await store.last_failures(NOW, limit=1) == [("d", "status 504")]
+    assert (await store.get(newer)).reason == "recovery"  # type: ignore[union-attr]

@@ -16,7 +16,7 @@ from tests.deadline_backends import open_store
 
 from stoker.clock import FakeClock
 from stoker.schedule.store import Deadline, DeadlineStore
-from stoker.schedule.ticker import STOPPED_ERROR, Ticker
+from stoker.schedule.ticker import STOPPED_ERROR, RetryIn, Ticker
 
 # the fixtures every deadline test module shares
 backend, target, store = (deadline_backends.backend, deadline_backends.target,
@@ -133,6 +133,25 @@ async def test_a_failure_is_recorded_and_retried_after_the_delay(
     done = await row_of(store, "stats_flush")
     assert (done.due_at, done.last_error, done.attempts, done.completed_at) == (
         None, None, 0, T + 120)
+
+
+async def test_a_run_may_name_its_own_retry_delay(
+        store: DeadlineStore, clock: WatchedClock) -> None:
+    async def waits(deadline: Deadline) -> None:
+        raise RetryIn(15.0 * deadline.attempts, "the origin is still down")
+
+    ticker = Ticker(store, clock, "node-a")
+    ticker.register("recover", waits, retry_delay=120)
+    await store.arm("recover", "earliest", T, 0)
+    async with running(ticker.run):
+        await clock.naps_reach(2)
+        first = await row_of(store, "recover")
+        clock.advance(15)
+        await clock.naps_reach(3)
+        second = await row_of(store, "recover")
+    assert (first.due_at, first.attempts, first.last_error) == (
+        T + 15, 1, "the origin is still down")
+    assert (second.due_at, second.attempts) == (T + 15 + 30, 2)
 
 
 async def test_an_arm_pokes_the_sleeping_ticker(

@@ -83,6 +83,15 @@ def test_an_ended_run_says_how_long_it_took_and_why_it_failed() -> None:
     assert "&lt;b&gt;robots.txt&lt;/b&gt; unreachable" in html
 
 
+def test_a_run_waiting_to_discover_again_says_why() -> None:
+    waiting = "discovery failed (try 2): http://s/robots.txt: the origin answered 502; " \
+              "trying again in 60 s"
+    html = progress_html(run(phase="collect", error=waiting), NOW)
+    assert waiting in html and "finding the site&#x27;s URLs" in html
+    assert "class=\"error\"" not in progress_html(run(phase="cancelled", error="superseded",
+                                                     finished=NOW), NOW)
+
+
 def test_state_counts_split_the_open_urls_into_queued_and_stopgap() -> None:
     tallied = state_counts(counts(total=10, warmed=3, stopgap_pending=2, gave_up=1))
     assert set(tallied) == set(URL_STATES)

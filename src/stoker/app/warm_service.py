@@ -11,7 +11,8 @@ Invariants:
   (:func:`warms_on_start`; never replacing an active run), then runs the ticker
   (every process) and, when ``warm_workers`` > 0, a worker on the ``warm`` queue,
   until ``stop``.
-- Deadlines: ``rewarm`` (purge debounce), ``refresh`` (daily run),
+- Deadlines: ``rewarm`` (purge debounce), ``refresh`` (daily run), ``recover`` (the
+  URLs that failed while the origin was down; armed when the origin's breaker closes),
   ``stats_flush`` (hit statistics, every :data:`STATS_EVERY`), ``job_reap``
   (finished jobs older than :data:`KEEP_JOBS`, hit counts of URLs not visited for
   :data:`KEEP_HITS`), ``l2_reclaim`` (L2 eviction) and ``audit_prune`` (the audit log's
@@ -35,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from stoker.app.stoker import EVICT_EVERY, Stoker
@@ -43,6 +44,7 @@ from stoker.backends import WarmStores, open_warm_stores
 from stoker.config.settings import Settings
 from stoker.jobs.worker import Worker, WorkerConfig, default_owner
 from stoker.proxy.visit import OriginFetch, PipelineVisitor
+from stoker.resilience.breaker import BreakerState
 from stoker.schedule.store import Deadline
 from stoker.schedule.ticker import Ticker
 from stoker.version import VERSION
@@ -50,7 +52,7 @@ from stoker.warm.credentials import CredentialBook
 from stoker.warm.discovery import Discovery, DiscoveryConfig, discover
 from stoker.warm.origins import folded, spread, tally, verdict, warm_origins
 from stoker.warm.run import RevisitPolicy, Run
-from stoker.warm.warmer import QUEUE, REFRESH, REWARM, WarmBusy, WarmConfig, Warmer
+from stoker.warm.warmer import QUEUE, RECOVER, REFRESH, REWARM, WarmBusy, WarmConfig, Warmer
 
 log = logging.getLogger("stoker.warm")
 
@@ -112,6 +114,7 @@ class WarmService:
     credentials: CredentialBook
     _unsubscribe: Callable[[], None] | None = None
     _origin_keys: tuple[str, ...] = ()
+    _arming: set[asyncio.Task[None]] = field(default_factory=set)
 
     @classmethod
     async def open(cls, stoker: Stoker) -> WarmService:
@@ -148,7 +151,9 @@ class WarmService:
                               rewarm_now_max=settings.rewarm_now_max,
                               refresh_interval=settings.refresh_interval,
                               warm_max_concurrency=settings.warm_max_concurrency,
-                              popular_limit=settings.warm_max_urls),
+                              popular_limit=settings.warm_max_urls,
+                              outage_retry=settings.outage_retry,
+                              outage_retry_max=settings.outage_retry_max),
             stores=stores,
             visitor=PipelineVisitor(stoker.pipeline, clock,
                                     stopgap_header=settings.stopgap_header.lower().encode(),
@@ -157,6 +162,7 @@ class WarmService:
         service = cls(stoker, stores, warmer, ticker, credentials)
         service._register()
         service._unsubscribe = stoker.events.subscribe(warmer.on_purge)
+        stoker.pipeline.health.on_back.append(service._origin_back)
         await service._arm_own()
         return service
 
@@ -171,6 +177,7 @@ class WarmService:
     def _register(self) -> None:
         self.ticker.register(REWARM, self.warmer.on_rewarm_due, RETRY)
         self.ticker.register(REFRESH, self.warmer.on_refresh_due, RETRY)
+        self.ticker.register(RECOVER, self.warmer.on_recover_due, RETRY)
         self.ticker.register(STATS_FLUSH, self._flush_due, RETRY)
         self.ticker.register(JOB_REAP, self._reap_due, RETRY)
         self.ticker.register(L2_RECLAIM, self._reclaim_due, RETRY)
@@ -183,6 +190,19 @@ class WarmService:
         await self.ticker.arm(AUDIT_PRUNE, "earliest", EVICT_EVERY)
         if self.stoker.settings.refresh_interval > 0:
             await self.ticker.arm(REFRESH, "earliest", self.stoker.settings.refresh_interval)
+
+    def _origin_back(self) -> None:
+        """The origin's breaker closed (called in the request that closed it): arm the
+        ``recover`` deadline in the background."""
+        task = asyncio.get_running_loop().create_task(self._arm_recover())
+        self._arming.add(task)
+        task.add_done_callback(self._arming.discard)
+
+    async def _arm_recover(self) -> None:
+        try:
+            await self.warmer.on_origin_back()
+        except Exception:  # the store is down too: the next run's failures arm it
+            log.exception("could not arm the recover deadline after the origin came back")
 
     async def flush_stats(self) -> int:
         """Write the hit counts gathered since the last flush, and the visits per origin
@@ -260,17 +280,23 @@ class WarmService:
                             WorkerConfig(queue=QUEUE, concurrency=settings.warm_workers,
                                          job_timeout=settings.origin_timeout
                                          * (len(settings.warm_variants) + 1) + 30,
-                                         shutdown_grace=settings.shutdown_timeout),
+                                         shutdown_grace=settings.shutdown_timeout,
+                                         breaker=BreakerState(
+                                             cooldown=settings.outage_retry)),
                             owner=self.warmer.owner)
             tasks.append(worker.run(stop))
         await asyncio.gather(*tasks)
 
     async def close(self, timeout: float = RECORD_TIMEOUT) -> None:
-        """Stop listening to purges, record the purged URLs still in memory (for at most
-        ``timeout`` seconds, :data:`RECORD_TIMEOUT` at most), flush hit statistics, close
-        the stores."""
+        """Stop listening to purges and to the origin's return, record the purged URLs
+        still in memory (for at most ``timeout`` seconds, :data:`RECORD_TIMEOUT` at most),
+        flush hit statistics, close the stores."""
         if self._unsubscribe is not None:
             self._unsubscribe()
+        if self._origin_back in self.stoker.pipeline.health.on_back:
+            self.stoker.pipeline.health.on_back.remove(self._origin_back)
+        for task in list(self._arming):  # the next run's failures arm it again
+            task.cancel()
         await self.warmer.rewarms.close(min(timeout, RECORD_TIMEOUT))
         try:
             await self.flush_stats()

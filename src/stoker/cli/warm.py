@@ -98,7 +98,7 @@ def _follow(client: Any, run_id: int) -> dict[str, Any]:
             counts = run["counts"]
             elapsed = max(clock.monotonic() - started, 1e-6)
             progress.update(task, total=counts["total"] or None, completed=counts["settled"],
-                            description=f"run {run_id} {run['phase']}",
+                            description=f"run {run_id} {run['phase']}{waiting_text(run)}",
                             rate=counts["settled"] / elapsed, failed=counts["failed"],
                             not_stored=counts.get("not_stored", 0))
             if run["phase"] in ENDED:
@@ -128,7 +128,13 @@ def progress_text(run: dict[str, Any], elapsed: float) -> str:
     rate = counts["settled"] / max(elapsed, 1e-6)
     return (f"warm run {run['id']} {run['phase']}: {counts['settled']}/{counts['total']} "
             f"settled, {counts['warmed']} warmed, {counts.get('not_stored', 0)} not stored, "
-            f"{counts['failed']} failed, {rate:.1f}/s")
+            f"{counts['failed']} failed, {rate:.1f}/s{waiting_text(run)}")
+
+
+def waiting_text(run: dict[str, Any]) -> str:
+    """Why a run still collecting waits (its discovery failed; when it is tried again),
+    as ``"; ..."``, else ``""``."""
+    return f"; {run['error']}" if run["phase"] == "collect" and run.get("error") else ""
 
 
 def _summary(run: dict[str, Any]) -> None:

@@ -16,13 +16,16 @@ first once the cooldown has passed, is the probe and asks the origin.
 
 Invariants: decisions are :mod:`stoker.resilience.breaker`'s (pure, tested there);
 ``down_since`` is the time the breaker first opened in the current outage and is
-``None`` exactly while it is closed.
+``None`` exactly while it is closed.  The origin is *back* when the breaker closes after
+it was open, or when it answers other than ``5xx`` after :data:`THRESHOLD` ``5xx``
+answers in a row (a web server whose application stopped answers ``502`` and opens no
+breaker); each listener of :attr:`OriginHealth.on_back` is called once each time.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Final
 
 from stoker.clock import Clock
@@ -53,7 +56,11 @@ class OriginHealth:
         self._clock = clock
         self.state = BreakerState(threshold=threshold, cooldown=cooldown)
         self.down_since: float | None = None
+        self.on_back: list[Callable[[], None]] = []
+        """Called when the origin is back (see the module docstring; they must not raise)."""
         self._next_id = 0
+        self._errors = 0
+        """``5xx`` answers in a row."""
 
     def begin(self) -> int:
         """An origin request starts: its id (it is the probe when one is due)."""
@@ -66,11 +73,27 @@ class OriginHealth:
     def report(self, request_id: int, *, ok: bool) -> None:
         """How request ``request_id`` went."""
         now = self._clock.now()
+        was_down = self.state.phase != "closed"
         self.state = breaker.on_result(self.state, request_id, ok, now)
         if self.state.phase == "closed":
             self.down_since = None
+            if was_down:
+                self._back()
         elif self.down_since is None:
             self.down_since = now
+
+    def answered(self, status: int) -> None:
+        """The origin answered with ``status`` (after :meth:`report`)."""
+        if status >= 500:
+            self._errors += 1
+            return
+        if self._errors >= self.state.threshold:
+            self._back()
+        self._errors = 0
+
+    def _back(self) -> None:
+        for listener in self.on_back:
+            listener()
 
     def abandon(self, request_id: int) -> None:
         """Request ``request_id`` ended without a verdict (cancelled)."""
@@ -125,6 +148,7 @@ class MonitoredOrigin:
             if context is not None:
                 context.origin_waits.append(self._clock.monotonic() - started)
         self.health.report(request_id, ok=True)  # it answered: it is up
+        self.health.answered(response.status)
         self.timing.answered(self._clock.monotonic() - started)
         response.chunks = self._counted(response.chunks)
         return response

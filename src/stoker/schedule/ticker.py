@@ -15,8 +15,9 @@ Invariants:
   different purposes run concurrently, each in its own task.
 - Success completes the deadline (disarmed unless re-armed meanwhile); an
   exception is recorded with ``fail`` (due again after the purpose's
-  ``retry_delay``); a run cancelled by stop is recorded as failed and due at
-  once, so another process or the next start runs it: nothing armed is lost.
+  ``retry_delay``, or the delay a :class:`RetryIn` names); a run cancelled by
+  stop is recorded as failed and due at once, so another process or the next
+  start runs it: nothing armed is lost.
   Runs are at least once: a run whose outcome could not be stored (database
   down) runs again when its claim's lease ends.
 - ``run`` returns promptly once ``stop`` is set: handlers in flight are
@@ -69,6 +70,16 @@ class Purpose:
     handler: Handler
     retry_delay: float
     lease: float
+
+
+class RetryIn(Exception):
+    """Raised by a handler whose run should go again ``delay`` seconds from now (not the
+    purpose's ``retry_delay``): a run that waits on something outside with its own
+    backoff.  Recorded as a failure (its ``attempts`` keep counting)."""
+
+    def __init__(self, delay: float, reason: str) -> None:
+        super().__init__(reason)
+        self.delay = delay
 
 
 class Ticker:
@@ -196,6 +207,10 @@ class Ticker:
         except asyncio.CancelledError:
             await self._record_failure(name, 0.0, STOPPED_ERROR)
             raise
+        except RetryIn as retry:
+            log.info("deadline %r: %s; trying again in %gs", name, retry, retry.delay)
+            await self._record_failure(name, retry.delay, str(retry))
+            return False
         except Exception as exc:
             log.exception("deadline %r: run failed; retrying in %ss", name, purpose.retry_delay)
             await self._record_failure(name, purpose.retry_delay, f"{type(exc).__name__}: {exc}")

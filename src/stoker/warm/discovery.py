@@ -26,10 +26,12 @@ Invariants:
   home pages first, then most hits in ``popularity``, then newest ``lastmod``, then
   discovery order (home page, sitemaps, alternates with their URL, home-page links).
 - Failure is a :class:`DiscoveryError` naming the URL and the reason; an error of the
-  port (transport, protocol) is wrapped in one.  Non-200 answers are not errors: a
-  missing home page gives no links, a missing robots.txt falls back to
-  ``/sitemap.xml``, a missing or HTML ``/sitemap.xml`` means no sitemap, and a listed
-  sitemap that is missing is counted in ``skipped``.
+  port (transport, protocol) is wrapped in one, and so is a ``5xx`` answer (the origin
+  is down: what it would list is unknown); those the origin caused (no answer, too
+  slow, a ``5xx``, a read cut short) say so (``DiscoveryError.origin``).  Other
+  non-200 answers are not errors: a missing home page gives no links, a missing
+  robots.txt falls back to ``/sitemap.xml``, a missing or HTML ``/sitemap.xml`` means
+  no sitemap, and a listed sitemap that is missing is counted in ``skipped``.
 """
 
 from __future__ import annotations
@@ -295,14 +297,18 @@ class _Discoverer:
                 try:
                     fetched = await self.fetch.fetch(url)
                 except Exception as exc:
-                    raise DiscoveryError(url, f"fetch failed: {exc!r}") from exc
+                    raise DiscoveryError(url, f"fetch failed: {exc!r}", origin=True) from exc
+                if fetched.status >= 500:
+                    await fetched.close()
+                    raise DiscoveryError(url, f"the origin answered {fetched.status}",
+                                         origin=True)
                 try:
                     yield fetched
                 finally:
                     await fetched.close()
         except TimeoutError:
             raise DiscoveryError(url, "not read within origin_timeout "
-                                 f"({self.config.timeout:g} s)") from None
+                                 f"({self.config.timeout:g} s)", origin=True) from None
 
 
 async def _body(url: str, fetched: Fetched) -> AsyncGenerator[bytes, None]:
@@ -315,7 +321,7 @@ async def _body(url: str, fetched: Fetched) -> AsyncGenerator[bytes, None]:
         except StopAsyncIteration:
             break
         except Exception as exc:
-            raise DiscoveryError(url, f"reading failed: {exc!r}") from exc
+            raise DiscoveryError(url, f"reading failed: {exc!r}", origin=True) from exc
         for piece in inflater.feed(chunk) if inflater else (chunk,):
             yield piece
     if inflater:

@@ -26,6 +26,9 @@ Invariants (tests/unit/warm/test_run.py checks them, with hypothesis):
   each transition that can complete a run finishes it in the same step.
 - A finished run (``done``, ``failed``, ``cancelled``) never changes: every
   transition on it returns ``None`` or leaves it as it is.
+- A run whose discovery failed stays ``collect`` with its ``error`` saying so
+  (:func:`collect_failed`) until a retry collects it (the error cleared) or a newer
+  full run supersedes it.
 - At most one run is active (``collect`` or ``warm``): :func:`plan_create` makes a
   new full run supersede the active one and a targeted run merge into it.
 """
@@ -37,7 +40,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, NamedTuple, get_args
 
-Reason = Literal["manual", "purge", "edit", "deploy", "daily"]
+Reason = Literal["manual", "purge", "edit", "deploy", "daily", "recovery"]
 Scope = Literal["site", "urls"]
 Phase = Literal["collect", "warm", "done", "failed", "cancelled"]
 Result = Literal["warmed", "not_modified", "not_stored", "failed", "stopgap"]
@@ -251,6 +254,15 @@ def claim_collect(run: Run, owner: str, now: float, stall: float = COLLECT_STALL
     return dataclasses.replace(run, collect_owner=owner, collect_claimed_at=now)
 
 
+def collect_failed(run: Run, owner: str, error: str) -> Run | None:
+    """``run`` still collecting after ``owner``'s discovery failed: ``error`` says so (and
+    when it is tried again), the claim is released for the retry, whoever takes it.
+    ``None`` unless ``owner`` holds the collect claim."""
+    if run.phase != "collect" or run.collect_owner != owner:
+        return None
+    return dataclasses.replace(run, error=error, collect_owner=None, collect_claimed_at=None)
+
+
 def collected(run: Run, owner: str, existing: Mapping[str, UrlState], urls: Iterable[str],
               skipped: int, now: float) -> Added | None:
     """The collect step's result: ``urls`` added (those merged meanwhile kept as
@@ -261,7 +273,7 @@ def collected(run: Run, owner: str, existing: Mapping[str, UrlState], urls: Iter
     if skipped < 0:
         raise ValueError(f"skipped must be >= 0, got {skipped}")
     warming = dataclasses.replace(
-        run, phase="warm", counts=dataclasses.replace(run.counts, skipped=skipped))
+        run, phase="warm", counts=dataclasses.replace(run.counts, skipped=skipped), error=None)
     return add_urls(warming, existing, urls, now, reopen=False)
 
 

@@ -14,6 +14,8 @@ Invariants every implementation keeps:
   keeps its :class:`~stoker.warm.run.UrlState` whole, ``detail`` included.
 - ``skipped_reasons`` gives back the reasons ``set_total`` stored (each with a count above
   0), which add up to ``counts.skipped``; a run that never collected has none.
+- ``last_failures`` judges each URL by its newest settled row (runs by id): a URL
+  failed in one run and warmed in a later one is not listed.
 - ``not_stored_reasons`` tallies exactly the run's ``not_stored`` rows by their
   ``detail``, so its counts add up to ``counts.not_stored``; ``not_stored_urls``
   groups the same rows by the same key.
@@ -41,6 +43,7 @@ Outcome = Literal["started", "merged", "superseded", "busy", "joined"]
 """What asking for a run did; ``joined`` is the warmer's (a manual full run asked while
 an automatic one goes is that run), never a store's."""
 MAX_RECENT: Final = 1000
+MAX_FAILURES: Final = 100_000
 
 COUNT_COLUMNS: Final = tuple(field.name for field in dataclasses.fields(Counts))
 """The count columns, named and ordered as the fields of :class:`Counts`."""
@@ -116,6 +119,16 @@ class RunStore(Protocol):
 
     async def cancel(self, run_id: int, now: float) -> Run | None:
         """Cancel an active run; ``None`` if it had already ended or does not exist."""
+
+    async def collect_failed(self, run_id: int, owner: str, error: str) -> Run | None:
+        """Note that ``owner``'s discovery of ``run_id`` failed (``error``) and release its
+        claim; the run stays collecting.  ``None`` (no change) unless ``owner`` holds the
+        collect claim of an active run."""
+
+    async def last_failures(self, since: float, limit: int = MAX_FAILURES
+                            ) -> list[tuple[str, str | None]]:
+        """``(url, detail)`` of up to ``limit`` URLs whose last settled state, in the runs
+        started at or after ``since``, is ``failed``: newest run first, then by URL."""
 
     async def urls(self, run_id: int, state: UrlStateName, limit: int = 100) -> list[str]:
         """Up to ``limit`` (clamped like ``recent``) URLs of the run in ``state``

@@ -46,12 +46,15 @@ _YEAR_MONTH = re.compile(r"^(\d{4})(?:-(\d{2}))?$")
 
 
 class DiscoveryError(Exception):
-    """Discovery failed on ``url`` for ``reason`` (hostile or broken input, timeout)."""
+    """Discovery failed on ``url`` for ``reason`` (hostile or broken input, timeout);
+    ``origin``: because the origin did not answer it (no answer, too slow, a ``5xx``),
+    so trying again later may succeed."""
 
-    def __init__(self, url: str, reason: str) -> None:
+    def __init__(self, url: str, reason: str, *, origin: bool = False) -> None:
         super().__init__(f"{url}: {reason}")
         self.url = url
         self.reason = reason
+        self.origin = origin
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,10 @@ storage decisions — without an extra HTTP hop.
 Invariants of :func:`judge` (pure):
 - It reads the response's :class:`~stoker.cache.outcome.Outcome` (what the cache did),
   never the text of a response header but the stopgap header's name.
-- A stopgap answer (the configured header, or status 202/503) is ``"stopgap"``
-  whatever else it says; it was not stored.
+- A stopgap answer from the origin (the configured header, or status 202/503) is
+  ``"stopgap"`` whatever else it says; it was not stored.  Stoker's own answer
+  (:attr:`~Kind.ERROR`: the ``503`` of an origin whose breaker is open, a ``502``) is
+  ``"failed"``, never a stopgap: the origin was not heard.
 - ``"failed"``: Stoker or the origin answered with an error (4xx/5xx), or the origin
   failed and Stoker served its stale copy instead (:attr:`~Kind.STALE_ERROR`): the page
   was not refreshed.
@@ -73,9 +75,11 @@ def judge(status: int, headers: Sequence[tuple[bytes, bytes]], outcome: Outcome 
           stopgap_header: bytes) -> Verdict:
     """The outcome of a visit and its detail from its status, its response headers and
     what the cache did (see the module invariants)."""
+    if outcome is not None and outcome.kind is Kind.ERROR:  # Stoker's own answer
+        return Verdict("failed", f"status {status}")
     if status in STOPGAP_STATUSES or any(name == stopgap_header for name, _ in headers):
         return Verdict("stopgap")
-    if status >= 400 or outcome is None or outcome.kind is Kind.ERROR:
+    if status >= 400 or outcome is None:
         return Verdict("failed", f"status {status}")
     if outcome.kind is Kind.STALE_ERROR:
         return Verdict("failed", STALE_SERVED)

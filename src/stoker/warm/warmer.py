@@ -20,7 +20,8 @@ Invariants:
   ``warmed``.
 - A collect job whose run another worker is collecting is retried later (so a
   collect whose worker died is taken over once its claim is stale), never dropped.
-- A visit that fails at the origin (no answer, 502/504, 5xx) raises while the
+- A visit that fails at the origin (no answer, 5xx, Stoker's 503 while the origin's
+  breaker is open) raises while the
   job has attempts left, so the queue retries it with backoff and its circuit
   breaker stops the warming while the origin is down; the last attempt
   records ``failed``.  A stale copy served because the origin failed records
@@ -34,6 +35,15 @@ Invariants:
   targeted run, most visited first.  They get there through a
   :class:`~stoker.warm.rewarms.RewarmRecorder`, behind the purge call, which
   does not wait for them.  A purge of everything starts a full run.
+- Outages (:mod:`~stoker.warm.recovery`): a run whose discovery failed because of the
+  origin (:attr:`~stoker.warm.discovery.DiscoveryError.origin`) stays collecting
+  and its collect is queued again ``outage_retry`` later, doubling up to
+  ``outage_retry_max``, until it succeeds or a newer full run supersedes it.  The URLs
+  whose last visit failed because the origin was down are visited again as one
+  ``recovery`` run behind the ``recover`` deadline, armed at once when the origin's
+  breaker closes (:meth:`Warmer.on_origin_back`) and ``outage_retry`` after a run that
+  ended with failures; the deadline's one claim makes it one run however many processes
+  arm it, and it waits (backoff) while a visit of the first URL still fails.
 - When a run ends, the ``refresh`` deadline is armed ``refresh_interval``
   after its end (a failed run: after its start); ``0`` turns it off.
 - Each step that writes to several stores is one unit of work
@@ -58,7 +68,9 @@ from stoker.cache.invalidation import PurgeScope
 from stoker.clock import Clock
 from stoker.jobs.model import Job, NewJob
 from stoker.schedule.store import ArmMode, Deadline
+from stoker.schedule.ticker import RetryIn
 from stoker.warm.discovery import Discovery, DiscoveryError
+from stoker.warm.recovery import RECENT, backoff, down_status, to_retry
 from stoker.warm.rewarms import RewarmRecorder
 from stoker.warm.run import Reason, Result, Run, Visit
 from stoker.warm.run_store import Created, RunStore, most_first, not_stored_text, skipped_text
@@ -74,7 +86,7 @@ RUN_FIELD: Final = "run"
 """The field of a warm job's payload naming its run (a requeue by run matches it)."""
 REWARM: Final = "rewarm"
 REFRESH: Final = "refresh"
-ORIGIN_FAILURES: Final = frozenset({0, 500, 502, 504})
+RECOVER: Final = "recover"
 _RESULTS: Final[dict[str, Result]] = {
     "warmed": "warmed", "fresh": "warmed", "not_modified": "not_modified",
     "not_stored": "not_stored", "stopgap": "stopgap", "failed": "failed",
@@ -121,6 +133,8 @@ class WarmConfig:
     refresh_interval: float = 86_400.0
     warm_max_concurrency: int = 8
     popular_limit: int = 50_000
+    outage_retry: float = 30.0
+    outage_retry_max: float = 1800.0
 
 
 @dataclass
@@ -181,8 +195,7 @@ class Warmer:
         jobs = [self._visit_job(created.run.id, visit, rank)
                 for rank, visit in enumerate(created.visits)]
         if created.run.phase == "collect" and created.outcome != "merged":
-            jobs.insert(0, NewJob(QUEUE, {"kind": "collect", RUN_FIELD: created.run.id},
-                                  dedupe_key=f"warm-collect:{created.run.id}", priority=-1))
+            jobs.insert(0, self._collect_job(created.run.id, 1))
         await tx.queue.enqueue(jobs)
         log.info("warm run %d (%s, %s): %s, %d URLs queued", created.run.id, reason,
                  created.run.scope, created.outcome, len(created.visits))
@@ -224,8 +237,36 @@ class Warmer:
         if self.config.refresh_interval > 0:
             await self.arm(REFRESH, "replace", delay, None)
 
+    def backoff(self, tries: int) -> float:
+        """Seconds before the next try after ``tries`` failed ones (the outage settings)."""
+        return backoff(tries, self.config.outage_retry, self.config.outage_retry_max)
+
+    async def on_origin_back(self) -> None:
+        """The origin's breaker closed: look for the URLs that failed while it was down
+        at once (the ``recover`` deadline: of several processes noticing, one runs it)."""
+        await self.arm(RECOVER, "earliest", 0.0, None)
+
+    async def on_recover_due(self, row: Deadline) -> None:
+        """The ``recover`` deadline: the URLs whose last visit in a recent run failed because
+        the origin was down become one targeted ``recovery`` run, most visited first, once
+        a visit of the first of them answers; while it does not, try again later (backoff
+        by the deadline's attempts)."""
+        urls = to_retry(await self.stores.runs.last_failures(self.clock.now() - RECENT))
+        if not urls:
+            return
+        ordered = await _by_popularity(self.stores, urls)
+        probe = await self._throttled(ordered[0], self.config.variants[0])
+        if probe.outcome == "failed" and down_status(probe.status):
+            raise RetryIn(self.backoff(max(1, row.attempts)),
+                          f"{len(ordered)} URLs wait for the origin: {ordered[0]} answered "
+                          f"{probe.status}")
+        await self.start("recovery", ordered, replace=True)
+
     async def _ended(self, run: Run) -> None:
-        """A run finished: arm the daily refresh after it."""
+        """A run finished: arm the daily refresh after it; with URLs failed, the check of
+        the ``recover`` deadline ``outage_retry`` later (a 5xx outage opens no breaker)."""
+        if run.counts.failed:
+            await self.arm(RECOVER, "earliest", self.config.outage_retry, None)
         if run.phase == "failed":
             start_delay = run.started_at + self.config.refresh_interval - self.clock.now()
             await self._arm_refresh(max(0.0, start_delay))
@@ -243,14 +284,14 @@ class Warmer:
         """The ``warm`` queue's handler (a :class:`~stoker.jobs.worker.Worker` calls it)."""
         payload = job.payload
         if payload.get("kind") == "collect":
-            await self._collect(int(payload["run"]))
+            await self._collect(int(payload["run"]), int(payload.get("try", 1)))
         elif payload.get("kind") == "visit":
             await self._visit(job, int(payload["run"]), str(payload["url"]),
                               int(payload["visit"]))
         else:
             log.warning("dropping warm job %d of unknown kind %r", job.id, payload.get("kind"))
 
-    async def _collect(self, run_id: int) -> None:
+    async def _collect(self, run_id: int, tries: int) -> None:
         if not await self.stores.runs.claim_collect(run_id, self.owner, self.clock.now()):
             run = await self.stores.runs.get(run_id)
             if run is not None and run.phase == "collect":  # held by a live worker: later
@@ -261,6 +302,9 @@ class Warmer:
             popular = dict(await self.stores.hits.top(self.config.popular_limit))
             discovery = await self.collect(popular)
         except DiscoveryError as error:
+            if error.origin:
+                await self._collect_later(run_id, tries, error)
+                return
             log.warning("warm run %d failed: %s", run_id, error)
             run = await self.stores.runs.finish(run_id, "failed", self.clock.now(),
                                                 str(error))
@@ -278,6 +322,22 @@ class Warmer:
                  skipped_text(collected.run.counts.skipped, most_first(discovery.skipped)))
         if not collected.run.active:
             await self._ended(collected.run)
+
+    async def _collect_later(self, run_id: int, tries: int, error: DiscoveryError) -> None:
+        """Discovery failed: the run waits collecting, its error saying when it is tried
+        again (:meth:`backoff`), and that collect job is queued (one unit of work)."""
+        delay = self.backoff(tries)
+        why = f"discovery failed (try {tries}): {error}; trying again in {delay:g} s"
+        log.warning("warm run %d: %s", run_id, why)
+        async with self.stores.transaction() as tx:
+            if await tx.runs.collect_failed(run_id, self.owner, why) is None:
+                return  # superseded or taken over meanwhile
+            await tx.queue.enqueue([self._collect_job(run_id, tries + 1,
+                                                      run_at=self.clock.now() + delay)])
+
+    def _collect_job(self, run_id: int, tries: int, *, run_at: float | None = None) -> NewJob:
+        return NewJob(QUEUE, {"kind": "collect", RUN_FIELD: run_id, "try": tries},
+                      dedupe_key=f"warm-collect:{run_id}:{tries}", priority=-1, run_at=run_at)
 
     async def _visit(self, job: Job, run_id: int, url: str, visit: int) -> None:
         run = await self.stores.runs.get(run_id)
@@ -355,7 +415,7 @@ def worst(results: Sequence[VisitResult]) -> tuple[Result, str | None]:
 
 def _origin_down(results: Sequence[VisitResult]) -> bool:
     """The origin failed to answer a variant (worth a retry)."""
-    return any(r.outcome == "failed" and r.status in ORIGIN_FAILURES for r in results)
+    return any(r.outcome == "failed" and down_status(r.status) for r in results)
 
 
 def _teaches_throttle(result: VisitResult) -> bool:

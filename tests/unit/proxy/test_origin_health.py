@@ -53,3 +53,35 @@ def test_retry_after_is_at_least_a_second() -> None:
     health = down(clock)
     clock.advance(4.99)
     assert health.retry_after() == 1
+
+
+def test_the_listeners_hear_each_recovery_once() -> None:
+    clock = FakeClock()
+    health = down(clock)
+    heard: list[float] = []
+    health.on_back.append(lambda: heard.append(clock.now()))
+    clock.advance(5)
+    health.report(health.begin(), ok=False)  # the probe failed: still down
+    assert heard == []
+    clock.advance(5)
+    health.report(health.begin(), ok=True)
+    health.report(health.begin(), ok=True)  # up already: no news
+    assert heard == [clock.now()]
+    health.report(health.begin(), ok=False)  # one failure does not open it
+    health.report(health.begin(), ok=True)
+    assert len(heard) == 1
+
+
+def test_a_good_answer_after_a_run_of_5xx_answers_is_the_origin_back() -> None:
+    health = OriginHealth(FakeClock(), threshold=2, cooldown=5.0)
+    heard: list[int] = []
+    health.on_back.append(lambda: heard.append(1))
+    health.answered(502)
+    health.answered(200)  # one error is a broken page, not an outage
+    assert heard == []
+    for status in (502, 503, 500):
+        health.answered(status)
+    assert not health.is_down()  # an answering origin is up for the breaker
+    health.answered(404)
+    health.answered(200)
+    assert heard == [1]

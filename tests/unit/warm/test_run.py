@@ -105,6 +105,21 @@ def test_only_a_collecting_run_can_be_claimed() -> None:
     assert machine.claim_collect(_DONE, "w1", NOW) is None
 
 
+def test_a_failed_collect_keeps_the_run_collecting_and_frees_its_claim() -> None:
+    run = machine.claim_collect(_SITE, "w1", NOW)
+    assert run is not None
+    assert machine.collect_failed(run, "w2", "down") is None  # not w2's claim
+    assert machine.collect_failed(_DONE, "w1", "down") is None
+    waiting = machine.collect_failed(run, "w1", "discovery failed (try 1)")
+    assert waiting is not None and waiting.active
+    assert (waiting.phase, waiting.error, waiting.collect_owner, waiting.collect_claimed_at
+            ) == ("collect", "discovery failed (try 1)", None, None)
+    retried = machine.claim_collect(waiting, "w2", NOW + 30)  # any worker may retry it
+    assert retried is not None
+    added = machine.collected(retried, "w2", {}, ["u"], 0, NOW + 31)
+    assert added is not None and (added.run.phase, added.run.error) == ("warm", None)
+
+
 def test_collected_needs_the_claim_and_starts_warming_the_new_urls() -> None:
     run = machine.claim_collect(_SITE, "w1", NOW)
     assert run is not None

@@ -86,9 +86,11 @@ def test_outcome_and_detail_follow_the_module_invariants(
     verdict, detail = judge(status, headers, outcome, stopgap_header=STOPGAP)
     assert verdict in OUTCOMES
     assert bool(detail) == (verdict in ("not_stored", "failed"))
-    if stopgap or status in STOPGAP_STATUSES:
+    if outcome.kind is Kind.ERROR:  # Stoker's own answer: the origin was not heard
+        expected = "failed"
+    elif stopgap or status in STOPGAP_STATUSES:
         expected = "stopgap"
-    elif status >= 400 or outcome.kind is Kind.ERROR:
+    elif status >= 400:
         expected = "failed"
     elif outcome.kind in FROM_CACHE:
         expected = "failed" if outcome.kind is Kind.STALE_ERROR else "fresh"
@@ -98,3 +100,9 @@ def test_outcome_and_detail_follow_the_module_invariants(
         expected = "not_stored"
         assert detail == (outcome.detail or NOT_STORED)
     assert verdict == expected
+
+
+def test_stokers_own_503_while_the_origin_is_down_is_a_failure_not_a_stopgap() -> None:
+    down = Outcome(Kind.ERROR, detail="origin-down")
+    assert judge(503, [], down, stopgap_header=STOPGAP) == ("failed", "status 503")
+    assert judge(503, [], Outcome(Kind.PASS), stopgap_header=STOPGAP) == ("stopgap", "")

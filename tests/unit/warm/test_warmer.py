@@ -5,7 +5,9 @@ reason), an origin that does not answer is retried until the job's last attempt,
 stale copy standing in for a failing origin is a failure at once, runs that ended
 ignore their jobs, the daily refresh is armed after each run (from its start
 when it failed) or put off while a full run goes, and a small purge arms the re-warm at
-once while a large one is debounced."""
+once while a large one is debounced; a discovery the origin failed is retried with
+backoff, and URLs that failed while the origin was down are warmed again (a
+``recovery`` run) once a visit of the first of them answers."""
 
 from __future__ import annotations
 
@@ -25,11 +27,13 @@ from stoker.clock import FakeClock
 from stoker.config.settings import settings_from
 from stoker.jobs.model import Job
 from stoker.schedule.store import ArmMode, Deadline
+from stoker.schedule.ticker import RetryIn
 from stoker.warm.discovery import Discovery, DiscoveryError
 from stoker.warm.run import Counts, Result, RevisitPolicy, Run
 from stoker.warm.visits import STALE_SERVED, VisitResult
 from stoker.warm.warmer import (
     QUEUE,
+    RECOVER,
     REFRESH,
     REWARM,
     OriginDown,
@@ -71,6 +75,7 @@ class Bench:
     clock: FakeClock
     discovered: list[str]
     discovery_error: str | None = None
+    origin_error: bool = False
 
     async def jobs(self) -> list[Job]:
         return list(await self.stores.queue.lease(QUEUE, 100, "test", 60.0))
@@ -99,7 +104,8 @@ async def bench(tmp_path: Path) -> AsyncIterator[Bench]:
 
     async def collect(_: Mapping[str, int]) -> Discovery:
         if made[0].discovery_error:
-            raise DiscoveryError(f"{SITE}/sitemap.xml", made[0].discovery_error)
+            raise DiscoveryError(f"{SITE}/sitemap.xml", made[0].discovery_error,
+                                 origin=made[0].origin_error)
         return Discovery(list(made[0].discovered))
 
     async def arm(name: str, mode: ArmMode, delay: float, max_wait: float | None) -> Deadline:
@@ -220,8 +226,9 @@ async def test_jobs_of_a_superseded_run_do_nothing(bench: Bench) -> None:
     assert run is not None and (run.phase, run.counts.warmed) == ("done", 2)
 
 
-async def test_a_failed_run_arms_the_refresh_from_its_start(bench: Bench) -> None:
-    bench.discovery_error = "more than 50000 URLs"
+async def test_a_run_whose_sitemap_is_broken_fails_and_arms_the_refresh_from_its_start(
+        bench: Bench) -> None:
+    bench.discovery_error = "more than 50000 URLs"  # not the origin's outage: no retry
     created = await bench.warmer.start("manual", None)
     started = bench.clock.now()
     bench.clock.advance(600)
@@ -271,3 +278,110 @@ async def test_rewarm_now_max_zero_always_debounces(bench: Bench) -> None:
     bench.warmer.config = dataclasses.replace(bench.warmer.config, rewarm_now_max=0)
     due = (await purged(bench, 1)).due_at
     assert due == bench.clock.now() + bench.warmer.config.rewarm_delay
+
+
+async def recover_row(bench: Bench) -> Deadline | None:
+    rows = [row for row in await bench.stores.deadlines.list() if row.name == RECOVER]
+    return rows[0] if rows and rows[0].due_at is not None else None
+
+
+async def test_a_discovery_the_origin_failed_is_retried_with_backoff_until_it_succeeds(
+        bench: Bench) -> None:
+    bench.discovery_error, bench.origin_error = "the origin answered 502", True
+    created = await bench.warmer.start("manual", None)
+    waits = []
+    for _ in range(3):
+        [collect] = await bench.jobs()
+        await bench.warmer.handle(collect)
+        await bench.stores.queue.ack_done(collect.lease)
+        run = await bench.stores.runs.get(created.run.id)
+        assert run is not None and run.phase == "collect" and run.collect_owner is None
+        assert await bench.jobs() == []  # not before its time
+        [queued] = await bench.stores.queue.list("pending", limit=10)
+        waits.append(queued.run_at - bench.clock.now())
+        bench.clock.advance(waits[-1])
+    assert waits == [30.0, 60.0, 120.0]
+    assert run.error is not None and "discovery failed (try 3)" in run.error \
+        and "trying again in 120 s" in run.error
+    bench.discovery_error = None
+    await bench.work()
+    run = await bench.stores.runs.get(created.run.id)
+    assert run is not None and (run.phase, run.error, run.counts.warmed) == ("done", None, 2)
+
+
+async def test_the_collect_retries_of_a_superseded_run_do_nothing(bench: Bench) -> None:
+    bench.discovery_error, bench.origin_error = "fetch failed", True
+    old = await bench.warmer.start("manual", None)
+    [collect] = await bench.jobs()
+    await bench.warmer.handle(collect)
+    bench.discovery_error = None
+    new = await bench.warmer.start("manual", None, replace=True)
+    bench.clock.advance(30)
+    await bench.work()
+    gone, done = (await bench.stores.runs.get(old.run.id), await bench.stores.runs.get(
+        new.run.id))
+    assert gone is not None and gone.phase == "cancelled"
+    assert done is not None and done.phase == "done"
+
+
+async def failed_while_down(bench: Bench, failures: dict[str, str]) -> Run:
+    """A targeted run whose URLs failed as ``failures`` says (``url``: detail)."""
+    for url, detail in failures.items():
+        status = int(detail.removeprefix("status ")) if detail.startswith("status ") else 200
+        bench.visitor.script[(url, b"desktop")] = ("failed", status, detail)
+    created = await bench.warmer.start("manual", list(failures))
+    for job in await bench.jobs():
+        await bench.warmer.handle(dataclasses.replace(job, attempts=job.max_attempts))
+    run = await bench.stores.runs.get(created.run.id)
+    assert run is not None and run.phase == "done"
+    return run
+
+
+async def test_urls_that_failed_while_the_origin_was_down_become_one_recovery_run(
+        bench: Bench) -> None:
+    a, b, gone, stale = (f"{SITE}/{name}" for name in ("a", "b", "gone", "stale"))
+    await bench.stores.hits.add({b: (9, 0)}, bench.clock.now())
+    await failed_while_down(bench, {a: "status 502", b: "status 504", gone: "status 404",
+                                    stale: STALE_SERVED})
+    row = await recover_row(bench)
+    assert row is not None and row.due_at == bench.clock.now() + 30.0  # a 5xx opens no breaker
+    bench.visitor.script.clear()
+    bench.visitor.visited.clear()
+    await bench.warmer.on_recover_due(row)
+    assert bench.visitor.visited == [(b, b"desktop")]  # the probe: the most visited
+    recovery = await bench.stores.runs.active()
+    assert recovery is not None and recovery.reason == "recovery"
+    [first, *rest] = await bench.jobs()
+    assert [first.payload["url"], *(job.payload["url"] for job in rest)] == [b, a, stale]
+    for job in (first, *rest):
+        await bench.warmer.handle(job)
+    assert await bench.stores.runs.last_failures(0.0) == [(gone, "status 404")]
+    await bench.warmer.on_recover_due(row)  # nothing left that the outage caused
+    assert await bench.stores.runs.active() is None
+
+
+async def test_while_the_first_url_still_fails_the_recovery_waits_longer_each_time(
+        bench: Bench) -> None:
+    a = f"{SITE}/a"
+    await failed_while_down(bench, {a: "status 502"})
+    row = await recover_row(bench)
+    assert row is not None
+    delays = []
+    for attempts in (1, 2, 3, 9):
+        with pytest.raises(RetryIn, match="1 URLs wait for the origin") as retry:
+            await bench.warmer.on_recover_due(dataclasses.replace(row, attempts=attempts))
+        delays.append(retry.value.delay)
+    assert delays == [30.0, 60.0, 120.0, 1800.0]
+    assert await bench.stores.runs.active() is None
+
+
+async def test_the_origin_coming_back_arms_the_recovery_at_once(bench: Bench) -> None:
+    await bench.warmer.on_origin_back()
+    row = await recover_row(bench)
+    assert row is not None and row.due_at == bench.clock.now()
+
+
+async def test_a_run_without_failures_arms_no_recovery(bench: Bench) -> None:
+    await bench.warmer.start("manual", [f"{SITE}/a"])
+    await bench.work()
+    assert await recover_row(bench) is None

@@ -101,7 +101,7 @@ def progress_html(run: Mapping[str, Any], now: float) -> Markup:
                ("Stopgap, revisit pending", counts["stopgap_pending"]),
                ("Skipped by discovery", counts["skipped"])]
     error = f'<p class="error">{esc(run["error"])}</p>' if run["error"] and \
-        run["phase"] == "failed" else ""
+        run["phase"] in ("failed", "collect") else ""  # collect: why discovery waits
     return Markup(f'<div class="meter">{bar}<p class="detail" id="warm-said">{esc(said)}</p>'
                   f"</div>{error}"
                   '<div class="cards figures"><div class="card">'

@@ -33,6 +33,7 @@ from stoker.warm.run import (
     UrlStateName,
 )
 from stoker.warm.run_store import (
+    MAX_FAILURES,
     RUN_COLUMNS,
     Collected,
     Created,
@@ -77,6 +78,14 @@ SET state = excluded.state, visit = excluded.visit, revisits = excluded.revisits
 """
 _URLS_IN_STATE: Final = """
 SELECT url FROM warm_run_urls WHERE run_id = $1 AND state = $2 ORDER BY url LIMIT $3
+"""
+_LAST_FAILURES: Final = """
+SELECT url, detail FROM (
+  SELECT u.url, u.state, u.detail, u.run_id,
+         row_number() OVER (PARTITION BY u.url ORDER BY u.run_id DESC) AS n
+  FROM warm_run_urls u JOIN warm_runs r ON r.id = u.run_id
+  WHERE r.started_at >= $1 AND u.state NOT IN ('queued', 'stopgap')) AS settled
+WHERE n = 1 AND state = 'failed' ORDER BY run_id DESC, url LIMIT $2
 """
 _NOT_STORED_REASONS: Final = """
 SELECT coalesce(detail, '') AS reason, count(*) AS urls FROM warm_run_urls
@@ -190,6 +199,19 @@ class PostgresRunStore:
             if claimed is not None:
                 await _write(conn, claimed, {})
             return claimed is not None
+
+    async def collect_failed(self, run_id: int, owner: str, error: str) -> Run | None:
+        async with self._db.acquire() as conn, conn.transaction():
+            run = await _one(conn, _BY_ID_LOCKED, run_id)
+            failed = None if run is None else machine.collect_failed(run, owner, error)
+            if failed is not None:
+                await _write(conn, failed, {})
+            return failed
+
+    async def last_failures(self, since: float, limit: int = MAX_FAILURES
+                            ) -> list[tuple[str, str | None]]:
+        rows = await self._db.executor.fetch(_LAST_FAILURES, since, max(1, limit))
+        return [(row["url"], row["detail"]) for row in rows]
 
     async def set_total(self, run_id: int, owner: str, urls: Sequence[str], now: float, *,
                         skipped: Mapping[str, int] | None = None) -> Collected | None:

@@ -34,6 +34,7 @@ from stoker.warm.run import (
     UrlStateName,
 )
 from stoker.warm.run_store import (
+    MAX_FAILURES,
     RUN_COLUMNS,
     Collected,
     Created,
@@ -69,6 +70,14 @@ SET state = excluded.state, visit = excluded.visit, revisits = excluded.revisits
 """
 _URLS_IN_STATE: Final = """
 SELECT url FROM warm_run_urls WHERE run_id = ? AND state = ? ORDER BY url LIMIT ?
+"""
+_LAST_FAILURES: Final = """
+SELECT url, detail FROM (
+  SELECT u.url, u.state, u.detail, u.run_id,
+         row_number() OVER (PARTITION BY u.url ORDER BY u.run_id DESC) AS n
+  FROM warm_run_urls u JOIN warm_runs r ON r.id = u.run_id
+  WHERE r.started_at >= ? AND u.state NOT IN ('queued', 'stopgap')) AS settled
+WHERE n = 1 AND state = 'failed' ORDER BY run_id DESC, url LIMIT ?
 """
 _NOT_STORED_REASONS: Final = """
 SELECT coalesce(detail, ''), count(*) FROM warm_run_urls
@@ -157,6 +166,16 @@ def _claim(conn: sqlite3.Connection, run_id: int, owner: str, now: float) -> boo
         return claimed is not None
 
 
+def _collect_failed(conn: sqlite3.Connection, run_id: int, owner: str,
+                    error: str) -> Run | None:
+    with immediate(conn):
+        run = _one(conn, _BY_ID, run_id)
+        failed = None if run is None else machine.collect_failed(run, owner, error)
+        if failed is not None:
+            _write(conn, failed, {})
+        return failed
+
+
 def _set_total(conn: sqlite3.Connection, run_id: int, owner: str, urls: Sequence[str],
                now: float, skipped: Sequence[tuple[str, int]]) -> Collected | None:
     with immediate(conn):
@@ -243,6 +262,15 @@ class SqliteRunStore:
 
     async def cancel(self, run_id: int, now: float) -> Run | None:
         return await self._db.run(lambda conn: _end(conn, run_id, "cancelled", now, None))
+
+    async def collect_failed(self, run_id: int, owner: str, error: str) -> Run | None:
+        return await self._db.run(lambda conn: _collect_failed(conn, run_id, owner, error))
+
+    async def last_failures(self, since: float, limit: int = MAX_FAILURES
+                            ) -> list[tuple[str, str | None]]:
+        rows = await self._db.run(
+            lambda conn: conn.execute(_LAST_FAILURES, (since, max(1, limit))).fetchall())
+        return [(row[0], row[1]) for row in rows]
 
     async def urls(self, run_id: int, state: UrlStateName, limit: int = 100) -> list[str]:
         rows = await self._db.run(lambda conn: conn.execute(

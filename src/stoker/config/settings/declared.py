@@ -506,6 +506,18 @@ class Settings:
         "Full warm run this long after the last one finished (0: no daily refresh)",
         doc="A full warm run this long after the last one finished (after a failed one "
             "started); `0` turns the daily refresh off")
+    outage_retry: float = setting(
+        30.0, positive_seconds,
+        "After an origin outage: first retry of a failed discovery and of failed URLs",
+        doc="How soon the warmer tries the origin again after it failed: the first retry of "
+            "a full run whose discovery failed, the first check of the URLs that failed "
+            "while the origin was down, and the warm worker's pause (circuit breaker) "
+            "while warm visits keep failing; each retry waits twice as long as the last, "
+            "up to `outage_retry_max`")
+    outage_retry_max: float = setting(
+        1800.0, positive_seconds,
+        "... doubling up to this long between retries",
+        doc="The longest wait between two such retries")
     warm_on_start: str = setting(
         "empty", choice("empty", "always", "never"),
         "A full warm run when Stoker starts: empty (when the cache holds nothing, e.g. a new "
@@ -587,6 +599,9 @@ class Settings:
         if self.notifier == "postgres" and not self.database_url:
             raise SettingsError("notifier = postgres needs database_url: the pokes go "
                                 "through the PostgreSQL the nodes share (or choose auto)")
+        if self.outage_retry_max < self.outage_retry:
+            raise SettingsError(f"outage_retry_max ({self.outage_retry_max:g} s) must be at "
+                                f"least outage_retry ({self.outage_retry:g} s)")
         if self.notifier == "redis" and not self.l2_url:
             raise SettingsError("notifier = redis needs l2_url: the pokes go through the "
                                 "Redis the nodes share (or choose auto)")
