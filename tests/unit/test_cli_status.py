@@ -156,7 +156,7 @@ def test_an_active_warm_run_has_its_section() -> None:
     assert rows["settled"] == ("30/120 (25.0%)", "")
     assert [rows[name] for name in ("warmed", "not modified", "not stored", "failed")] == [
         ("30", ""), ("0", ""), ("0", ""), ("0", "")]
-    assert sections(view)[-1][0] == "warm run"
+    assert sections(view)[-1][0] == "warm"
 
 
 def test_dropped_l2_writes_are_shown_when_there_are_some() -> None:

@@ -64,6 +64,10 @@ ORIGIN_KINDS: Final = frozenset({"miss", "collapsed", "pass", "bypass"})
 
 log = logging.getLogger("stoker.admin")
 
+REFRESH_FIELDS: Final = (("refreshed", "refreshed"), ("not_modified", "refresh_not_modified"),
+                         ("failed", "refresh_failed"))
+"""Refresh ahead's results and the :class:`Figures` fields that count them."""
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 """Prometheus's text exposition format."""
 
@@ -108,6 +112,12 @@ class Figures:
     """The node the scrape counts (:func:`node_of`; empty: a process sharing nothing)."""
     processes: int = 1
     """The node's live processes the scrape counts (this one among them)."""
+    refreshed: int = 0
+    """Refresh ahead's visits that stored a new response (:mod:`stoker.warm.refresh`)."""
+    refresh_not_modified: int = 0
+    """Refresh ahead's visits the origin answered 304 (the entry renewed)."""
+    refresh_failed: int = 0
+    """Refresh ahead's visits that did not renew their entry."""
 
 
 async def read(stoker: Stoker, warm: WarmService | None, ledger: Ledger) -> Figures:
@@ -131,6 +141,8 @@ def own(stoker: Stoker) -> Figures:
     """This process's figures, without the shared stores' (read without waiting)."""
     store, pipeline, relay = stoker.store, stoker.pipeline, stoker.purger.relay
     notifier = relay.notifier if relay is not None else None
+    refreshes: Mapping[str, int] = (
+        pipeline.reads.refreshes if pipeline.reads is not None else {})
     return Figures(
         outcomes=dict(pipeline.outcomes), cookie_bypasses=dict(pipeline.cookie_bypasses),
         timing=stoker.origin_timing, origin_up=not pipeline.health.is_down(),
@@ -143,7 +155,10 @@ def own(stoker: Stoker) -> Figures:
         cache_bytes=pipeline.cache_bytes, origin_bytes=stoker.origin_timing.body_bytes,
         notifier_connected=notifier is None or notifier.connected, node=node_facts(stoker),
         requests=sum(pipeline.stats[kind] for kind in REQUEST_KINDS),
-        not_cached=pipeline.not_cached.snapshot(), run=f"{os.getpid()}-{id(stoker):x}")
+        not_cached=pipeline.not_cached.snapshot(), run=f"{os.getpid()}-{id(stoker):x}",
+        refreshed=refreshes.get("refreshed", 0),
+        refresh_not_modified=refreshes.get("not_modified", 0),
+        refresh_failed=refreshes.get("failed", 0))
 
 
 def node_facts(stoker: Stoker) -> dict[str, Any]:
@@ -168,7 +183,8 @@ def said(figures: Figures) -> str:
         "notifier_reconnects": figures.notifier_reconnects,
         "cache_bytes": figures.cache_bytes, "origin_bytes": figures.origin_bytes,
         "notifier_connected": figures.notifier_connected, "node": dict(figures.node),
-        "requests": figures.requests, "not_cached": figures.not_cached, "run": figures.run})
+        "requests": figures.requests, "not_cached": figures.not_cached, "run": figures.run,
+        **{name: getattr(figures, name) for _, name in REFRESH_FIELDS}})
 
 
 def shares(outcomes: Mapping[tuple[str, str, bool], int]) -> dict[str, int]:
@@ -237,9 +253,11 @@ def combined(figures: Figures, others: Iterable[Any]) -> Figures:
 
 
 _SUMMED = ("in_flight", "l1_evictions", "l2_pending", "l2_pending_bytes", "l2_dropped",
-           "notifier_reconnects", "cache_bytes", "origin_bytes")
+           "notifier_reconnects", "cache_bytes", "origin_bytes", "refreshed",
+           "refresh_not_modified", "refresh_failed")
 _COUNTERS = ("outcomes", "cookie_bypasses", "timing", "l1_evictions", "l2_dropped",
-             "notifier_reconnects", "cache_bytes", "origin_bytes")
+             "notifier_reconnects", "cache_bytes", "origin_bytes", "refreshed",
+             "refresh_not_modified", "refresh_failed")
 """The fields of :class:`Figures` that only grow while a process runs."""
 
 
@@ -448,6 +466,13 @@ def _warm_families(figures: Figures) -> Iterable[Metric]:
     for name, seconds in sorted(figures.deadline_lag.items()):
         lag.add_metric([name], seconds)
     yield lag
+    refreshes = CounterMetricFamily(
+        "stoker_refreshes", "Refresh ahead's revalidations of entries visitors read, by "
+        "result (refreshed: a new response stored; not_modified: 304; failed)",
+        labels=["result"])
+    for result, name in REFRESH_FIELDS:
+        refreshes.add_metric([result], getattr(figures, name))
+    yield refreshes
 
 
 class _Scrape:

@@ -148,10 +148,11 @@ def _rounded(value: float | None, digits: int) -> float | None:
 
 
 def sections(view: Mapping[str, Any]) -> list[Section]:
-    """The view's rows, by section, from a :func:`summary`: requests, origin, cache, the
-    warm run while one is active, and the processes and nodes sharing the cache."""
+    """The view's rows, by section, from a :func:`summary`: requests, origin, cache, warm
+    (the run while one is active, refresh ahead while on), and the processes and nodes
+    sharing the cache."""
     found = [("requests", request_rows(view)), ("origin", origin_rows(view)),
-             ("cache", cache_rows(view)), ("warm run", warm_rows(view)),
+             ("cache", cache_rows(view)), ("warm", warm_rows(view)),
              ("sharing", member_rows(view))]
     return [(title, rows) for title, rows in found if rows]
 
@@ -214,8 +215,18 @@ def cache_rows(view: Mapping[str, Any]) -> list[Row]:
 
 
 def warm_rows(view: Mapping[str, Any]) -> list[Row]:
-    """The active warm run: what it is, how far it got, how its settled visits went; no
-    rows when no run is active."""
+    """The active warm run (what it is, how far it got, how its settled visits went) and
+    refresh ahead's figures (this process's), each when there is one."""
+    refresh = view.get("refresh_ahead")
+    rows = [("refresh ahead", f"{_count(refresh['tracked'])} read, "
+                              f"{_count(refresh['refreshed'])} refreshed, "
+                              f"{_count(refresh['not_modified'])} not modified, "
+                              f"{_count(refresh['failed'])} failed", "")] if refresh else []
+    return run_rows(view) + rows
+
+
+def run_rows(view: Mapping[str, Any]) -> list[Row]:
+    """The active warm run's rows (none when no run is active)."""
     active = (view.get("warm") or {}).get("active")
     if not active:
         return []

@@ -216,6 +216,8 @@ class HotPath:
         pipeline.outcomes[HIT_COUNTED] += 1
         pipeline.cache_bytes += reply.entry.body_size
         pipeline.hits.hit(reply.entry.url)
+        if pipeline.reads is not None:  # Vary-less: no header selects the variant
+            pipeline.reads.read(reply.entry, (), pipeline.clock.now())
 
     def _primary_key(self, scheme: str, host: bytes, target: bytes,
                      scope: Callable[[], Message]) -> str | None:

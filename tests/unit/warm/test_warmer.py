@@ -50,7 +50,7 @@ class ScriptedVisitor:
     visited: list[tuple[str, bytes]] = field(default_factory=list)
 
     async def visit(self, url: str, headers: Sequence[tuple[bytes, bytes]], *,
-                    allowance: int) -> VisitResult:
+                    allowance: int, refresh: bool = False) -> VisitResult:
         agent = dict(headers)[b"user-agent"]
         self.visited.append((url, agent))
         outcome, status, detail = self.script.get((url, agent), ("warmed", 200, ""))
