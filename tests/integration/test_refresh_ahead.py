@@ -17,7 +17,8 @@ LIFETIME = 4.0
 3 to 4 s, refreshed at 80 % of that, 2.4 to 3.4 s after each fetch."""
 PAGE = [("cache-control", f"max-age={LIFETIME:.0f}"), ("etag", '"1"'),
         ("last-modified", "Mon, 01 Jan 2024 00:00:00 GMT")]
-QUIET = 'warm_on_start = "never"\n'
+TOKEN = "refresh-ahead-test-token-0123456789"
+QUIET = f'warm_on_start = "never"\nadmin_token = "{TOKEN}"\n'
 
 
 def hit(response: httpx.Response) -> bool:
@@ -58,6 +59,11 @@ async def test_a_page_visitors_read_stays_a_hit_and_one_they_left_expires(
         await client.get("/cold")  # read once: refreshed while within the window only
         first = await client.get("/hot")
         later = await read_for(client, "/hot", 3 * LIFETIME)
+        async with httpx.AsyncClient(
+                base_url=f"http://127.0.0.1:{serve.admin_port}", timeout=DEADLINE,
+                headers={"authorization": f"Bearer {TOKEN}"}) as admin:
+            metrics = (await admin.get("/metrics")).text
+            status = (await admin.get("/api/status")).json()["refresh_ahead"]
     assert "fwd=uri-miss" in first.headers["cache-status"]
     assert all(hit(response) for response in later), [
         response.headers["cache-status"] for response in later if not hit(response)]
@@ -67,6 +73,9 @@ async def test_a_page_visitors_read_stays_a_hit_and_one_they_left_expires(
     # no more (its next refresh comes at least 4.8 s after its one read)
     assert origin.app.count("/cold") == 2
     assert conditionals(origin, "/cold") == 1
+    refreshes = conditionals(origin, "/hot") + conditionals(origin, "/cold")
+    assert f'stoker_refreshes_total{{result="not_modified"}} {refreshes}.0' in metrics
+    assert status == {"tracked": 1, "refreshed": 0, "not_modified": refreshes, "failed": 0}
 
 
 async def test_refresh_ahead_0_leaves_pages_to_expire(

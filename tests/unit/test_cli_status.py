@@ -186,3 +186,11 @@ def test_the_members_sharing_the_cache_get_a_row_each() -> None:
             "hit_ratio": 0.931, "l1_entries": 120, "l1_bytes": 2048}
     assert member_rows({"members": [said]}) == [
         ("web-3", "live, hits 93.1%, L1 120 entries, 2.0 KiB", "purge 9 0.1.0")]
+
+
+def test_refresh_ahead_shows_in_the_warm_section_while_on() -> None:
+    refresh = {"tracked": 1200, "refreshed": 4, "not_modified": 380, "failed": 2}
+    view = summary(Sample(status(refresh_ahead=refresh), 0.0, 1e9))
+    assert rows_of(view)["refresh ahead"] == (
+        "1,200 read, 4 refreshed, 380 not modified, 2 failed", "")
+    assert "refresh ahead" not in rows_of(summary(Sample(status(refresh_ahead=None), 0.0, 1e9)))

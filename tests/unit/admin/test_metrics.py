@@ -200,3 +200,14 @@ def test_a_node_counter_never_falls_when_a_process_leaves_or_restarts() -> None:
     _, again = tally(state, mine, [member("a/1", 201.0, "r3")], "a/0", 201.0, 10.0)
     assert requests_of(again) == 3 * one + 3
     assert again.timing.failures == 4 * mine.timing.failures  # mine, r1, r2, r3
+
+
+def test_refreshes_are_counted_by_result_and_summed_over_processes() -> None:
+    mine = figures(refreshed=3, refresh_not_modified=10, refresh_failed=1)
+    found = samples(mine)
+    assert found["stoker_refreshes_total", (("result", "refreshed"),)] == 3
+    assert found["stoker_refreshes_total", (("result", "not_modified"),)] == 10
+    assert found["stoker_refreshes_total", (("result", "failed"),)] == 1
+    total = combined(mine, [json.loads(said(mine)), {**json.loads(said(figures())),
+                                                     "refreshed": 2}])
+    assert (total.refreshed, total.refresh_not_modified, total.refresh_failed) == (8, 20, 2)

@@ -163,3 +163,15 @@ def test_origin_and_warm_concurrency_settings() -> None:
         load_settings(env={"STOKER_ORIGIN_MAX_CONCURRENCY": "1"})
     with pytest.raises(SettingsError, match="'warm_max_concurrency'"):
         load_settings(env={"STOKER_WARM_MAX_CONCURRENCY": "0"})
+
+
+def test_refresh_ahead_settings_default_parse_and_name_themselves(tmp_path: Path) -> None:
+    defaults = load_settings(config_path=None, env={}, cli={})
+    assert (defaults.refresh_ahead, defaults.refresh_window) == (30.0, 3600.0)
+    path = write(tmp_path, 'refresh_ahead = "0"\nrefresh_window = "10m"\n')
+    off = load_settings(config_path=path, env={}, cli={})
+    assert (off.refresh_ahead, off.refresh_window) == (0.0, 600.0)
+    with pytest.raises(SettingsError, match="refresh_window"):
+        load_settings(config_path=None, env={"STOKER_REFRESH_WINDOW": "0"}, cli={})
+    with pytest.raises(SettingsError, match="refresh_ahead"):
+        load_settings(config_path=None, env={"STOKER_REFRESH_AHEAD": "-1s"}, cli={})
