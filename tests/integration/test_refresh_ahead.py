@@ -69,6 +69,8 @@ async def test_a_page_visitors_read_stays_a_hit_and_one_they_left_expires(
         response.headers["cache-status"] for response in later if not hit(response)]
     assert origin.app.count("/hot") >= 3  # refreshed once per lifetime at least
     assert conditionals(origin, "/hot") == origin.app.count("/hot") - 1
+    assert all(headers["user-agent"].startswith("stoker-warmer/")
+               for method, target, headers in origin.app.requests[2:])  # the refreshes
     # /cold: fetched, refreshed once (read at most 3.4 s before: within the window), then
     # no more (its next refresh comes at least 4.8 s after its one read)
     assert origin.app.count("/cold") == 2

@@ -15,6 +15,8 @@ Invariants:
   what the throttle lets through.  The next tick comes when the next read is due, at
   least :data:`MIN_TICK` and at most :data:`MAX_TICK` later (:data:`MIN_TICK` after a tick
   that refreshed something).
+- A refresh visit sends the headers that select the read's variant, and the warmer's
+  ``User-Agent`` unless those name one (:func:`visit_headers`).
 - Every refresh is counted by result in the tracker's ``refreshes`` (``refreshed``: a new
   response stored, ``not_modified``: a 304 renewed it, ``failed``: anything else).
 """
@@ -53,6 +55,13 @@ def retry_after(read: Read, refresh_ahead: float) -> float:
     return max(MIN_RETRY, lead(read.lifetime, refresh_ahead))
 
 
+def visit_headers(headers: tuple[Header, ...], user_agent: bytes) -> tuple[Header, ...]:
+    """The headers of a refresh visit for a read with ``headers``.  Pure."""
+    if any(name.lower() == b"user-agent" for name, _ in headers):
+        return headers
+    return ((b"user-agent", user_agent), *headers)
+
+
 def next_tick(next_at: float | None, now: float) -> float:
     """Seconds to the next tick when the next read is due at ``next_at``.  Pure."""
     if next_at is None:
@@ -64,11 +73,12 @@ class Refresher:
     """Refreshes the entries visitors read ahead of their expiry (see the module)."""
 
     def __init__(self, reads: ReadTracker, visit: RefreshVisit, clock: Clock, *,
-                 refresh_ahead: float) -> None:
+                 refresh_ahead: float, user_agent: bytes) -> None:
         self.reads = reads
         self._visit = visit
         self._clock = clock
         self.refresh_ahead = refresh_ahead
+        self._user_agent = user_agent
 
     async def tick(self) -> float:
         """Refresh what is due now; seconds until the next tick."""
@@ -98,7 +108,7 @@ class Refresher:
 
     async def _refresh(self, read: Read) -> None:
         try:
-            result = await self._visit(read.url, read.headers)
+            result = await self._visit(read.url, visit_headers(read.headers, self._user_agent))
         except Exception:
             log.exception("refresh ahead: refreshing %s failed", read.url)
             self.reads.refreshes["failed"] += 1

@@ -19,10 +19,12 @@ from stoker.warm.refresh import (
     Refresher,
     next_tick,
     retry_after,
+    visit_headers,
 )
 from stoker.warm.visits import VisitResult
 
 AHEAD = 30.0
+UA = b"stoker-warmer/test"
 Header = tuple[bytes, bytes]
 
 
@@ -58,7 +60,7 @@ def bench() -> tuple[ReadTracker, FakeClock, Origin, Refresher]:
     tracker = ReadTracker(100, 3600.0)
     origin = Origin(tracker, clock)
     return tracker, clock, origin, Refresher(tracker, origin.visit, clock,
-                                             refresh_ahead=AHEAD)
+                                             refresh_ahead=AHEAD, user_agent=UA)
 
 
 async def test_a_tick_refreshes_what_is_due_with_the_headers_of_its_variant() -> None:
@@ -70,8 +72,8 @@ async def test_a_tick_refreshes_what_is_due_with_the_headers_of_its_variant() ->
     clock.advance(570)
     assert await refresher.tick() == MIN_TICK
     assert sorted(origin.visits) == [
-        ("https://example.com/a", ()),
-        ("https://example.com/en", ((b"accept-language", b"en"),))]
+        ("https://example.com/a", ((b"user-agent", UA),)),
+        ("https://example.com/en", ((b"user-agent", UA), (b"accept-language", b"en")))]
     assert tracker.refreshes == {"not_modified": 2}
     assert await refresher.tick() == MAX_TICK  # renewed: due again 600 s on
     assert len(origin.visits) == 2
@@ -136,3 +138,9 @@ def test_a_retry_waits_a_lead_and_at_least_a_second() -> None:
     assert read_a is not None and read_b is not None
     assert retry_after(read_a, AHEAD) == AHEAD
     assert retry_after(read_b, AHEAD) == MIN_RETRY
+
+
+def test_a_refresh_keeps_a_user_agent_its_variant_names() -> None:
+    own = ((b"User-Agent", b"Mobile"), (b"accept-language", b"en"))
+    assert visit_headers(own, UA) == own
+    assert visit_headers((), UA) == ((b"user-agent", UA),)
