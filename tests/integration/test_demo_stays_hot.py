@@ -34,8 +34,7 @@ async def test_an_hour_after_the_warm_every_demo_page_is_answered_from_the_cache
         async def refresh(url: str, headers: tuple[tuple[bytes, bytes], ...]) -> VisitResult:
             return await visits.visit(url, headers, allowance=1, refresh=True)
 
-        refresher = Refresher(reads, refresh, clock, user_agent=b"stoker-warmer/test",
-                              refresh_ahead=proxy.stoker.settings.refresh_ahead)
+        refresher = Refresher(reads, refresh, clock, user_agent=b"stoker-warmer/test")
         paths = ["/", *(f"/page/{n}" for n in range(1, PAGES + 1))]
         for path in paths:  # the start warm
             assert (await visits.visit(f"{proxy.url}{path}", (), allowance=1)).outcome == (

@@ -153,8 +153,8 @@ def pipeline_config(settings: Settings, memory: MemoryBudget) -> PipelineConfig:
                               name.encode() for name in settings.keep_override_headers),
                           client_body_timeout=settings.client_body_timeout,
                           client_max_body_size=settings.client_max_body_size,
-                          refresh_window=settings.refresh_window if (
-                              settings.refresh_ahead > 0) else None)
+                          refresh_ahead=settings.refresh_ahead,
+                          refresh_window=settings.refresh_window)
 
 
 @dataclass

@@ -120,7 +120,7 @@ class WarmService:
                                     credentials=credentials),
             clock=clock, owner=owner, collect=collect, arm=ticker.arm)
         reads = stoker.pipeline.reads
-        refresher = Refresher(reads, warmer.refresh, clock, refresh_ahead=settings.refresh_ahead,
+        refresher = Refresher(reads, warmer.refresh, clock,
                               user_agent=user_agent) if reads is not None else None
         service = cls(stoker, stores, warmer, ticker, credentials, refresher)
         service._register()

@@ -64,7 +64,7 @@ Invariants:
 - A warm visit (``RequestInfo.warm``) is never answered with a stale entry:
   it revalidates it (a conditional request) before answering; a refresh visit
   (``RequestContext.refresh``) revalidates even a fresh one.
-- With refresh ahead on (:attr:`PipelineConfig.refresh_window`), every visitor request
+- With refresh ahead on (:attr:`PipelineConfig.refresh_ahead`), every visitor request
   answered from an entry, or whose response was stored, is told to :attr:`Pipeline.reads`
   (the fast path's hits too), and so is every entry a fetch stored or renewed, whoever
   asked (:mod:`stoker.cache.reads`).
@@ -185,9 +185,10 @@ class PipelineConfig:
     """Sizes of the per-URL tables: the fast path's key memo, the hit counter."""
     client_body_timeout: float = Settings.client_body_timeout
     client_max_body_size: int = Settings.client_max_body_size
-    refresh_window: float | None = None
-    """Refresh ahead's window: the reads of visitors are tracked for it (None: refresh
-    ahead is off, nothing is tracked)."""
+    refresh_ahead: float = 0.0
+    """Refresh ahead's lead (0: off, nothing is tracked)."""
+    refresh_window: float = Settings.refresh_window
+    """How long a visitor's read keeps its entry refreshed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,8 +240,8 @@ class Pipeline:
         hits here too)."""
         self.hits = HitCounter(config.memory.counted_urls)
         """Per-URL visitor hits and misses (warm visits left out), flushed by the owner."""
-        self.reads = ReadTracker(config.memory.counted_urls, config.refresh_window) if (
-            config.refresh_window is not None) else None
+        self.reads = ReadTracker(config.memory.counted_urls, config.refresh_window,
+                                 config.refresh_ahead) if config.refresh_ahead > 0 else None
         """The entries visitors read, for refresh ahead (None: off)."""
         self.health = health or OriginHealth(clock)
         """The origin's breaker (the origin client given reports to it)."""

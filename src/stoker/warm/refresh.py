@@ -1,16 +1,17 @@
 """Refresh ahead: the loop that revalidates the entries visitors read before they go stale.
 
-Each tick asks the pipeline's :class:`~stoker.cache.reads.ReadTracker` which reads are
-due (:func:`~stoker.cache.reads.due`: refresh time come, read by a visitor within
-``refresh_window``, most requested first, at most :data:`BATCH`), claims them, and runs
-one refresh visit each through the warmer (:meth:`~stoker.warm.warmer.Warmer.refresh`:
-the warmer's adaptive throttle and the origin's visitors-first limit; a conditional GET
-with the entry's validators, a plain GET without).
+Each tick takes from the pipeline's :class:`~stoker.cache.reads.ReadTracker` the reads
+due (:meth:`~stoker.cache.reads.ReadTracker.due`: refresh time come, read by a visitor
+within ``refresh_window``, most requested first, at most :data:`BATCH`, each claimed
+while it is refreshed) and runs one refresh visit each through the warmer
+(:meth:`~stoker.warm.warmer.Warmer.refresh`: the warmer's adaptive throttle and the
+origin's visitors-first limit; a conditional GET with the entry's validators, a plain
+GET without).
 
 Invariants:
 - A refresh that renews its entry releases its claim (the pipeline tells the tracker);
-  one that does not (the origin failed, the page was not stored) is claimed for
-  :func:`retry_after` seconds, then due again while visitors keep reading it.
+  one that does not (the origin failed, the page was not stored) is due again when its
+  claim ends (:func:`~stoker.cache.reads.retry_after`) while visitors keep reading it.
 - A tick waits for its visits before the next one starts: the refreshes never outrun
   what the throttle lets through.  The next tick comes when the next read is due, at
   least :data:`MIN_TICK` and at most :data:`MAX_TICK` later (:data:`MIN_TICK` after a tick
@@ -29,7 +30,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Final
 
-from stoker.cache.reads import Read, ReadTracker, lead
+from stoker.cache.reads import Read, ReadTracker
 from stoker.clock import Clock
 from stoker.warm.visits import VisitResult
 
@@ -39,20 +40,12 @@ BATCH: Final = 256
 """Reads refreshed per tick at most (a tick waits for them all)."""
 MIN_TICK: Final = 0.1
 MAX_TICK: Final = 1.0
-MIN_RETRY: Final = 1.0
-"""Seconds at least before a refresh that did not renew its entry is tried again."""
 RESULTS: Final = {"warmed": "refreshed", "not_modified": "not_modified"}
 """Visit outcomes as refresh results (anything else is ``failed``)."""
 
 Header = tuple[bytes, bytes]
 RefreshVisit = Callable[[str, tuple[Header, ...]], Awaitable[VisitResult]]
 """One refresh visit of a URL with the headers that select its variant."""
-
-
-def retry_after(read: Read, refresh_ahead: float) -> float:
-    """Seconds before a refresh of ``read`` that did not renew it is tried again: its lead,
-    at least :data:`MIN_RETRY`.  Pure."""
-    return max(MIN_RETRY, lead(read.lifetime, refresh_ahead))
 
 
 def visit_headers(headers: tuple[Header, ...], user_agent: bytes) -> tuple[Header, ...]:
@@ -73,26 +66,20 @@ class Refresher:
     """Refreshes the entries visitors read ahead of their expiry (see the module)."""
 
     def __init__(self, reads: ReadTracker, visit: RefreshVisit, clock: Clock, *,
-                 refresh_ahead: float, user_agent: bytes) -> None:
+                 user_agent: bytes) -> None:
         self.reads = reads
         self._visit = visit
         self._clock = clock
-        self.refresh_ahead = refresh_ahead
         self._user_agent = user_agent
 
     async def tick(self) -> float:
         """Refresh what is due now; seconds until the next tick."""
         now = self._clock.now()
-        picked = self.reads.due(now, refresh_ahead=self.refresh_ahead, limit=BATCH)
-        claimed = []
-        for key in picked.keys:
-            read = self.reads.get(key)
-            if read is not None:
-                self.reads.claim(key, now + retry_after(read, self.refresh_ahead))
-                claimed.append(read)
-        if not claimed:
+        picked = self.reads.due(now, limit=BATCH)
+        reads = [read for read in map(self.reads.get, picked.keys) if read is not None]
+        if not reads:
             return next_tick(picked.next_at, now)
-        await asyncio.gather(*(self._refresh(read) for read in claimed))
+        await asyncio.gather(*(self._refresh(read) for read in reads))
         return MIN_TICK  # the next tick finds what came due meanwhile
 
     async def run(self, stop: asyncio.Event) -> None:

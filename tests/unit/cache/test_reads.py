@@ -10,11 +10,11 @@ from tests.entries import make_entry
 from stoker.cache.entry import CacheEntry
 from stoker.cache.reads import (
     MIN_LIFETIME,
-    Read,
+    MIN_RETRY,
     ReadTracker,
-    due,
     lead,
     read_key,
+    retry_after,
     vary_headers,
 )
 
@@ -40,7 +40,7 @@ def test_lead_is_refresh_ahead_or_a_share_of_a_short_lifetime(
 
 
 def test_a_read_counts_requests_and_keeps_the_latest_freshness() -> None:
-    tracker = ReadTracker(10, WINDOW)
+    tracker = ReadTracker(10, WINDOW, AHEAD)
     tracker.read(page("/a"), [], NOW)
     tracker.read(page("/a", fresh=900.0), [], NOW + 5)
     tracker.read(page("/a", fresh=100.0), [], NOW + 7)  # an older copy does not lower it
@@ -50,7 +50,7 @@ def test_a_read_counts_requests_and_keeps_the_latest_freshness() -> None:
 
 
 def test_each_variant_is_a_read_of_its_own_with_the_headers_its_vary_names() -> None:
-    tracker = ReadTracker(10, WINDOW)
+    tracker = ReadTracker(10, WINDOW, AHEAD)
     french = page("/a", variant="fr", vary=("accept-language",))
     headers = [(b"accept-language", b"fr"), (b"user-agent", b"x"), (b"Accept-Language", b"de")]
     tracker.read(french, headers, NOW)
@@ -66,65 +66,73 @@ def test_each_variant_is_a_read_of_its_own_with_the_headers_its_vary_names() -> 
 @pytest.mark.parametrize("vary", [("cookie",), ("Authorization",), ("*",),
                                   ("accept-language", "Cookie")])
 def test_entries_varying_on_credentials_are_not_tracked(vary: tuple[str, ...]) -> None:
-    tracker = ReadTracker(10, WINDOW)
+    tracker = ReadTracker(10, WINDOW, AHEAD)
     tracker.read(page("/a", variant="x", vary=vary), [(b"cookie", b"s=1")], NOW)
     assert len(tracker) == 0
     assert vary_headers(vary, [(b"cookie", b"s=1")]) is None
 
 
 def test_a_renewal_moves_the_refresh_time_and_releases_a_claim() -> None:
-    tracker = ReadTracker(10, WINDOW)
+    tracker = ReadTracker(10, WINDOW, AHEAD)
     tracker.read(page("/a"), [], NOW)
     key = read_key(page("/a"))
-    tracker.claim(key, NOW + 1000)
-    tracker.renewed(page("/a", at=NOW + 580))
+    assert tracker.due(NOW + 570, limit=10).keys == [key]  # handed out: claimed
+    tracker.renewed(page("/a", at=NOW + 575))
     read = tracker.get(key)
     assert read is not None
-    assert (read.fresh_until, read.not_before, read.count) == (NOW + 1180, 0.0, 1)
+    assert (read.fresh_until, read.not_before, read.count) == (NOW + 1175, 0.0, 1)
+    assert tracker.due(NOW + 1144, limit=10).next_at == NOW + 1145
+    assert tracker.due(NOW + 1145, limit=10).keys == [key]
     tracker.renewed(page("/b"))  # not read by a visitor: not tracked
     assert len(tracker) == 1
 
 
 def test_a_read_is_due_its_lead_before_it_goes_stale() -> None:
-    tracker = ReadTracker(10, WINDOW)
+    tracker = ReadTracker(10, WINDOW, AHEAD)
     tracker.read(page("/a"), [], NOW)
-    early = tracker.due(NOW + 569, refresh_ahead=AHEAD, limit=10)
+    early = tracker.due(NOW + 569, limit=10)
     assert (early.keys, early.next_at) == ([], NOW + 570)
-    assert tracker.due(NOW + 570, refresh_ahead=AHEAD, limit=10).keys == [
+    assert tracker.due(NOW + 570, limit=10).keys == [
         read_key(page("/a"))]
 
 
 def test_the_most_requested_come_first_within_the_limit() -> None:
-    tracker = ReadTracker(10, WINDOW)
+    tracker = ReadTracker(10, WINDOW, AHEAD)
     for path, requests in (("/a", 1), ("/b", 3), ("/c", 2)):
         for _ in range(requests):
             tracker.read(page(path), [], NOW)
-    picked = tracker.due(NOW + 600, refresh_ahead=AHEAD, limit=2)
+    picked = tracker.due(NOW + 600, limit=2)
     assert picked.keys == [read_key(page("/b")), read_key(page("/c"))]
     assert picked.next_at == NOW + 600  # more are due: the next tick comes at once
+    assert tracker.due(NOW + 600, limit=2).keys == [read_key(page("/a"))]  # the others claimed
 
 
 def test_reads_outside_the_window_are_forgotten_and_short_lifetimes_skipped() -> None:
-    tracker = ReadTracker(10, 100.0)
+    tracker = ReadTracker(10, 100.0, AHEAD)
     tracker.read(page("/old"), [], NOW)
     tracker.read(page("/new"), [], NOW + 550)
     tracker.read(page("/brief", fresh=MIN_LIFETIME / 2, at=NOW + 599), [], NOW + 599)
-    assert tracker.due(NOW + 600, refresh_ahead=AHEAD, limit=10).keys == [
+    assert tracker.due(NOW + 600, limit=10).keys == [
         read_key(page("/new"))]
     assert len(tracker) == 2  # /old forgotten, /brief kept (it is read) but never due
 
 
-def test_a_claimed_read_waits_until_its_claim_ends() -> None:
-    tracker = ReadTracker(10, WINDOW)
+def test_a_read_handed_out_and_not_renewed_is_due_again_when_its_claim_ends() -> None:
+    tracker = ReadTracker(10, WINDOW, AHEAD)
     tracker.read(page("/a"), [], NOW)
-    key = read_key(page("/a"))
-    tracker.claim(key, NOW + 650)
-    assert tracker.due(NOW + 600, refresh_ahead=AHEAD, limit=10).next_at == NOW + 650
-    assert tracker.due(NOW + 650, refresh_ahead=AHEAD, limit=10).keys == [key]
+    tracker.read(page("/b", fresh=2.0), [], NOW)
+    key_a, key_b = read_key(page("/a")), read_key(page("/b"))
+    assert sorted(tracker.due(NOW + 600, limit=10).keys) == [key_a, key_b]
+    read_a, read_b = tracker.get(key_a), tracker.get(key_b)
+    assert read_a is not None and read_b is not None
+    assert (retry_after(read_a, AHEAD), retry_after(read_b, AHEAD)) == (AHEAD, MIN_RETRY)
+    assert tracker.due(NOW + 600.5, limit=10).keys == []
+    assert tracker.due(NOW + 601, limit=10).keys == [key_b]
+    assert sorted(tracker.due(NOW + 630, limit=10).keys) == [key_a, key_b]  # b again: 1 s claims
 
 
 def test_a_full_tracker_drops_the_quarter_least_worth_refreshing() -> None:
-    tracker = ReadTracker(8, 100.0)
+    tracker = ReadTracker(8, 100.0, AHEAD)
     tracker.read(page("/stale-read"), [], NOW - 200)  # outside the window: first to go
     for n in range(7):
         for _ in range(n + 2):
@@ -137,44 +145,40 @@ def test_a_full_tracker_drops_the_quarter_least_worth_refreshing() -> None:
 
 def test_a_tracker_needs_room() -> None:
     with pytest.raises(ValueError, match="max_entries"):
-        ReadTracker(0, WINDOW)
+        ReadTracker(0, WINDOW, AHEAD)
 
 
-reads_strategy = st.dictionaries(
-    st.text("abc", min_size=1, max_size=3),
-    st.tuples(st.integers(1, 50), st.floats(0, 200), st.floats(-100, 700),
-              st.floats(0, 50), st.floats(0, 700)),
-    max_size=20)
+operations = st.lists(st.one_of(
+    st.tuples(st.just("read"), st.sampled_from("abcdef"), st.floats(0.5, 900)),
+    st.tuples(st.just("renew"), st.sampled_from("abcdef"), st.floats(0.5, 900)),
+    st.tuples(st.just("due"), st.integers(0, 4), st.floats(0, 400))), max_size=40)
 
 
-def reads_from(spec: dict[str, tuple[int, float, float, float, float]]) -> dict[str, Read]:
-    found = {}
-    for key, (count, read_ago, fresh, age, claimed) in spec.items():
-        entry = page("/" + key, fresh=fresh + age, at=NOW - age)
-        read = Read(entry.url, (), entry, NOW - read_ago)
-        read.count, read.not_before = count, NOW - 300 + claimed
-        found[key] = read
-    return found
-
-
-@given(reads_strategy, st.integers(0, 25))
-def test_due_picks_exactly_the_ready_reads_most_requested_first(
-        spec: dict[str, tuple[int, float, float, float, float]], limit: int) -> None:
-    reads = reads_from(spec)
-    picked = due(reads, NOW, refresh_ahead=AHEAD, window=100.0, limit=limit)
-
-    def ready(read: Read) -> bool:
-        return (read.last_read >= NOW - 100.0 and read.lifetime >= MIN_LIFETIME
-                and max(read.refresh_at(AHEAD), read.not_before) <= NOW)
-
-    everything = [key for key, read in reads.items() if ready(read)]
-    assert len(picked.keys) == min(limit, len(everything))
-    assert set(picked.keys) <= set(everything)
-    counts = [reads[key].count for key in picked.keys]
-    assert counts == sorted(counts, reverse=True)
-    left = [reads[key].count for key in everything if key not in picked.keys]
-    assert all(count <= min(counts) for count in left) if counts else True
-    if len(everything) > limit:
-        assert picked.next_at == NOW
-    elif picked.next_at is not None:
-        assert picked.next_at > NOW
+@given(operations)
+def test_due_hands_out_exactly_the_due_reads_most_requested_first(
+        steps: list[tuple[str, object, float]]) -> None:
+    """Whatever happened before, each call of ``due`` hands out the reads a scan of the
+    whole table finds due, the most requested first, at most ``limit``."""
+    tracker = ReadTracker(100, 600.0, AHEAD)
+    now = NOW
+    for action, what, amount in steps:
+        if action == "read":
+            tracker.read(page(f"/{what}", fresh=amount, at=now), [], now)
+        elif action == "renew":
+            tracker.renewed(page(f"/{what}", fresh=amount, at=now))
+        else:
+            now += amount
+            limit = int(what)  # type: ignore[call-overload]
+            kept = {key: read for key in map(lambda p: read_key(page(f"/{p}")), "abcdef")
+                    if (read := tracker.get(key)) is not None}
+            ready = {key: read.count for key, read in kept.items()
+                     if read.last_read >= now - 600.0 and read.lifetime >= MIN_LIFETIME
+                     and max(read.refresh_at(AHEAD), read.not_before) <= now}
+            picked = tracker.due(now, limit=limit)
+            counts = [ready[key] for key in picked.keys]  # every one handed out was due
+            assert len(counts) == min(limit, len(ready))
+            assert counts == sorted(counts, reverse=True)
+            assert all(count <= min(counts) for key, count in ready.items()
+                       if key not in picked.keys) if counts else True
+            if len(ready) > limit:
+                assert picked.next_at == now

@@ -12,15 +12,7 @@ from tests.entries import make_entry
 from stoker.cache.entry import CacheEntry
 from stoker.cache.reads import ReadTracker, read_key
 from stoker.clock import FakeClock
-from stoker.warm.refresh import (
-    MAX_TICK,
-    MIN_RETRY,
-    MIN_TICK,
-    Refresher,
-    next_tick,
-    retry_after,
-    visit_headers,
-)
+from stoker.warm.refresh import MAX_TICK, MIN_TICK, Refresher, next_tick, visit_headers
 from stoker.warm.visits import VisitResult
 
 AHEAD = 30.0
@@ -57,10 +49,9 @@ class Origin:
 
 def bench() -> tuple[ReadTracker, FakeClock, Origin, Refresher]:
     clock = FakeClock()
-    tracker = ReadTracker(100, 3600.0)
+    tracker = ReadTracker(100, 3600.0, AHEAD)
     origin = Origin(tracker, clock)
-    return tracker, clock, origin, Refresher(tracker, origin.visit, clock,
-                                             refresh_ahead=AHEAD, user_agent=UA)
+    return tracker, clock, origin, Refresher(tracker, origin.visit, clock, user_agent=UA)
 
 
 async def test_a_tick_refreshes_what_is_due_with_the_headers_of_its_variant() -> None:
@@ -90,7 +81,7 @@ async def test_each_result_is_counted_and_a_failed_refresh_retried_later() -> No
     await refresher.tick()
     assert tracker.refreshes == {"refreshed": 1, "not_modified": 1, "failed": 2}
     origin.visits.clear()
-    retry = refresher.reads.due(clock.now(), refresh_ahead=AHEAD, limit=10).next_at
+    retry = refresher.reads.due(clock.now(), limit=10).next_at
     assert retry == clock.now() + AHEAD  # the failed ones, a lead later
     clock.advance(AHEAD)
     await refresher.tick()
@@ -128,16 +119,6 @@ def test_the_next_tick_is_bounded(next_at: float | None, now: float) -> None:
     assert MIN_TICK <= wait <= MAX_TICK
     if next_at is not None and MIN_TICK <= next_at - now <= MAX_TICK:
         assert wait == pytest.approx(next_at - now)
-
-
-def test_a_retry_waits_a_lead_and_at_least_a_second() -> None:
-    tracker = ReadTracker(10, 3600.0)
-    tracker.read(page("/a", 0.0), [], 0.0)
-    tracker.read(page("/b", 0.0, fresh=2.0), [], 0.0)
-    read_a, read_b = tracker.get(read_key(page("/a", 0))), tracker.get(read_key(page("/b", 0)))
-    assert read_a is not None and read_b is not None
-    assert retry_after(read_a, AHEAD) == AHEAD
-    assert retry_after(read_b, AHEAD) == MIN_RETRY
 
 
 def test_a_refresh_keeps_a_user_agent_its_variant_names() -> None:
