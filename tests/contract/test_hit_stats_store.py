@@ -14,7 +14,7 @@ from stoker.backends.postgres.database import PostgresDatabase
 from stoker.backends.postgres.hit_stats import PostgresHitStatsStore
 from stoker.backends.sqlite.database import SqliteDatabase
 from stoker.backends.sqlite.hit_stats import SqliteHitStatsStore
-from stoker.cache.hits import MAX_URL_LENGTH, HitStatsStore
+from stoker.cache.hits import MAX_SEEN_ORIGINS, MAX_URL_LENGTH, HitStatsStore, SeenOrigin
 
 NOW = 1_700_000_000.0
 Opener = Callable[[], Awaitable[HitStatsStore]]
@@ -126,3 +126,25 @@ async def test_concurrent_flushes_from_two_processes_add_up(
         await other.close()
     popularity = await store.popularity(urls)
     assert set(popularity.values()) == {20}
+
+
+async def test_origins_add_up_keep_the_latest_seen_and_the_most_visited(
+        store: HitStatsStore) -> None:
+    await store.add_origins({"https://a.test": 5, "": 2}, NOW)
+    await store.add_origins({"https://a.test": 1, "http://a.test": 3}, NOW + 60)
+    assert await store.origins() == [SeenOrigin("https://a.test", 6, NOW + 60),
+                                     SeenOrigin("http://a.test", 3, NOW + 60),
+                                     SeenOrigin("", 2, NOW)]
+    await store.add_origins({f"https://h{n:02}.test": 100 + n
+                             for n in range(MAX_SEEN_ORIGINS)}, NOW + 120)
+    kept = await store.origins()
+    assert len(kept) == MAX_SEEN_ORIGINS
+    assert {row.origin for row in kept} == {f"https://h{n:02}.test"
+                                            for n in range(MAX_SEEN_ORIGINS)}
+
+
+async def test_prune_forgets_origins_not_seen_since(store: HitStatsStore) -> None:
+    await store.add_origins({"https://old.test": 9}, NOW)
+    await store.add_origins({"https://new.test": 1}, NOW + 100)
+    await store.prune(NOW + 50)
+    assert [row.origin for row in await store.origins()] == ["https://new.test"]

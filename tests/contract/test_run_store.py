@@ -39,7 +39,7 @@ async def open_store(target: tuple[str, str], *, truncate: bool = False) -> RunS
     pool = await create_pool(PG_URL, schema=place, min_size=1, max_size=8)
     store = PostgresRunStore(await PostgresDatabase.open(pool), owns=True)
     if truncate:
-        await pool.execute("TRUNCATE warm_runs, warm_run_urls RESTART IDENTITY")
+        await pool.execute("TRUNCATE warm_runs, warm_run_urls, warm_run_skipped RESTART IDENTITY")
     return store
 
 
@@ -144,14 +144,40 @@ async def test_collect_is_claimed_by_one_worker_and_a_stalled_one_is_taken_over(
     assert not await store.claim_collect(run_id, "w2", NOW + COLLECT_STALL)
     assert await store.claim_collect(run_id, "w2", NOW + COLLECT_STALL + 1)
     assert await store.set_total(run_id, "w1", ["/a"], NOW + 200) is None
-    collected = await store.set_total(run_id, "w2", ["/a", "/b"], NOW + 200, skipped=4)
+    collected = await store.set_total(run_id, "w2", ["/a", "/b"], NOW + 200,
+                                      skipped={"feed": 1, "other_host": 3})
     assert collected is not None
     assert collected.run.phase == "warm"
     assert collected.run.counts == Counts(total=2, skipped=4)
     assert collected.visits == [Visit("/a", 0), Visit("/b", 0)]
-    assert await store.set_total(run_id, "w2", ["/c"], NOW + 201) is None
+    assert await store.set_total(run_id, "w2", ["/c"], NOW + 201, skipped={"file": 9}) is None
+    assert await store.skipped_reasons(run_id) == {"other_host": 3, "feed": 1}
     assert not await store.claim_collect(run_id, "w3", NOW + 999)
     assert not await store.claim_collect(12345, "w1", NOW)
+
+
+async def test_skipped_reasons_are_kept_per_run_most_first(store: RunStore) -> None:
+    first = await collecting(store, ["/a"])
+    assert await store.skipped_reasons(first) == {}
+    created = await store.create("manual", None, NOW + 1)
+    assert await store.claim_collect(created.run.id, "w1", NOW + 1)
+    reasons = {"query": 2, "admin": 5, "file": 2, "feed": 0, "other_host": 54}
+    collected = await store.set_total(created.run.id, "w1", ["/b"], NOW + 1, skipped=reasons)
+    assert collected is not None and collected.run.counts.skipped == 63
+    got = await store.skipped_reasons(created.run.id)
+    assert list(got.items()) == [("other_host", 54), ("admin", 5), ("file", 2), ("query", 2)]
+    assert await store.skipped_reasons(first) == {} and await store.skipped_reasons(98765) == {}
+    assert await store.get(created.run.id) == collected.run
+
+
+async def test_a_negative_skipped_count_is_refused_and_changes_nothing(store: RunStore) -> None:
+    created = await store.create("manual", None, NOW)
+    assert await store.claim_collect(created.run.id, "w1", NOW)
+    with pytest.raises(ValueError, match="feed"):
+        await store.set_total(created.run.id, "w1", ["/a"], NOW, skipped={"feed": -1})
+    run = await store.get(created.run.id)
+    assert run is not None and run.phase == "collect"
+    assert await store.skipped_reasons(created.run.id) == {}
 
 
 async def test_collecting_thousands_of_urls(store: RunStore) -> None:

@@ -26,7 +26,8 @@ from tests.job_backends import PG_URL, pg_schema, schema_url
 UNREACHABLE = "http://127.0.0.1:1"
 REDIS_URL = "redis://127.0.0.1:6379/13"  # a database of this module's own
 SUBJECTS = ("configuration", "origin", "data_dir", "cache tier", "job queue", "audit log",
-            "purge bus", "Redis eviction", "notifier", "listen", "admin_listen")
+            "purge bus", "Redis eviction", "notifier", "last warm run", "warmed origins", "listen",
+            "admin_listen")
 
 
 def check(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -82,10 +83,14 @@ async def test_a_usable_configuration_lists_every_check_and_exits_0(
         "job queue": f"ok job queue {data_dir}/stoker.db: opened and migrated",
         "audit log": f"ok audit log {data_dir}/stoker.db: opened and migrated",
         "purge bus": f"ok purge bus {data_dir}/cache.db: opened and migrated",
+        "last warm run": f"ok last warm run {data_dir}/stoker.db: none ended among the last "
+                         "20 runs",
+        "warmed origins": f"ok warmed origins http://{args[1]}: warm runs fill "
+                          f"http://{args[1]} (no visitor seen yet)",
         "listen": f"ok listen {args[1]}: can be bound",
         "admin_listen": f"ok admin_listen {args[3]}: can be bound",
     }
-    assert result.stdout.splitlines()[-1] == "stoker check: all 9 checks passed"
+    assert result.stdout.splitlines()[-1] == "stoker check: all 11 checks passed"
     assert result.stderr == ""
     for address in (args[1], args[3]):  # nothing was left bound
         with socket.socket() as sock:
@@ -99,8 +104,8 @@ def test_an_origin_that_does_not_answer_fails_and_the_rest_still_run(tmp_path: P
     found = lines(result)
     assert found["origin"] == f"FAIL origin {UNREACHABLE}: no answer (Connection refused)"
     assert [line.split()[0] for subject, line in found.items() if subject != "origin"] == [
-        "ok"] * 8
-    assert result.stdout.splitlines()[-1] == "stoker check: 1 of 9 checks failed"
+        "ok"] * 10
+    assert result.stdout.splitlines()[-1] == "stoker check: 1 of 11 checks failed"
 
 
 async def test_a_listen_address_in_use_fails_naming_it(origin: Origin, tmp_path: Path,
@@ -127,7 +132,7 @@ def test_a_data_dir_under_a_file_fails_and_its_databases_are_not_tried(tmp_path:
                           ("audit log", "stoker.db"), ("purge bus", "cache.db")):
         assert found[subject] == (f"skip {subject} {data_dir / file}: not tried: data_dir is "
                                   "not usable")
-    assert result.stdout.splitlines()[-1] == "stoker check: 2 of 9 checks failed, 4 not tried"
+    assert result.stdout.splitlines()[-1] == "stoker check: 2 of 11 checks failed, 6 not tried"
     assert result.stderr == ""
 
 

@@ -187,7 +187,7 @@ async def test_whole_site_sources_order_aliases_and_counts(run: Running) -> None
         "/", "/contact?lang=en", "/posts/new", "/de/posts/new", "/posts/old", "/about", "/menu"]
     assert found.sitemaps == [f"{base}/index.xml", f"{base}/posts.xml.gz", f"{base}/pages.xml"]
     assert found.skipped == {SKIP_SITEMAP_OTHER_HOST: 1, SKIP_OTHER_HOST: 2,  # + a home link
-                             SKIP_SITEMAP_UNAVAILABLE: 1}
+                             SKIP_SITEMAP_UNAVAILABLE: 1, "feed": 1}
     # home page first, robots.txt next; the foreign sitemap and the alias were never fetched
     assert run.fetch.urls[:2] == [f"{base}/", f"{base}/robots.txt"]
     assert not any("cdn.example" in u or "cms.internal" in u for u in run.fetch.urls)
@@ -201,7 +201,7 @@ async def test_home_links_naming_an_alias_are_the_sites(run: Running) -> None:
                        '<a href="https://twitter.example/site">Us</a>', HTML)
     found = await run.discover(aliases=("cms.internal:8000",), allow_query=True)
     assert found.urls == [f"{run.url}/", f"{run.url}/about/", f"{run.url}/blog/?p=1"]
-    assert found.skipped == {SKIP_OTHER_HOST: 1}  # the admin link is no page; Twitter is not us
+    assert found.skipped == {"admin": 1, SKIP_OTHER_HOST: 1}  # no page; Twitter is not us
 
 
 async def test_without_robots_the_sitemap_xml_is_read(run: Running) -> None:

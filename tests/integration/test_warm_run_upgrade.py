@@ -96,6 +96,7 @@ async def test_an_upgraded_database_keeps_its_runs_and_takes_pages_not_stored(
     assert [await store.urls(1, "warmed"), await store.urls(1, "failed")] == [["/a"], ["/b"]]
     assert await store.urls(2, "stopgap") == ["/b"]
     assert await store.not_stored_reasons(1) == {}
+    assert await store.skipped_reasons(1) == {}  # runs from before the reasons name none
     # the rows kept their visit numbers: a stale visit is ignored, the current one counts
     assert not (await store.record(2, "/b", 0, "not_stored", NOW, detail="private")).counted
     assert (await store.record(2, "/b", 1, "not_stored", NOW, detail="private")).counted

@@ -21,6 +21,7 @@ from stoker.cli.status import (
     summary,
     total_requests,
     warm_progress,
+    warm_reads_row,
 )
 
 COUNTS = st.integers(min_value=0, max_value=10**12)
@@ -159,6 +160,24 @@ def test_an_active_warm_run_has_its_section() -> None:
     assert sections(view)[-1][0] == "warm"
 
 
+def test_the_skipped_reasons_and_the_last_runs_warning_are_shown() -> None:
+    active = warm_run(1, 3)
+    active["counts"]["skipped"] = 54
+    active["skipped_reasons"] = {"other_host": 50, "feed": 4}
+    last = {**warm_run(1, 1), "id": 6, "phase": "done", "skipped_reasons": {"admin": 2},
+            "warning": "found only 1 URL (2 skipped (admin: 2))"}
+    last["counts"] = {**last["counts"], "skipped": 2}
+    rows = rows_of(summary(Sample(status(warm={"active": active, "last": last}), 0.0, 1e9)))
+    assert rows["skipped"] == ("54 (other_host: 50, feed: 4)", "")
+    assert rows["last run"] == ("6 (manual, site): done, 1 URLs, 1 warmed", "")
+    assert rows["last run skipped"] == ("2 (admin: 2)", "")
+    assert rows["last run warning"] == ("found only 1 URL (2 skipped (admin: 2))", "")
+    alone = rows_of(summary(Sample(status(warm={"active": None, "last": last}), 0.0, 1e9)))
+    assert "run" not in alone and "skipped" not in alone and "last run warning" in alone
+    quiet = rows_of(summary(Sample(status(warm={"active": warm_run(0, 0)}), 0.0, 1e9)))
+    assert "skipped" not in quiet and "last run" not in quiet
+
+
 def test_dropped_l2_writes_are_shown_when_there_are_some() -> None:
     store = {**status()["store"], "l2_dropped": 12}
     assert rows_of(summary(Sample(status(store=store), 0.0, 1e9)))["L2 writes dropped"] == (
@@ -186,6 +205,13 @@ def test_the_members_sharing_the_cache_get_a_row_each() -> None:
             "hit_ratio": 0.931, "l1_entries": 120, "l1_bytes": 2048}
     assert member_rows({"members": [said]}) == [
         ("web-3", "live, hits 93.1%, L1 120 entries, 2.0 KiB", "purge 9 0.1.0")]
+
+
+def test_the_warmed_entries_visitors_read_show_with_their_share_once_any_was_stored() -> None:
+    assert warm_reads_row({}) == []
+    assert warm_reads_row({"warm_reads": {"stored": 0, "read": 0}}) == []
+    assert warm_reads_row({"warm_reads": {"stored": 40, "read": 10}}) == [
+        ("warmed entries read", "10 of 40 stored (25.0%)", "")]
 
 
 def test_refresh_ahead_shows_in_the_warm_section_while_on() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from stoker.admin.views.warm import (
     map_html,
+    origins_html,
     pace,
     progress_html,
     reasons_html,
@@ -39,8 +40,14 @@ def run(phase: str = "warm", started: float = NOW - 10, finished: float | None =
             "finished_at": finished, "error": error, "counts": counts(**tallies)}
 
 
+LISTING: dict[str, Any] = {"active": None, "recent": [], "seen_origins": [],
+                           "warmed_origins": ["http://www.example.test"], "origin_findings": [],
+                           "warm_reads": {"stored": 0, "read": 0}}
+
+
 def detail(**given: Any) -> dict[str, Any]:
-    return {**run(**given), "failed_urls": [], "not_stored_reasons": {}, "not_stored_urls": {}}
+    return {**run(**given), "failed_urls": [], "skipped_reasons": {}, "not_stored_reasons": {},
+            "not_stored_urls": {}, "warning": None}
 
 
 @pytest.mark.parametrize(("shown_run", "expected"), [
@@ -129,7 +136,7 @@ def test_recent_runs_show_phase_duration_and_counts() -> None:
 
 
 def test_the_page_without_a_run_invites_to_start_one_forms_outside_the_live_region() -> None:
-    html = warm_html({"active": None, "recent": []}, None, None, NOW)
+    html = warm_html(LISTING, None, None, NOW)
     live = html.index("<div data-live>")
     assert "No warm run yet" in html[live:]
     assert html.index('data-api="/api/warm" data-body="{}" data-replace') < live
@@ -138,9 +145,47 @@ def test_the_page_without_a_run_invites_to_start_one_forms_outside_the_live_regi
 
 
 def test_the_page_offers_cancel_only_while_the_run_is_active() -> None:
-    going = warm_html({"active": None, "recent": []}, detail(total=2), {"states": {}}, NOW)
-    ended = warm_html({"active": None, "recent": []},
+    going = warm_html(LISTING, detail(total=2), {"states": {}}, NOW)
+    ended = warm_html(LISTING,
                       detail(phase="done", finished=NOW, total=1, warmed=1), {"states": {}}, NOW)
     assert 'data-api="/api/warm/7/cancel"' in going and "data-confirm=" in going
     assert "Current run #7" in going
     assert "/cancel" not in ended and "Latest run #7" in ended
+
+
+def test_an_ended_run_shows_its_warning_and_why_urls_were_skipped() -> None:
+    warned = {**detail(phase="done", finished=NOW, total=1, warmed=1, skipped=54),
+              "skipped_reasons": {"other_host": 50, "<feed>": 4},
+              "warning": "found only 1 URL (54 skipped (other_host: 50, <feed>: 4))"}
+    html = warm_html(LISTING, warned, {"states": {}}, NOW)
+    assert '<p class="notice" id="warm-warning"><strong>Warning:</strong> this run found ' \
+        "only 1 URL" in html
+    assert "<strong>other_host</strong>: 50</li><li><strong>&lt;feed&gt;</strong>: 4" in html
+    assert "<feed>" not in html
+    going = {**warned, "phase": "warm", "finished_at": None}
+    assert "warm-warning" not in warm_html(LISTING, going,
+                                           {"states": {}}, NOW)
+    quiet = warm_html(LISTING,
+                      detail(phase="done", finished=NOW, total=2, warmed=2), {"states": {}}, NOW)
+    assert "warm-warning" not in quiet and "warm-skipped" not in quiet
+
+
+def test_the_origins_section_says_what_is_warmed_what_visitors_use_and_what_they_read() -> None:
+    listing = {**LISTING, "seen_origins": [
+        {"origin": "https://www.example.test", "visits": 1200, "last_seen": NOW - 30},
+        {"origin": "", "visits": 3, "last_seen": NOW - 60}],
+        "warmed_origins": ["http://www.example.test", "https://www.example.test"],
+        "origin_findings": ["visitors arrive on <b>https://www.example.test</b>"],
+        "warm_reads": {"stored": 40, "read": 10}}
+    html = origins_html(listing, NOW)
+    assert '<p class="notice">visitors arrive on &lt;b&gt;' in html
+    assert "http://www.example.test, https://www.example.test" in html
+    assert "10 of 40 (25.0 %)" in html
+    assert "other hosts (not the site&#x27;s)" in html
+    assert re.search(r"https://www\.example\.test</td>.*?1 200.*?yes", html, re.S)
+
+
+def test_the_origins_section_before_any_visitor() -> None:
+    html = origins_html(LISTING, NOW)
+    assert "no visitor counted yet" in html and "none stored yet" in html
+    assert "notice" not in html

@@ -112,6 +112,10 @@ class Figures:
     """The node the scrape counts (:func:`node_of`; empty: a process sharing nothing)."""
     processes: int = 1
     """The node's live processes the scrape counts (this one among them)."""
+    warm_stored: int = 0
+    """Responses warm visits stored (:class:`~stoker.cache.warm_reads.WarmReads`)."""
+    warm_read: int = 0
+    """Of those, the ones a visitor then read from the cache (once per store)."""
     refreshed: int = 0
     """Refresh ahead's visits that stored a new response (:mod:`stoker.warm.refresh`)."""
     refresh_not_modified: int = 0
@@ -156,6 +160,7 @@ def own(stoker: Stoker) -> Figures:
         notifier_connected=notifier is None or notifier.connected, node=node_facts(stoker),
         requests=sum(pipeline.stats[kind] for kind in REQUEST_KINDS),
         not_cached=pipeline.not_cached.snapshot(), run=f"{os.getpid()}-{id(stoker):x}",
+        warm_stored=pipeline.warm_reads.stored, warm_read=pipeline.warm_reads.read,
         refreshed=refreshes.get("refreshed", 0),
         refresh_not_modified=refreshes.get("not_modified", 0),
         refresh_failed=refreshes.get("failed", 0))
@@ -184,6 +189,7 @@ def said(figures: Figures) -> str:
         "cache_bytes": figures.cache_bytes, "origin_bytes": figures.origin_bytes,
         "notifier_connected": figures.notifier_connected, "node": dict(figures.node),
         "requests": figures.requests, "not_cached": figures.not_cached, "run": figures.run,
+        "warm_stored": figures.warm_stored, "warm_read": figures.warm_read,
         **{name: getattr(figures, name) for _, name in REFRESH_FIELDS}})
 
 
@@ -253,11 +259,11 @@ def combined(figures: Figures, others: Iterable[Any]) -> Figures:
 
 
 _SUMMED = ("in_flight", "l1_evictions", "l2_pending", "l2_pending_bytes", "l2_dropped",
-           "notifier_reconnects", "cache_bytes", "origin_bytes", "refreshed",
-           "refresh_not_modified", "refresh_failed")
+           "notifier_reconnects", "cache_bytes", "origin_bytes", "warm_stored", "warm_read",
+           "refreshed", "refresh_not_modified", "refresh_failed")
 _COUNTERS = ("outcomes", "cookie_bypasses", "timing", "l1_evictions", "l2_dropped",
-             "notifier_reconnects", "cache_bytes", "origin_bytes", "refreshed",
-             "refresh_not_modified", "refresh_failed")
+             "notifier_reconnects", "cache_bytes", "origin_bytes", "warm_stored", "warm_read",
+             "refreshed", "refresh_not_modified", "refresh_failed")
 """The fields of :class:`Figures` that only grow while a process runs."""
 
 
@@ -466,6 +472,12 @@ def _warm_families(figures: Figures) -> Iterable[Metric]:
     for name, seconds in sorted(figures.deadline_lag.items()):
         lag.add_metric([name], seconds)
     yield lag
+    yield CounterMetricFamily("stoker_warm_stored_entries",
+                              "Responses warm visits stored", value=figures.warm_stored)
+    yield CounterMetricFamily("stoker_warm_entries_read",
+                              "Responses a warm visit stored that a visitor then read from "
+                              "the cache (the first read after each store)",
+                              value=figures.warm_read)
     refreshes = CounterMetricFamily(
         "stoker_refreshes", "Refresh ahead's revalidations of entries visitors read, by "
         "result (refreshed: a new response stored; not_modified: 304; failed)",

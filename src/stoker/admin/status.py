@@ -28,16 +28,21 @@ from typing import TYPE_CHECKING, Any, Final
 from stoker.admin.history import History, Sample, quantile
 from stoker.admin.jobs_api import counts_json
 from stoker.admin.metrics import Figures, member_summary, or_none, own, shares
-from stoker.admin.warm_api import run_json
+from stoker.admin.warm_api import origins_json, run_json
 from stoker.admin.why import cookie_bypass_report
 from stoker.cache.purge_bus import Member
 from stoker.clock import Clock
 from stoker.server.heap import heap_status
+from stoker.warm.run import Run
+from stoker.warm.run_store import RunStore
+from stoker.warm.verdict import warning
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.app.stoker import Stoker
     from stoker.app.warm_service import WarmService
 
+LAST_RUN_AMONG: Final = 20
+"""The newest warm runs looked at for the last one that ended."""
 MEMO: Final = 1.0
 """Seconds the stores' figures are reused for."""
 
@@ -98,12 +103,28 @@ def sample_of(figures: Figures, now: float) -> Sample:
                   served=figures.cache_bytes, timing=tuple(figures.timing.counts))
 
 
+async def ended_json(runs: RunStore, run: Run) -> dict[str, Any]:
+    """A run that ended, with why discovery skipped URLs and its warning (or null)."""
+    skipped = await runs.skipped_reasons(run.id)
+    return {**run_json(run), "skipped_reasons": skipped,
+            "warning": warning(run, skipped, await runs.not_stored_reasons(run.id))}
+
+
 async def warm_status(warm: WarmService) -> dict[str, Any]:
-    """The active warm run, the job queue's counts (so a page of jobs is refreshed when
-    they change) and every deadline's next due time and last error."""
-    active = await warm.stores.runs.active()
+    """The active warm run (with why discovery skipped URLs), the last run that ended (with
+    its warning), the origins visitors arrive on against those runs fill, the job queue's
+    counts (so a page of jobs is refreshed when they change) and every deadline's next due
+    time and last error."""
+    runs = warm.stores.runs
+    active = await runs.active()
+    last = next((run for run in await runs.recent(LAST_RUN_AMONG)
+                 if run.phase in ("done", "failed")), None)
     deadlines = await warm.ticker.status()
-    return {"active": run_json(active) if active else None,
+    return {"active": {**run_json(active), "skipped_reasons": await runs.skipped_reasons(active.id)}
+            if active else None,
+            "last": await ended_json(runs, last) if last else None,
+            **origins_json(warm.stoker.settings.site_urls, await warm.stores.hits.origins(),
+                           warm.stoker.clock.now()),
             "pending_rewarm": await warm.stores.pending.count(),
             "jobs": counts_json(await warm.stores.queue.counts()),
             "deadlines": [{"name": d.name, "due_at": d.due_at, "last_error": d.last_error}
@@ -169,6 +190,7 @@ class StatusSource:
                               "p99": quantile(timing.counts, 0.99)},
             "breaker": {"phase": breaker.phase, "failures": breaker.failures,
                         "opened_at": breaker.opened_at if breaker.phase != "closed" else None},
+            "warm_reads": {"stored": figures.warm_stored, "read": figures.warm_read},
             "l1": dict(figures.l1), "l2_tier": "Redis" if stoker.settings.l2_url else "SQLite",
             "pending_l2_writes": store.pending(),
             "in_flight": figures.in_flight,

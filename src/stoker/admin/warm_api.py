@@ -6,9 +6,11 @@ Routes (behind :class:`~stoker.admin.guard.AdminGuard`):
   run, or joins an automatic full run that is going: ``joined``), 409 while a manual
   full run is going and ``replace`` is false.
 - ``GET /api/warm`` → the active run and the recent ones.
-- ``GET /api/warm/{id}`` → one run, with up to 100 of its failed URLs and why its
+- ``GET /api/warm/{id}`` → one run, with up to 100 of its failed URLs, why discovery
+  skipped URLs (``skipped_reasons``: reason → how many, most first), why its
   ``not_stored`` pages were not stored (``not_stored_reasons``: reason → how many URLs,
-  most first; ``not_stored_urls``: reason → up to :data:`NOT_STORED_SHOWN` of them).
+  most first; ``not_stored_urls``: reason → up to :data:`NOT_STORED_SHOWN` of them), and
+  ``warning``: what is wrong with it once ended (:mod:`stoker.warm.verdict`), or null.
 - ``POST /api/warm/{id}/cancel`` → 200 with the run, ended ``cancelled`` (its queued
   visits do nothing); 404 for no such run, 409 for one that had ended.  Audited.
 - ``GET /api/warm/{id}/map?limit=…`` → the run's URLs by state (``queued``, ``warmed``,
@@ -33,6 +35,7 @@ Invariants: a request that fails validation is answered 400 naming the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
@@ -41,12 +44,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from stoker.admin.api import MAX_BODY, actor_of, error_response, parse_json, read_limited
+from stoker.cache.hits import SeenOrigin
 from stoker.proxy.purge import record_safely
 from stoker.schedule.store import Deadline
 from stoker.warm.credentials import CredentialBook
+from stoker.warm.origins import verdict, warm_origins
 from stoker.warm.run import URL_STATES, Run
 from stoker.warm.run_store import MAX_RECENT
 from stoker.warm.urls import SiteOrigins, normalise, origin_of
+from stoker.warm.verdict import warning
 from stoker.warm.warmer import WarmBusy
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
@@ -124,21 +130,39 @@ def parse_warm_request(data: Any, sites: SiteOrigins,
     return placed, replace
 
 
+def origins_json(site_urls: Sequence[str], seen: Sequence[SeenOrigin],
+                 now: float) -> dict[str, Any]:
+    """The origins visitors arrived on (``""``: hosts not the site's), the ones a full run
+    warms, and the findings when the two differ.  Pure."""
+    return {"seen_origins": [{"origin": row.origin, "visits": row.visits,
+                              "last_seen": row.last_seen} for row in seen],
+            "warmed_origins": list(warm_origins(site_urls, seen, now)),
+            "origin_findings": [finding.text for finding in verdict(site_urls, seen, now)]}
+
+
 async def runs_listing(service: WarmService) -> dict[str, Any]:
-    """``GET /api/warm``'s answer: the active run (or ``None``) and the 20 newest."""
+    """``GET /api/warm``'s answer: the active run (or ``None``) and the 20 newest, the
+    origins (:func:`origins_json`) and this process's warmed entries visitors read."""
     active = await service.stores.runs.active()
     recent = await service.stores.runs.recent(20)
+    stoker = service.stoker
+    reads = stoker.pipeline.warm_reads
     return {"active": run_json(active) if active else None,
-            "recent": [run_json(run) for run in recent]}
+            "recent": [run_json(run) for run in recent],
+            **origins_json(stoker.settings.site_urls, await service.stores.hits.origins(),
+                           stoker.clock.now()),
+            "warm_reads": {"stored": reads.stored, "read": reads.read}}
 
 
 async def run_detail(service: WarmService, run: Run) -> dict[str, Any]:
     """``GET /api/warm/{id}``'s answer: ``run`` with its failed URLs (up to
-    :data:`FAILED_SHOWN`) and why its ``not_stored`` pages were not stored."""
+    :data:`FAILED_SHOWN`), why URLs were skipped and pages not stored, and its warning."""
     runs = service.stores.runs
+    skipped, not_stored = await runs.skipped_reasons(run.id), await runs.not_stored_reasons(run.id)
     return {**run_json(run), "failed_urls": await runs.urls(run.id, "failed", FAILED_SHOWN),
-            "not_stored_reasons": await runs.not_stored_reasons(run.id),
-            "not_stored_urls": await runs.not_stored_urls(run.id, NOT_STORED_SHOWN)}
+            "skipped_reasons": skipped, "not_stored_reasons": not_stored,
+            "not_stored_urls": await runs.not_stored_urls(run.id, NOT_STORED_SHOWN),
+            "warning": warning(run, skipped, not_stored)}
 
 
 async def url_map_of(service: WarmService, run: Run, most: int) -> dict[str, Any]:
@@ -169,7 +193,7 @@ def warm_routes(service: WarmService | None) -> list[Route]:
             return unavailable()
         settings = service.stoker.settings
         site_urls = [normalise(url) or url for url in settings.site_urls]
-        sites, home = SiteOrigins(site_urls, settings.site_aliases), origin_of(site_urls[0])
+        sites, home = SiteOrigins(site_urls, settings.aliases), origin_of(site_urls[0])
         audit = service.stoker.audit
 
         async def record(target: dict[str, Any], outcome: str) -> None:

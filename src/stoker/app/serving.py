@@ -56,6 +56,7 @@ from stoker.server.listeners import Tls, ensure_free, run_apps, silence_for, spl
 from stoker.version import VERSION
 from stoker.warm.run import Run
 from stoker.warm.run_store import not_stored_text
+from stoker.warm.warmer import judged
 
 Announce = Callable[[str], None]
 Alongside = Callable[[WarmService], Coroutine[Any, Any, None]]
@@ -378,7 +379,7 @@ async def _answers(url: str, clock: Clock) -> bool:
 
 async def follow_warm_run(warm: WarmService, announce: Announce) -> None:
     """Start a full warm run and announce its progress every :data:`PROGRESS_EVERY`
-    seconds until it ends, then a summary."""
+    seconds until it ends, then a summary (and its warning, if it has one)."""
     if warm.stoker.settings.warm_workers == 0:
         announce("warming: off here (warm_workers = 0); a stoker worker can do it")
         return
@@ -389,6 +390,9 @@ async def follow_warm_run(warm: WarmService, announce: Announce) -> None:
         run = await warm.stores.runs.get(run.id)
     if run is not None:
         announce(summary_line(run, await warm.stores.runs.not_stored_reasons(run.id)))
+        said = await judged(warm.stores.runs, run)
+        if said is not None and run.phase == "done":
+            announce(f"warning: warm run {run.id} {said}")
 
 
 def progress_line(run: Run) -> str:

@@ -20,7 +20,12 @@ Invariants:
   ``EVICT_EVERY`` (the :class:`Stoker` is opened without its own loop); each re-arms
   itself.
 - A flush of the hit statistics that the store does not take puts the counts back
-  (the next flush, the deadline's retry, has them): a database outage loses none.
+  (the next flush, the deadline's retry, has them): a database outage loses none.  A
+  flush also adds the visits per origin (:mod:`stoker.warm.origins`) and logs a warning
+  when the verdict on warmed and visited origins changes (once per change, per process).
+- A full run's collect flushes this process's hit counts, then visits each discovered
+  page on every origin visitors use (:func:`~stoker.warm.origins.warm_origins`), not
+  only on ``site_url``.
 - :meth:`WarmService.close` unsubscribes, records the purged URLs still in
   memory, flushes the hit statistics (nothing counted is lost on a graceful
   shutdown) and closes the stores.
@@ -44,6 +49,7 @@ from stoker.schedule.ticker import Ticker
 from stoker.version import VERSION
 from stoker.warm.credentials import CredentialBook
 from stoker.warm.discovery import Discovery, DiscoveryConfig, discover
+from stoker.warm.origins import folded, spread, tally, verdict, warm_origins
 from stoker.warm.refresh import Refresher
 from stoker.warm.run import RevisitPolicy, Run
 from stoker.warm.warmer import QUEUE, REFRESH, REWARM, WarmBusy, WarmConfig, Warmer
@@ -69,6 +75,34 @@ def warms_on_start(mode: str, cached: int) -> bool:
     return mode == "always" or (mode == "empty" and cached == 0)
 
 
+async def flush_hits(stoker: Stoker, stores: WarmStores) -> int:
+    """Write ``stoker``'s hit counts gathered since the last flush, and the visits per
+    origin they hold (:func:`~stoker.warm.origins.tally`); return how many URLs.  Counts
+    the store does not take go back to the counter, and the error is raised."""
+    hits = stoker.pipeline.hits
+    counts = hits.drain()
+    if counts:
+        now = stoker.clock.now()
+        try:
+            await stores.hits.add_origins(tally(counts, stoker.settings.site_hosts.known), now)
+            await stores.hits.add(counts, now)
+        except BaseException:
+            hits.restore(counts)
+            raise
+    return len(counts)
+
+
+async def visited_origins(stoker: Stoker, stores: WarmStores) -> tuple[str, ...]:
+    """The origins a full run visits each page on, once ``stoker``'s hit counts are
+    flushed (so this process's visits until now count; a flush that fails is logged)."""
+    try:
+        await flush_hits(stoker, stores)
+    except Exception:
+        log.warning("could not flush the hit statistics before a warm run", exc_info=True)
+    return warm_origins(stoker.settings.site_urls, await stores.hits.origins(),
+                        stoker.clock.now())
+
+
 @dataclass
 class WarmService:
     """The warmer, its stores, its worker and the ticker of one process."""
@@ -81,6 +115,7 @@ class WarmService:
     refresher: Refresher | None = None
     """Refresh ahead (None: ``refresh_ahead = 0``)."""
     _unsubscribe: Callable[[], None] | None = None
+    _origin_keys: tuple[str, ...] = ()
 
     @classmethod
     async def open(cls, stoker: Stoker) -> WarmService:
@@ -100,12 +135,15 @@ class WarmService:
         fetch = OriginFetch(stoker.origin, origin_host=settings.origin_host,
                             user_agent=user_agent, credentials=credentials)
         discovery = DiscoveryConfig(site_urls=settings.site_urls,
-                                    aliases=settings.site_aliases,
+                                    aliases=settings.aliases,
                                     max_urls=settings.warm_max_urls,
                                     timeout=settings.origin_timeout)
 
         async def collect(popular: Mapping[str, int]) -> Discovery:
-            return await discover(fetch, discovery, popular)
+            origins = await visited_origins(stoker, stores)
+            found = await discover(fetch, discovery,
+                                   folded(popular, settings.site_urls, origins))
+            return replace(found, urls=spread(found.urls, settings.site_urls, origins))
 
         ticker = Ticker(stores.deadlines, clock, owner)
         warmer = Warmer(
@@ -151,17 +189,30 @@ class WarmService:
             await self.ticker.arm(REFRESH, "earliest", self.stoker.settings.refresh_interval)
 
     async def flush_stats(self) -> int:
-        """Write the hit counts gathered since the last flush; return how many URLs.
-        Counts the store does not take go back to the counter, and the error is raised."""
-        hits = self.stoker.pipeline.hits
-        counts = hits.drain()
-        if counts:
-            try:
-                await self.stores.hits.add(counts, self.stoker.clock.now())
-            except BaseException:
-                hits.restore(counts)
-                raise
-        return len(counts)
+        """Write the hit counts gathered since the last flush, and the visits per origin
+        they hold (:func:`~stoker.warm.origins.tally`); return how many URLs.  Counts the
+        store does not take go back to the counter, and the error is raised."""
+        flushed = await flush_hits(self.stoker, self.stores)
+        if flushed:
+            await self._judge_origins()
+        return flushed
+
+    async def _judge_origins(self) -> None:
+        """Log :func:`~stoker.warm.origins.verdict`'s findings when they change (a table
+        that cannot be read is judged at the next flush)."""
+        try:
+            seen = await self.stores.hits.origins()
+        except Exception:
+            log.warning("could not read the origins visitors arrive on", exc_info=True)
+            return
+        found = verdict(self.stoker.settings.site_urls, seen, self.stoker.clock.now())
+        keys = tuple(finding.key for finding in found)
+        if keys != self._origin_keys:
+            for finding in found:
+                log.warning("warmed entries and visitors' entries differ: %s", finding.text)
+            if self._origin_keys and not found:
+                log.info("warm runs fill the origins visitors arrive on")
+            self._origin_keys = keys
 
     async def _flush_due(self, _: Deadline) -> None:
         await self.flush_stats()

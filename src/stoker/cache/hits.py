@@ -25,13 +25,16 @@ so each is atomic with respect to the loop's other tasks):
 Invariants of a :class:`HitStatsStore`: ``add`` increments (never overwrites)
 the stored sums, so flushes from several processes or nodes add up; a URL's
 ``visits`` is the sum of all hits and misses added for it since it was last
-pruned; URLs that are not :func:`countable` are skipped.
+pruned; URLs that are not :func:`countable` are skipped.  Origins (``scheme://host``
+of visitors' requests, :mod:`stoker.warm.origins`) are summed the same way, at most
+:data:`MAX_SEEN_ORIGINS` rows kept.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
 MAX_URL_LENGTH = 2048
@@ -110,6 +113,20 @@ class HitCounter:
             self.dropped += hits + misses
 
 
+@dataclass(frozen=True, slots=True)
+class SeenOrigin:
+    """Visitors' requests on one ``scheme://host`` (``""``: every host not the site's),
+    summed over flushes, and when the last were flushed."""
+
+    origin: str
+    visits: int
+    last_seen: float
+
+
+MAX_SEEN_ORIGINS = 32
+"""Most origin rows a :class:`HitStatsStore` keeps (the most visited)."""
+
+
 class HitStatsStore(Protocol):
     """Persisted visit sums per URL (SQLite by default, PostgreSQL with ``database_url``)."""
 
@@ -122,8 +139,16 @@ class HitStatsStore(Protocol):
     async def popularity(self, urls: Sequence[str]) -> dict[str, int]:
         """``url -> visits`` for each of ``urls`` (0 for a URL never counted)."""
 
+    async def add_origins(self, visits: Mapping[str, int], now: float) -> None:
+        """Add ``origin -> visits`` to the origins' sums (``now`` their last seen), then
+        keep the :data:`MAX_SEEN_ORIGINS` most visited."""
+
+    async def origins(self) -> list[SeenOrigin]:
+        """The origins' sums, most visited first (ties: by origin)."""
+
     async def prune(self, older_than: float) -> int:
-        """Forget URLs last seen before ``older_than``; return how many were forgotten."""
+        """Forget URLs (and origins) last seen before ``older_than``; return how many
+        URLs were forgotten."""
 
     async def close(self) -> None:
         """Release the store's connections."""

@@ -9,8 +9,8 @@ URL rules (documented for users in the README):
   ``allowed_hosts`` (the ``purge_hosts`` setting) is non-empty, its host
   (port included, default port dropped) must be one of them or an alias.  Empty
   means any host.
-- A host in ``site_aliases`` (a CMS names the site by its own address) stands for
-  the site: it covers every one of the site's own hosts
+- A host in ``site_aliases`` or ``origin_host`` (a CMS names the site by its own
+  address) stands for the site: it covers every one of the site's own hosts
   (:class:`~stoker.http.site_hosts.SiteHosts`), in both schemes, as the warmer maps it.
 - A path ``/x`` expands against the request's ``host`` field (an alias standing for
   the site, as above), else against every one of the site's own hosts (``site_url``,

@@ -5,7 +5,10 @@ error (a bad value, an unknown key, no origin, an admin API open without a token
 ``error:`` line naming the setting, exit 2.  Then each :class:`Check` tries one thing
 serving needs from the machine: the origin answers, ``data_dir`` is writable, the
 databases open and migrate, Redis's ``maxmemory-policy`` keeps Stoker's keys (with
-``l2_url``), the listeners can be bound.
+``l2_url``), the listeners can be bound; and what the stores say of warming: the last
+warm run that ended did its job (:mod:`stoker.warm.verdict`) and the warmed origins are
+those visitors use (:mod:`stoker.warm.origins`) — each a warning on its line, never a
+failure.
 
 Invariants: every check runs, whatever the ones before it found (but one whose failure
 would only repeat another's: :attr:`Check.needs`), and prints one line (``ok``, ``FAIL``
@@ -32,6 +35,7 @@ import typer
 from rich.text import Text
 
 from stoker.backends import open_warm_stores
+from stoker.cache.hits import SeenOrigin
 from stoker.cli.common import (
     AdminListenOpt,
     ConfigOpt,
@@ -57,8 +61,13 @@ from stoker.config.settings import (
     require_tls_files,
 )
 from stoker.server.listeners import AddressInUse, ensure_free
+from stoker.warm.origins import verdict, warm_origins
 from stoker.warm.run import RevisitPolicy
+from stoker.warm.verdict import warmed_count
+from stoker.warm.warmer import judged
 
+RECENT_RUNS: Final = 20
+"""The newest warm runs looked at for the last one that ended."""
 ORIGIN_TIMEOUT: Final = 5.0
 """Seconds the origin has to answer (connecting included)."""
 PASSED: Final = "ok"
@@ -94,7 +103,8 @@ def check(
     Reads the settings as `stoker serve` does (the same flags, stoker.toml and STOKER_*
     variables), then checks that the origin answers, that data_dir is writable and its
     databases (and database_url's) open and migrate, that Redis (l2_url) will not evict
-    Stoker's keys (maxmemory-policy), and that listen and admin_listen can be bound; one
+    Stoker's keys (maxmemory-policy), that listen and admin_listen can be bound, and how
+    the last warm run went (a warning when it found or warmed too few URLs); one
     line per check. Exit status: 0 when everything is usable, 1 when a
     check failed, 2 for a configuration error."""
     settings = settings_or_exit(config, origin=origin, listen=listen, admin_listen=admin_listen,
@@ -126,6 +136,15 @@ def store_checks(settings: Settings) -> list[Check]:
         Check("purge bus", place(settings.database_url, settings.cache_path),
               partial(purge_bus_opens, settings), needs=shared_db),
     ]
+
+
+def warm_checks(settings: Settings) -> list[Check]:
+    """What the stores say about warming: the last warm run that ended, and the origins
+    warm runs fill against those visitors arrive on."""
+    return [Check("last warm run", place(settings.database_url, settings.sqlite_path),
+                  partial(last_warm_run, settings), needs="job queue"),
+            Check("warmed origins", ", ".join(settings.site_urls),
+                  partial(warmed_origins, settings), needs="job queue")]
 
 
 def migrate(
@@ -172,6 +191,7 @@ def checks_for(settings: Settings, config_file: Path | None) -> list[Check]:
                  partial(redis_keeps_keys, settings.l2_url), needs="cache tier")]
           if settings.l2_url else []),
         *notifier_checks(settings),
+        *warm_checks(settings),
     ]
     if settings.tls_cert is not None:
         checks.append(Check("tls_cert, tls_key", f"{settings.tls_cert}, {settings.tls_key}",
@@ -314,6 +334,53 @@ async def job_queue_opens(settings: Settings) -> str:
                                     RevisitPolicy(delay=settings.stopgap_delay))
     await stores.aclose()
     return "opened and migrated"
+
+
+async def last_warm_run(settings: Settings) -> str:
+    """The newest warm run that ended ``done`` or ``failed`` and how it went; a warning
+    (never a failure: the next run may do better) when :mod:`stoker.warm.verdict` has one."""
+    stores = await open_warm_stores(settings, SystemClock(),
+                                    RevisitPolicy(delay=settings.stopgap_delay))
+    try:
+        ended = [run for run in await stores.runs.recent(RECENT_RUNS)
+                 if run.phase in ("done", "failed")]
+        if not ended:
+            return f"none ended among the last {RECENT_RUNS} runs"
+        last = ended[0]
+        said = await judged(stores.runs, last)
+    finally:
+        await stores.aclose()
+    counts = last.counts
+    which = f"run {last.id} ({last.reason}, {last.scope}) {last.phase}"
+    if said is not None:
+        return f"warning: {which}: {said}"
+    return f"{which}: {counts.total} URLs, {warmed_count(last)} warmed"
+
+
+async def warmed_origins(settings: Settings) -> str:
+    """The origins warm runs fill, against those visitors arrive on (the hit statistics'
+    table, :mod:`stoker.warm.origins`): a difference is a warning."""
+    stores = await open_warm_stores(settings, SystemClock(),
+                                    RevisitPolicy(delay=settings.stopgap_delay))
+    try:
+        seen = await stores.hits.origins()
+    finally:
+        await stores.aclose()
+    return origins_verdict(settings, seen, SystemClock().now())
+
+
+def origins_verdict(settings: Settings, seen: Sequence[SeenOrigin], now: float) -> str:
+    """What :func:`warmed_origins` says of ``seen`` (pure): the origins a full run warms,
+    then each finding as a warning; with ``tls_cert`` an ``http://`` site_url is one."""
+    warmed = warm_origins(settings.site_urls, seen, now)
+    findings = [finding.text for finding in verdict(settings.site_urls, seen, now)]
+    plain = [url for url in settings.site_url if url.startswith("http://")]
+    if settings.tls_cert is not None and plain:
+        findings.insert(0, f"tls_cert is set, so visitors arrive on https, but site_url "
+                           f"names {', '.join(plain)}: set it to https://")
+    said = f"warm runs fill {', '.join(warmed)}"
+    return "; ".join([said, *(f"warning: {text}" for text in findings)]) if findings \
+        else said + ("" if seen else " (no visitor seen yet)")
 
 
 async def audit_log_opens(settings: Settings) -> str:

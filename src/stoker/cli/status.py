@@ -149,7 +149,8 @@ def _rounded(value: float | None, digits: int) -> float | None:
 
 def sections(view: Mapping[str, Any]) -> list[Section]:
     """The view's rows, by section, from a :func:`summary`: requests, origin, cache, warm
-    (the run while one is active, refresh ahead while on), and the processes and nodes
+    (the run while one is active, the last one that ended, refresh ahead while on), and
+    the processes and nodes
     sharing the cache."""
     found = [("requests", request_rows(view)), ("origin", origin_rows(view)),
              ("cache", cache_rows(view)), ("warm", warm_rows(view)),
@@ -214,31 +215,69 @@ def cache_rows(view: Mapping[str, Any]) -> list[Row]:
     return rows
 
 
-def warm_rows(view: Mapping[str, Any]) -> list[Row]:
-    """The active warm run (what it is, how far it got, how its settled visits went) and
-    refresh ahead's figures (this process's), each when there is one."""
+def warm_reads_row(view: Mapping[str, Any]) -> list[Row]:
+    """Responses warm visits stored, and how many a visitor then read (with the share);
+    no row before a warm visit stored one."""
+    reads = view.get("warm_reads") or {}
+    stored = reads.get("stored", 0)
+    if not stored:
+        return []
+    read = reads.get("read", 0)
+    return [("warmed entries read", f"{_count(read)} of {_count(stored)} stored "
+             f"({_percent(read / stored)})", "")]
+
+
+def refresh_row(view: Mapping[str, Any]) -> list[Row]:
+    """Refresh ahead's figures (this process's): reads tracked, refreshes by result; no row
+    while it is off."""
     refresh = view.get("refresh_ahead")
-    rows = [("refresh ahead", f"{_count(refresh['tracked'])} read, "
+    if not refresh:
+        return []
+    return [("refresh ahead", f"{_count(refresh['tracked'])} read, "
                               f"{_count(refresh['refreshed'])} refreshed, "
                               f"{_count(refresh['not_modified'])} not modified, "
-                              f"{_count(refresh['failed'])} failed", "")] if refresh else []
-    return run_rows(view) + rows
+                              f"{_count(refresh['failed'])} failed", "")]
 
 
-def run_rows(view: Mapping[str, Any]) -> list[Row]:
-    """The active warm run's rows (none when no run is active)."""
-    active = (view.get("warm") or {}).get("active")
-    if not active:
-        return []
+def warm_rows(view: Mapping[str, Any]) -> list[Row]:
+    """The active warm run (what it is, how far it got, how its settled visits went, why
+    discovery skipped URLs), then the last run that ended and its warning, then the warmed
+    entries visitors read (:func:`warm_reads_row`) and refresh ahead (:func:`refresh_row`);
+    no rows when there is none of them."""
+    warm = view.get("warm") or {}
+    active, last = warm.get("active"), warm.get("last")
+    rows = _active_rows(active, view.get("warm_progress")) if active else []
+    if last:
+        counts = last["counts"]
+        rows.append(("last run", f"{last['id']} ({last['reason']}, {last['scope']}): "
+                                 f"{last['phase']}, {_count(counts['total'])} URLs, "
+                                 f"{_count(counts['warmed'] + counts['rewarmed'])} warmed", ""))
+        rows += _skipped_rows(last, "last run skipped")
+        if last.get("warning"):
+            rows.append(("last run warning", last["warning"], ""))
+    return rows + warm_reads_row(view) + refresh_row(view)
+
+
+def _active_rows(active: Mapping[str, Any], progress: float | None) -> list[Row]:
     counts = active["counts"]
-    progress = view.get("warm_progress")
     done = f"{_count(counts['settled'])}/{_count(counts['total'])}" + (
         f" ({_percent(progress)})" if progress is not None else "")
     return [("run", f"{active['id']} ({active['reason']}, {active['scope']}): "
                     f"{active['phase']}", ""),
             ("settled", done, ""),
             *((name.replace("_", " "), _count(counts.get(name, 0)), "")
-              for name in ("warmed", "not_modified", "not_stored", "failed"))]
+              for name in ("warmed", "not_modified", "not_stored", "failed")),
+            *_skipped_rows(active, "skipped")]
+
+
+def _skipped_rows(run: Mapping[str, Any], name: str) -> list[Row]:
+    """One row saying why discovery skipped URLs, when it skipped some."""
+    skipped = run["counts"].get("skipped", 0)
+    if not skipped:
+        return []
+    reasons = ", ".join(f"{reason}: {_count(n)}"
+                        for reason, n in (run.get("skipped_reasons") or {}).items())
+    return [(name, _count(skipped) + (f" ({reasons})" if reasons else ""), "")]
 
 
 def render(view: Mapping[str, Any], *, title: str, caption: str | None = None) -> Table:

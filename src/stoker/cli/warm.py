@@ -1,8 +1,10 @@
 """``stoker warm`` (start a warm run, optionally wait for it) and ``stoker worker``.
 
 Invariants: ``stoker warm --wait`` exits 0 only when the run it waited for
-ended ``done`` with no failed URL, and 1 otherwise, listing the failures (pages
-the cache does not store are no failure: their reasons are listed);
+ended ``done`` with no failed URL (and, with ``--strict``, no warning), and 1 otherwise,
+listing the failures (pages the cache does not store are no failure: their reasons are
+listed, as are the reasons discovery skipped URLs); a run's warning
+(:mod:`stoker.warm.verdict`: it found almost nothing, or warmed under half) is printed;
 without ``--wait`` it exits 0 once the run was accepted.  A manual full run going
 (409) is an error unless ``--replace`` is given; an automatic one (``warm_on_start``,
 the daily refresh) is joined and, with ``--wait``, followed.
@@ -35,7 +37,7 @@ from stoker.cli.common import (
 )
 from stoker.cli.log_lines import setup_logging
 from stoker.clock import SystemClock
-from stoker.warm.run_store import not_stored_text
+from stoker.warm.run_store import not_stored_text, skipped_text
 
 ENDED: Final = frozenset({"done", "failed", "cancelled"})
 POLL: Final = 0.5
@@ -50,6 +52,9 @@ def warm(
         "--replace", help="Supersede a full run that is going")] = False,
     wait: Annotated[bool, typer.Option(
         "--wait", help="Show progress and wait for the run to end")] = False,
+    strict: Annotated[bool, typer.Option(
+        "--strict", help="With --wait: exit 1 when the run ended with a warning (it found "
+                         "fewer than 2 URLs, or warmed under half of them)")] = False,
     config: ConfigOpt = None, admin_url_: AdminUrlOpt = None, admin_token: AdminTokenOpt = None,
 ) -> None:
     """Warm the site (or --url pages) through a running Stoker's cache."""
@@ -70,7 +75,7 @@ def warm(
         raise fail(error) from None
     if wait:
         _summary(run)
-        if run["phase"] != "done" or run["counts"]["failed"]:
+        if run["phase"] != "done" or run["counts"]["failed"] or (strict and run.get("warning")):
             raise typer.Exit(1)
 
 
@@ -136,12 +141,18 @@ def _summary(run: dict[str, Any]) -> None:
     out.print(table)
     if run.get("error"):
         print_error(run["error"], out)
+    skipped = run["counts"]["skipped"]
+    if skipped:
+        out.print(skipped_text(skipped, run.get("skipped_reasons", {})), highlight=False)
     not_stored = run["counts"].get("not_stored", 0)  # 0 from a Stoker that predates it
     if not_stored:
         out.print(not_stored_text(not_stored, run.get("not_stored_reasons", {})),
                   highlight=False)
     for failed in run.get("failed_urls", []):
         out.print(f"  failed: {failed}", highlight=False)
+    if run.get("warning") and run["phase"] == "done":
+        out.print(f"warning: warm run {run['id']} {run['warning']}", style="yellow",
+                  highlight=False)
 
 
 def worker(

@@ -2,7 +2,8 @@
 
 Visitors reach a site under its own hosts: those of ``site_url``, of ``purge_hosts``,
 and Stoker's listener.  A CMS, its sitemaps and its purge plugins often name it by
-another host (the CMS's configured address, the origin's own): ``site_aliases``.
+another host (the CMS's configured address, the origin's own): ``site_aliases``, and
+``origin_host`` always (``Settings.aliases`` gives both).
 Warming moves an alias's URLs onto the site, and a purge naming an alias covers the
 site's own hosts; both read aliases here, one way.
 

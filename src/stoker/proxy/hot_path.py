@@ -219,6 +219,7 @@ class HotPath:
         pipeline.outcomes[HIT_COUNTED] += 1
         pipeline.cache_bytes += reply.entry.body_size
         pipeline.hits.hit(reply.entry.url)
+        pipeline.warm_reads.note_read(reply.entry.url)
         if pipeline.reads is not None:  # Vary-less: no header selects the variant
             pipeline.reads.read(reply.entry, (), self._now)
 

@@ -112,6 +112,7 @@ from stoker.cache.outcome import GENERATED, Kind, Outcome
 from stoker.cache.port import Cache
 from stoker.cache.purge_bus import Relay
 from stoker.cache.reads import ReadTracker
+from stoker.cache.warm_reads import WarmReads
 from stoker.clock import Clock
 from stoker.config.rules import (
     Rule,
@@ -243,6 +244,8 @@ class Pipeline:
         self.reads = ReadTracker(config.memory.counted_urls, config.refresh_window,
                                  config.refresh_ahead) if config.refresh_ahead > 0 else None
         """The entries visitors read, for refresh ahead (None: off)."""
+        self.warm_reads = WarmReads()
+        """Responses warm visits stored, and how many a visitor then read."""
         self.health = health or OriginHealth(clock)
         """The origin's breaker (the origin client given reports to it)."""
         self.not_cached = NotCachedLog()
@@ -413,6 +416,7 @@ class Pipeline:
             self.stats["hit" if action.serve is Kind.HIT else "stale"] += 1
             if counted:
                 self.hits.hit(request.url)
+                self.warm_reads.note_read(request.url)
             if action.revalidate:
                 self._revalidate_in_background(lookup, entry)
             kind = action.serve

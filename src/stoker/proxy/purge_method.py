@@ -12,9 +12,10 @@ Invariants:
   which the client controls); anyone else gets 403 and nothing is purged.
 - The URL purged is the request's (scheme, ``Host``, target), read as the admin API
   reads an absolute URL (:func:`~stoker.cache.invalidation.expand_url`): a ``Host``
-  in ``site_aliases`` — the CMS's own address, which Wagtail's and WordPress's purge
-  clients send — purges the page on every one of the site's own hosts, and a ``Host``
-  that is neither the site's nor an alias is named in the answer's ``unknown_hosts``.
+  in ``site_aliases`` or equal to ``origin_host`` — the CMS's own address, which
+  Wagtail's and WordPress's purge clients send — purges the page on every one of the
+  site's own hosts, and a ``Host`` that is neither the site's nor an alias is named in
+  the answer's ``unknown_hosts``.
 - Every attempt that is not disabled outright is audited with actor
   ``purge-method:<client address>``: an allowed one always, a refused one through
   :class:`~stoker.proxy.purge.Refusals` (the admin listener's policy: a client's first

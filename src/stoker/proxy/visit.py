@@ -9,8 +9,9 @@ request core (:meth:`Pipeline.serve`) as a warm visit (its context has a warm al
 so the pipeline refreshes a stale entry synchronously (a conditional request) instead of
 serving it stale (a refresh visit, refresh ahead's, revalidates a fresh one too), and
 leaves the visit out of the hit statistics; the visit is judged on the reply's
-:class:`~stoker.cache.outcome.Outcome`, never on header text.  The body is read to the
-end (so the store completes) and dropped.
+:class:`~stoker.cache.outcome.Outcome`, never on header text; a visit that stored its
+response is noted in the pipeline's :class:`~stoker.cache.warm_reads.WarmReads`.  The
+body is read to the end (so the store completes) and dropped.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ class PipelineVisitor:
         waits = request.context.origin_waits
         latency = sum(waits) if waits else self._clock.monotonic() - started
         retry_after = get_header(reply.headers, b"retry-after")
+        if reply.outcome.stored:
+            self._pipeline.warm_reads.note_stored(request.url)
         outcome, detail = judge(reply.status, reply.headers, reply.outcome,
                                 stopgap_header=self._stopgap_header)
         return VisitResult(url, reply.status, outcome, latency,

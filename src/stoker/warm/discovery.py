@@ -20,7 +20,8 @@ Invariants:
   one reached twice by different paths is read once.
 - ``Discovery.urls`` are normalised (:func:`stoker.warm.urls.normalise`), distinct, on
   one of the site origins (alias hosts moved onto the site whose sitemap or home page
-  named them; links to other hosts counted as ``other_host``),
+  named them; links to other hosts counted as ``other_host``; home-page links that are no
+  page counted by :func:`stoker.warm.links.skip_reason`),
   at most ``config.max_urls``, in the order of :class:`stoker.warm.urls.Collector`: the
   home pages first, then most hits in ``popularity``, then newest ``lastmod``, then
   discovery order (home page, sitemaps, alternates with their URL, home-page links).
@@ -110,8 +111,9 @@ class DiscoveryConfig:
     """What to discover and the bounds.
 
     ``site_urls``, ``aliases``, ``max_urls`` and ``timeout`` come from the settings
-    ``site_url``, ``site_aliases``, ``warm_max_urls`` and ``origin_timeout``; the other
-    bounds have defaults a site owner should not need to change.
+    ``site_url``, ``site_aliases`` with ``origin_host``, ``warm_max_urls`` and
+    ``origin_timeout``; the other bounds have defaults a site owner should not need to
+    change.
     """
 
     site_urls: tuple[str, ...]
@@ -140,7 +142,9 @@ class DiscoveryConfig:
 
 @dataclass
 class Discovery:
-    """The URLs to warm in order, what was skipped (reason → count), the sitemaps read."""
+    """The URLs to warm in order, what was skipped (reason → count: the ``SKIP_*`` here
+    and the home-page link reasons of :mod:`stoker.warm.links`: ``feed``, ``admin``,
+    ``file``, ``query``, ``link_limit``), the sitemaps read."""
 
     urls: list[str]
     skipped: dict[str, int] = field(default_factory=dict)
@@ -198,7 +202,8 @@ class _Discoverer:
         return extract_links(_text(body, content_type), home,
                              allow_query=self.config.allow_query,
                              max_links=self.config.max_home_links,
-                             place=lambda url: self._place(url, origin, SKIP_OTHER_HOST))
+                             place=lambda url: self._place(url, origin, SKIP_OTHER_HOST),
+                             skipped=self.skipped)
 
     async def _root_sitemaps(self, origin: str) -> list[tuple[str, bool]]:
         """The sitemaps robots.txt lists (listed=True), else ``/sitemap.xml`` (False)."""

@@ -10,12 +10,17 @@ Invariants:
   is not in :data:`PAGE_EXTENSIONS`), ``admin`` (a first segment in
   :data:`ADMIN_SEGMENTS` or starting with ``_``), or ``query`` (a query string, unless
   allowed).
-- Pure: no I/O, no clock.
+- With a ``skipped`` counter, :func:`extract_links` counts each distinct link it leaves
+  out under its :func:`skip_reason`, and the anchors it did not read once ``max_links``
+  were kept as :data:`SKIP_LINK_LIMIT`; links that are no http(s) URL (``mailto:``,
+  ``javascript:``) are not pages and are not counted; ``place`` counts its own.
+- Pure: no I/O, no clock (``skipped`` is the caller's tally, only added to).
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from html.parser import HTMLParser
@@ -34,6 +39,8 @@ ADMIN_SEGMENTS = frozenset({
     "register", "account", "accounts", "my-account", "cart", "checkout", "basket", "cgi-bin",
     "nova", "horizon",
 })
+SKIP_LINK_LIMIT = "link_limit"
+"""Home-page anchors not read because ``max_links`` links were kept already."""
 _EXTENSION = re.compile(r"\.([A-Za-z0-9]{1,8})$")
 _FEED_EXTENSIONS = frozenset({"rss", "atom", "rdf"})
 
@@ -87,26 +94,37 @@ def _on_origin(origin: str, url: str) -> str | None:
 
 def extract_links(html: str, base: str, *, allow_query: bool = False,
                   max_links: int = MAX_LINKS,
-                  place: Callable[[str], str | None] | None = None) -> list[str]:
+                  place: Callable[[str], str | None] | None = None,
+                  skipped: Counter[str] | None = None) -> list[str]:
     """The site's page links of ``html`` (a page at ``base``), each placed on the site by
     ``place`` (a normalised link → its URL on the site, or None when it is another
-    site's); see module invariants."""
+    site's); those left out counted by reason in ``skipped``; see module invariants."""
     anchors = _Anchors(base)
     anchors.feed(html)
     anchors.close()
     if place is None:
         origin = origin_of(normalise(base) or base)
         place = partial(_on_origin, origin)
+    tally: Counter[str] = Counter() if skipped is None else skipped
     found: dict[str, None] = {}
-    for page_base, href in anchors.hrefs:
+    left_out: set[str] = set()
+    for read, (page_base, href) in enumerate(anchors.hrefs, 1):
         joined = join_url(page_base, href)
         url = normalise(joined) if joined else None
-        if url is None or skip_reason(url, allow_query=allow_query) is not None:
+        if url is None:
+            continue
+        reason = skip_reason(url, allow_query=allow_query)
+        if reason is not None:
+            if url not in left_out:
+                left_out.add(url)
+                tally[reason] += 1
             continue
         placed = place(url)
         if placed is None:
             continue
         found.setdefault(placed)
         if len(found) >= max_links:
+            if read < len(anchors.hrefs):
+                tally[SKIP_LINK_LIMIT] += len(anchors.hrefs) - read
             break
     return list(found)

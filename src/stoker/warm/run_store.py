@@ -12,6 +12,8 @@ Invariants every implementation keeps:
 - The URLs of a run are rows keyed by ``(run, url)``: ``record`` compares the
   visit number against the row's, so a visit delivered twice counts once; a row
   keeps its :class:`~stoker.warm.run.UrlState` whole, ``detail`` included.
+- ``skipped_reasons`` gives back the reasons ``set_total`` stored (each with a count above
+  0), which add up to ``counts.skipped``; a run that never collected has none.
 - ``not_stored_reasons`` tallies exactly the run's ``not_stored`` rows by their
   ``detail``, so its counts add up to ``counts.not_stored``; ``not_stored_urls``
   groups the same rows by the same key.
@@ -95,9 +97,11 @@ class RunStore(Protocol):
         own, or stalled for over ``COLLECT_STALL`` seconds)."""
 
     async def set_total(self, run_id: int, owner: str, urls: Sequence[str], now: float, *,
-                        skipped: int = 0) -> Collected | None:
-        """Store the collected ``urls`` and start warming; ``None`` (and no change)
-        unless ``owner`` holds the collect claim of an active run."""
+                        skipped: Mapping[str, int] | None = None) -> Collected | None:
+        """Store the collected ``urls`` and why discovery left others out (``skipped``:
+        reason → how many; counts of 0 dropped, their sum is ``counts.skipped``) and start
+        warming; ``None`` (and no change) unless ``owner`` holds the collect claim of an
+        active run."""
 
     async def record(self, run_id: int, url: str, visit: int, result: Result,
                      now: float, *, detail: str | None = None) -> Recorded:
@@ -116,6 +120,10 @@ class RunStore(Protocol):
     async def urls(self, run_id: int, state: UrlStateName, limit: int = 100) -> list[str]:
         """Up to ``limit`` (clamped like ``recent``) URLs of the run in ``state``
         (e.g. ``failed``), sorted; ``ValueError`` for an unknown state."""
+
+    async def skipped_reasons(self, run_id: int) -> dict[str, int]:
+        """Why discovery left URLs out of the run: each reason with its count, most first
+        (then by reason); empty for an unknown run or one that never collected."""
 
     async def not_stored_reasons(self, run_id: int) -> dict[str, int]:
         """Why the run's ``not_stored`` URLs were not stored: each reason (their
@@ -170,6 +178,29 @@ def not_stored_text(count: int, reasons: Mapping[str, int]) -> str:
     (as :meth:`RunStore.not_stored_reasons` gives them, in their order)."""
     listed = ", ".join(f"{reason}: {n}" for reason, n in reasons.items())
     return f"{count} not stored" + (f" ({listed})" if listed else "")
+
+
+def skipped_rows(skipped: Mapping[str, int] | None) -> list[tuple[str, int]]:
+    """``(reason, count)`` of ``skipped`` whose count is above 0, by reason; ``ValueError``
+    for a negative count.  Pure."""
+    rows = sorted((skipped or {}).items())
+    for reason, count in rows:
+        if count < 0:
+            raise ValueError(f"skipped[{reason!r}]: a count cannot be negative ({count})")
+    return [(reason, count) for reason, count in rows if count]
+
+
+def most_first(reasons: Mapping[str, int]) -> dict[str, int]:
+    """``reasons`` whose count is above 0, most first, then by reason (as
+    :meth:`RunStore.skipped_reasons` gives them).  Pure."""
+    return dict(sorted(((reason, n) for reason, n in reasons.items() if n),
+                       key=lambda item: (-item[1], item[0])))
+
+
+def skipped_text(count: int, reasons: Mapping[str, int]) -> str:
+    """``"54 skipped (other_host: 50, feed: 4)"``, as :func:`not_stored_text`."""
+    listed = ", ".join(f"{reason}: {n}" for reason, n in reasons.items())
+    return f"{count} skipped" + (f" ({listed})" if listed else "")
 
 
 def check_limit(limit: int) -> int:

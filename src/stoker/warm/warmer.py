@@ -59,9 +59,10 @@ from stoker.schedule.store import ArmMode, Deadline
 from stoker.warm.discovery import Discovery, DiscoveryError
 from stoker.warm.rewarms import RewarmRecorder
 from stoker.warm.run import Reason, Result, Run, Visit
-from stoker.warm.run_store import Created, not_stored_text
+from stoker.warm.run_store import Created, RunStore, most_first, not_stored_text, skipped_text
 from stoker.warm.stores import WarmStorage, WarmUnit
 from stoker.warm.throttle import ThrottleState, allowed, on_result
+from stoker.warm.verdict import warning
 from stoker.warm.visits import NOT_STORED, STALE_SERVED, Visitor, VisitResult
 
 log = logging.getLogger("stoker.warm")
@@ -226,6 +227,9 @@ class Warmer:
             await self._arm_refresh(self.config.refresh_interval)
         reasons = await self.stores.runs.not_stored_reasons(run.id) if run.counts.not_stored else {}
         log.info("warm run %d %s: %s", run.id, run.phase, summary(run, reasons))
+        said = await judged(self.stores.runs, run)
+        if said is not None and run.phase == "done":
+            log.warning("warm run %d: %s", run.id, said)
 
     # -- jobs -------------------------------------------------------------------
 
@@ -257,16 +261,15 @@ class Warmer:
             if run is not None:
                 await self._ended(run)
             return
-        skipped = sum(discovery.skipped.values())
         async with self.stores.transaction() as tx:
             collected = await tx.runs.set_total(run_id, self.owner, discovery.urls,
-                                                self.clock.now(), skipped=skipped)
+                                                self.clock.now(), skipped=discovery.skipped)
             if collected is None:
                 return  # superseded or taken over meanwhile
             await tx.queue.enqueue([self._visit_job(run_id, visit, rank)
                                     for rank, visit in enumerate(collected.visits)])
-        log.info("warm run %d: %d URLs collected (%d skipped)", run_id,
-                 len(discovery.urls), skipped)
+        log.info("warm run %d: %d URLs collected, %s", run_id, len(discovery.urls),
+                 skipped_text(collected.run.counts.skipped, most_first(discovery.skipped)))
         if not collected.run.active:
             await self._ended(collected.run)
 
@@ -354,6 +357,14 @@ def _teaches_throttle(result: VisitResult) -> bool:
     copy from cache (``fresh``, or a stale one standing in for a failing origin) nor a
     page passed through unstored."""
     return result.outcome not in ("fresh", "not_stored") and result.detail != STALE_SERVED
+
+
+async def judged(runs: RunStore, run: Run) -> str | None:
+    """The :func:`~stoker.warm.verdict.warning` on ``run``, with its stored reasons."""
+    if run.phase != "done":
+        return warning(run)
+    return warning(run, await runs.skipped_reasons(run.id),
+                   await runs.not_stored_reasons(run.id))
 
 
 def summary(run: Run, reasons: Mapping[str, int]) -> str:

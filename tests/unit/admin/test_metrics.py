@@ -202,6 +202,17 @@ def test_a_node_counter_never_falls_when_a_process_leaves_or_restarts() -> None:
     assert again.timing.failures == 4 * mine.timing.failures  # mine, r1, r2, r3
 
 
+def test_warmed_entries_and_their_visitor_reads_are_summed_over_the_processes() -> None:
+    theirs = json.loads(said(figures(warm_stored=30, warm_read=12)))
+    older = {key: value for key, value in theirs.items()
+             if key not in ("warm_stored", "warm_read")}  # a release before the figure
+    total = combined(figures(warm_stored=10, warm_read=1), [theirs, older])
+    assert (total.warm_stored, total.warm_read) == (40, 13)
+    found = samples(total)
+    assert found["stoker_warm_stored_entries_total", ()] == 40
+    assert found["stoker_warm_entries_read_total", ()] == 13
+
+
 def test_refreshes_are_counted_by_result_and_summed_over_processes() -> None:
     mine = figures(refreshed=3, refresh_not_modified=10, refresh_failed=1)
     found = samples(mine)

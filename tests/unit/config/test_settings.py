@@ -165,6 +165,20 @@ def test_origin_and_warm_concurrency_settings() -> None:
         load_settings(env={"STOKER_WARM_MAX_CONCURRENCY": "0"})
 
 
+def test_origin_host_is_one_of_the_sites_aliases(tmp_path: Path) -> None:
+    path = write(tmp_path, 'origin_host = "wp.internal"\nsite_aliases = ["cms:8000", '
+                           '"wp.internal"]\nsite_url = "https://www.example.com"\n')
+    settings = load_settings(config_path=path, env={})
+    assert settings.aliases == ("cms:8000", "wp.internal")
+    hosts = settings.site_hosts
+    assert hosts.covered("http", "wp.internal") == hosts.everywhere()
+    assert ("https", "www.example.com") in hosts.everywhere()
+    assert not any(host == "wp.internal" for _, host in hosts.everywhere())  # never its own
+    bare = load_settings(config_path=None, env={})
+    assert bare.aliases == () and bare.site_hosts.covered("http", "wp.internal") == (
+        ("http", "wp.internal"),)
+
+
 def test_refresh_ahead_settings_default_parse_and_name_themselves(tmp_path: Path) -> None:
     defaults = load_settings(config_path=None, env={}, cli={})
     assert (defaults.refresh_ahead, defaults.refresh_window) == (30.0, 3600.0)

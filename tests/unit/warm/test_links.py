@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.warm.links import extract_links, skip_reason
+from stoker.warm.links import SKIP_LINK_LIMIT, extract_links, skip_reason
 from stoker.warm.urls import normalise
 
 HOME = "https://www.example.com/"
@@ -57,6 +59,28 @@ def test_extract_links_keeps_same_origin_pages_in_order() -> None:
         "https://www.example.com/area", "https://www.example.com/after-marked-section"]
 
 
+def test_the_links_left_out_are_counted_by_reason_once_each() -> None:
+    skipped: Counter[str] = Counter({"other_host": 1})
+    extract_links(PAGE + '<a href="/feed/">feed again</a><a href="/b.pdf">2</a>', HOME,
+                  skipped=skipped)
+    # mailto: and javascript: are no pages; the feed is counted once; the caller's
+    # own count is kept (other hosts are the caller's to count, through place)
+    assert skipped == {"feed": 1, "query": 1, "admin": 1, "file": 2, "other_host": 1}
+
+
+def test_the_anchors_past_the_cap_are_counted() -> None:
+    page = "".join(f'<a href="/p{n}">x</a>' for n in range(5)) + '<a href="/feed">f</a>'
+    skipped: Counter[str] = Counter()
+    assert len(extract_links(page, HOME, max_links=2, skipped=skipped)) == 2
+    assert skipped == {SKIP_LINK_LIMIT: 4}
+    skipped.clear()
+    extract_links(page, HOME, max_links=5, skipped=skipped)
+    assert skipped == {SKIP_LINK_LIMIT: 1}  # the cap reached on the fifth: the feed unread
+    skipped.clear()
+    extract_links(page, HOME, max_links=6, skipped=skipped)
+    assert skipped == {"feed": 1}
+
+
 def test_extract_links_with_queries_allowed() -> None:
     assert "https://www.example.com/a?b=1&c=2" in extract_links(PAGE, HOME, allow_query=True)
 
@@ -74,7 +98,9 @@ def test_a_base_elsewhere_makes_relative_links_foreign() -> None:
 
 @given(st.text(max_size=500))
 def test_any_text_gives_distinct_normalised_same_origin_links(html: str) -> None:
-    links = extract_links(html, HOME, max_links=5)
+    skipped: Counter[str] = Counter()
+    links = extract_links(html, HOME, max_links=5, skipped=skipped)
+    assert all(count > 0 for count in skipped.values())
     assert len(links) == len(set(links)) <= 5
     for link in links:
         assert normalise(link) == link

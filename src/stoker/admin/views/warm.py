@@ -1,5 +1,8 @@
 """The Warm page: the active (or else the latest) warm run live, its progress, pace and
-counts, why pages were not stored, a map of its URLs as coloured cells, the recent runs;
+counts, its warning once ended (:mod:`stoker.warm.verdict`), why discovery skipped URLs,
+why pages were not stored, a map of its URLs as coloured cells, the origins visitors
+arrive on against those warm runs fill (and the warmed entries visitors read), the
+recent runs;
 start a run (the whole site, or a list of URLs) and cancel one.
 
 Invariants: every figure comes from the functions ``/api/warm`` answers with
@@ -122,6 +125,25 @@ def reasons_html(reasons: Mapping[str, int], urls: Mapping[str, Sequence[str]]) 
                   + "</ul>")
 
 
+def skipped_html(reasons: Mapping[str, int]) -> Markup:
+    """Why discovery left URLs out of the run: each reason and how many.  Pure."""
+    if not reasons:
+        return Markup("")
+    items = "".join(f"<li><strong>{esc(reason)}</strong>: {shown(count, 'count')}</li>"
+                    for reason, count in reasons.items())
+    return Markup('<h2>Skipped by discovery, by reason</h2><ul class="reasons" '
+                  f'id="warm-skipped">{items}</ul>')
+
+
+def warning_html(detail: Mapping[str, Any]) -> Markup:
+    """The warning on a run that ended ``done`` (a failed one shows its error).  Pure."""
+    said = detail.get("warning")
+    if not said or detail["phase"] != "done":
+        return Markup("")
+    return Markup(f'<p class="notice" id="warm-warning"><strong>Warning:</strong> this run '
+                  f"{esc(said)}</p>")
+
+
 def natural(url: str) -> tuple[tuple[int, int | str], ...]:
     """A sort key that orders the numbers in ``url`` by value (``/page/2`` before
     ``/page/10``).  Pure."""
@@ -184,7 +206,8 @@ def run_html(detail: Mapping[str, Any], url_map: Mapping[str, Any], now: float) 
     return Markup(f'<section class="run"><h2 id="warm-run">{which} #{esc(detail["id"])} '
                   f'<span class="detail">{esc(detail["reason"])}, {esc(detail["scope"])}</span> '
                   f"{phase_tag(detail)} {cancel}</h2>"
-                  + progress_html(detail, now)
+                  + warning_html(detail) + progress_html(detail, now)
+                  + skipped_html(detail["skipped_reasons"])
                   + reasons_html(detail["not_stored_reasons"], detail["not_stored_urls"])
                   + map_html(url_map["states"], detail["counts"]) + "</section>")
 
@@ -200,6 +223,27 @@ CONTROLS: Final = Markup(
 """Start a run: the whole site, or a list of URLs (merged into a run that is going)."""
 
 
+def origins_html(listing: Mapping[str, Any], now: float) -> Markup:
+    """The origins visitors arrived on against those warm runs fill, the findings when
+    they differ (as notices), and the warmed entries visitors then read.  Pure."""
+    warmed = set(listing["warmed_origins"])
+    rows = [(row["origin"] or "other hosts (not the site's)", shown(row["visits"], "count"),
+             moment(row["last_seen"], now), "yes" if row["origin"] in warmed else "no")
+            for row in listing["seen_origins"]]
+    reads = listing["warm_reads"]
+    read_share = (f"{shown(reads['read'], 'count')} of {shown(reads['stored'], 'count')} "
+                  f"({shown(reads['read'] / reads['stored'], 'percent')})"
+                  if reads["stored"] else "none stored yet")
+    return Markup(
+        '<section class="origins"><h2>Where visitors arrive</h2>'
+        + "".join(f'<p class="notice">{esc(text)}</p>' for text in listing["origin_findings"])
+        + facts([("Warm runs fill", ", ".join(listing["warmed_origins"])),
+                 ("Warmed entries later read by visitors", read_share)])
+        + table(("Origin", "Visits", "Last seen", "Warmed"), rows, numeric=(1,),
+                empty="no visitor counted yet", label="Origins visitors arrive on")
+        + "</section>")
+
+
 def warm_html(listing: Mapping[str, Any], detail: Mapping[str, Any] | None,
               url_map: Mapping[str, Any] | None, now: float) -> str:
     """The page's content: ``listing`` from :func:`runs_listing`, the shown run's
@@ -208,7 +252,8 @@ def warm_html(listing: Mapping[str, Any], detail: Mapping[str, Any] | None,
                  else Markup('<p class="notice">No warm run yet: start one above.</p>'))
     return (heading("Warm") + '<p class="lead">The warmer visits the site\'s URLs '
             "through the cache so visitors find them warm.</p>" + CONTROLS + "<div data-live>"
-            + shown_run + recent_html(listing["recent"], now) + "</div>")
+            + shown_run + origins_html(listing, now) + recent_html(listing["recent"], now)
+            + "</div>")
 
 
 async def content(_: Request, sources: Sources) -> str:

@@ -42,6 +42,7 @@ from stoker.warm.run_store import (
     grouped,
     run_from_row,
     run_values,
+    skipped_rows,
     update_statement,
     url_state_from_row,
 )
@@ -81,6 +82,15 @@ _NOT_STORED_REASONS: Final = """
 SELECT coalesce(detail, '') AS reason, count(*) AS urls FROM warm_run_urls
 WHERE run_id = $1 AND state = 'not_stored'
 GROUP BY 1 ORDER BY 2 DESC, coalesce(detail, '') COLLATE "C"
+"""
+_INSERT_SKIPPED: Final = """
+INSERT INTO warm_run_skipped (run_id, reason, count)
+SELECT $1, * FROM unnest($2::text[], $3::int[])
+ON CONFLICT (run_id, reason) DO UPDATE SET count = excluded.count
+"""
+_SKIPPED_REASONS: Final = """
+SELECT reason, count FROM warm_run_skipped WHERE run_id = $1
+ORDER BY count DESC, reason COLLATE "C"
 """
 _NOT_STORED_URLS: Final = """
 SELECT reason, url FROM (
@@ -182,16 +192,21 @@ class PostgresRunStore:
             return claimed is not None
 
     async def set_total(self, run_id: int, owner: str, urls: Sequence[str], now: float, *,
-                        skipped: int = 0) -> Collected | None:
+                        skipped: Mapping[str, int] | None = None) -> Collected | None:
+        rows = skipped_rows(skipped)
         async with self._db.acquire() as conn, conn.transaction():
             run = await _one(conn, _BY_ID_LOCKED, run_id)
             if run is None:
                 return None
             existing = await _states(conn, run_id, urls)
-            added = machine.collected(run, owner, existing, urls, skipped, now)
+            added = machine.collected(run, owner, existing, urls,
+                                      sum(count for _, count in rows), now)
             if added is None:
                 return None
             await _write(conn, added.run, added.changes)
+            if rows:
+                await conn.execute(_INSERT_SKIPPED, run_id, [reason for reason, _ in rows],
+                                   [count for _, count in rows])
             return Collected(added.run, added.visits)
 
     async def record(self, run_id: int, url: str, visit: int, result: Result,
@@ -218,6 +233,10 @@ class PostgresRunStore:
         rows = await self._db.executor.fetch(_URLS_IN_STATE, run_id, check_state(state),
                                       check_limit(limit))
         return [row["url"] for row in rows]
+
+    async def skipped_reasons(self, run_id: int) -> dict[str, int]:
+        rows = await self._db.executor.fetch(_SKIPPED_REASONS, run_id)
+        return {row["reason"]: row["count"] for row in rows}
 
     async def not_stored_reasons(self, run_id: int) -> dict[str, int]:
         rows = await self._db.executor.fetch(_NOT_STORED_REASONS, run_id)

@@ -43,6 +43,7 @@ from stoker.warm.run_store import (
     grouped,
     run_from_row,
     run_values,
+    skipped_rows,
     update_statement,
     url_state_from_row,
 )
@@ -73,6 +74,13 @@ _NOT_STORED_REASONS: Final = """
 SELECT coalesce(detail, ''), count(*) FROM warm_run_urls
 WHERE run_id = ? AND state = 'not_stored'
 GROUP BY 1 ORDER BY 2 DESC, 1
+"""
+_INSERT_SKIPPED: Final = """
+INSERT INTO warm_run_skipped (run_id, reason, count) VALUES (?, ?, ?)
+ON CONFLICT (run_id, reason) DO UPDATE SET count = excluded.count
+"""
+_SKIPPED_REASONS: Final = """
+SELECT reason, count FROM warm_run_skipped WHERE run_id = ? ORDER BY count DESC, reason
 """
 _NOT_STORED_URLS: Final = """
 SELECT reason, url FROM (
@@ -150,15 +158,17 @@ def _claim(conn: sqlite3.Connection, run_id: int, owner: str, now: float) -> boo
 
 
 def _set_total(conn: sqlite3.Connection, run_id: int, owner: str, urls: Sequence[str],
-               now: float, skipped: int) -> Collected | None:
+               now: float, skipped: Sequence[tuple[str, int]]) -> Collected | None:
     with immediate(conn):
         run = _one(conn, _BY_ID, run_id)
         if run is None:
             return None
-        added = machine.collected(run, owner, _states(conn, run_id, urls), urls, skipped, now)
+        added = machine.collected(run, owner, _states(conn, run_id, urls), urls,
+                                  sum(count for _, count in skipped), now)
         if added is None:
             return None
         _write(conn, added.run, added.changes)
+        conn.executemany(_INSERT_SKIPPED, [(run_id, reason, count) for reason, count in skipped])
         return Collected(added.run, added.visits)
 
 
@@ -217,9 +227,10 @@ class SqliteRunStore:
         return await self._db.run(lambda conn: _claim(conn, run_id, owner, now))
 
     async def set_total(self, run_id: int, owner: str, urls: Sequence[str], now: float, *,
-                        skipped: int = 0) -> Collected | None:
+                        skipped: Mapping[str, int] | None = None) -> Collected | None:
+        rows = skipped_rows(skipped)
         return await self._db.run(
-            lambda conn: _set_total(conn, run_id, owner, urls, now, skipped))
+            lambda conn: _set_total(conn, run_id, owner, urls, now, rows))
 
     async def record(self, run_id: int, url: str, visit: int, result: Result,
                      now: float, *, detail: str | None = None) -> Recorded:
@@ -237,6 +248,11 @@ class SqliteRunStore:
         rows = await self._db.run(lambda conn: conn.execute(
             _URLS_IN_STATE, (run_id, check_state(state), check_limit(limit))).fetchall())
         return [row[0] for row in rows]
+
+    async def skipped_reasons(self, run_id: int) -> dict[str, int]:
+        rows = await self._db.run(
+            lambda conn: conn.execute(_SKIPPED_REASONS, (run_id,)).fetchall())
+        return dict(rows)
 
     async def not_stored_reasons(self, run_id: int) -> dict[str, int]:
         rows = await self._db.run(

@@ -40,6 +40,7 @@ from stoker.config.settings.values import (
     variants,
     whole,
 )
+from stoker.http.keys import normalise_host
 from stoker.http.site_hosts import SiteHosts
 
 T = TypeVar("T")
@@ -418,9 +419,12 @@ class Settings:
         "The public site as visitors see it (scheme + host), one or more: every warm visit "
         "uses it (default: the public listener)",
         doc="The site as visitors see it, e.g. `https://www.example.com` (several allowed): "
-            "the scheme and Host of every warm visit, so the warmer fills exactly the entries"
-            " visitors read",
-        default_doc="the public listener")
+            "the scheme and Host of warm visits, so the warmer fills the entries visitors "
+            "read. Stoker also learns the scheme and Host visitors arrive with (after "
+            "`trusted_proxies`; the site's own hosts and `site_aliases` only) and warms each "
+            "page on those too; `stoker check`, the log and the warm page say when they "
+            "differ from `site_url`",
+        default_doc="the public listener: `https://` with `tls_cert`, else `http://`")
     site_aliases: tuple[str, ...] = setting(
         (), str_list,
         "Other hosts sitemaps may name for the same site (e.g. the origin's own address): "
@@ -428,7 +432,8 @@ class Settings:
         doc="Other hosts a sitemap, a home page's links or a purge may name for the same site"
             " (the origin's own address, a CMS's configured host; `host` is any port, "
             "`host:port` that one): their URLs are mapped onto `site_url`, and a purge naming"
-            " one covers the site's own hosts; other hosts are skipped and counted")
+            " one covers the site's own hosts; other hosts are skipped and counted. "
+            "`origin_host` is always one")
     warm_max_urls: int = setting(
         50_000, positive_int,
         "Most URLs one warm run visits",
@@ -573,12 +578,13 @@ class Settings:
     @property
     def site_urls(self) -> tuple[str, ...]:
         """Where warm visits go: ``site_url``, else the public listener (a wildcard
-        bind reached on loopback)."""
+        bind reached on loopback; https with ``tls_cert``, as its visitors use it)."""
         if self.site_url:
             return self.site_url
         host, _, port = self.listen.rpartition(":")
         host = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "[::]": "[::1]"}.get(host, host)
-        return (f"http://{host}:{port}",)
+        scheme = "https" if self.tls_cert is not None else "http"
+        return (f"{scheme}://{normalise_host(scheme, f'{host}:{port}')}",)
 
     @property
     def sqlite_path(self) -> Path:
@@ -591,11 +597,18 @@ class Settings:
         return self.data_dir / "cache.db"
 
     @property
+    def aliases(self) -> tuple[str, ...]:
+        """The hosts that stand for the site: ``site_aliases`` and ``origin_host`` (the Host
+        the origin knows itself by, which its links, sitemaps and purge clients name)."""
+        extra = (self.origin_host,) if self.origin_host else ()
+        return tuple(dict.fromkeys((*self.site_aliases, *extra)))
+
+    @property
     def site_hosts(self) -> SiteHosts:
         """The site's own hosts (``site_url``, ``purge_hosts``, the listener; never
-        ``origin_host``) and its ``site_aliases``: what purges cover."""
+        ``origin_host``) and its :attr:`aliases`: what purges cover."""
         return SiteHosts.of(site_urls=self.site_url, purge_hosts=self.purge_hosts,
-                            listen=self.listen, aliases=self.site_aliases)
+                            listen=self.listen, aliases=self.aliases)
 
 
 FIELDS: dict[str, Setting] = {each.name: each.metadata[_SPEC] for each in fields(Settings)
