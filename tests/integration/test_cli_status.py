@@ -101,7 +101,7 @@ async def test_an_active_warm_run_shows_its_progress(tmp_path: Path) -> None:
     assert shown["warm"]["active"]["counts"]["total"] == 5
     assert shown["warm_progress"] == 0.0  # every visit is held at the origin
     assert table_code == 0
-    assert table_row(table, "run") == ["warm run", "run", f"{run_id} (manual, urls): warm"]
+    assert table_row(table, "run") == ["warm", "run", f"{run_id} (manual, urls): warm"]
     assert table_row(table, "settled") == ["settled", "0/5 (0.0%)"]
 
 

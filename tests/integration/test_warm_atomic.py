@@ -97,7 +97,7 @@ class FaultyUnit:
 
 class NoVisits:
     async def visit(self, url: str, headers: Sequence[tuple[bytes, bytes]], *,
-                    allowance: int) -> VisitResult:
+                    allowance: int, refresh: bool = False) -> VisitResult:
         raise AssertionError("no visit runs here")
 
 

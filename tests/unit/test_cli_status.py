@@ -157,7 +157,7 @@ def test_an_active_warm_run_has_its_section() -> None:
     assert rows["settled"] == ("30/120 (25.0%)", "")
     assert [rows[name] for name in ("warmed", "not modified", "not stored", "failed")] == [
         ("30", ""), ("0", ""), ("0", ""), ("0", "")]
-    assert sections(view)[-1][0] == "warm run"
+    assert sections(view)[-1][0] == "warm"
 
 
 def test_the_skipped_reasons_and_the_last_runs_warning_are_shown() -> None:
@@ -212,3 +212,11 @@ def test_the_warmed_entries_visitors_read_show_with_their_share_once_any_was_sto
     assert warm_reads_row({"warm_reads": {"stored": 0, "read": 0}}) == []
     assert warm_reads_row({"warm_reads": {"stored": 40, "read": 10}}) == [
         ("warmed entries read", "10 of 40 stored (25.0%)", "")]
+
+
+def test_refresh_ahead_shows_in_the_warm_section_while_on() -> None:
+    refresh = {"tracked": 1200, "refreshed": 4, "not_modified": 380, "failed": 2}
+    view = summary(Sample(status(refresh_ahead=refresh), 0.0, 1e9))
+    assert rows_of(view)["refresh ahead"] == (
+        "1,200 read, 4 refreshed, 380 not modified, 2 failed", "")
+    assert "refresh ahead" not in rows_of(summary(Sample(status(refresh_ahead=None), 0.0, 1e9)))

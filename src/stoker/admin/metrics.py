@@ -64,6 +64,10 @@ ORIGIN_KINDS: Final = frozenset({"miss", "collapsed", "pass", "bypass"})
 
 log = logging.getLogger("stoker.admin")
 
+REFRESH_FIELDS: Final = (("refreshed", "refreshed"), ("not_modified", "refresh_not_modified"),
+                         ("failed", "refresh_failed"))
+"""Refresh ahead's results and the :class:`Figures` fields that count them."""
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 """Prometheus's text exposition format."""
 
@@ -112,6 +116,12 @@ class Figures:
     """Responses warm visits stored (:class:`~stoker.cache.warm_reads.WarmReads`)."""
     warm_read: int = 0
     """Of those, the ones a visitor then read from the cache (once per store)."""
+    refreshed: int = 0
+    """Refresh ahead's visits that stored a new response (:mod:`stoker.warm.refresh`)."""
+    refresh_not_modified: int = 0
+    """Refresh ahead's visits the origin answered 304 (the entry renewed)."""
+    refresh_failed: int = 0
+    """Refresh ahead's visits that did not renew their entry."""
 
 
 async def read(stoker: Stoker, warm: WarmService | None, ledger: Ledger) -> Figures:
@@ -135,6 +145,8 @@ def own(stoker: Stoker) -> Figures:
     """This process's figures, without the shared stores' (read without waiting)."""
     store, pipeline, relay = stoker.store, stoker.pipeline, stoker.purger.relay
     notifier = relay.notifier if relay is not None else None
+    refreshes: Mapping[str, int] = (
+        pipeline.reads.refreshes if pipeline.reads is not None else {})
     return Figures(
         outcomes=dict(pipeline.outcomes), cookie_bypasses=dict(pipeline.cookie_bypasses),
         timing=stoker.origin_timing, origin_up=not pipeline.health.is_down(),
@@ -148,7 +160,10 @@ def own(stoker: Stoker) -> Figures:
         notifier_connected=notifier is None or notifier.connected, node=node_facts(stoker),
         requests=sum(pipeline.stats[kind] for kind in REQUEST_KINDS),
         not_cached=pipeline.not_cached.snapshot(), run=f"{os.getpid()}-{id(stoker):x}",
-        warm_stored=pipeline.warm_reads.stored, warm_read=pipeline.warm_reads.read)
+        warm_stored=pipeline.warm_reads.stored, warm_read=pipeline.warm_reads.read,
+        refreshed=refreshes.get("refreshed", 0),
+        refresh_not_modified=refreshes.get("not_modified", 0),
+        refresh_failed=refreshes.get("failed", 0))
 
 
 def node_facts(stoker: Stoker) -> dict[str, Any]:
@@ -174,7 +189,8 @@ def said(figures: Figures) -> str:
         "cache_bytes": figures.cache_bytes, "origin_bytes": figures.origin_bytes,
         "notifier_connected": figures.notifier_connected, "node": dict(figures.node),
         "requests": figures.requests, "not_cached": figures.not_cached, "run": figures.run,
-        "warm_stored": figures.warm_stored, "warm_read": figures.warm_read})
+        "warm_stored": figures.warm_stored, "warm_read": figures.warm_read,
+        **{name: getattr(figures, name) for _, name in REFRESH_FIELDS}})
 
 
 def shares(outcomes: Mapping[tuple[str, str, bool], int]) -> dict[str, int]:
@@ -243,9 +259,11 @@ def combined(figures: Figures, others: Iterable[Any]) -> Figures:
 
 
 _SUMMED = ("in_flight", "l1_evictions", "l2_pending", "l2_pending_bytes", "l2_dropped",
-           "notifier_reconnects", "cache_bytes", "origin_bytes", "warm_stored", "warm_read")
+           "notifier_reconnects", "cache_bytes", "origin_bytes", "warm_stored", "warm_read",
+           "refreshed", "refresh_not_modified", "refresh_failed")
 _COUNTERS = ("outcomes", "cookie_bypasses", "timing", "l1_evictions", "l2_dropped",
-             "notifier_reconnects", "cache_bytes", "origin_bytes", "warm_stored", "warm_read")
+             "notifier_reconnects", "cache_bytes", "origin_bytes", "warm_stored", "warm_read",
+             "refreshed", "refresh_not_modified", "refresh_failed")
 """The fields of :class:`Figures` that only grow while a process runs."""
 
 
@@ -460,6 +478,13 @@ def _warm_families(figures: Figures) -> Iterable[Metric]:
                               "Responses a warm visit stored that a visitor then read from "
                               "the cache (the first read after each store)",
                               value=figures.warm_read)
+    refreshes = CounterMetricFamily(
+        "stoker_refreshes", "Refresh ahead's revalidations of entries visitors read, by "
+        "result (refreshed: a new response stored; not_modified: 304; failed)",
+        labels=["result"])
+    for result, name in REFRESH_FIELDS:
+        refreshes.add_metric([result], getattr(figures, name))
+    yield refreshes
 
 
 class _Scrape:

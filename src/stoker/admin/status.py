@@ -196,6 +196,9 @@ class StatusSource:
             "in_flight": figures.in_flight,
             "cookie_bypasses": cookie_bypass_report(pipeline.cookie_bypasses, pipeline.stats),
             "history": self.history.minutes(current), "gc": heap_status(),
+            "refresh_ahead": None if pipeline.reads is None else {
+                "tracked": len(pipeline.reads), "refreshed": figures.refreshed,
+                "not_modified": figures.refresh_not_modified, "failed": figures.refresh_failed},
         }
 
     async def _stores(self) -> dict[str, Any]:

@@ -336,7 +336,7 @@ async def run_demo(settings: Settings, origin_listen: str, *, pages: int, delay:
     announce("\n".join([
         f"demo origin: http://{origin_listen} ({pages} pages, {delay * 1000:.0f} ms each)",
         "try:",
-        f"  curl -si {base}/page/1          # warmed at start: hit",
+        f"  curl -si {base}/page/1          # warmed at start: a hit, kept fresh while read",
         f"  curl -si {base}/collection/3    # a list page tagged collection-3",
         f"  curl -si {base}/private         # Cache-Control: private, never stored",
         f"  curl -si {base}/account         # sets a cookie, never stored",

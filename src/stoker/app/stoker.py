@@ -153,7 +153,9 @@ def pipeline_config(settings: Settings, memory: MemoryBudget) -> PipelineConfig:
                           kept_overrides=frozenset(
                               name.encode() for name in settings.keep_override_headers),
                           client_body_timeout=settings.client_body_timeout,
-                          client_max_body_size=settings.client_max_body_size)
+                          client_max_body_size=settings.client_max_body_size,
+                          refresh_ahead=settings.refresh_ahead,
+                          refresh_window=settings.refresh_window)
 
 
 @dataclass

@@ -9,8 +9,9 @@ on one :class:`~stoker.schedule.ticker.Ticker`.
 Invariants:
 - :meth:`WarmService.run` first starts a full warm run as ``warm_on_start`` says
   (:func:`warms_on_start`; never replacing an active run), then runs the ticker
-  (every process) and, when ``warm_workers`` > 0, a worker on the ``warm`` queue,
-  until ``stop``.
+  (every process), with ``refresh_ahead`` > 0 the refresher of the entries this
+  process's visitors read (:mod:`stoker.warm.refresh`), and, when ``warm_workers`` > 0,
+  a worker on the ``warm`` queue, until ``stop``.
 - Deadlines: ``rewarm`` (purge debounce), ``refresh`` (daily run), ``recover`` (the
   URLs that failed while the origin was down; armed when the origin's breaker closes),
   ``stats_flush`` (hit statistics, every :data:`STATS_EVERY`), ``job_reap``
@@ -51,6 +52,7 @@ from stoker.version import VERSION
 from stoker.warm.credentials import CredentialBook
 from stoker.warm.discovery import Discovery, DiscoveryConfig, discover
 from stoker.warm.origins import folded, spread, tally, verdict, warm_origins
+from stoker.warm.refresh import Refresher
 from stoker.warm.run import RevisitPolicy, Run
 from stoker.warm.warmer import QUEUE, RECOVER, REFRESH, REWARM, WarmBusy, WarmConfig, Warmer
 
@@ -112,6 +114,8 @@ class WarmService:
     warmer: Warmer
     ticker: Ticker
     credentials: CredentialBook
+    refresher: Refresher | None = None
+    """Refresh ahead (None: ``refresh_ahead = 0``)."""
     _unsubscribe: Callable[[], None] | None = None
     _origin_keys: tuple[str, ...] = ()
     _arming: set[asyncio.Task[None]] = field(default_factory=set)
@@ -159,7 +163,10 @@ class WarmService:
                                     stopgap_header=settings.stopgap_header.lower().encode(),
                                     credentials=credentials),
             clock=clock, owner=owner, collect=collect, arm=ticker.arm)
-        service = cls(stoker, stores, warmer, ticker, credentials)
+        reads = stoker.pipeline.reads
+        refresher = Refresher(reads, warmer.refresh, clock,
+                              user_agent=user_agent) if reads is not None else None
+        service = cls(stoker, stores, warmer, ticker, credentials, refresher)
         service._register()
         service._unsubscribe = stoker.events.subscribe(warmer.on_purge)
         stoker.pipeline.health.on_back.append(service._origin_back)
@@ -275,6 +282,8 @@ class WarmService:
         except Exception:  # the origin or the stores are not ready: serving goes on
             log.exception("could not start the warm_on_start run")
         tasks = [self.ticker.run(stop)]
+        if self.refresher is not None:
+            tasks.append(self.refresher.run(stop))
         if settings.warm_workers > 0:
             worker = Worker(self.stores.queue, self.warmer.handle, self.stoker.clock,
                             WorkerConfig(queue=QUEUE, concurrency=settings.warm_workers,

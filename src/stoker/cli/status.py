@@ -148,11 +148,12 @@ def _rounded(value: float | None, digits: int) -> float | None:
 
 
 def sections(view: Mapping[str, Any]) -> list[Section]:
-    """The view's rows, by section, from a :func:`summary`: requests, origin, cache, the
-    warm run while one is active and the last one that ended, and the processes and nodes
+    """The view's rows, by section, from a :func:`summary`: requests, origin, cache, warm
+    (the run while one is active, the last one that ended, refresh ahead while on), and
+    the processes and nodes
     sharing the cache."""
     found = [("requests", request_rows(view)), ("origin", origin_rows(view)),
-             ("cache", cache_rows(view)), ("warm run", warm_rows(view)),
+             ("cache", cache_rows(view)), ("warm", warm_rows(view)),
              ("sharing", member_rows(view))]
     return [(title, rows) for title, rows in found if rows]
 
@@ -226,10 +227,23 @@ def warm_reads_row(view: Mapping[str, Any]) -> list[Row]:
              f"({_percent(read / stored)})", "")]
 
 
+def refresh_row(view: Mapping[str, Any]) -> list[Row]:
+    """Refresh ahead's figures (this process's): reads tracked, refreshes by result; no row
+    while it is off."""
+    refresh = view.get("refresh_ahead")
+    if not refresh:
+        return []
+    return [("refresh ahead", f"{_count(refresh['tracked'])} read, "
+                              f"{_count(refresh['refreshed'])} refreshed, "
+                              f"{_count(refresh['not_modified'])} not modified, "
+                              f"{_count(refresh['failed'])} failed", "")]
+
+
 def warm_rows(view: Mapping[str, Any]) -> list[Row]:
     """The active warm run (what it is, how far it got, how its settled visits went, why
     discovery skipped URLs), then the last run that ended and its warning, then the warmed
-    entries visitors read (:func:`warm_reads_row`); no rows when there is none of them."""
+    entries visitors read (:func:`warm_reads_row`) and refresh ahead (:func:`refresh_row`);
+    no rows when there is none of them."""
     warm = view.get("warm") or {}
     active, last = warm.get("active"), warm.get("last")
     rows = _active_rows(active, view.get("warm_progress")) if active else []
@@ -241,7 +255,7 @@ def warm_rows(view: Mapping[str, Any]) -> list[Row]:
         rows += _skipped_rows(last, "last run skipped")
         if last.get("warning"):
             rows.append(("last run warning", last["warning"], ""))
-    return rows + warm_reads_row(view)
+    return rows + warm_reads_row(view) + refresh_row(view)
 
 
 def _active_rows(active: Mapping[str, Any], progress: float | None) -> list[Row]:

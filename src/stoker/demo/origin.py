@@ -7,8 +7,10 @@ Routes (every one waits ``delay`` seconds first, except ``/health`` and ``/__sta
 
 - ``/`` home page: links to the ten collections and the first pages.
 - ``/page/{n}`` (1..pages): 5-20 KB of HTML, ``Surrogate-Key: page-{n} collection-{n % 10}``,
-  60 s in Stoker and none in browsers (:data:`PAGE_LIFETIME`: ``CDN-Cache-Control:
-  max-age=60``, ``Cache-Control: public, max-age=0``), a strong ETag and Last-Modified; honours
+  10 minutes in Stoker, then a day stale-while-revalidate, and none in browsers
+  (:data:`PAGE_LIFETIME`: ``CDN-Cache-Control: max-age=600,
+  stale-while-revalidate=86400``, ``Cache-Control: public, max-age=0``), a strong ETag and
+  Last-Modified; honours
   ``If-None-Match`` (and ``If-Modified-Since`` when no ETag is sent) with 304.
 - ``/collection/{c}`` (0..9): list page linking every page with ``n % 10 == c``,
   ``Surrogate-Key: collection-{c} list``.
@@ -72,10 +74,13 @@ BASE_EPOCH = 1_704_067_200
 HTML = b"text/html; charset=utf-8"
 PUBLIC_60 = b"public, max-age=60"
 PAGE_LIFETIME: Headers = [(b"cache-control", b"public, max-age=0"),
-                          (b"cdn-cache-control", b"max-age=60")]
-"""HTML's lifetime: 60 s in Stoker (a CDN-like cache reads CDN-Cache-Control, RFC 9213)
-and none in browsers, which revalidate every visit: once an edit is purged, the
-visitor's next view of the page is the new revision, not the browser's copy."""
+                          (b"cdn-cache-control", b"max-age=600, stale-while-revalidate=86400")]
+"""HTML's lifetime: 10 minutes in Stoker (a CDN-like cache reads CDN-Cache-Control, RFC
+9213), then a day served at once while revalidated in the background, and none in
+browsers, which revalidate every visit: once an edit is purged, the visitor's next view
+of the page is the new revision, not the browser's copy.  So the demo stays hot: a page
+visitors read is refreshed ahead of its expiry (``refresh_ahead``), and one nobody read
+for longer is still answered from the cache an hour later."""
 FILES_300: Headers = [(b"cache-control", b"public, max-age=300")]
 _BIG_BLOCK = bytes(range(256)) * (BIG_CHUNK // 256)
 

@@ -34,6 +34,8 @@ class RequestContext:
     origin limit shares its slots fairly among clients by it."""
     origin_waits: list[float] = field(default_factory=list)
     """Seconds each origin request made for it waited for its answer, in order."""
+    refresh: bool = False
+    """A refresh visit (refresh ahead): the stored entry is revalidated even while fresh."""
 
     @property
     def warm(self) -> bool:
@@ -46,8 +48,9 @@ class RequestContext:
         return sum(self.origin_waits)
 
 
-def warm_context(allowance: int,
-                 origin_headers: tuple[tuple[bytes, bytes], ...] = ()) -> RequestContext:
+def warm_context(allowance: int, origin_headers: tuple[tuple[bytes, bytes], ...] = (), *,
+                 refresh: bool = False) -> RequestContext:
     """The context of one warm visit, at most ``allowance`` (at least one) at once, its
-    origin requests carrying ``origin_headers``."""
-    return RequestContext(warm_allowance=max(1, allowance), origin_headers=origin_headers)
+    origin requests carrying ``origin_headers`` (``refresh``: a refresh visit)."""
+    return RequestContext(warm_allowance=max(1, allowance), origin_headers=origin_headers,
+                          refresh=refresh)

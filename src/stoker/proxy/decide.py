@@ -7,9 +7,9 @@ Like Varnish's request state machine (``vcl_hit`` / ``vcl_miss``), the pipeline 
 origin, collapsed with others, with an RFC 9211 ``fwd`` reason.
 
 Invariants:
-- Revalidation is forced by a client's ``Cache-Control: no-cache`` (when honoured) and
-  by a warm visit to an entry that is not fresh; a forced request is never served from
-  cache and goes forward as ``fwd=request``.
+- Revalidation is forced by a client's ``Cache-Control: no-cache`` (when honoured), by a
+  warm visit to an entry that is not fresh and by a refresh visit (refresh ahead) to any
+  entry; a forced request is never served from cache and goes forward as ``fwd=request``.
 - A fresh entry is served (:attr:`Kind.HIT`).  A stale entry inside its
   stale-while-revalidate window is served (:attr:`Kind.STALE_SWR`) and revalidated in
   the background.  A stale entry inside its stale-if-error window while the origin is
@@ -53,14 +53,15 @@ class Action:
 
 
 def decide(entry: CacheEntry | None, now: float, *, other_variants: bool,
-           client_no_cache: bool, warm: bool, origin: OriginState) -> Action:
+           client_no_cache: bool, warm: bool, origin: OriginState,
+           refresh: bool = False) -> Action:
     """The :class:`Action` for a request that selected ``entry`` (None: no stored variant
     matches, or it may not be shared with this request) among the URL's variants
-    (``other_variants``: the URL holds some), at ``now``."""
+    (``other_variants``: the URL holds some), at ``now`` (``refresh``: a refresh visit)."""
     if entry is None:
         return Action(None, "vary-miss" if other_variants else "uri-miss")
     state = entry.freshness(now)
-    if client_no_cache or (warm and state is not Freshness.FRESH):
+    if client_no_cache or refresh or (warm and state is not Freshness.FRESH):
         return Action(None, "request")
     if state is Freshness.FRESH:
         return Action(Kind.HIT, "stale")

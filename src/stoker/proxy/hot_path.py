@@ -105,6 +105,9 @@ class HotPath:
         self._memo_keys = pipeline.config.memory.memo_keys
         self._prefix = f"{pipeline.fetcher.config.cache_name}; hit; ttl=".encode()
         self._via = (b"via", pipeline.fetcher.config.via)
+        self._now = 0.0
+        """When the last reply was made (a hit's read time for refresh ahead: no second
+        clock read per hit)."""
 
     @property
     def keying(self) -> str:
@@ -158,7 +161,7 @@ class HotPath:
         if len(entries) != 1:
             return None
         entry = entries[0]
-        now = self._pipeline.clock.now()
+        now = self._now = self._pipeline.clock.now()
         if entry.vary or now >= entry.fresh_until or (
                 wants_coding(headers, entry)):  # the pipeline makes the coding
             return None
@@ -217,6 +220,8 @@ class HotPath:
         pipeline.cache_bytes += reply.entry.body_size
         pipeline.hits.hit(reply.entry.url)
         pipeline.warm_reads.note_read(reply.entry.url)
+        if pipeline.reads is not None:  # Vary-less: no header selects the variant
+            pipeline.reads.read(reply.entry, (), self._now)
 
     def _primary_key(self, scheme: str, host: bytes, target: bytes,
                      scope: Callable[[], Message]) -> str | None:

@@ -62,7 +62,12 @@ Invariants:
   is answered ``503`` with ``Retry-After`` at once (``detail=origin-down``),
   unless it is the one probe (:class:`~stoker.proxy.origin_health.MonitoredOrigin`).
 - A warm visit (``RequestInfo.warm``) is never answered with a stale entry:
-  it revalidates it (a conditional request) before answering.
+  it revalidates it (a conditional request) before answering; a refresh visit
+  (``RequestContext.refresh``) revalidates even a fresh one.
+- With refresh ahead on (:attr:`PipelineConfig.refresh_ahead`), every visitor request
+  answered from an entry, or whose response was stored, is told to :attr:`Pipeline.reads`
+  (the fast path's hits too), and so is every entry a fetch stored or renewed, whoever
+  asked (:mod:`stoker.cache.reads`).
 - ``PURGE`` never reaches the origin: it goes to :attr:`Pipeline.purge_method`
   (405 when none is installed).
 - A request body is read whole before the origin is asked (and before an origin slot
@@ -106,6 +111,7 @@ from stoker.cache.not_cached import NotCachedLog
 from stoker.cache.outcome import GENERATED, Kind, Outcome
 from stoker.cache.port import Cache
 from stoker.cache.purge_bus import Relay
+from stoker.cache.reads import ReadTracker
 from stoker.cache.warm_reads import WarmReads
 from stoker.clock import Clock
 from stoker.config.rules import (
@@ -160,6 +166,8 @@ PurgeMethodHandler = Callable[[RequestInfo, ReplySink], Awaitable[None]]
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 CONDITIONALS = (b"if-none-match", b"if-modified-since", b"if-match", b"if-unmodified-since")
 SHAREABLE = frozenset({"stored", "refreshed", "stale"})
+RENEWED = frozenset({"stored", "refreshed"})
+"""Fetch results that stored an entry, new or revalidated."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +186,10 @@ class PipelineConfig:
     """Sizes of the per-URL tables: the fast path's key memo, the hit counter."""
     client_body_timeout: float = Settings.client_body_timeout
     client_max_body_size: int = Settings.client_max_body_size
+    refresh_ahead: float = 0.0
+    """Refresh ahead's lead (0: off, nothing is tracked)."""
+    refresh_window: float = Settings.refresh_window
+    """How long a visitor's read keeps its entry refreshed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +241,9 @@ class Pipeline:
         hits here too)."""
         self.hits = HitCounter(config.memory.counted_urls)
         """Per-URL visitor hits and misses (warm visits left out), flushed by the owner."""
+        self.reads = ReadTracker(config.memory.counted_urls, config.refresh_window,
+                                 config.refresh_ahead) if config.refresh_ahead > 0 else None
+        """The entries visitors read, for refresh ahead (None: off)."""
         self.warm_reads = WarmReads()
         """Responses warm visits stored, and how many a visitor then read."""
         self.health = health or OriginHealth(clock)
@@ -326,8 +341,11 @@ class Pipeline:
             outcome = sink.outcome or GENERATED  # none stamped: a failure Stoker answered
             self.outcomes[outcome.kind.value, outcome.reason, request.context.warm] += 1
             entry = sink.entry
-            if entry is not None and outcome.kind in FROM_CACHE and not request.context.warm:
-                self.cache_bytes += entry.body_size
+            if entry is not None and not request.context.warm:
+                if outcome.kind in FROM_CACHE:
+                    self.cache_bytes += entry.body_size
+                if self.reads is not None:
+                    self.reads.read(entry, request.headers, self.clock.now())
 
     def _refuse(self, sink: ReplySink, error: BadRequest) -> None:
         if sink.started:
@@ -389,7 +407,8 @@ class Pipeline:
         now = self.clock.now()
         action = decide(entry, now, other_variants=bool(entries),
                         client_no_cache=self._client_forces_revalidation(request),
-                        warm=request.warm, origin=self.health)
+                        warm=request.warm, origin=self.health,
+                        refresh=request.context.refresh)
         if entry is not None and len(entries) > 1:
             self.store.touch(entry)
         counted = not request.warm
@@ -558,6 +577,11 @@ class Pipeline:
         reason = result.not_stored
         if reason is not None:
             self._not_stored(lookup, reason, result)
+        if self.reads is not None and result.entry is not None and result.kind in RENEWED:
+            if result.kind == "stored" and sink is not None and not request.warm:
+                self.reads.read(result.entry, request.headers, self.clock.now())
+            else:  # revalidated (a visitor's read is told once it is served), or not a visitor
+                self.reads.renewed(result.entry)
         if sink is None:
             return result
         if result.kind == "stored" and result.entry is not None and wants_coding(

@@ -7,11 +7,11 @@ only the headers the warmer gives (never a visitor's cookies), its origin reques
 carrying the warm credentials (:mod:`stoker.warm.credentials`) besides; it is answered by the
 request core (:meth:`Pipeline.serve`) as a warm visit (its context has a warm allowance),
 so the pipeline refreshes a stale entry synchronously (a conditional request) instead of
-serving it stale, and leaves the visit out of the hit statistics; the visit is judged on
-the reply's :class:`~stoker.cache.outcome.Outcome`, never on header text; a visit
-that stored its response is noted in the pipeline's
-:class:`~stoker.cache.warm_reads.WarmReads`.  The body is
-read to the end (so the store completes) and dropped.
+serving it stale (a refresh visit, refresh ahead's, revalidates a fresh one too), and
+leaves the visit out of the hit statistics; the visit is judged on the reply's
+:class:`~stoker.cache.outcome.Outcome`, never on header text; a visit that stored its
+response is noted in the pipeline's :class:`~stoker.cache.warm_reads.WarmReads`.  The
+body is read to the end (so the store completes) and dropped.
 """
 
 from __future__ import annotations
@@ -43,10 +43,11 @@ class PipelineVisitor:
         self._credentials = credentials
 
     async def visit(self, url: str, headers: Sequence[tuple[bytes, bytes]], *,
-                    allowance: int) -> VisitResult:
-        """GET ``url`` through the cache, as a warm visit at the origin; judge it."""
+                    allowance: int, refresh: bool = False) -> VisitResult:
+        """GET ``url`` through the cache, as a warm visit at the origin (``refresh``: one
+        that revalidates the stored entry even while fresh); judge it."""
         request = visit_request(url, headers, warm_context(
-            allowance, await credential_headers(self._credentials)))
+            allowance, await credential_headers(self._credentials), refresh=refresh))
         started = self._clock.monotonic()
         reply = await self._pipeline.serve(request, no_body())
         try:

@@ -66,9 +66,10 @@ class Visitor(Protocol):
     """Runs warm visits through the cache."""
 
     async def visit(self, url: str, headers: Sequence[tuple[bytes, bytes]], *,
-                    allowance: int) -> VisitResult:
+                    allowance: int, refresh: bool = False) -> VisitResult:
         """GET ``url`` (absolute, on a site URL) through the cache with ``headers``;
-        at most ``allowance`` warm visits may be at the origin at once."""
+        at most ``allowance`` warm visits may be at the origin at once (``refresh``: the
+        stored entry is revalidated even while fresh, refresh ahead's visit)."""
 
 
 def judge(status: int, headers: Sequence[tuple[bytes, bytes]], outcome: Outcome | None, *,

@@ -356,7 +356,13 @@ class Warmer:
         if recorded.counted and not recorded.run.active:
             await self._ended(recorded.run)
 
-    async def _throttled(self, url: str, headers: Headers) -> VisitResult:
+    async def refresh(self, url: str, headers: Headers) -> VisitResult:
+        """Revalidate the entry of ``url`` selected by ``headers`` now, even while fresh
+        (refresh ahead), within the adaptive throttle."""
+        return await self._throttled(url, headers, refresh=True)
+
+    async def _throttled(self, url: str, headers: Headers, *,
+                         refresh: bool = False) -> VisitResult:
         """One visit within the adaptive throttle (waits out Retry-After)."""
         while True:
             now = self.clock.now()
@@ -370,7 +376,7 @@ class Warmer:
                     await self._changed.wait()
         self._in_flight += 1
         try:
-            result = await self.visitor.visit(url, headers, allowance=limit)
+            result = await self.visitor.visit(url, headers, allowance=limit, refresh=refresh)
         finally:
             self._in_flight -= 1
             async with self._changed:

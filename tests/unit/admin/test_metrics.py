@@ -211,3 +211,14 @@ def test_warmed_entries_and_their_visitor_reads_are_summed_over_the_processes() 
     found = samples(total)
     assert found["stoker_warm_stored_entries_total", ()] == 40
     assert found["stoker_warm_entries_read_total", ()] == 13
+
+
+def test_refreshes_are_counted_by_result_and_summed_over_processes() -> None:
+    mine = figures(refreshed=3, refresh_not_modified=10, refresh_failed=1)
+    found = samples(mine)
+    assert found["stoker_refreshes_total", (("result", "refreshed"),)] == 3
+    assert found["stoker_refreshes_total", (("result", "not_modified"),)] == 10
+    assert found["stoker_refreshes_total", (("result", "failed"),)] == 1
+    total = combined(mine, [json.loads(said(mine)), {**json.loads(said(figures())),
+                                                     "refreshed": 2}])
+    assert (total.refreshed, total.refresh_not_modified, total.refresh_failed) == (8, 20, 2)

@@ -192,3 +192,15 @@ def test_origin_host_is_one_of_the_sites_aliases(tmp_path: Path) -> None:
     bare = load_settings(config_path=None, env={})
     assert bare.aliases == () and bare.site_hosts.covered("http", "wp.internal") == (
         ("http", "wp.internal"),)
+
+
+def test_refresh_ahead_settings_default_parse_and_name_themselves(tmp_path: Path) -> None:
+    defaults = load_settings(config_path=None, env={}, cli={})
+    assert (defaults.refresh_ahead, defaults.refresh_window) == (30.0, 3600.0)
+    path = write(tmp_path, 'refresh_ahead = "0"\nrefresh_window = "10m"\n')
+    off = load_settings(config_path=path, env={}, cli={})
+    assert (off.refresh_ahead, off.refresh_window) == (0.0, 600.0)
+    with pytest.raises(SettingsError, match="refresh_window"):
+        load_settings(config_path=None, env={"STOKER_REFRESH_WINDOW": "0"}, cli={})
+    with pytest.raises(SettingsError, match="refresh_ahead"):
+        load_settings(config_path=None, env={"STOKER_REFRESH_AHEAD": "-1s"}, cli={})

@@ -39,7 +39,8 @@ async def test_page_sends_tags_cache_headers_and_validators(client: httpx.AsyncC
     assert r.status_code == 200
     assert r.headers["surrogate-key"] == "page-13 collection-3"
     assert r.headers["cache-control"] == "public, max-age=0"  # browsers revalidate
-    assert r.headers["cdn-cache-control"] == "max-age=60"  # Stoker keeps it 60 s
+    # Stoker keeps it 10 minutes, then serves it at once for a day while revalidating
+    assert r.headers["cdn-cache-control"] == "max-age=600, stale-while-revalidate=86400"
     assert r.headers["etag"].startswith('"')
     assert "last-modified" in r.headers
     assert r.headers["content-type"].startswith("text/html")
@@ -67,7 +68,7 @@ async def test_if_none_match_gives_304_with_validators(client: httpx.AsyncClient
     assert r.status_code == 304
     assert r.content == b""
     assert r.headers["etag"] == etag
-    assert r.headers["cdn-cache-control"] == "max-age=60"
+    assert r.headers["cdn-cache-control"] == "max-age=600, stale-while-revalidate=86400"
     stale = await client.get("/page/7", headers={"If-None-Match": '"other"'})
     assert stale.status_code == 200
 
@@ -104,7 +105,7 @@ async def test_home_and_collections_link_pages(client: httpx.AsyncClient) -> Non
     assert 'href="/page/1"' in home.text
     coll = await client.get("/collection/3")
     assert coll.headers["surrogate-key"] == "collection-3 list"
-    assert coll.headers["cdn-cache-control"] == "max-age=60"
+    assert coll.headers["cdn-cache-control"] == "max-age=600, stale-while-revalidate=86400"
     for n in (3, 13, 23):
         assert f'href="/page/{n}"' in coll.text
     assert 'href="/page/4"' not in coll.text

@@ -125,3 +125,16 @@ def test_a_follower_never_takes_a_stale_answer_from_a_working_origin(
     offered = entry(fresh, swr, sie)
     taken = may_take(offered, NOW, fetched=fetched, fell_back=False, client_no_cache=no_cache)
     assert not taken or offered.freshness(NOW) is Freshness.FRESH
+
+
+@pytest.mark.parametrize("stored", [entry(60), entry(-5, swr=30), entry(-5, sie=30), entry(-50)])
+def test_a_refresh_visit_revalidates_whatever_is_stored(stored: CacheEntry) -> None:
+    action = decide(stored, NOW, other_variants=False, client_no_cache=False, warm=True,
+                    origin=Health(), refresh=True)
+    assert action == Action(None, "request")
+
+
+@pytest.mark.parametrize(("other", "fwd"), [(False, "uri-miss"), (True, "vary-miss")])
+def test_a_refresh_visit_with_nothing_stored_fetches(other: bool, fwd: str) -> None:
+    assert decide(None, NOW, other_variants=other, client_no_cache=False, warm=True,
+                  origin=Health(), refresh=True) == Action(None, fwd)

@@ -58,11 +58,14 @@ class ScriptedVisitor:
 
     script: dict[tuple[str, bytes], tuple[str, int, str]] = field(default_factory=dict)
     visited: list[tuple[str, bytes]] = field(default_factory=list)
+    refreshed: list[str] = field(default_factory=list)
 
     async def visit(self, url: str, headers: Sequence[tuple[bytes, bytes]], *,
-                    allowance: int) -> VisitResult:
+                    allowance: int, refresh: bool = False) -> VisitResult:
         agent = dict(headers)[b"user-agent"]
         self.visited.append((url, agent))
+        if refresh:
+            self.refreshed.append(url)
         outcome, status, detail = self.script.get((url, agent), ("warmed", 200, ""))
         return VisitResult(url, status, outcome, 0.01, detail=detail)
 
@@ -385,3 +388,10 @@ async def test_a_run_without_failures_arms_no_recovery(bench: Bench) -> None:
     await bench.warmer.start("manual", [f"{SITE}/a"])
     await bench.work()
     assert await recover_row(bench) is None
+
+
+async def test_a_refresh_is_a_throttled_visit_that_revalidates(bench: Bench) -> None:
+    bench.visitor.script[(f"{SITE}/a", b"ua")] = ("not_modified", 200, "")
+    result = await bench.warmer.refresh(f"{SITE}/a", ((b"user-agent", b"ua"),))
+    assert (result.outcome, bench.visitor.refreshed) == ("not_modified", [f"{SITE}/a"])
+    assert bench.warmer.throttle.baseline == 0.01  # it taught the throttle

@@ -518,6 +518,18 @@ class Settings:
         1800.0, positive_seconds,
         "... doubling up to this long between retries",
         doc="The longest wait between two such retries")
+    refresh_ahead: float = setting(
+        30.0, seconds,
+        "Refresh the entries visitors read this long before they go stale (0: off)",
+        doc="Entries visitors read are revalidated by the warmer (a conditional GET) this "
+            "long before they go stale, or once 80 % of their lifetime has passed if that "
+            "comes later (a 60 s page 12 s before), most requested first, within the warm "
+            "throttle and the origin limit (visitors first); `0` turns refresh ahead off")
+    refresh_window: float = setting(
+        3600.0, positive_seconds,
+        "Refresh ahead only entries a visitor read within this long",
+        doc="Refresh ahead keeps refreshing an entry while a visitor (not the warmer) read "
+            "it within this long; then it is left to expire")
     warm_on_start: str = setting(
         "empty", choice("empty", "always", "never"),
         "A full warm run when Stoker starts: empty (when the cache holds nothing, e.g. a new "

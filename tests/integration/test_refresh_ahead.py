@@ -1,0 +1,93 @@
+"""Refresh ahead on a real ``stoker serve``: a page visitors keep reading stays a hit
+across several of its lifetimes, the warmer revalidating it (conditional GETs) before it
+goes stale; a page no visitor read within ``refresh_window`` is left to expire;
+``refresh_ahead = 0`` turns it off."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+from tests.integration.conftest import Origin
+from tests.integration.serve_process import DEADLINE, Serve
+
+LIFETIME = 4.0
+"""Seconds the test pages stay fresh, less their age by the origin's whole-second Date:
+3 to 4 s, refreshed at 80 % of that, 2.4 to 3.4 s after each fetch."""
+PAGE = [("cache-control", f"max-age={LIFETIME:.0f}"), ("etag", '"1"'),
+        ("last-modified", "Mon, 01 Jan 2024 00:00:00 GMT")]
+TOKEN = "refresh-ahead-test-token-0123456789"
+QUIET = f'warm_on_start = "never"\nadmin_token = "{TOKEN}"\n'
+
+
+def hit(response: httpx.Response) -> bool:
+    """Answered from a fresh entry, the origin not waited on."""
+    status = response.headers["cache-status"]
+    return "; hit" in status and "fwd=" not in status
+
+
+def pages(origin: Origin) -> None:
+    for path in ("/hot", "/cold"):
+        origin.app.set(path, headers=PAGE, body=path.encode(), delay=0.2,
+                       not_modified_etag='"1"')
+
+
+async def read_for(client: httpx.AsyncClient, path: str, seconds: float,
+                   every: float = 0.5) -> list[httpx.Response]:
+    """Read ``path`` every ``every`` seconds for ``seconds``."""
+    found = []
+    for _ in range(int(seconds / every)):
+        found.append(await client.get(path))
+        await asyncio.sleep(every)
+    return found
+
+
+def conditionals(origin: Origin, path: str) -> int:
+    return sum(1 for method, target, headers in origin.app.requests
+               if target == path and method == "GET" and (
+                   "if-none-match" in headers or "if-modified-since" in headers))
+
+
+async def test_a_page_visitors_read_stays_a_hit_and_one_they_left_expires(
+        origin: Origin, tmp_path: Path) -> None:
+    pages(origin)
+    serve = Serve(origin, tmp_path)
+    serve.config.write_text(QUIET + 'refresh_window = "4.5s"\n')
+    async with serve, httpx.AsyncClient(base_url=f"http://127.0.0.1:{serve.port}",
+                                        timeout=DEADLINE) as client:
+        await client.get("/cold")  # read once: refreshed while within the window only
+        first = await client.get("/hot")
+        later = await read_for(client, "/hot", 3 * LIFETIME)
+        async with httpx.AsyncClient(
+                base_url=f"http://127.0.0.1:{serve.admin_port}", timeout=DEADLINE,
+                headers={"authorization": f"Bearer {TOKEN}"}) as admin:
+            metrics = (await admin.get("/metrics")).text
+            status = (await admin.get("/api/status")).json()["refresh_ahead"]
+    assert "fwd=uri-miss" in first.headers["cache-status"]
+    assert all(hit(response) for response in later), [
+        response.headers["cache-status"] for response in later if not hit(response)]
+    assert origin.app.count("/hot") >= 3  # refreshed once per lifetime at least
+    assert conditionals(origin, "/hot") == origin.app.count("/hot") - 1
+    assert all(headers["user-agent"].startswith("stoker-warmer/")
+               for method, target, headers in origin.app.requests[2:])  # the refreshes
+    # /cold: fetched, refreshed once (read at most 3.4 s before: within the window), then
+    # no more (its next refresh comes at least 4.8 s after its one read)
+    assert origin.app.count("/cold") == 2
+    assert conditionals(origin, "/cold") == 1
+    refreshes = conditionals(origin, "/hot") + conditionals(origin, "/cold")
+    assert f'stoker_refreshes_total{{result="not_modified"}} {refreshes}.0' in metrics
+    assert status == {"tracked": 1, "refreshed": 0, "not_modified": refreshes, "failed": 0}
+
+
+async def test_refresh_ahead_0_leaves_pages_to_expire(
+        origin: Origin, tmp_path: Path) -> None:
+    pages(origin)
+    serve = Serve(origin, tmp_path)
+    serve.config.write_text(QUIET + "refresh_ahead = 0\n")
+    async with serve, httpx.AsyncClient(base_url=f"http://127.0.0.1:{serve.port}",
+                                        timeout=DEADLINE) as client:
+        await client.get("/hot")
+        later = await read_for(client, "/hot", 2 * LIFETIME)
+    missed = [response for response in later if not hit(response)]
+    assert missed and all("fwd=stale" in r.headers["cache-status"] for r in missed)
