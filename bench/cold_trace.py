@@ -64,6 +64,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from bench.cold_trace_plan import BOT_HEAD, HEADS, Event, Request, Site, events, trace  # noqa: E402
 from bench.cold_trace_systems import (  # noqa: E402
+    TOKEN,
     Running,
     control,
     purge_deploy,
@@ -97,12 +98,15 @@ class Seen:
     measured: bool = False
 
 
+Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
 class Visitors:
     """Replays requests on a pool of keep-alive connections (open loop)."""
 
     def __init__(self, port: int) -> None:
         self.port = port
-        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.idle: list[Conn] = []
         self.tasks: set[asyncio.Task[None]] = set()
 
     def head(self, request: Request, rid: str) -> bytes:
@@ -133,25 +137,35 @@ class Visitors:
         return seen
 
     async def one(self, request: Request, seen: Seen) -> None:
+        """Send ``request``: on an idle connection, and once more on a new one when the
+        idle one turns out closed (a server's keep-alive timeout)."""
         conn = self.idle.pop() if self.idle else None
+        answer = await self.exchange(request, seen, conn) if conn is not None else None
+        if answer is None:
+            answer = await self.exchange(request, seen, None)
+        seen.done, seen.status = time.monotonic(), answer[0] if answer else -2
+        match = VERSION.search(answer[1]) if answer else None
+        seen.version = int(match.group(1)) if match else 0
+
+    async def exchange(self, request: Request, seen: Seen,
+                       conn: Conn | None) -> tuple[int, bytes] | None:  # fmt: skip
+        """Status and ETag (-1 when no answer came in time), None when the connection
+        failed (then closed)."""
         try:
             if conn is None:
                 conn = await asyncio.open_connection("127.0.0.1", self.port, limit=1 << 20)
             conn[1].write(self.head(request, seen.id))
             status, etag, keep = await asyncio.wait_for(read_response(conn[0]),
                                                         REQUEST_TIMEOUT)  # fmt: skip
-        except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError):
-            seen.done, seen.status = time.monotonic(), -1
+        except (OSError, asyncio.IncompleteReadError, ValueError, TimeoutError) as error:
             if conn is not None:
                 conn[1].close()
-            return
-        seen.done, seen.status = time.monotonic(), status
-        match = VERSION.search(etag)
-        seen.version = int(match.group(1)) if match else 0
+            return (-1, b"") if isinstance(error, TimeoutError) else None
         if keep:
             self.idle.append(conn)
         else:
             conn[1].close()
+        return status, etag
 
     def close(self) -> None:
         for _, writer in self.idle:
@@ -344,15 +358,23 @@ async def measure(name: str, args: argparse.Namespace, site: Site, warm: list[Re
 
 
 def system_notes(system: Running) -> list[str]:
+    """Stoker's warm runs (reason, URLs warmed of the total, seconds), oldest first."""
     if system.name != "stoker":
         return []
     try:
-        status = json.loads(control("GET", f"http://127.0.0.1:{system.admin_port}/api/status",
-                                    {"authorization": "Bearer cold-trace-token"}))
+        listing = json.loads(control("GET", f"http://127.0.0.1:{system.admin_port}/api/warm",
+                                     {"authorization": f"Bearer {TOKEN}"}))
     except OSError as error:
-        return [f"no /api/status: {error}"]
-    warm = status.get("warm") or status.get("warmer") or {}
-    return [f"warmer: {json.dumps(warm)[:300]}"] if warm else []
+        return [f"no GET /api/warm: {error}"]
+    runs = [run for run in [listing["active"], *listing["recent"]] if run]
+    described = []
+    for run in sorted({run["id"]: run for run in runs}.values(), key=lambda run: run["id"]):
+        took = (run["finished_at"] or time.time()) - run["started_at"]
+        counts = run["counts"]
+        done = counts["warmed"] + counts["rewarmed"] + counts["not_modified"]
+        described.append(f"{run['reason']} {done}/{counts['total']} in {took:.1f} s "
+                         f"({run['phase']})")
+    return ["warm runs: " + "; ".join(described)]
 
 
 def stoker_settings(args: argparse.Namespace) -> dict[str, str]:
@@ -388,7 +410,8 @@ def report(results: list[Figures], args: argparse.Namespace) -> list[str]:
                      f"{r.edit_visible_p99_s:6.2f} {r.edit_visible_max_s:6.2f} "
                      f"{r.edits_unseen:6d} {r.failed:6d}")  # fmt: skip
         if r.failed:
-            lines.append(f"  {r.system}: statuses {r.statuses} (-1: no answer)")
+            lines.append(f"  {r.system}: statuses {r.statuses} "
+                         "(-1: none within 30 s, -2: connection failed)")
         lines += [f"  {r.system}: {note}" for note in r.notes + r.event_errors[:5]]
     lines += goals(results, args)
     return lines

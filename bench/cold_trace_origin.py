@@ -33,6 +33,7 @@ from email.utils import formatdate
 from typing import Any
 
 from bench.cold_trace_plan import Site
+
 from stoker.asgi import acknowledge_lifespan
 
 Message = MutableMapping[str, Any]
