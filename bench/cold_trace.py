@@ -327,8 +327,8 @@ def edit_delays(edits: list[Edit], humans: list[Seen]) -> list[float]:
     return delays
 
 
-async def measure(name: str, args: argparse.Namespace, site: Site, warm: list[Request],
-                  measured: list[Request], planned: list[Event]) -> Figures:  # fmt: skip
+async def measure(name: str, args: argparse.Namespace, site: Site, requests: list[Request],
+                  planned: list[Event]) -> Figures:  # fmt: skip
     ttl = BASE_TTL / args.compress
     origin_env = {"COLD_TRACE_PAGES": str(args.pages), "COLD_TRACE_PER_LIST": str(args.per_list),
                   "COLD_TRACE_RENDER_MS": str(args.render_ms), "COLD_TRACE_TTL": f"{ttl:g}",
@@ -336,7 +336,6 @@ async def measure(name: str, args: argparse.Namespace, site: Site, warm: list[Re
     with running(name, origin_env, stoker_settings(args), RESULTS / "cold_trace-logs") as system:
         visitors = Visitors(system.port)
         t0 = time.monotonic() + 0.5
-        requests = warm + measured
         print(f"  {name}: warm-up {args.warmup:g} s, then measured {args.duration:g} s "
               f"(load {os.getloadavg()[0]:.2f})", flush=True)  # fmt: skip
         event_task = asyncio.create_task(
@@ -477,20 +476,19 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 async def main_async(args: argparse.Namespace) -> None:
     site = Site(args.pages, args.per_list)
-    common = {"seed": args.seed, "rate": args.rate, "bot_share": args.bot_share, "s": args.zipf}
-    warm = trace(site, duration=args.warmup, **common)
-    measured = trace(site, duration=args.duration, start=args.warmup,
-                     **{**common, "seed": args.seed + 100})  # fmt: skip
+    requests = trace(site, seed=args.seed, rate=args.rate, duration=args.warmup + args.duration,
+                     bot_share=args.bot_share, s=args.zipf)  # fmt: skip
     planned = events(site, seed=args.seed, duration=args.duration,
                      edits_per_s=args.edits_per_s,
                      deploy_every=BASE_TTL / args.compress, s=args.zipf)  # fmt: skip
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"cold trace {started}, commit {commit()}, {args.pages} pages, {args.rate:g} req/s, "
-          f"{len(warm)} warm-up + {len(measured)} measured requests, {len(planned)} events, "
+          f"{len(requests)} requests ({args.warmup:g} s warm-up + {args.duration:g} s), "
+          f"{len(planned)} events, "
           f"max-age {BASE_TTL / args.compress:g} s, load {os.getloadavg()[0]:.2f}", flush=True)
     results = []
     for name in [n.strip() for n in args.systems.split(",") if n.strip()]:
-        results.append(await measure(name, args, site, warm, measured, planned))
+        results.append(await measure(name, args, site, requests, planned))
     lines = report(results, args)
     print("\n".join(lines))
     args.output.parent.mkdir(parents=True, exist_ok=True)
