@@ -53,6 +53,7 @@ import re
 import subprocess
 import sys
 import time
+import tomllib
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -72,6 +73,8 @@ from bench.cold_trace_systems import (  # noqa: E402
     running,
 )
 from bench.common import percentile  # noqa: E402
+
+from stoker.config.units import parse_duration  # noqa: E402
 
 RESULTS = HERE / "results"
 BASE_TTL = 300.0
@@ -422,7 +425,7 @@ def goals(results: list[Figures], args: argparse.Namespace) -> list[str]:
         return []
     peers = [r.waited_share for r in results if r.system != "stoker"]
     best = min(peers, default=float("nan"))
-    rewarm = BASE_REWARM_DELAY / args.compress
+    rewarm = parse_duration(tomllib.loads(f"v = {stoker_settings(args)['rewarm_delay']}")["v"])
     allowed = rewarm + args.warm_allowance
     checks = [
         (f"Stoker's waited share {stoker.waited_share:.3%} < {GOAL_SHARE:.1%}",
