@@ -44,6 +44,7 @@ bench: install
 	$(PY) bench/access_log.py --rounds 5
 	$(PY) bench/warm.py
 	$(PY) bench/hostile.py
+	$(PY) bench/cold_trace.py
 
 clean:
 	rm -rf $(VENV) .stoker .pytest_cache .mypy_cache .ruff_cache
