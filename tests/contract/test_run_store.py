@@ -366,3 +366,14 @@ async def test_last_failures_judge_each_url_by_its_newest_settled_row(
     assert await store.last_failures(NOW + 1) == [("d", "status 504")]
     assert await store.last_failures(NOW, limit=1) == [("d", "status 504")]
     assert (await store.get(newer)).reason == "recovery"  # type: ignore[union-attr]
+
+
+async def test_a_failure_waiting_in_the_active_run_is_not_listed_until_that_run_is_cancelled(
+        store: RunStore) -> None:
+    old = await collecting(store, ["a", "b"])
+    await settle(store, old, {"a": ("failed", "status 502"), "b": ("failed", "status 502")})
+    await store.finish(old, "done", NOW)
+    going = (await store.create("recovery", ["a"], NOW + 60)).run.id
+    assert await store.last_failures(NOW) == [("b", "status 502")]  # a waits in the run
+    await store.cancel(going, NOW + 61)
+    assert await store.last_failures(NOW) == [("a", "status 502"), ("b", "status 502")]

@@ -54,8 +54,9 @@ async def test_the_schedule_page_shows_the_warmer_s_deadlines(
         await page.goto(f"{warm.admin_url}/schedule")
         await expect(page.locator("#live")).to_have_text("live", timeout=10_000)
         rows = page.locator("[data-live] tbody tr")
-        await expect(rows).to_have_count(6)
+        await expect(rows).to_have_count(7)
         await expect(page.locator("[data-live]")).to_contain_text("Daily refresh")
+        await expect(page.locator("[data-live]")).to_contain_text("origin was down")
         await expect(page.locator("[data-live]")).to_contain_text("Delete audit records")
         await shoot(page, "schedule")
         assert errors == []

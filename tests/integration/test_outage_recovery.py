@@ -8,22 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, MutableMapping
-from contextlib import asynccontextmanager
+from collections.abc import MutableMapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
-from tests.conftest import free_port, serving, wait_listening
+from tests.conftest import free_port, serving
 from tests.integration.warm_site import (
     SITE,
-    SITE_HOST,
-    TOKEN,
+    Node,
     SiteOrigin,
     is_hit,
     page,
-    start_serve,
+    serve_node,
     warm_cli,
 )
 
@@ -52,32 +51,9 @@ class SwitchedOrigin(SiteOrigin):
         await super().__call__(scope, receive, send)
 
 
-@dataclass
-class Node:
-    proxy: httpx.AsyncClient
-    admin: httpx.AsyncClient
-    admin_url: str
-    log: Path
-
-
-@asynccontextmanager
-async def node(origin_url: str, directory: Path, **settings: Any) -> AsyncIterator[Node]:
+def node(origin_url: str, directory: Path, **settings: Any) -> AbstractAsyncContextManager[Node]:
     """``stoker serve`` for the site at ``origin_url``, outage retries 1 s doubling to 4 s."""
-    port = free_port()
-    log_path = directory / "serve.log"
-    with log_path.open("wb") as log:
-        proc, admin_url = await start_serve(origin_url, directory / "data", log, port=port,
-                                            warm_workers=4, **RETRY, **settings)
-        try:
-            await wait_listening(port, timeout=30)
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30,
-                                         headers={"host": SITE_HOST}) as proxy, \
-                    httpx.AsyncClient(base_url=admin_url, timeout=30, headers={
-                        "authorization": f"Bearer {TOKEN}"}) as admin:
-                yield Node(proxy, admin, admin_url, log_path)
-        finally:
-            proc.terminate()
-            await asyncio.wait_for(proc.wait(), 30)
+    return serve_node(origin_url, directory, **RETRY, **settings)
 
 
 async def eventually(check: Any, what: str, log: Path) -> Any:

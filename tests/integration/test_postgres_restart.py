@@ -10,25 +10,22 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import httpx
-from tests.conftest import free_port, wait_listening
 from tests.integration.private_postgres import PrivatePostgres, private_postgres
 from tests.integration.test_warmer_kill import warm_until_settled
 from tests.integration.warm_site import (
     DEADLINE,
     SITE_HOST,
-    TOKEN,
+    Node,
     SiteOrigin,
     is_hit,
     page,
+    serve_node,
     site_origin,
-    start_serve,
 )
 
 from stoker.backends import open_queue
@@ -48,34 +45,9 @@ RETRIED_WITHIN = 15.0
 tries a store that failed again within seconds (at most ``max_sleep``, 30 s, apart)."""
 
 
-@dataclass
-class Node:
-    """``stoker serve`` in its own process: its proxy and its admin API."""
-
-    proc: asyncio.subprocess.Process
-    proxy: httpx.AsyncClient
-    admin: httpx.AsyncClient
-    admin_url: str
-
-
-@asynccontextmanager
-async def node(origin_url: str, directory: Path, **settings: Any) -> AsyncIterator[Node]:
+def node(origin_url: str, directory: Path, **settings: Any) -> AbstractAsyncContextManager[Node]:
     """A :class:`Node` for the site at ``origin_url``, its data and log in ``directory``."""
-    directory.mkdir()
-    port = free_port()
-    with (directory / "serve.log").open("wb") as log:
-        proc, admin_url = await start_serve(origin_url, directory / "data", log, port=port,
-                                            warm_workers=4, **settings)
-        try:
-            await wait_listening(port, timeout=DEADLINE)
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30,
-                                         headers={"host": SITE_HOST}) as proxy, \
-                    httpx.AsyncClient(base_url=admin_url, timeout=30, headers={
-                        "authorization": f"Bearer {TOKEN}"}) as admin:
-                yield Node(proc, proxy, admin, admin_url)
-        finally:
-            proc.terminate()
-            await asyncio.wait_for(proc.wait(), DEADLINE)
+    return serve_node(origin_url, directory, timeout=DEADLINE, **settings)
 
 
 async def eventually(check: Any, what: str, timeout: float = DEADLINE) -> Any:

@@ -58,7 +58,9 @@ async def test_a_page_visitors_read_stays_a_hit_and_one_they_left_expires(
                                         timeout=DEADLINE) as client:
         await client.get("/cold")  # read once: refreshed while within the window only
         first = await client.get("/hot")
-        later = await read_for(client, "/hot", 3 * LIFETIME)
+        later = await read_for(client, "/hot", 2 * LIFETIME)
+        cold_after_window = origin.app.count("/cold")
+        later += await read_for(client, "/hot", LIFETIME)
         async with httpx.AsyncClient(
                 base_url=f"http://127.0.0.1:{serve.admin_port}", timeout=DEADLINE,
                 headers={"authorization": f"Bearer {TOKEN}"}) as admin:
@@ -71,10 +73,11 @@ async def test_a_page_visitors_read_stays_a_hit_and_one_they_left_expires(
     assert conditionals(origin, "/hot") == origin.app.count("/hot") - 1
     assert all(headers["user-agent"].startswith("stoker-warmer/")
                for method, target, headers in origin.app.requests[2:])  # the refreshes
-    # /cold: fetched, refreshed once (read at most 3.4 s before: within the window), then
-    # no more (its next refresh comes at least 4.8 s after its one read)
-    assert origin.app.count("/cold") == 2
-    assert conditionals(origin, "/cold") == 1
+    # /cold: fetched, refreshed (read at most 3.4 s before: within the window; a refresh a
+    # loaded machine delays past its claim may be asked again once), then no more: 8 s
+    # after its one read it is outside the 4.5 s window and nothing refreshes it
+    assert origin.app.count("/cold") == cold_after_window
+    assert 1 <= conditionals(origin, "/cold") == origin.app.count("/cold") - 1 <= 2
     refreshes = conditionals(origin, "/hot") + conditionals(origin, "/cold")
     assert f'stoker_refreshes_total{{result="not_modified"}} {refreshes}.0' in metrics
     assert status == {"tracked": 1, "refreshed": 0, "not_modified": refreshes, "failed": 0}

@@ -261,3 +261,39 @@ async def start_serve(origin_url: str, data_dir: Path, log: IO[bytes], *,
         await proc.wait()
         raise
     return proc, f"http://127.0.0.1:{admin_port}"
+
+
+@dataclass
+class Node:
+    """``stoker serve`` in its own process: its proxy (Host :data:`SITE_HOST`), its admin
+    API (with the token) and its log file."""
+
+    proc: asyncio.subprocess.Process
+    proxy: httpx.AsyncClient
+    admin: httpx.AsyncClient
+    admin_url: str
+    log: Path
+
+
+@asynccontextmanager
+async def serve_node(origin_url: str, directory: Path, *, timeout: float = 30.0,
+                     **settings: Any) -> AsyncIterator[Node]:
+    """A :class:`Node` for the site at ``origin_url`` (4 warm workers unless ``settings``
+    say, ``settings`` in its config file), its data and ``serve.log`` in ``directory``;
+    terminated on exit."""
+    directory.mkdir(exist_ok=True)
+    port = free_port()
+    log_path = directory / "serve.log"
+    with log_path.open("wb") as log:
+        proc, admin_url = await start_serve(origin_url, directory / "data", log, port=port,
+                                            **{"warm_workers": 4, **settings})
+        try:
+            await wait_listening(port, timeout=timeout)
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30,
+                                         headers={"host": SITE_HOST}) as proxy, \
+                    httpx.AsyncClient(base_url=admin_url, timeout=30, headers={
+                        "authorization": f"Bearer {TOKEN}"}) as admin:
+                yield Node(proc, proxy, admin, admin_url, log_path)
+        finally:
+            proc.terminate()
+            await asyncio.wait_for(proc.wait(), timeout)

@@ -14,8 +14,10 @@ Invariants every implementation keeps:
   keeps its :class:`~stoker.warm.run.UrlState` whole, ``detail`` included.
 - ``skipped_reasons`` gives back the reasons ``set_total`` stored (each with a count above
   0), which add up to ``counts.skipped``; a run that never collected has none.
-- ``last_failures`` judges each URL by its newest settled row (runs by id): a URL
-  failed in one run and warmed in a later one is not listed.
+- ``last_failures`` judges each URL by its newest row that is settled or in the active
+  run (runs by id): a URL failed in one run and warmed, or waiting to be visited, in a
+  later one is not listed (a recovery checked while the last recovery run is going finds
+  nothing new); a URL left queued by a cancelled run does not hide its failure.
 - ``not_stored_reasons`` tallies exactly the run's ``not_stored`` rows by their
   ``detail``, so its counts add up to ``counts.not_stored``; ``not_stored_urls``
   groups the same rows by the same key.
@@ -127,8 +129,9 @@ class RunStore(Protocol):
 
     async def last_failures(self, since: float, limit: int = MAX_FAILURES
                             ) -> list[tuple[str, str | None]]:
-        """``(url, detail)`` of up to ``limit`` URLs whose last settled state, in the runs
-        started at or after ``since``, is ``failed``: newest run first, then by URL."""
+        """``(url, detail)`` of up to ``limit`` URLs whose last state, in the runs started
+        at or after ``since`` (settled, or queued in the active run), is ``failed``: newest
+        run first, then by URL."""
 
     async def urls(self, run_id: int, state: UrlStateName, limit: int = 100) -> list[str]:
         """Up to ``limit`` (clamped like ``recent``) URLs of the run in ``state``

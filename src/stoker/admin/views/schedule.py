@@ -15,6 +15,7 @@ from stoker.admin.warm_api import deadline_json
 PURPOSES: Final[Mapping[str, str]] = {
     "rewarm": "Re-warm what purges and edits made cold",
     "refresh": "Daily refresh of the whole site",
+    "recover": "Warm again what failed while the origin was down",
     "stats_flush": "Write the hit statistics to the store",
     "job_reap": "Delete finished jobs past their keep time",
     "l2_reclaim": "Evict L2 entries past their keep time or over the size limit",

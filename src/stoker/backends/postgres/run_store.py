@@ -84,7 +84,8 @@ SELECT url, detail FROM (
   SELECT u.url, u.state, u.detail, u.run_id,
          row_number() OVER (PARTITION BY u.url ORDER BY u.run_id DESC) AS n
   FROM warm_run_urls u JOIN warm_runs r ON r.id = u.run_id
-  WHERE r.started_at >= $1 AND u.state NOT IN ('queued', 'stopgap')) AS settled
+  WHERE r.started_at >= $1
+    AND (u.state NOT IN ('queued', 'stopgap') OR r.phase IN ('collect', 'warm'))) AS settled
 WHERE n = 1 AND state = 'failed' ORDER BY run_id DESC, url LIMIT $2
 """
 _NOT_STORED_REASONS: Final = """
