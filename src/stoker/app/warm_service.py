@@ -164,8 +164,8 @@ class WarmService:
                                     credentials=credentials),
             clock=clock, owner=owner, collect=collect, arm=ticker.arm)
         reads = stoker.pipeline.reads
-        refresher = Refresher(reads, warmer.refresh, clock,
-                              user_agent=user_agent) if reads is not None else None
+        refresher = Refresher(reads, warmer.refresh, clock, user_agent=user_agent,
+                              filling=warmer.filling) if reads is not None else None
         service = cls(stoker, stores, warmer, ticker, credentials, refresher)
         service._register()
         service._unsubscribe = stoker.events.subscribe(warmer.on_purge)

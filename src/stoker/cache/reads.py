@@ -29,6 +29,12 @@ Invariants:
   table: the refresh times are kept in a heap, and the reads come due wait in a pool
   while more are due than one call hands out.
 - A renewal that makes an entry fresher releases its claim and schedules it anew.
+- A read is *covered* when its entry may be served stale for at least
+  :data:`STALE_COVER` past its freshness (``stale-while-revalidate``, ``default_swr``): a
+  visitor then gets it at once and its revalidation runs behind.  ``due(…,
+  covered=False)`` leaves covered reads waiting (neither handed out nor forgotten) and
+  hands out the others: while a warm run fills cold pages, the origin's budget goes to
+  the pages a visitor would wait for first.
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ MIN_LIFETIME: Final = 1.0
 """Seconds of freshness under which an entry is not refreshed ahead."""
 MIN_RETRY: Final = 1.0
 """Seconds at least a read handed out for a refresh is claimed."""
+STALE_COVER: Final = 300.0
+"""Seconds of stale service past freshness that make a read *covered* (see the module)."""
 UNTRACKED_VARY: Final = frozenset({"cookie", "authorization", "*"})
 """Vary names whose entries are not refreshed: they belong to someone's credentials."""
 
@@ -57,7 +65,7 @@ class Read:
     """What visitors asked of one entry (see the module invariants)."""
 
     __slots__ = ("count", "due_at", "fresh_until", "headers", "last_read", "not_before",
-                 "response_time", "url")
+                 "response_time", "stale_until", "url")
 
     def __init__(self, url: str, headers: tuple[Header, ...], entry: CacheEntry,
                  now: float) -> None:
@@ -67,6 +75,7 @@ class Read:
         self.count = 1
         self.last_read = now
         self.fresh_until = entry.fresh_until
+        self.stale_until = entry.stale_until
         self.response_time = entry.response_time
         self.not_before = 0.0
         """Claimed by a refresh until then."""
@@ -77,6 +86,11 @@ class Read:
     def lifetime(self) -> float:
         """Seconds the entry stays fresh from its response."""
         return self.fresh_until - self.response_time
+
+    @property
+    def covered(self) -> bool:
+        """Whether the entry may be served stale :data:`STALE_COVER` past its freshness."""
+        return self.stale_until - self.fresh_until >= STALE_COVER
 
     def refresh_at(self, refresh_ahead: float) -> float:
         """When the entry is refreshed (:func:`lead` before it goes stale)."""
@@ -167,8 +181,9 @@ class ReadTracker:
         if read is not None and entry.fresh_until > read.fresh_until:
             self._renew(key, read, entry)
 
-    def due(self, now: float, *, limit: int) -> Due:
-        """The due reads (see the module invariants), claimed, and when the next comes due."""
+    def due(self, now: float, *, limit: int, covered: bool = True) -> Due:
+        """The due reads (see the module invariants), claimed, and when the next comes due;
+        with ``covered`` False, covered reads wait."""
         since = now - self.window
         ready, schedule = self._ready, self._schedule
         while schedule and schedule[0][0] <= now:
@@ -181,16 +196,20 @@ class ReadTracker:
                 del ready[key]  # dropped, or renewed since: scheduled anew
             elif read.last_read < since:
                 del ready[key], self._reads[key]
-        picked = heapq.nlargest(limit, ready.items(), key=lambda item: item[1].count)
+        handable = ready.items() if covered else [
+            item for item in ready.items() if not item[1].covered]
+        picked = heapq.nlargest(limit, handable, key=lambda item: item[1].count)
         for key, read in picked:
             del ready[key]
             read.not_before = now + retry_after(read, self.refresh_ahead)
             self._plan(key, read)
-        next_at = now if ready else (schedule[0][0] if schedule else None)
+        more = any(covered or not read.covered for read in ready.values())
+        next_at = now if more else (schedule[0][0] if schedule else None)
         return Due([key for key, _ in picked], next_at)
 
     def _renew(self, key: str, read: Read, entry: CacheEntry) -> None:
         read.fresh_until = entry.fresh_until
+        read.stale_until = entry.stale_until
         read.response_time = entry.response_time
         read.not_before = 0.0
         self._plan(key, read)

@@ -12,6 +12,11 @@ Invariants:
 - A refresh that renews its entry releases its claim (the pipeline tells the tracker);
   one that does not (the origin failed, the page was not stored) is due again when its
   claim ends (:func:`~stoker.cache.reads.retry_after`) while visitors keep reading it.
+- While a warm run is going (``filling`` says so), covered reads wait
+  (:meth:`~stoker.cache.reads.ReadTracker.due` with ``covered=False``): a visitor gets
+  them at once from their stale copy, while a page the run has not reached yet would
+  make one wait, so the run's visits come first.  A ``filling`` that fails counts as no
+  run (every due read is refreshed).
 - A tick waits for its visits before the next one starts: the refreshes never outrun
   what the throttle lets through.  The next tick comes when the next read is due, at
   least :data:`MIN_TICK` and at most :data:`MAX_TICK` later (:data:`MIN_TICK` after a tick
@@ -46,6 +51,8 @@ RESULTS: Final = {"warmed": "refreshed", "not_modified": "not_modified"}
 Header = tuple[bytes, bytes]
 RefreshVisit = Callable[[str, tuple[Header, ...]], Awaitable[VisitResult]]
 """One refresh visit of a URL with the headers that select its variant."""
+Filling = Callable[[], Awaitable[bool]]
+"""Whether a warm run is filling the cache now."""
 
 
 def visit_headers(headers: tuple[Header, ...], user_agent: bytes) -> tuple[Header, ...]:
@@ -66,16 +73,18 @@ class Refresher:
     """Refreshes the entries visitors read ahead of their expiry (see the module)."""
 
     def __init__(self, reads: ReadTracker, visit: RefreshVisit, clock: Clock, *,
-                 user_agent: bytes) -> None:
+                 user_agent: bytes, filling: Filling | None = None) -> None:
         self.reads = reads
         self._visit = visit
         self._clock = clock
         self._user_agent = user_agent
+        self._filling = filling
 
     async def tick(self) -> float:
         """Refresh what is due now; seconds until the next tick."""
+        covered = not await self._run_going()
         now = self._clock.now()
-        picked = self.reads.due(now, limit=BATCH)
+        picked = self.reads.due(now, limit=BATCH, covered=covered)
         reads = [read for read in map(self.reads.get, picked.keys) if read is not None]
         if not reads:
             return next_tick(picked.next_at, now)
@@ -92,6 +101,16 @@ class Refresher:
                 wait = MAX_TICK
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), wait)
+
+    async def _run_going(self) -> bool:
+        if self._filling is None:
+            return False
+        try:
+            return await self._filling()
+        except Exception:
+            log.warning("refresh ahead: could not tell whether a warm run is going; "
+                        "refreshing every due read", exc_info=True)
+            return False
 
     async def _refresh(self, read: Read) -> None:
         try:

@@ -356,6 +356,10 @@ class Warmer:
         if recorded.counted and not recorded.run.active:
             await self._ended(recorded.run)
 
+    async def filling(self) -> bool:
+        """Whether a warm run is going (refresh ahead lets it go first)."""
+        return await self.stores.runs.active() is not None
+
     async def refresh(self, url: str, headers: Headers) -> VisitResult:
         """Revalidate the entry of ``url`` selected by ``headers`` now, even while fresh
         (refresh ahead), within the adaptive throttle."""

@@ -11,6 +11,7 @@ from stoker.cache.entry import CacheEntry
 from stoker.cache.reads import (
     MIN_LIFETIME,
     MIN_RETRY,
+    STALE_COVER,
     ReadTracker,
     lead,
     read_key,
@@ -182,3 +183,20 @@ def test_due_hands_out_exactly_the_due_reads_most_requested_first(
                        if key not in picked.keys) if counts else True
             if len(ready) > limit:
                 assert picked.next_at == now
+
+
+def test_covered_reads_wait_while_told_and_are_handed_out_after() -> None:
+    tracker = ReadTracker(10, WINDOW, AHEAD)
+    covered = make_entry("https://example.com/c", now=NOW, fresh=600.0,
+                         stale=600.0 + STALE_COVER, error=600.0, keep=600.0 + STALE_COVER)
+    short = make_entry("https://example.com/s", now=NOW, fresh=600.0,
+                       stale=600.0 + STALE_COVER - 1, error=600.0, keep=2000.0)
+    for entry in (covered, short, covered):
+        tracker.read(entry, [], NOW)
+    assert [tracker.get(read_key(e)).covered for e in (covered, short)] == [  # type: ignore[union-attr]
+        True, False]
+    held = tracker.due(NOW + 570, limit=10, covered=False)
+    assert held.keys == [read_key(short)]  # the covered one waits, though more requested
+    assert held.next_at is not None and held.next_at > NOW + 570  # no busy ticks for it
+    assert tracker.due(NOW + 571, limit=10, covered=False).keys == []
+    assert tracker.due(NOW + 572, limit=10).keys == [read_key(covered)]  # waited, not lost

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from tests.entries import make_entry
 
 from stoker.cache.entry import CacheEntry
-from stoker.cache.reads import ReadTracker, read_key
+from stoker.cache.reads import STALE_COVER, ReadTracker, read_key
 from stoker.clock import FakeClock
 from stoker.warm.refresh import MAX_TICK, MIN_TICK, Refresher, next_tick, visit_headers
 from stoker.warm.visits import VisitResult
@@ -125,3 +125,26 @@ def test_a_refresh_keeps_a_user_agent_its_variant_names() -> None:
     own = ((b"User-Agent", b"Mobile"), (b"accept-language", b"en"))
     assert visit_headers(own, UA) == own
     assert visit_headers((), UA) == ((b"user-agent", UA),)
+
+
+async def test_while_a_run_fills_the_cache_covered_reads_wait_and_a_failing_check_refreshes_all(
+        ) -> None:
+    tracker, clock, origin, _ = bench()
+    store_down = False
+
+    async def filling() -> bool:
+        if store_down:
+            raise OSError("store down")
+        return True
+
+    refresher = Refresher(tracker, origin.visit, clock, user_agent=UA, filling=filling)
+    now = clock.now()
+    tracker.read(make_entry("https://example.com/c", now=now, fresh=600.0,
+                            stale=600.0 + STALE_COVER, keep=1200.0), [], now)
+    tracker.read(page("/a", now), [], now)
+    clock.advance(570)
+    await refresher.tick()
+    assert [url for url, _ in origin.visits] == ["https://example.com/a"]
+    store_down = True
+    await refresher.tick()
+    assert [url for url, _ in origin.visits] == ["https://example.com/a", "https://example.com/c"]
