@@ -344,8 +344,8 @@ async def run_demo(settings: Settings, origin_listen: str, *, pages: int, delay:
         f"  curl -s -H 'authorization: Bearer {settings.admin_token}' "
         f"{admin_url(settings, {})}/api/status",
         f"edit: open {base}/page/7 and press \"Edit this page\";",
-        f"  the site purges tag page-7, Stoker re-warms that page alone "
-        f"{DEMO_REWARM_DELAY:.0f} s later,",
+        "  the site purges tag page-7, Stoker re-warms that page alone at once",
+        "  (a purge of fewer than rewarm_now_max URLs skips the re-warm's debounce),",
         "  then page 7 is a hit showing revision 2 (the log shows the re-warm;",
         "  the dashboard's Audit and Warm pages show the purge and the re-warm as they happen)",
         "Ctrl-C stops both.",
