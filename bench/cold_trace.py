@@ -99,6 +99,8 @@ class Seen:
     status: int = 0
     version: int = 0
     measured: bool = False
+    cache: str = ""
+    """What the answer said of the cache (``Cache-Status``, ``X-Cache``, ``X-Cache-Status``)."""
 
 
 Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
@@ -149,26 +151,27 @@ class Visitors:
         seen.done, seen.status = time.monotonic(), answer[0] if answer else -2
         match = VERSION.search(answer[1]) if answer else None
         seen.version = int(match.group(1)) if match else 0
+        seen.cache = answer[2] if answer else ""
 
     async def exchange(self, request: Request, seen: Seen,
-                       conn: Conn | None) -> tuple[int, bytes] | None:  # fmt: skip
-        """Status and ETag (-1 when no answer came in time), None when the connection
-        failed (then closed)."""
+                       conn: Conn | None) -> tuple[int, bytes, str] | None:  # fmt: skip
+        """Status, ETag and cache status (-1 when no answer came in time), None when the
+        connection failed (then closed)."""
         try:
             if conn is None:
                 conn = await asyncio.open_connection("127.0.0.1", self.port, limit=1 << 20)
             conn[1].write(self.head(request, seen.id))
-            status, etag, keep = await asyncio.wait_for(read_response(conn[0]),
-                                                        REQUEST_TIMEOUT)  # fmt: skip
+            status, etag, cache, keep = await asyncio.wait_for(read_response(conn[0]),
+                                                               REQUEST_TIMEOUT)  # fmt: skip
         except (OSError, asyncio.IncompleteReadError, ValueError, TimeoutError) as error:
             if conn is not None:
                 conn[1].close()
-            return (-1, b"") if isinstance(error, TimeoutError) else None
+            return (-1, b"", "") if isinstance(error, TimeoutError) else None
         if keep:
             self.idle.append(conn)
         else:
             conn[1].close()
-        return status, etag
+        return status, etag, cache
 
     def close(self) -> None:
         for _, writer in self.idle:
@@ -176,8 +179,12 @@ class Visitors:
         self.idle.clear()
 
 
-async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]:
-    """One response, its body read whole: status, ETag and whether the connection stays."""
+CACHE_HEADERS = (b"cache-status", b"x-cache", b"x-cache-status")
+
+
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, str, bool]:
+    """One response, its body read whole: status, ETag, what it said of the cache
+    (:data:`CACHE_HEADERS`) and whether the connection stays."""
     head = await reader.readuntil(b"\r\n\r\n")
     lines = head.split(b"\r\n")
     status = int(lines[0].split()[1])
@@ -193,7 +200,9 @@ async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]
             await reader.readexactly(size + 2)
             if size == 0:
                 break
-    return status, headers.get(b"etag", b""), headers.get(b"connection") != b"close"
+    cache = next((headers[name] for name in CACHE_HEADERS if name in headers), b"")
+    return (status, headers.get(b"etag", b""), cache.decode("latin-1"),
+            headers.get(b"connection") != b"close")
 
 
 # -- events --------------------------------------------------------------------------
@@ -269,6 +278,12 @@ class Figures:
     waited_second_half_share: float = 0.0
     """The waited share of the human requests sent in the measured phase's second half."""
     statuses: dict[str, int] = field(default_factory=dict)
+    late_old: list[list[Any]] = field(default_factory=list)
+    """The old copies counted in ``old_after_allowed``: path, seconds after the edit's
+    purge, cache status."""
+    waits: list[list[Any]] = field(default_factory=list)
+    """Each human request that waited: seconds into the measured phase, path, ``log``
+    (the origin's log) or ``time`` (only slow), milliseconds, its cache status."""
     event_errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -297,6 +312,9 @@ def figures(name: str, seen: list[Seen], log: list[list[Any]], edits: list[Edit]
     late = [any_ for s, (_, any_) in zip(humans, marks, strict=True) if s.scheduled >= middle]
     out.waited_second_half_share = sum(late) / max(1, len(late))
     out.bots_waited_share = sum(1 for s in bots if waited(s)[1]) / max(1, len(bots))
+    out.waits = [[round(s.scheduled - start, 3), s.path, "log" if by_log else "time",
+                  round((s.done - s.scheduled) * 1000, 1), s.cache]
+                 for s, (by_log, any_) in zip(humans, marks, strict=True) if any_]
     latencies = [(s.done - s.scheduled) * 1000 for s in humans]
     out.p50_ms, out.p99_ms = percentile(latencies, 0.5), percentile(latencies, 0.99)
     out.bots_p99_ms = percentile([(s.done - s.scheduled) * 1000 for s in bots], 0.99)
@@ -311,14 +329,17 @@ def figures(name: str, seen: list[Seen], log: list[list[Any]], edits: list[Edit]
     out.edit_visible_p50_s = percentile(visible, 0.5)
     out.edit_visible_p99_s = percentile(visible, 0.99)
     out.edit_visible_max_s = max(visible, default=float("nan"))
-    out.old_after_allowed, out.answers_after_allowed = old_after(edits, humans, allowed)
+    out.old_after_allowed, out.answers_after_allowed = old_after(edits, humans, allowed,
+                                                                 out.late_old)
     return out
 
 
-def old_after(edits: list[Edit], humans: list[Seen], allowed: float) -> tuple[int, int]:
+def old_after(edits: list[Edit], humans: list[Seen], allowed: float,
+              late: list[list[Any]] | None = None) -> tuple[int, int]:
     """``(old, all)``: human answers of an edited item given more than ``allowed`` seconds
     after an edit's purge and before its next edit's, and those of them with an older
-    version than that edit's."""
+    version than that edit's (each noted in ``late``: the path, seconds after the purge,
+    the answer's cache status)."""
     by_item: dict[int, list[Edit]] = {}
     for edit in sorted(edits, key=lambda e: e.purged):
         by_item.setdefault(edit.item, []).append(edit)
@@ -333,6 +354,8 @@ def old_after(edits: list[Edit], humans: list[Seen], allowed: float) -> tuple[in
         if last is not None:
             answered += 1
             old += s.version < last.version
+            if s.version < last.version and late is not None:
+                late.append([s.path, round(s.done - last.purged, 2), s.cache])
     return old, answered
 
 
@@ -449,9 +472,23 @@ def report(results: list[Figures], args: argparse.Namespace) -> list[str]:
         lines.append(f"  {r.system}: waited in the second half {r.waited_second_half_share:.3%}; "
                      f"old copies more than {edit_allowance(args):g} s after an edit: "
                      f"{r.old_after_allowed} of {r.answers_after_allowed} answers")
+        if r.waits:
+            lines.append(f"  {r.system}: {waits_text(r.waits, args.duration)}")
+        if r.late_old:
+            lines.append(f"  {r.system}: old copies after the allowance (path, s after the "
+                         f"purge, cache status): {r.late_old[:5]}")
         lines += [f"  {r.system}: {note}" for note in r.notes + r.event_errors[:5]]
     lines += goals(results, args)
     return lines
+
+
+def waits_text(waits: list[list[Any]], duration: float) -> str:
+    """Where the waits were: by tenth of the measured phase and by what the answer said
+    of the cache (its first two fields)."""
+    tenths = Counter(min(9, int(10 * at / duration)) for at, *_ in waits)
+    said = Counter(";".join(cache.split(";")[:2]) or "-" for *_, cache in waits)
+    return ("waits by tenth " + " ".join(str(tenths[n]) for n in range(10))
+            + "; by cache status " + ", ".join(f"{k} {v}" for k, v in said.most_common(6)))
 
 
 def goals(results: list[Figures], args: argparse.Namespace) -> list[str]:

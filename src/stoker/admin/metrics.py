@@ -169,7 +169,7 @@ def own(stoker: Stoker) -> Figures:
 def node_facts(stoker: Stoker) -> dict[str, Any]:
     """The Stoker release, cache version and warm workers of ``stoker``'s process."""
     return {"release": VERSION, "cache_version": stoker.pipeline.version,
-            "warm_workers": stoker.settings.warm_workers}
+            "warm_workers": stoker.settings.warm_jobs}
 
 
 def said(figures: Figures) -> str:

@@ -111,7 +111,7 @@ async def run_service(settings: Settings, *, announce: Announce = print,
     scheme = "https" if settings.tls_cert else "http"
     where = f"{scheme}://{settings.listen} (admin on http://{settings.admin_listen})"
     announce(f"stoker {VERSION}: proxying {where} → {settings.origin} "
-             f"(data in {settings.data_dir}, {settings.warm_workers} warm workers, "
+             f"(data in {settings.data_dir}, {settings.warm_jobs} warm workers, "
              f"pid {os.getpid()}{process.described() if process else ''})")
     if settings.l2_url and first:
         await say_eviction(settings.l2_url)
@@ -231,7 +231,7 @@ async def run_worker(settings: Settings, *, announce: Announce = print,
                      stop: asyncio.Event | None = None) -> None:
     """Run warm workers and the ticker without serving (``stoker worker``)."""
     stoker, warm = await _open_with_warmer(settings)
-    announce(f"stoker {VERSION} worker: {settings.warm_workers} warm workers for "
+    announce(f"stoker {VERSION} worker: {settings.warm_jobs} warm workers for "
              f"{', '.join(settings.site_urls)} (data in {settings.data_dir}, "
              f"pid {os.getpid()})")
     try:
@@ -380,7 +380,7 @@ async def _answers(url: str, clock: Clock) -> bool:
 async def follow_warm_run(warm: WarmService, announce: Announce) -> None:
     """Start a full warm run and announce its progress every :data:`PROGRESS_EVERY`
     seconds until it ends, then a summary (and its warning, if it has one)."""
-    if warm.stoker.settings.warm_workers == 0:
+    if warm.stoker.settings.warm_jobs == 0:
         announce("warming: off here (warm_workers = 0); a stoker worker can do it")
         return
     run: Run | None = (await warm.warmer.start("manual")).run

@@ -38,10 +38,13 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Final
 
 from stoker.app.stoker import EVICT_EVERY, Stoker
 from stoker.backends import WarmStores, open_warm_stores
+from stoker.cache.reads import ReadTracker
+from stoker.cache.steps import Pacer
 from stoker.config.settings import Settings
 from stoker.jobs.worker import Worker, WorkerConfig, default_owner
 from stoker.proxy.visit import OriginFetch, PipelineVisitor
@@ -52,9 +55,18 @@ from stoker.version import VERSION
 from stoker.warm.credentials import CredentialBook
 from stoker.warm.discovery import Discovery, DiscoveryConfig, discover
 from stoker.warm.origins import folded, spread, tally, verdict, warm_origins
-from stoker.warm.refresh import Refresher
+from stoker.warm.refresh import Refresher, visit_headers
 from stoker.warm.run import RevisitPolicy, Run
-from stoker.warm.warmer import QUEUE, RECOVER, REFRESH, REWARM, WarmBusy, WarmConfig, Warmer
+from stoker.warm.warmer import (
+    QUEUE,
+    RECOVER,
+    REFRESH,
+    REWARM,
+    Headers,
+    WarmBusy,
+    WarmConfig,
+    Warmer,
+)
 
 log = logging.getLogger("stoker.warm")
 
@@ -69,6 +81,12 @@ KEEP_HITS: Final = 30 * 86_400.0
 RETRY: Final = 30.0
 RECORD_TIMEOUT: Final = 5.0
 """Seconds a shutdown waits for purged URLs still in memory to reach the pending store."""
+
+
+def read_variants(reads: ReadTracker, user_agent: bytes, url: str) -> list[Headers]:
+    """The visit headers of each variant of ``url`` visitors read (the warmer visits
+    them too)."""
+    return [visit_headers(headers, user_agent) for headers in reads.variants(url)]
 
 
 def warms_on_start(mode: str, cached: int) -> bool:
@@ -145,10 +163,12 @@ class WarmService:
         async def collect(popular: Mapping[str, int]) -> Discovery:
             origins = await visited_origins(stoker, stores)
             found = await discover(fetch, discovery,
-                                   folded(popular, settings.site_urls, origins))
+                                   folded(popular, settings.site_urls, origins),
+                                   pace=Pacer(clock.monotonic))
             return replace(found, urls=spread(found.urls, settings.site_urls, origins))
 
         ticker = Ticker(stores.deadlines, clock, owner)
+        reads = stoker.pipeline.reads
         warmer = Warmer(
             config=WarmConfig(variants=variants, rewarm_delay=settings.rewarm_delay,
                               rewarm_max_wait=settings.rewarm_max_wait,
@@ -162,8 +182,8 @@ class WarmService:
             visitor=PipelineVisitor(stoker.pipeline, clock,
                                     stopgap_header=settings.stopgap_header.lower().encode(),
                                     credentials=credentials),
-            clock=clock, owner=owner, collect=collect, arm=ticker.arm)
-        reads = stoker.pipeline.reads
+            clock=clock, owner=owner, collect=collect, arm=ticker.arm,
+            variants_read=None if reads is None else partial(read_variants, reads, user_agent))
         refresher = Refresher(reads, warmer.refresh, clock, user_agent=user_agent,
                               filling=warmer.filling) if reads is not None else None
         service = cls(stoker, stores, warmer, ticker, credentials, refresher)
@@ -284,9 +304,9 @@ class WarmService:
         tasks = [self.ticker.run(stop)]
         if self.refresher is not None:
             tasks.append(self.refresher.run(stop))
-        if settings.warm_workers > 0:
+        if settings.warm_jobs > 0:
             worker = Worker(self.stores.queue, self.warmer.handle, self.stoker.clock,
-                            WorkerConfig(queue=QUEUE, concurrency=settings.warm_workers,
+                            WorkerConfig(queue=QUEUE, concurrency=settings.warm_jobs,
                                          job_timeout=settings.origin_timeout
                                          * (len(settings.warm_variants) + 1) + 30,
                                          shutdown_grace=settings.shutdown_timeout,

@@ -27,8 +27,14 @@ Invariants:
   :func:`retry_after` seconds (not due again before, unless renewed); it forgets the
   reads it finds outside the window.  Its cost is that of the reads due, not of the
   table: the refresh times are kept in a heap, and the reads come due wait in a pool
-  while more are due than one call hands out.
+  while more are due than one call hands out (covered reads left waiting by
+  ``covered=False`` wait in a pool of their own, looked at again only by a call that
+  may hand them out: a warm run that lasts minutes costs its ticks nothing per covered
+  read).
 - A renewal that makes an entry fresher releases its claim and schedules it anew.
+- :meth:`ReadTracker.variants` gives the headers of every variant of a URL the table
+  holds a read of (the warmer visits each, so a purge's re-warm renews every variant
+  visitors read, not only the configured ones).
 - A read is *covered* when its entry may be served stale for at least
   :data:`STALE_COVER` past its freshness (``stale-while-revalidate``, ``default_swr``): a
   visitor then gets it at once and its revalidation runs behind.  ``due(…,
@@ -136,8 +142,8 @@ def retry_after(read: Read, refresh_ahead: float) -> float:
 class ReadTracker:
     """The entries visitors read, bounded, and their refresh schedule (see the module)."""
 
-    __slots__ = ("_reads", "_ready", "_schedule", "_seq", "max_entries", "refresh_ahead",
-                 "refreshes", "window")
+    __slots__ = ("_by_url", "_held", "_reads", "_ready", "_schedule", "_seq", "max_entries",
+                 "refresh_ahead", "refreshes", "window")
 
     def __init__(self, max_entries: int, window: float, refresh_ahead: float) -> None:
         if max_entries < 1:
@@ -146,12 +152,16 @@ class ReadTracker:
         self.window = window
         self.refresh_ahead = refresh_ahead
         self._reads: dict[str, Read] = {}
+        self._by_url: dict[str, set[str]] = {}
+        """The keys of ``_reads`` by URL."""
         self._schedule: list[tuple[float, int, str]] = []
         """``(refresh time, sequence, key)``, a heap; an item whose time is no longer its
         read's ``due_at`` (rescheduled, or the read dropped) is skipped when it surfaces."""
         self._seq = 0
         self._ready: dict[str, Read] = {}
         """The reads come due and not handed out yet (more than one call's ``limit``)."""
+        self._held: dict[str, Read] = {}
+        """Covered reads come due that a ``covered=False`` call left waiting."""
         self.refreshes: Counter[str] = Counter()
         """Refreshes done, by result (counted by :mod:`stoker.warm.refresh`)."""
 
@@ -161,6 +171,10 @@ class ReadTracker:
     def get(self, key: str) -> Read | None:
         """The read kept under ``key``, if any."""
         return self._reads.get(key)
+
+    def variants(self, url: str) -> list[tuple[Header, ...]]:
+        """The headers that select each variant of ``url`` visitors read (one per read)."""
+        return [self._reads[key].headers for key in sorted(self._by_url.get(url, ()))]
 
     def read(self, entry: CacheEntry, headers: Sequence[Header], now: float) -> None:
         """A visitor's request with ``headers`` was answered from ``entry`` (or stored it)."""
@@ -185,26 +199,29 @@ class ReadTracker:
         """The due reads (see the module invariants), claimed, and when the next comes due;
         with ``covered`` False, covered reads wait."""
         since = now - self.window
-        ready, schedule = self._ready, self._schedule
+        ready, held, schedule = self._ready, self._held, self._schedule
         while schedule and schedule[0][0] <= now:
             at, _, key = heapq.heappop(schedule)
             read = self._reads.get(key)
             if read is not None and read.due_at == at:
                 ready[key] = read
+        if covered and held:
+            ready.update(held)
+            held.clear()
         for key, read in list(ready.items()):
             if self._reads.get(key) is not read or not 0 <= read.due_at <= now:
                 del ready[key]  # dropped, or renewed since: scheduled anew
             elif read.last_read < since:
-                del ready[key], self._reads[key]
-        handable = ready.items() if covered else [
-            item for item in ready.items() if not item[1].covered]
-        picked = heapq.nlargest(limit, handable, key=lambda item: item[1].count)
+                del ready[key]
+                self._forget(key)
+            elif not covered and read.covered:
+                held[key] = ready.pop(key)
+        picked = heapq.nlargest(limit, ready.items(), key=lambda item: item[1].count)
         for key, read in picked:
             del ready[key]
             read.not_before = now + retry_after(read, self.refresh_ahead)
             self._plan(key, read)
-        more = any(covered or not read.covered for read in ready.values())
-        next_at = now if more else (schedule[0][0] if schedule else None)
+        next_at = now if ready else (schedule[0][0] if schedule else None)
         return Due([key for key, _ in picked], next_at)
 
     def _renew(self, key: str, read: Read, entry: CacheEntry) -> None:
@@ -233,7 +250,16 @@ class ReadTracker:
         if len(self._reads) >= self.max_entries:
             self._evict(now)
         read = self._reads[key] = Read(entry.url, picked, entry, now)
+        self._by_url.setdefault(entry.url, set()).add(key)
         self._plan(key, read)
+
+    def _forget(self, key: str) -> None:
+        read = self._reads.pop(key)
+        self._held.pop(key, None)
+        keys = self._by_url[read.url]
+        keys.discard(key)
+        if not keys:
+            del self._by_url[read.url]
 
     def _evict(self, now: float) -> None:
         """Drop the quarter (at least one) least deserving a refresh (their schedule items
@@ -243,7 +269,7 @@ class ReadTracker:
             max(1, self.max_entries // 4), self._reads.items(),
             key=lambda item: (item[1].last_read >= since, item[1].count, item[1].last_read))
         for key, _ in victims:
-            del self._reads[key]
+            self._forget(key)
         if len(self._schedule) > 2 * len(self._reads) + 64:
             self._schedule = [item for item in self._schedule
                               if (read := self._reads.get(item[2])) is not None

@@ -15,6 +15,9 @@ scheduled); a ``budget`` of 0 yields before every chunk but the first.  With a
 ``pause``, each yield sleeps that long, so background work that has no deadline
 leaves the loop to requests most of the time.  An ``after_step`` callback runs at the
 end of every step, before its yield, and after the last one.
+
+:class:`Pacer` is the same rule for work that is not a sequence (a sitemap parsed as it
+arrives): called between units of work, it yields once the step has used its budget.
 """
 
 from __future__ import annotations
@@ -27,6 +30,30 @@ T = TypeVar("T")
 
 STEP_BUDGET = 0.002
 """Seconds of event-loop time one step of a purge or reclaim may use."""
+
+
+class Pacer:
+    """Yields to the event loop, between units of work, once a step has used its budget.
+
+    The first step begins when the pacer is made (its maker has just been scheduled).
+    """
+
+    def __init__(self, timer: Callable[[], float], budget: float = STEP_BUDGET,
+                 pause: float = 0.0) -> None:
+        self.budget = budget
+        self.pause = pause
+        self._timer = timer  # seconds, monotonic: the injected clock's ``monotonic``
+        self._started = timer()
+
+    async def __call__(self, after_step: Callable[[], None] | None = None) -> None:
+        """Go on while the step is within budget; else end it (calling ``after_step``),
+        yield to the loop (for ``pause`` seconds) and return when the next step begins."""
+        if self._timer() - self._started < self.budget:
+            return
+        if after_step is not None:
+            after_step()
+        await asyncio.sleep(self.pause)
+        self._started = self._timer()
 
 
 class Steps:
@@ -43,21 +70,10 @@ class Steps:
                      ) -> AsyncIterator[Sequence[T]]:
         """``items`` in chunks of ``size``; the time a caller spends on the chunks it
         was handed counts toward the step that handed them out."""
-        started = self._timer()
+        pace = Pacer(self._timer, self.budget, self.pause)
         for start in range(0, len(items), size):
             if start:
-                started = await self._next_step(started, after_step)
+                await pace(after_step)
             yield items[start:start + size]
         if after_step is not None and items:
             after_step()
-
-    async def _next_step(self, started: float, after_step: Callable[[], None] | None) -> float:
-        """``started`` while the step begun then is within budget; else end it (calling
-        ``after_step``), yield to the loop (for ``pause`` seconds) and return when the
-        next step begins."""
-        if self._timer() - started < self.budget:
-            return started
-        if after_step is not None:
-            after_step()
-        await asyncio.sleep(self.pause)
-        return self._timer()

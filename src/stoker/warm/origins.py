@@ -112,6 +112,8 @@ def spread(urls: Sequence[str], site_urls: Sequence[str],
         site = None if origin in configured else _mirrored(origin, configured)
         if site is not None:
             mirrors.setdefault(site, []).append(origin)
+    if not mirrors:  # visitors use the configured sites only: the common case, no parsing
+        return list(dict.fromkeys(urls))
     spread_urls: dict[str, None] = {}
     for url in urls:
         spread_urls[url] = None

@@ -36,6 +36,7 @@ Invariants (tests/unit/warm/test_run.py checks them, with hypothesis):
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, NamedTuple, get_args
@@ -105,14 +106,22 @@ class Counts:
 
     def moved(self, old: UrlStateName | None, new: UrlStateName) -> Counts:
         """The counts after one URL went from ``old`` (``None``: a new URL) to ``new``."""
+        return self.moved_many({old: 1}, new)
+
+    def moved_many(self, olds: Mapping[UrlStateName | None, int],
+                   new: UrlStateName) -> Counts:
+        """The counts after ``olds[old]`` URLs each went from ``old`` (``None``: new URLs)
+        to ``new``: one copy however many URLs moved."""
         changes: dict[str, int] = {}
-        if old is None:
-            changes["total"] = self.total + 1
-        elif old in _TALLY:
-            changes[_TALLY[old]] = getattr(self, _TALLY[old]) - 1
-        if new in _TALLY:
-            field = _TALLY[new]
-            changes[field] = changes.get(field, getattr(self, field)) + 1
+        for old, count in olds.items():
+            if old is None:
+                changes["total"] = changes.get("total", self.total) + count
+            elif old in _TALLY:
+                field = _TALLY[old]
+                changes[field] = changes.get(field, getattr(self, field)) - count
+            if new in _TALLY:
+                field = _TALLY[new]
+                changes[field] = changes.get(field, getattr(self, field)) + count
         return dataclasses.replace(self, **changes)
 
 
@@ -216,7 +225,8 @@ def add_urls(run: Run, existing: Mapping[str, UrlState], urls: Iterable[str], no
     counted), else it is left."""
     if not run.active:
         return Added(run, {}, [])
-    counts, changes, visits = run.counts, {}, []
+    moves: Counter[UrlStateName | None] = Counter()
+    changes, visits = {}, []
     for url in dict.fromkeys(urls):
         old = existing.get(url)
         if old is None:
@@ -225,9 +235,10 @@ def add_urls(run: Run, existing: Mapping[str, UrlState], urls: Iterable[str], no
             new = UrlState("queued", old.visit)
         else:
             continue
-        counts = counts.moved(None if old is None else old.state, "queued")
+        moves[None if old is None else old.state] += 1
         changes[url] = new
         visits.append(Visit(url, new.visit))
+    counts = run.counts.moved_many(moves, "queued")
     return Added(settle(dataclasses.replace(run, counts=counts), now), changes, visits)
 
 

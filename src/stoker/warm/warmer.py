@@ -52,7 +52,10 @@ Invariants:
   enqueues its jobs together (no purged URL is lost); starting a run creates it and
   enqueues its jobs together, as do a collect's total and its visit jobs, and a
   visit's record and its revisit (no active run is left without its jobs).
-- Warm visits carry only the configured variant headers and the warmer's
+- A URL is visited with each configured variant's headers, then with those of each
+  other variant visitors read of it (``variants_read``: the headers its ``Vary`` names
+  as a visitor sent them, never ``Cookie`` or ``Authorization``), so a re-warm renews
+  every copy visitors get.  Warm visits carry only those headers and the warmer's
   User-Agent — never a visitor's cookies.
 """
 
@@ -87,6 +90,8 @@ RUN_FIELD: Final = "run"
 REWARM: Final = "rewarm"
 REFRESH: Final = "refresh"
 RECOVER: Final = "recover"
+ENQUEUE_CHUNK: Final = 500
+"""Visit jobs queued per call (each call a step of its own)."""
 _RESULTS: Final[dict[str, Result]] = {
     "warmed": "warmed", "fresh": "warmed", "not_modified": "not_modified",
     "not_stored": "not_stored", "stopgap": "stopgap", "failed": "failed",
@@ -148,6 +153,9 @@ class Warmer:
     owner: str
     collect: Collect
     arm: Arm
+    variants_read: Callable[[str], Sequence[Headers]] | None = None
+    """The visit headers of the variants of a URL visitors read (None: the configured
+    variants only)."""
     throttle: ThrottleState = field(init=False)
     rewarms: RewarmRecorder = field(init=False)
     """Purged URLs on their way to ``pending`` (settle or close it before ``pending``)."""
@@ -192,11 +200,9 @@ class Warmer:
             raise WarmBusy(created.run)
         if created.cancelled is not None:
             log.info("warm run %d superseded by run %d", created.cancelled.id, created.run.id)
-        jobs = [self._visit_job(created.run.id, visit, rank)
-                for rank, visit in enumerate(created.visits)]
         if created.run.phase == "collect" and created.outcome != "merged":
-            jobs.insert(0, self._collect_job(created.run.id, 1))
-        await tx.queue.enqueue(jobs)
+            await tx.queue.enqueue([self._collect_job(created.run.id, 1)])
+        await self._enqueue_visits(tx, created.run.id, created.visits)
         log.info("warm run %d (%s, %s): %s, %d URLs queued", created.run.id, reason,
                  created.run.scope, created.outcome, len(created.visits))
         return created
@@ -316,8 +322,7 @@ class Warmer:
                                                 self.clock.now(), skipped=discovery.skipped)
             if collected is None:
                 return  # superseded or taken over meanwhile
-            await tx.queue.enqueue([self._visit_job(run_id, visit, rank)
-                                    for rank, visit in enumerate(collected.visits)])
+            await self._enqueue_visits(tx, run_id, collected.visits)
         log.info("warm run %d: %d URLs collected, %s", run_id, len(discovery.urls),
                  skipped_text(collected.run.counts.skipped, most_first(discovery.skipped)))
         if not collected.run.active:
@@ -343,7 +348,7 @@ class Warmer:
         run = await self.stores.runs.get(run_id)
         if run is None or not run.active:
             return
-        results = [await self._throttled(url, headers) for headers in self.config.variants]
+        results = [await self._throttled(url, headers) for headers in self._variants(url)]
         if _origin_down(results) and job.attempts < job.max_attempts:
             raise OriginDown(f"origin did not answer the warm visit of {url}")
         result, detail = worst(results)
@@ -355,6 +360,13 @@ class Warmer:
                                                         run_at=recorded.revisit_at)])
         if recorded.counted and not recorded.run.active:
             await self._ended(recorded.run)
+
+    def _variants(self, url: str) -> list[Headers]:
+        """The headers of each visit of ``url``: the configured variants', then each other
+        variant's visitors read (see the module invariants)."""
+        configured = self.config.variants
+        read = () if self.variants_read is None else self.variants_read(url)
+        return list(dict.fromkeys([*configured, *read]))
 
     async def filling(self) -> bool:
         """Whether a warm run is going (refresh ahead lets it go first)."""
@@ -389,6 +401,14 @@ class Warmer:
             self.throttle = on_result(self.throttle, result.latency, result.status,
                                       result.retry_after, self.clock.now())
         return result
+
+    async def _enqueue_visits(self, tx: WarmUnit, run_id: int, visits: Sequence[Visit]) -> None:
+        """Queue a visit job per visit, ranked in order, :data:`ENQUEUE_CHUNK` at a time (a
+        10,000-URL run is made in steps, not in one event-loop step of 50 ms)."""
+        for start in range(0, len(visits), ENQUEUE_CHUNK):
+            await tx.queue.enqueue([
+                self._visit_job(run_id, visit, rank)
+                for rank, visit in enumerate(visits[start:start + ENQUEUE_CHUNK], start)])
 
     def _visit_job(self, run_id: int, visit: Visit, rank: int, *,
                    run_at: float | None = None) -> NewJob:

@@ -152,30 +152,40 @@ def test_a_tracker_needs_room() -> None:
 operations = st.lists(st.one_of(
     st.tuples(st.just("read"), st.sampled_from("abcdef"), st.floats(0.5, 900)),
     st.tuples(st.just("renew"), st.sampled_from("abcdef"), st.floats(0.5, 900)),
-    st.tuples(st.just("due"), st.integers(0, 4), st.floats(0, 400))), max_size=40)
+    st.tuples(st.just("due"), st.tuples(st.integers(0, 4), st.booleans()),
+              st.floats(0, 400))), max_size=40)
+
+
+def maybe_covered(path: str, fresh: float, at: float) -> CacheEntry:
+    """``/a``, ``/b`` and ``/c`` may be served stale for long (covered), the others not."""
+    stale = fresh + (STALE_COVER if path in "abc" else 0.0)
+    return make_entry(f"https://example.com/{path}", now=at, fresh=fresh, stale=stale,
+                      error=fresh, keep=stale)
 
 
 @given(operations)
 def test_due_hands_out_exactly_the_due_reads_most_requested_first(
         steps: list[tuple[str, object, float]]) -> None:
     """Whatever happened before, each call of ``due`` hands out the reads a scan of the
-    whole table finds due, the most requested first, at most ``limit``."""
+    whole table finds due (with ``covered`` False: of the reads not covered), the most
+    requested first, at most ``limit``."""
     tracker = ReadTracker(100, 600.0, AHEAD)
     now = NOW
     for action, what, amount in steps:
         if action == "read":
-            tracker.read(page(f"/{what}", fresh=amount, at=now), [], now)
+            tracker.read(maybe_covered(str(what), amount, now), [], now)
         elif action == "renew":
-            tracker.renewed(page(f"/{what}", fresh=amount, at=now))
+            tracker.renewed(maybe_covered(str(what), amount, now))
         else:
             now += amount
-            limit = int(what)  # type: ignore[call-overload]
+            limit, covered = what  # type: ignore[misc]
             kept = {key: read for key in map(lambda p: read_key(page(f"/{p}")), "abcdef")
                     if (read := tracker.get(key)) is not None}
             ready = {key: read.count for key, read in kept.items()
                      if read.last_read >= now - 600.0 and read.lifetime >= MIN_LIFETIME
-                     and max(read.refresh_at(AHEAD), read.not_before) <= now}
-            picked = tracker.due(now, limit=limit)
+                     and max(read.refresh_at(AHEAD), read.not_before) <= now
+                     and (covered or not read.covered)}
+            picked = tracker.due(now, limit=limit, covered=covered)
             counts = [ready[key] for key in picked.keys]  # every one handed out was due
             assert len(counts) == min(limit, len(ready))
             assert counts == sorted(counts, reverse=True)
@@ -200,3 +210,18 @@ def test_covered_reads_wait_while_told_and_are_handed_out_after() -> None:
     assert held.next_at is not None and held.next_at > NOW + 570  # no busy ticks for it
     assert tracker.due(NOW + 571, limit=10, covered=False).keys == []
     assert tracker.due(NOW + 572, limit=10).keys == [read_key(covered)]  # waited, not lost
+
+
+def test_the_variants_of_a_url_are_those_visitors_read_while_their_reads_are_kept() -> None:
+    tracker = ReadTracker(10, 100.0, AHEAD)
+    identity = page("/a", variant="identity", vary=("accept-encoding",))
+    gzipped = page("/a", variant="gzip", vary=("accept-encoding",))
+    tracker.read(identity, [(b"user-agent", b"curl/8")], NOW)
+    tracker.read(gzipped, [(b"accept-encoding", b"gzip, br")], NOW + 550)
+    tracker.read(page("/b"), [], NOW)
+    assert tracker.variants(identity.url) == [((b"accept-encoding", b"gzip, br"),), ()]
+    assert tracker.variants(page("/b").url) == [()]
+    assert tracker.variants("https://example.com/never-read") == []
+    tracker.due(NOW + 600, limit=10)  # the identity read and /b left the window
+    assert tracker.variants(identity.url) == [((b"accept-encoding", b"gzip, br"),)]
+    assert tracker.variants(page("/b").url) == []

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.cache.steps import Steps
+from stoker.cache.steps import Pacer, Steps
 
 
 class Timer:
@@ -86,3 +86,29 @@ def test_a_fast_walk_is_one_step_and_a_zero_budget_yields_between_chunks() -> No
     assert len(set(fast)) == 1
     _, each = asyncio.run(walk(Steps(timer, 0.0), timer, list(range(100)), 10, [0.0]))
     assert len(set(each)) == 10
+
+
+def test_a_pacer_yields_once_a_step_has_used_its_budget() -> None:
+    async def run() -> list[int]:
+        timer = Timer()
+        pace = Pacer(timer, budget=0.002)
+        loop_turns: list[int] = []
+        turns = 0
+
+        async def count() -> None:
+            nonlocal turns
+            while True:
+                turns += 1
+                await asyncio.sleep(0)
+
+        counter = asyncio.get_running_loop().create_task(count())
+        await asyncio.sleep(0)
+        for _ in range(6):  # units of 1 ms: a step takes two
+            timer.now += 0.001
+            before = turns
+            await pace()
+            loop_turns.append(turns - before)
+        counter.cancel()
+        return loop_turns
+
+    assert asyncio.run(run()) == [0, 1, 0, 1, 0, 1]

@@ -170,6 +170,15 @@ def test_origin_and_warm_concurrency_settings() -> None:
         load_settings(env={"STOKER_WARM_MAX_CONCURRENCY": "0"})
 
 
+def test_warm_jobs_follow_the_warm_concurrency_unless_set() -> None:
+    assert load_settings(env={}).warm_jobs == 8
+    assert load_settings(env={"STOKER_WARM_MAX_CONCURRENCY": "12"}).warm_jobs == 12
+    for workers in ("0", "3"):
+        settings = load_settings(env={"STOKER_WARM_MAX_CONCURRENCY": "12",
+                                      "STOKER_WARM_WORKERS": workers})
+        assert settings.warm_jobs == int(workers)
+
+
 def test_purge_mode_and_the_rewarm_of_small_purges_and_list_pages() -> None:
     defaults = load_settings(env={})
     assert (defaults.purge_mode, defaults.rewarm_now_max, defaults.rewarm_also) == (

@@ -360,3 +360,19 @@ def test_invariants_hold_whatever_happens(scope: machine.Scope, first: list[str]
             assert run == before, "a finished run never changes"
         if run.phase not in ("failed", "cancelled"):
             assert (run.phase == "done") == machine.all_settled(run)
+
+
+@given(st.lists(st.tuples(st.none() | st.sampled_from(machine.URL_STATES),
+                          st.integers(0, 5)), max_size=8),
+       st.sampled_from(machine.URL_STATES))
+def test_many_urls_moved_at_once_count_as_each_moved_in_turn(
+        moves: list[tuple[machine.UrlStateName | None, int]],
+        new: machine.UrlStateName) -> None:
+    start = machine.Counts(total=50, warmed=10, not_modified=10, not_stored=5, failed=5)
+    one_by_one = start
+    olds: Counter[machine.UrlStateName | None] = Counter()
+    for old, count in moves:
+        olds[old] += count
+        for _ in range(count):
+            one_by_one = one_by_one.moved(old, new)
+    assert start.moved_many(olds, new) == one_by_one

@@ -16,6 +16,7 @@ from stoker.warm.sitemap import (
     MAX_FILE_BYTES,
     MAX_LOC_CHARS,
     PIECE_BYTES,
+    STEP_BYTES,
     DiscoveryError,
     Entry,
     Inflater,
@@ -145,6 +146,19 @@ def test_xxe_never_reads_the_file() -> None:
     with pytest.raises(DiscoveryError) as caught:
         parse(XXE)
     assert "root:" not in str(caught.value)
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["plain", "gzip"])
+def test_a_whole_sitemap_in_one_chunk_is_parsed_in_bounded_steps(packed: bool) -> None:
+    data = urlset("".join(f"<url><loc>https://www.example.com/p{i}</loc></url>"
+                          for i in range(5000)))
+    reader = SitemapReader(URL)
+    steps = list(reader.steps(gzip.compress(data) if packed else data))
+    entries = [entry for step in steps for entry in step] + reader.close()
+    assert entries == parse(data)
+    assert len(steps) >= len(data) // STEP_BYTES
+    per_step = 1 + STEP_BYTES // len(b"<url><loc>https://www.example.com/p0</loc></url>")
+    assert max(len(step) for step in steps) <= per_step
 
 
 def test_more_than_50000_entries_fail_at_the_one_over() -> None:

@@ -450,11 +450,13 @@ class Settings:
         50_000, positive_int,
         "Most URLs one warm run visits",
         doc="Most URLs one warm run visits (most visited first)")
-    warm_workers: int = setting(
-        4, whole,
-        "Warm visits this process runs at once (0: no warming here; stoker worker can do it)",
-        doc="Warm visits this process runs at once; `0`: none here (run `stoker worker` "
-            "elsewhere on the same `database_url`)")
+    warm_workers: int | None = setting(
+        None, optional(whole),
+        "Warm jobs this process runs at once (0: no warming here; stoker worker can do it)",
+        doc="Warm jobs this process runs at once (each a URL's visits; the warmer's throttle "
+            "keeps at most `warm_max_concurrency` of their visits at the origin); `0`: none "
+            "here (run `stoker worker` elsewhere on the same `database_url`)",
+        default_doc="`warm_max_concurrency`")
     warm_variants: tuple[tuple[tuple[str, str], ...], ...] = setting(
         DEFAULT_VARIANTS, variants,
         "Request headers of each variant a URL is warmed with, e.g. [{ \"accept-encoding\" = "
@@ -628,6 +630,13 @@ class Settings:
         host = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "[::]": "[::1]"}.get(host, host)
         scheme = "https" if self.tls_cert is not None else "http"
         return (f"{scheme}://{normalise_host(scheme, f'{host}:{port}')}",)
+
+    @property
+    def warm_jobs(self) -> int:
+        """Warm jobs this process runs at once: ``warm_workers``, by default as many as
+        the warm visits the throttle lets go to the origin (fewer would cap the warmer
+        below ``warm_max_concurrency`` however fast the origin answers)."""
+        return self.warm_max_concurrency if self.warm_workers is None else self.warm_workers
 
     @property
     def sqlite_path(self) -> Path:
