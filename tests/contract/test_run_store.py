@@ -97,10 +97,12 @@ async def test_a_targeted_run_merges_into_the_active_run(store: RunStore) -> Non
     await store.record(run_id, "/a", 0, "warmed", NOW)
     merged = await store.create("purge", ["/a", "/b", "/c"], NOW + 1)
     assert merged.outcome == "merged" and merged.run.id == run_id
-    assert merged.visits == [Visit("/a", 1), Visit("/c", 0)]
+    assert merged.visits == [Visit("/a", 1), Visit("/b", 1), Visit("/c", 0)]  # /b: now
     assert merged.run.counts == Counts(total=3)
     assert (await store.record(run_id, "/a", 0, "warmed", NOW + 2)).counted is False
     assert (await store.record(run_id, "/a", 1, "warmed", NOW + 2)).counted is True
+    assert (await store.record(run_id, "/b", 0, "warmed", NOW + 2)).counted is False
+    assert (await store.record(run_id, "/b", 1, "warmed", NOW + 2)).counted is True
 
 
 async def test_a_full_run_superseding_a_targeted_one_carries_its_open_urls(

@@ -31,6 +31,10 @@ Invariants (tests/unit/warm/test_run.py checks them, with hypothesis):
   full run supersedes it.
 - At most one run is active (``collect`` or ``warm``): :func:`plan_create` makes a
   new full run supersede the active one and a targeted run merge into it.
+- A URL merged into a run (:func:`merge`: a purge made its copy stale) gets a visit now:
+  a settled one is queued again, an open one (queued far down a full run, or a stopgap
+  waiting for its revisit) gets a new visit number, handed out with the merged ones at
+  the front, and the visit it was waiting for no longer counts.
 """
 
 from __future__ import annotations
@@ -222,7 +226,8 @@ def add_urls(run: Run, existing: Mapping[str, UrlState], urls: Iterable[str], no
     """Add ``urls`` (first occurrence wins) to an active run. ``existing`` holds the
     states of those already in it; with ``reopen`` a settled one is queued again
     (a purge made its copy stale; its visit number already moved on when it was
-    counted), else it is left."""
+    counted) and an open one gets the next visit number (its pending visit, wherever
+    it stands in the queue, no longer counts), else it is left."""
     if not run.active:
         return Added(run, {}, [])
     moves: Counter[UrlStateName | None] = Counter()
@@ -231,8 +236,9 @@ def add_urls(run: Run, existing: Mapping[str, UrlState], urls: Iterable[str], no
         old = existing.get(url)
         if old is None:
             new = UrlState()
-        elif reopen and old.state not in OPEN_STATES:
-            new = UrlState("queued", old.visit)
+        elif reopen:
+            visit = old.visit + 1 if old.state in OPEN_STATES else old.visit
+            new = UrlState("queued", visit, old.revisits if old.state in OPEN_STATES else 0)
         else:
             continue
         moves[None if old is None else old.state] += 1
@@ -244,7 +250,8 @@ def add_urls(run: Run, existing: Mapping[str, UrlState], urls: Iterable[str], no
 
 def merge(running: Run, existing: Mapping[str, UrlState], urls: Iterable[str],
           now: float) -> Added:
-    """A targeted run's ``urls`` merged into the ``running`` run (settled ones reopened)."""
+    """A targeted run's ``urls`` merged into the ``running`` run: each gets a visit now
+    (settled ones reopened, open ones a new visit number)."""
     return add_urls(running, existing, urls, now, reopen=True)
 
 

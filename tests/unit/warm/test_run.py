@@ -242,14 +242,20 @@ def test_record_rejects_an_unknown_result_by_name() -> None:
 
 # --- merging --------------------------------------------------------------------------
 
-def test_merge_adds_new_urls_and_requeues_settled_ones() -> None:
+def test_merge_gives_every_url_a_visit_now() -> None:
     run, states = warming("/a", "/b", "/c", "/d")
     run = visit(run, states, "/a", "warmed").run
     run = visit(run, states, "/b", "stopgap").run
     added = machine.merge(run, states, ["/a", "/b", "/c", "/e"], NOW)
-    assert added.visits == [Visit("/a", 1), Visit("/e", 0)]
-    assert added.changes == {"/a": UrlState("queued", 1), "/e": UrlState()}
-    assert added.run.counts == Counts(total=5, stopgap_pending=1)
+    # settled /a queued again; the stopgap /b and the queued /c get a new visit number
+    # (their pending visits no longer count); /e is new; /d, not merged, waits its turn
+    assert added.visits == [Visit("/a", 1), Visit("/b", 2), Visit("/c", 1), Visit("/e", 0)]
+    assert added.changes == {"/a": UrlState("queued", 1), "/b": UrlState("queued", 2),
+                             "/c": UrlState("queued", 1), "/e": UrlState()}
+    assert added.run.counts == Counts(total=5)
+    states.update(added.changes)
+    stale = machine.record(added.run, "/c", states["/c"], 0, "warmed", NOW)
+    assert not stale.counted  # the visit /c waited for before the merge
 
 
 def test_a_done_run_takes_no_more_urls() -> None:
