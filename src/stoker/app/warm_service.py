@@ -38,12 +38,10 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from functools import partial
 from typing import Final
 
 from stoker.app.stoker import EVICT_EVERY, Stoker
 from stoker.backends import WarmStores, open_warm_stores
-from stoker.cache.reads import ReadTracker
 from stoker.cache.steps import Pacer
 from stoker.config.settings import Settings
 from stoker.jobs.worker import Worker, WorkerConfig, default_owner
@@ -55,14 +53,13 @@ from stoker.version import VERSION
 from stoker.warm.credentials import CredentialBook
 from stoker.warm.discovery import Discovery, DiscoveryConfig, discover
 from stoker.warm.origins import folded, spread, tally, verdict, warm_origins
-from stoker.warm.refresh import Refresher, visit_headers
+from stoker.warm.refresh import Refresher
 from stoker.warm.run import RevisitPolicy, Run
 from stoker.warm.warmer import (
     QUEUE,
     RECOVER,
     REFRESH,
     REWARM,
-    Headers,
     WarmBusy,
     WarmConfig,
     Warmer,
@@ -81,12 +78,6 @@ KEEP_HITS: Final = 30 * 86_400.0
 RETRY: Final = 30.0
 RECORD_TIMEOUT: Final = 5.0
 """Seconds a shutdown waits for purged URLs still in memory to reach the pending store."""
-
-
-def read_variants(reads: ReadTracker, user_agent: bytes, url: str) -> list[Headers]:
-    """The visit headers of each variant of ``url`` visitors read (the warmer visits
-    them too)."""
-    return [visit_headers(headers, user_agent) for headers in reads.variants(url)]
 
 
 def warms_on_start(mode: str, cached: int) -> bool:
@@ -182,8 +173,7 @@ class WarmService:
             visitor=PipelineVisitor(stoker.pipeline, clock,
                                     stopgap_header=settings.stopgap_header.lower().encode(),
                                     credentials=credentials),
-            clock=clock, owner=owner, collect=collect, arm=ticker.arm,
-            variants_read=None if reads is None else partial(read_variants, reads, user_agent))
+            clock=clock, owner=owner, collect=collect, arm=ticker.arm)
         refresher = Refresher(reads, warmer.refresh, clock, user_agent=user_agent,
                               filling=warmer.filling) if reads is not None else None
         service = cls(stoker, stores, warmer, ticker, credentials, refresher)

@@ -32,9 +32,6 @@ Invariants:
   may hand them out: a warm run that lasts minutes costs its ticks nothing per covered
   read).
 - A renewal that makes an entry fresher releases its claim and schedules it anew.
-- :meth:`ReadTracker.variants` gives the headers of every variant of a URL the table
-  holds a read of (the warmer visits each, so a purge's re-warm renews every variant
-  visitors read, not only the configured ones).
 - A read is *covered* when its entry may be served stale for at least
   :data:`STALE_COVER` past its freshness (``stale-while-revalidate``, ``default_swr``): a
   visitor then gets it at once and its revalidation runs behind.  ``due(…,
@@ -142,7 +139,7 @@ def retry_after(read: Read, refresh_ahead: float) -> float:
 class ReadTracker:
     """The entries visitors read, bounded, and their refresh schedule (see the module)."""
 
-    __slots__ = ("_by_url", "_held", "_reads", "_ready", "_schedule", "_seq", "max_entries",
+    __slots__ = ("_held", "_reads", "_ready", "_schedule", "_seq", "max_entries",
                  "refresh_ahead", "refreshes", "window")
 
     def __init__(self, max_entries: int, window: float, refresh_ahead: float) -> None:
@@ -152,8 +149,6 @@ class ReadTracker:
         self.window = window
         self.refresh_ahead = refresh_ahead
         self._reads: dict[str, Read] = {}
-        self._by_url: dict[str, set[str]] = {}
-        """The keys of ``_reads`` by URL."""
         self._schedule: list[tuple[float, int, str]] = []
         """``(refresh time, sequence, key)``, a heap; an item whose time is no longer its
         read's ``due_at`` (rescheduled, or the read dropped) is skipped when it surfaces."""
@@ -171,10 +166,6 @@ class ReadTracker:
     def get(self, key: str) -> Read | None:
         """The read kept under ``key``, if any."""
         return self._reads.get(key)
-
-    def variants(self, url: str) -> list[tuple[Header, ...]]:
-        """The headers that select each variant of ``url`` visitors read (one per read)."""
-        return [self._reads[key].headers for key in sorted(self._by_url.get(url, ()))]
 
     def read(self, entry: CacheEntry, headers: Sequence[Header], now: float) -> None:
         """A visitor's request with ``headers`` was answered from ``entry`` (or stored it)."""
@@ -250,16 +241,11 @@ class ReadTracker:
         if len(self._reads) >= self.max_entries:
             self._evict(now)
         read = self._reads[key] = Read(entry.url, picked, entry, now)
-        self._by_url.setdefault(entry.url, set()).add(key)
         self._plan(key, read)
 
     def _forget(self, key: str) -> None:
-        read = self._reads.pop(key)
+        del self._reads[key]
         self._held.pop(key, None)
-        keys = self._by_url[read.url]
-        keys.discard(key)
-        if not keys:
-            del self._by_url[read.url]
 
     def _evict(self, now: float) -> None:
         """Drop the quarter (at least one) least deserving a refresh (their schedule items

@@ -52,10 +52,7 @@ Invariants:
   enqueues its jobs together (no purged URL is lost); starting a run creates it and
   enqueues its jobs together, as do a collect's total and its visit jobs, and a
   visit's record and its revisit (no active run is left without its jobs).
-- A URL is visited with each configured variant's headers, then with those of each
-  other variant visitors read of it (``variants_read``: the headers its ``Vary`` names
-  as a visitor sent them, never ``Cookie`` or ``Authorization``), so a re-warm renews
-  every copy visitors get.  Warm visits carry only those headers and the warmer's
+- Warm visits carry only the configured variant headers and the warmer's
   User-Agent — never a visitor's cookies.
 """
 
@@ -153,9 +150,6 @@ class Warmer:
     owner: str
     collect: Collect
     arm: Arm
-    variants_read: Callable[[str], Sequence[Headers]] | None = None
-    """The visit headers of the variants of a URL visitors read (None: the configured
-    variants only)."""
     throttle: ThrottleState = field(init=False)
     rewarms: RewarmRecorder = field(init=False)
     """Purged URLs on their way to ``pending`` (settle or close it before ``pending``)."""
@@ -348,7 +342,7 @@ class Warmer:
         run = await self.stores.runs.get(run_id)
         if run is None or not run.active:
             return
-        results = [await self._throttled(url, headers) for headers in self._variants(url)]
+        results = [await self._throttled(url, headers) for headers in self.config.variants]
         if _origin_down(results) and job.attempts < job.max_attempts:
             raise OriginDown(f"origin did not answer the warm visit of {url}")
         result, detail = worst(results)
@@ -360,13 +354,6 @@ class Warmer:
                                                         run_at=recorded.revisit_at)])
         if recorded.counted and not recorded.run.active:
             await self._ended(recorded.run)
-
-    def _variants(self, url: str) -> list[Headers]:
-        """The headers of each visit of ``url``: the configured variants', then each other
-        variant's visitors read (see the module invariants)."""
-        configured = self.config.variants
-        read = () if self.variants_read is None else self.variants_read(url)
-        return list(dict.fromkeys([*configured, *read]))
 
     async def filling(self) -> bool:
         """Whether a warm run is going (refresh ahead lets it go first)."""

@@ -210,18 +210,3 @@ def test_covered_reads_wait_while_told_and_are_handed_out_after() -> None:
     assert held.next_at is not None and held.next_at > NOW + 570  # no busy ticks for it
     assert tracker.due(NOW + 571, limit=10, covered=False).keys == []
     assert tracker.due(NOW + 572, limit=10).keys == [read_key(covered)]  # waited, not lost
-
-
-def test_the_variants_of_a_url_are_those_visitors_read_while_their_reads_are_kept() -> None:
-    tracker = ReadTracker(10, 100.0, AHEAD)
-    identity = page("/a", variant="identity", vary=("accept-encoding",))
-    gzipped = page("/a", variant="gzip", vary=("accept-encoding",))
-    tracker.read(identity, [(b"user-agent", b"curl/8")], NOW)
-    tracker.read(gzipped, [(b"accept-encoding", b"gzip, br")], NOW + 550)
-    tracker.read(page("/b"), [], NOW)
-    assert tracker.variants(identity.url) == [((b"accept-encoding", b"gzip, br"),), ()]
-    assert tracker.variants(page("/b").url) == [()]
-    assert tracker.variants("https://example.com/never-read") == []
-    tracker.due(NOW + 600, limit=10)  # the identity read and /b left the window
-    assert tracker.variants(identity.url) == [((b"accept-encoding", b"gzip, br"),)]
-    assert tracker.variants(page("/b").url) == []

@@ -395,20 +395,3 @@ async def test_a_refresh_is_a_throttled_visit_that_revalidates(bench: Bench) -> 
     result = await bench.warmer.refresh(f"{SITE}/a", ((b"user-agent", b"ua"),))
     assert (result.outcome, bench.visitor.refreshed) == ("not_modified", [f"{SITE}/a"])
     assert bench.warmer.throttle.baseline == 0.01  # it taught the throttle
-
-
-async def test_each_variant_visitors_read_is_visited_after_the_configured_ones(
-        bench: Bench) -> None:
-    curl = ((b"user-agent", b"curl"),)
-    read = {f"{SITE}/a": [MOBILE, curl]}  # a mobile read repeats a configured variant
-    bench.warmer.variants_read = lambda url: read.get(url, [])
-    await bench.warmer.start("purge", [f"{SITE}/", f"{SITE}/a"])
-    await bench.work()
-    assert sorted(bench.visitor.visited) == sorted([
-        (f"{SITE}/", b"desktop"), (f"{SITE}/", b"mobile"),
-        (f"{SITE}/a", b"desktop"), (f"{SITE}/a", b"mobile"), (f"{SITE}/a", b"curl")])
-    bench.visitor.script[(f"{SITE}/a", b"curl")] = ("not_stored", 200, "private")
-    created = await bench.warmer.start("purge", [f"{SITE}/a"])
-    await bench.work()
-    run = await bench.stores.runs.get(created.run.id)
-    assert run is not None and run.counts.not_stored == 1  # the read variant counts too
