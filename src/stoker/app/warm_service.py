@@ -159,7 +159,6 @@ class WarmService:
             return replace(found, urls=spread(found.urls, settings.site_urls, origins))
 
         ticker = Ticker(stores.deadlines, clock, owner)
-        reads = stoker.pipeline.reads
         warmer = Warmer(
             config=WarmConfig(variants=variants, rewarm_delay=settings.rewarm_delay,
                               rewarm_max_wait=settings.rewarm_max_wait,
@@ -174,6 +173,7 @@ class WarmService:
                                     stopgap_header=settings.stopgap_header.lower().encode(),
                                     credentials=credentials),
             clock=clock, owner=owner, collect=collect, arm=ticker.arm)
+        reads = stoker.pipeline.reads
         refresher = Refresher(reads, warmer.refresh, clock, user_agent=user_agent,
                               filling=warmer.filling) if reads is not None else None
         service = cls(stoker, stores, warmer, ticker, credentials, refresher)

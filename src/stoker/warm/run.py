@@ -236,9 +236,10 @@ def add_urls(run: Run, existing: Mapping[str, UrlState], urls: Iterable[str], no
         old = existing.get(url)
         if old is None:
             new = UrlState()
+        elif reopen and old.state in OPEN_STATES:  # its visit may be far down the queue
+            new = UrlState("queued", old.visit + 1, old.revisits)
         elif reopen:
-            visit = old.visit + 1 if old.state in OPEN_STATES else old.visit
-            new = UrlState("queued", visit, old.revisits if old.state in OPEN_STATES else 0)
+            new = UrlState("queued", old.visit)
         else:
             continue
         moves[None if old is None else old.state] += 1
