@@ -30,6 +30,7 @@ from stoker.warm.discovery import (
     DiscoveryConfig,
     DiscoveryError,
     Fetched,
+    HITS_STEP,
     discover,
 )
 
@@ -191,6 +192,25 @@ async def test_whole_site_sources_order_aliases_and_counts(run: Running) -> None
     # home page first, robots.txt next; the foreign sitemap and the alias were never fetched
     assert run.fetch.urls[:2] == [f"{base}/", f"{base}/robots.txt"]
     assert not any("cdn.example" in u or "cms.internal" in u for u in run.fetch.urls)
+
+
+async def test_hit_counts_are_normalised_in_paced_steps(run: Running) -> None:
+    # the hit table holds up to warm_max_urls URLs: normalising them all in one event-loop
+    # step stalled every request for 80 ms per 10,000 (a deploy's re-warm run)
+    base = run.url
+    run.site.page("/", '<a href="/a">A</a><a href="/b">B</a>', HTML)
+    popularity = {f"{base}/x{n}": 1 for n in range(5 * HITS_STEP)}
+    popularity[f"{base.upper()}/b#top"] = 9  # another spelling of /b, counted as /b
+    fetches_at_pace: list[int] = []
+
+    async def pace() -> None:
+        fetches_at_pace.append(len(run.fetch.urls))
+
+    found = await discover(run.fetch, DiscoveryConfig(site_urls=(run.url,)), popularity,
+                           pace=pace)
+
+    assert fetches_at_pace[:5] == [0] * 5  # five steps before the home page is read
+    assert [u.removeprefix(base) for u in found.urls] == ["/", "/b", "/a"]
 
 
 async def test_home_links_naming_an_alias_are_the_sites(run: Running) -> None:
