@@ -13,7 +13,9 @@ from stoker.warm.origins import (
     MIN_VISITS,
     OTHER,
     WINDOW,
+    authority_prefix,
     folded,
+    origin_of,
     spread,
     tally,
     verdict,
@@ -57,6 +59,43 @@ def test_tally_never_names_an_unknown_host_and_keeps_every_visit_or_the_top(
     smallest_kept = min(named.values())
     dropped = set(f"https://wp.internal:{1000 + port}" for port in ports) - set(named)
     assert all(counts[origin + "/"][0] <= smallest_kept for origin in dropped)
+
+
+URLISH = st.one_of(
+    st.text(),
+    st.builds(lambda scheme, authority, rest: f"{scheme}://{authority}{rest}",
+              st.sampled_from(["http", "HTTPS", "ftp", "1x", ""]),
+              st.one_of(st.sampled_from(["example.com", "EXAMPLE.com:80", "wp.internal:8443"]),
+                        st.text(alphabet="aZ09.:[]@%-_ \t\n\\", max_size=20)),
+              st.text(alphabet="/?#a:.", max_size=10)))
+
+
+def parsed(url: str) -> tuple[str, str] | str:
+    try:
+        return origin_of(url)
+    except ValueError as error:
+        return f"error: {error}"
+
+
+@given(URLISH)
+def test_the_authority_prefix_parses_as_the_whole_url(url: str) -> None:
+    prefix = authority_prefix(url)
+    assert url.startswith(prefix)
+    assert parsed(prefix) == parsed(url)
+
+
+@given(st.lists(st.tuples(URLISH, st.integers(0, 5), st.integers(0, 5)), max_size=30))
+def test_tally_counts_as_parsing_every_url_would(rows: list[tuple[str, int, int]]) -> None:
+    counts = {url: (hits, misses) for url, hits, misses in rows
+              if not isinstance(parsed(url), str)}  # a key is a URL that parses
+    expected: dict[str, int] = {}
+    for url, (hits, misses) in counts.items():
+        scheme, host = origin_of(url)
+        name = (f"{scheme}://{host}" if scheme in ("http", "https") and host
+                and HOSTS.known(scheme, host) else OTHER)
+        expected[name] = expected.get(name, 0) + hits + misses
+    assert tally(counts, HOSTS.known) == {name: n for name, n in expected.items()
+                                          if n or name != OTHER}
 
 
 # -- warm_origins --------------------------------------------------------------------
