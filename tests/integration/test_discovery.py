@@ -21,6 +21,7 @@ from tests.conftest import free_port, serving
 from tests.integration.origin import Message, ScriptedOrigin
 
 from stoker.warm.discovery import (
+    HITS_STEP,
     SKIP_OTHER_HOST,
     SKIP_OVER_CAP,
     SKIP_SITEMAP_LIMIT,
@@ -30,7 +31,6 @@ from stoker.warm.discovery import (
     DiscoveryConfig,
     DiscoveryError,
     Fetched,
-    HITS_STEP,
     discover,
 )
 
