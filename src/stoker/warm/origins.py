@@ -156,7 +156,7 @@ def folded(popularity: Mapping[str, int], site_urls: Sequence[str],
     sites = {origin: site for origin in origins if origin not in configured
              for site in [_mirrored(origin, configured)] if site is not None}
     found = dict(popularity)
-    if not sites:  # as in spread: no URL parsing (80 ms per 10,000) in the common case
+    if not sites:  # as in spread: no URL parsing (37 ms per 10,000) in the common case
         return found
     for url, visits in popularity.items():
         site = sites.get(_origin(url))
