@@ -81,6 +81,14 @@ async def test_enqueue_reports_new_jobs_and_dedupes_in_flight_keys(queue: JobQue
     assert await queue.enqueue([NewJob("q"), NewJob("q")]) == 2  # no key: never deduped
 
 
+async def test_a_payload_comes_back_as_enqueued(queue: JobQueue) -> None:
+    payload = {"url": "https://example.com/caf\u00e9?q=\"x\"&y=\\", "big": 2**53 + 1,
+               "share": 0.1, "nested": {"a": [1, None, True, "\u2603"]}}
+    assert await queue.enqueue([NewJob("q", payload, dedupe_key="caf\u00e9")]) == 1
+    job = await lease_one(queue)
+    assert (job.payload, job.dedupe_key) == (payload, "caf\u00e9")
+
+
 async def test_duplicates_while_running_ask_for_exactly_one_more_run(
         queue: JobQueue) -> None:
     await queue.enqueue([NewJob("q", {"page": "/"}, dedupe_key="/", priority=3)])

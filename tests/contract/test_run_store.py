@@ -92,6 +92,15 @@ async def test_a_targeted_run_warms_its_urls_at_once(store: RunStore) -> None:
     assert created.visits == [Visit("/a", 0), Visit("/b", 0)]
 
 
+async def test_urls_of_any_spelling_are_kept_as_given(store: RunStore) -> None:
+    odd = ["https://example.com/caf\u00e9", 'https://example.com/?q="x"&y=\\', "/\u2603"]
+    run_id = await collecting(store, odd)
+    for url in odd:
+        recorded = await store.record(run_id, url, 0, "warmed", NOW + 1)
+        assert recorded.counted is True, url
+    assert (await store.get(run_id)).counts.warmed == 3  # type: ignore[union-attr]
+
+
 async def test_a_targeted_run_merges_into_the_active_run(store: RunStore) -> None:
     run_id = await collecting(store, ["/a", "/b"])
     await store.record(run_id, "/a", 0, "warmed", NOW)

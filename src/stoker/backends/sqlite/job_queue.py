@@ -73,14 +73,15 @@ def _update_each(
 
 
 def _insert(conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -> int:
-    rows = [
+    """Insert ``jobs`` (in order) with ONE statement: a run's 10,000 jobs are one GIL
+    hand-off on the store's thread, not one per row contending with the event loop."""
+    rows = json_array(
         (job.queue, job.dedupe_key, payload_json(job.payload), job.priority,
-         now if job.run_at is None else job.run_at, job.max_attempts, now, now)
-        for job in jobs
-    ]
+         now if job.run_at is None else job.run_at, job.max_attempts)
+        for job in jobs)
     with immediate(conn):
         before = conn.total_changes
-        conn.executemany(sql.INSERT, rows)
+        conn.execute(sql.INSERT, {"jobs": rows, "now": now})
         return conn.total_changes - before
 
 
