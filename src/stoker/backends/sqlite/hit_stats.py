@@ -20,15 +20,12 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from stoker.backends.sqlite.connection import immediate, json_array
+from stoker.backends.sqlite.connection import immediate
 from stoker.backends.sqlite.database import SqliteHandle
 from stoker.cache.hits import MAX_SEEN_ORIGINS, SeenOrigin, countable
 
 _UPSERT: Final = """
-INSERT INTO hit_stats (url, hits, misses, last_seen)
-SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
-       :now
-FROM json_each(:rows) WHERE true
+INSERT INTO hit_stats (url, hits, misses, last_seen) VALUES (?, ?, ?, ?)
 ON CONFLICT (url) DO UPDATE SET
     hits = hits + excluded.hits,
     misses = misses + excluded.misses,
@@ -61,8 +58,10 @@ class SqliteHitStatsStore:
         self._owns = owns
 
     async def add(self, counts: Mapping[str, tuple[int, int]], now: float) -> None:
-        if counts:
-            await self._db.run(lambda conn: _write(conn, counts, now))
+        rows = [(url, hits, misses, now) for url, (hits, misses) in sorted(counts.items())
+                if countable(url)]
+        if rows:
+            await self._db.run(lambda conn: _write(conn, rows))
 
     async def top(self, limit: int) -> list[tuple[str, int]]:
         if limit < 1:
@@ -93,14 +92,9 @@ class SqliteHitStatsStore:
             await self._db.close()
 
 
-def _write(conn: sqlite3.Connection, counts: Mapping[str, tuple[int, int]], now: float) -> None:
-    """Add ``counts`` with ONE statement, made on the store's thread: a flush of 10,000
-    URLs is one GIL hand-off there, not one per row contending with the event loop."""
-    rows = [(url, hits, misses) for url, (hits, misses) in sorted(counts.items())
-            if countable(url)]
-    if rows:
-        with immediate(conn):
-            conn.execute(_UPSERT, {"rows": json_array(rows), "now": now})
+def _write(conn: sqlite3.Connection, rows: list[tuple[str, int, int, float]]) -> None:
+    with immediate(conn):
+        conn.executemany(_UPSERT, rows)
 
 
 def _write_origins(conn: sqlite3.Connection, rows: list[tuple[str, int, float]]) -> None:

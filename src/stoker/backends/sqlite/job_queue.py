@@ -73,15 +73,14 @@ def _update_each(
 
 
 def _insert(conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -> int:
-    """Insert ``jobs`` (in order) with ONE statement: a run's 10,000 jobs are one GIL
-    hand-off on the store's thread, not one per row contending with the event loop."""
-    rows = json_array(
+    rows = [
         (job.queue, job.dedupe_key, payload_json(job.payload), job.priority,
-         now if job.run_at is None else job.run_at, job.max_attempts)
-        for job in jobs)
+         now if job.run_at is None else job.run_at, job.max_attempts, now, now)
+        for job in jobs
+    ]
     with immediate(conn):
         before = conn.total_changes
-        conn.execute(sql.INSERT, {"jobs": rows, "now": now})
+        conn.executemany(sql.INSERT, rows)
         return conn.total_changes - before
 
 

@@ -16,10 +16,7 @@ from stoker.jobs.model import RequeueKind
 INSERT: Final = """
 INSERT INTO jobs (queue, dedupe_key, payload, priority, run_at, max_attempts,
                   created_at, updated_at)
-SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
-       json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
-       :now, :now
-FROM json_each(:jobs) WHERE true
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (queue, dedupe_key) WHERE state IN ('pending', 'running') AND dedupe_key IS NOT NULL
 DO UPDATE SET rerun = 1 WHERE state = 'running' AND rerun = 0
 """

@@ -62,11 +62,8 @@ WHERE run_id = ? AND url IN (SELECT value FROM json_each(?))
 _OPEN_URLS: Final = """
 SELECT url FROM warm_run_urls WHERE run_id = ? AND state IN ('queued', 'stopgap') ORDER BY url
 """
-_UPSERT_URLS: Final = """
-INSERT INTO warm_run_urls (run_id, url, state, visit, revisits, detail)
-SELECT ?, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
-       json_extract(value, '$[3]'), json_extract(value, '$[4]')
-FROM json_each(?) WHERE true
+_UPSERT_URL: Final = """
+INSERT INTO warm_run_urls (run_id, url, state, visit, revisits, detail) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (run_id, url) DO UPDATE
 SET state = excluded.state, visit = excluded.visit, revisits = excluded.revisits,
     detail = excluded.detail
@@ -116,9 +113,8 @@ def _states(conn: sqlite3.Connection, run_id: int, urls: Iterable[str]) -> dict[
 
 def _write(conn: sqlite3.Connection, run: Run, changes: Mapping[str, UrlState]) -> None:
     conn.execute(_UPDATE, run_values(run))
-    if changes:  # one statement for any number (one GIL hand-off on the store's thread)
-        conn.execute(_UPSERT_URLS, (run.id, json_array(
-            (url, s.state, s.visit, s.revisits, s.detail) for url, s in changes.items())))
+    conn.executemany(_UPSERT_URL, [(run.id, url, s.state, s.visit, s.revisits, s.detail)
+                                   for url, s in changes.items()])
 
 
 def _merge(conn: sqlite3.Connection, run: Run, urls: Sequence[str], now: float,
