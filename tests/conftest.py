@@ -12,6 +12,7 @@ import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
+import pytest
 import uvicorn
 from hypothesis import settings
 
@@ -20,6 +21,18 @@ from stoker.server.listeners import Tls, run_apps
 
 settings.register_profile("stoker", deadline=None)
 settings.load_profile("stoker")
+
+SERVICES = ("postgres", "redis")
+"""Names that mark a test as one needing PostgreSQL or Redis (``-m "not services"``)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``services`` every test whose id names PostgreSQL or Redis: a contract suite's
+    backend parameter, or a module or test named for one (``make test-fast`` leaves them
+    out; ``make test`` and CI run them)."""
+    for item in items:
+        if any(name in item.nodeid.lower() for name in SERVICES):
+            item.add_marker(pytest.mark.services)
 
 
 def free_port() -> int:

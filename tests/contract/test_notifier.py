@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from typing import cast
 
 import asyncpg
@@ -90,7 +90,7 @@ class Members:
 
 @asynccontextmanager
 async def opened(kind: str) -> AsyncIterator[Members]:
-    with pg_schema(migrated=False) as schema:
+    with pg_schema(migrated=False) if kind == "postgres" else nullcontext("") as schema:
         members = Members(kind, schema)
         try:
             yield members
