@@ -46,6 +46,7 @@ from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
+from itertools import islice
 from types import MappingProxyType
 from typing import Protocol
 
@@ -174,10 +175,10 @@ async def _normalised_hits(popularity: Mapping[str, int], pace: Pace) -> dict[st
     paced steps: the hit table holds up to ``warm_max_urls`` URLs, 80 ms of work per
     10,000 in one step."""
     hits: dict[str, int] = {}
-    for n, (url, count) in enumerate(popularity.items(), 1):
-        add_hits(hits, url, count)
-        if n % HITS_STEP == 0:
-            await pace()
+    counted = iter(popularity.items())
+    while step := list(islice(counted, HITS_STEP)):
+        add_hits(hits, step)
+        await pace()
     return hits
 
 

@@ -135,7 +135,7 @@ class Collector:
     """The best ``max_urls`` candidates in warm order, in bounded memory (module invariants)."""
 
     def __init__(self, max_urls: int, hits: Mapping[str, int]) -> None:
-        """``hits`` maps normalised URLs to their hit counts (:func:`normalised_hits`)."""
+        """``hits`` maps normalised URLs to their hit counts (:func:`add_hits`)."""
         self.max_urls = max_urls
         self.dropped = 0
         self._hits = hits
@@ -172,26 +172,21 @@ class Collector:
         self._kept = dict(ranked[: self.max_urls])
 
 
-def add_hits(hits: dict[str, int], url: str, count: int) -> None:
-    """Count ``count`` hits of ``url`` in ``hits`` under its normalised form (the most
-    of its spellings); a URL that does not normalise is left out."""
-    key = normalise(url)
-    if key is not None:
-        hits[key] = max(hits.get(key, 0), count)
-
-
-def normalised_hits(popularity: Mapping[str, int]) -> dict[str, int]:
-    """``popularity``'s counts by normalised URL (:func:`add_hits`)."""
-    hits: dict[str, int] = {}
-    for url, count in popularity.items():
-        add_hits(hits, url, count)
-    return hits
+def add_hits(hits: dict[str, int], counted: Iterable[tuple[str, int]]) -> None:
+    """Count each ``(url, hits)`` of ``counted`` in ``hits`` under the URL's normalised
+    form (the most of its spellings); a URL that does not normalise is left out."""
+    for url, count in counted:
+        key = normalise(url)
+        if key is not None:
+            hits[key] = max(hits.get(key, 0), count)
 
 
 def order_urls(candidates: Iterable[Candidate], popularity: Mapping[str, int],
                max_urls: int) -> tuple[list[str], int]:
     """The candidates in warm order, capped, and how many sightings the cap dropped."""
-    collector = Collector(max_urls, normalised_hits(popularity))
+    hits: dict[str, int] = {}
+    add_hits(hits, popularity.items())
+    collector = Collector(max_urls, hits)
     for candidate in candidates:
         collector.add(candidate)
     return collector.result(), collector.dropped
