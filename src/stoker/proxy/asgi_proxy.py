@@ -13,7 +13,8 @@ from stoker.asgi import Message, Receive, Send, acknowledge_lifespan
 from stoker.cache.outcome import Outcome
 from stoker.proxy.asgi_reply import answer
 from stoker.proxy.context import RequestContext
-from stoker.proxy.hot_path import FAST_HIT, LOOKED_UP, HotPath
+from stoker.proxy.hit import FAST_HIT
+from stoker.proxy.hot_path import LOOKED_UP, HotPath
 from stoker.proxy.pipeline import Pipeline
 
 

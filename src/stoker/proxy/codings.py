@@ -4,8 +4,8 @@ A miss stores its body identity-only and, when it may be compressed, marks the
 entry ``codings_due`` (:mod:`stoker.proxy.fetch`): the miss's response never
 waits for compression, nor pays its CPU for clients that never ask for a
 coding.  The first request that accepts a coding the entry may get
-(:func:`wants_coding`) makes its br and gzip forms in a worker thread, is
-answered in its coding, and gives the stored entry its forms (L1 at once, L2
+(:func:`~stoker.proxy.hit.form_for` finds it due) makes its br and gzip forms in a
+worker thread, is answered in its coding, and gives the stored entry its forms (L1 at once, L2
 queued), so later requests are served them from cache.  A miss whose own client
 accepts a coding starts that compression in the background after its response
 has ended (:meth:`Codings.prefetch`), ready for the client's next request.
@@ -28,23 +28,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
 
 from stoker.cache.entry import CacheEntry
 from stoker.cache.port import Cache
-from stoker.http.encoding import IDENTITY, PREFERENCE, Encoded, choose_encoding, compress
-from stoker.http.headers import get_header, get_joined
+from stoker.http.encoding import Encoded, compress
 
 log = logging.getLogger("stoker.proxy")
 
 FlightKey = tuple[str, str, float]
-
-
-def wants_coding(headers: Sequence[tuple[bytes, bytes]], entry: CacheEntry) -> bool:
-    """``entry``'s forms are due and a request with ``headers`` would get one of them
-    (it accepts br or gzip and asks for no Range, which is served from identity)."""
-    return entry.codings_due and get_header(headers, b"range") is None and (
-        choose_encoding(get_joined(headers, b"accept-encoding"), PREFERENCE) != IDENTITY)
 
 
 class Codings:

@@ -22,8 +22,8 @@ key leaves first; URLs whose rule bypasses the cache map to ``None`` and always 
 full pipeline.  The
 reply (headers, ``Age``, ``Cache-Status``, ``Via``) is the one the
 pipeline would give for the same hit, in the same coding
-(:func:`~stoker.proxy.pipeline.served_form`); a hit that would get a coding
-not made yet (:func:`~stoker.proxy.codings.wants_coding`) is left to the
+(:func:`~stoker.proxy.hit.hit_reply`, the one decider); a hit that would get a coding
+not made yet (:func:`~stoker.proxy.hit.form_for`) is left to the
 pipeline, which makes it.
 """
 
@@ -36,11 +36,12 @@ from typing import Final
 
 from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
-from stoker.cache.outcome import Kind, Outcome
+from stoker.cache.outcome import Kind
 from stoker.config.rules import match_rule
+from stoker.http.request_fields import lower_joined
 from stoker.proxy.asgi_reply import send_reply
-from stoker.proxy.codings import wants_coding
-from stoker.proxy.pipeline import Pipeline, served_form
+from stoker.proxy.hit import hit_reply
+from stoker.proxy.pipeline import Pipeline
 from stoker.proxy.reply import Reply
 from stoker.proxy.request import (
     HTTP_VERSIONS,
@@ -58,8 +59,6 @@ LOOKED_UP: Final = "stoker.looked_up"
 """The ASGI scope's ``extensions`` key under which a server that called
 :meth:`HotPath.reply_later` for a request hands its :data:`LookedUp` to the proxy."""
 
-FAST_HIT = Outcome(Kind.HIT)
-"""The outcome of every reply the fast path gives (its ``Cache-Status`` says the ttl)."""
 HIT_COUNTED: Final = (Kind.HIT.value, "", False)
 """A visitor's hit, as :attr:`Pipeline.outcomes` counts it."""
 
@@ -155,23 +154,10 @@ class HotPath:
 
     def _reply(self, headers: list[tuple[bytes, bytes]],
                entries: list[CacheEntry]) -> Reply | None:
-        """The hit's reply, if ``entries`` is one fresh, Vary-less entry whose coding for
-        this request exists and is inline (a body in a file may have an inline coded
-        form), else ``None``."""
-        if len(entries) != 1:
-            return None
-        entry = entries[0]
+        """:func:`~stoker.proxy.hit.hit_reply` for a request with ``headers``, now."""
         now = self._now = self._pipeline.clock.now()
-        if entry.vary or now >= entry.fresh_until or (
-                wants_coding(headers, entry)):  # the pipeline makes the coding
-            return None
-        form = served_form(headers, entry)
-        if form.body is None:
-            return None
-        # As Pipeline._serve: Age is int(entry.age(now)); ttl > 0 here, so %d floors it.
-        return Reply(form.status, form.headers, form.body, FAST_HIT, form, (
-            (b"age", b"%d" % form.age(now)),
-            (b"cache-status", self._prefix + b"%d" % (form.fresh_until - now)), self._via))
+        return hit_reply(entries, lower_joined(headers, b"accept-encoding"), now,
+                         self._prefix, self._via)
 
     def key(self, scope: Message) -> str | None:
         """The primary key of a plain ``GET`` the fast path may answer, else ``None``."""

@@ -48,10 +48,10 @@ Invariants:
 - Every response carries ``Cache-Status`` and ``Via``; responses from cache
   carry ``Age``.
 - A response from an entry with codings (made or due) is the form
-  :func:`served_form` picks (the best coding the client accepts; identity for
+  :func:`~stoker.proxy.hit.form_for` picks (the best coding the client accepts; identity for
   a Range request), with that form's headers and ETag, conditionals judged
   against that ETag.  A request that would get a coding the entry has not
-  made yet (:func:`~stoker.proxy.codings.wants_coding`) waits for it
+  made yet waits for it
   (:class:`~stoker.proxy.codings.Codings`: made once per stored response); a
   miss whose client accepts a coding starts making it once its response has
   ended.
@@ -123,15 +123,13 @@ from stoker.config.rules import (
     vary_view,
 )
 from stoker.config.settings import Settings
-from stoker.http.cache_control import parse_cache_control
 from stoker.http.conditional import (
     not_modified_headers,
     precondition_failed,
     should_answer_not_modified,
 )
-from stoker.http.encoding import IDENTITY, choose_encoding
 from stoker.http.forwarded import TrustedProxies
-from stoker.http.headers import get_header, get_joined, without
+from stoker.http.headers import get_header, without
 from stoker.http.keys import (
     cache_target,
     normalise_host,
@@ -142,10 +140,11 @@ from stoker.http.keys import (
 from stoker.http.policy import shareable_with_authorization
 from stoker.http.ranges import FULL, RangeDecision, decide_range
 from stoker.proxy.client_feed import relay
-from stoker.proxy.codings import Codings, wants_coding
+from stoker.proxy.codings import Codings
 from stoker.proxy.decide import decide, may_take
 from stoker.proxy.fetch import SERVE_KINDS, Fetch, FetchConfig, Fetcher, FetchResult
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
+from stoker.proxy.hit import form_for
 from stoker.proxy.origin import OriginClient, OriginError, error_status
 from stoker.proxy.origin_health import OriginHealth
 from stoker.proxy.reply import Reply, ReplySink, error_response
@@ -164,7 +163,6 @@ _FAILURES = {504: ("origin timed out", "origin-timeout"),
 PurgeMethodHandler = Callable[[RequestInfo, ReplySink], Awaitable[None]]
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
-CONDITIONALS = (b"if-none-match", b"if-modified-since", b"if-match", b"if-unmodified-since")
 SHAREABLE = frozenset({"stored", "refreshed", "stale"})
 RENEWED = frozenset({"stored", "refreshed"})
 """Fetch results that stored an entry, new or revalidated."""
@@ -212,7 +210,7 @@ class Lookup:
         may not be shared with."""
         if self.personal and not entry.origin_vouched:
             return False
-        return get_header(self.request.headers, b"authorization") is None or (
+        return not self.request.fields.has(b"authorization") or (
             shareable_with_authorization(entry.headers))
 
 
@@ -379,16 +377,14 @@ class Pipeline:
 
     def _bypass(self, request: RequestInfo, rule: Rule | None) -> str | None:
         """``fwd`` value when the request must not touch the cache, else ``None``."""
-        headers = request.headers
+        fields = request.fields
         if rule is not None and rule.bypass:
             return "bypass"
         if rule is not None and rule.bypass_cookies and has_cookie(
-                get_joined(headers, b"cookie"), rule.bypass_cookies):
+                fields.joined(b"cookie"), rule.bypass_cookies):
             return "bypass"
-        if get_header(headers, b"cache-control") is not None and parse_cache_control(
-                get_joined(headers, b"cache-control")).no_store:
-            return "request"
-        return None
+        cache_control = fields.cache_control
+        return "request" if cache_control is not None and cache_control.no_store else None
 
     # -- cacheable requests -------------------------------------------------
 
@@ -462,8 +458,8 @@ class Pipeline:
     def _client_forces_revalidation(self, request: RequestInfo) -> bool:
         if not self.config.honor_client_no_cache:
             return False
-        value = get_joined(request.headers, b"cache-control")
-        return value is not None and parse_cache_control(value).no_cache
+        cache_control = request.fields.cache_control
+        return cache_control is not None and cache_control.no_cache
 
     async def _collapsed(self, lookup: Lookup, entry: CacheEntry | None, variant: str,
                          fwd: str, sink: ReplySink, *, rejoin: bool = True) -> None:
@@ -515,7 +511,7 @@ class Pipeline:
         """The flight for ``key`` and whether ``request`` leads it (a flight led by a
         request with credentials shares only answers meant for everyone)."""
         return self.collapser.join(
-            key, credentialed=get_header(request.headers, b"authorization") is not None)
+            key, credentialed=request.fields.has(b"authorization"))
 
     def _land(self, key: str, flight: Flight, result: FetchResult | None) -> None:
         """Land the leader's ``flight`` with what its fetch ``result`` may share."""
@@ -584,8 +580,8 @@ class Pipeline:
                 self.reads.renewed(result.entry)
         if sink is None:
             return result
-        if result.kind == "stored" and result.entry is not None and wants_coding(
-                request.headers, result.entry):
+        if result.kind == "stored" and result.entry is not None and _form(
+                request, result.entry) is None:
             self.codings.prefetch(result.entry)  # the response has ended: off its path
         if result.kind in SERVE_KINDS and result.entry is not None:
             now = self.clock.now()
@@ -621,7 +617,7 @@ class Pipeline:
     def _origin_cookie(self, request: RequestInfo, rule: Rule | None) -> str | bool | None:
         if rule is None or not rule.strip_cookies:
             return True
-        cookie = get_joined(request.headers, b"cookie")
+        cookie = request.fields.joined(b"cookie")
         return strip_cookies(cookie, rule.strip_cookies) if cookie else True
 
     def _revalidate_in_background(self, lookup: Lookup, entry: CacheEntry) -> None:
@@ -651,11 +647,13 @@ class Pipeline:
         fails gets 412, then a conditional one may get 304, then a GET's Range may get
         206 or 416 (:func:`decide_range`), else the 200.
         """
-        if wants_coding(request.headers, entry):
-            entry = await self.codings.coded(entry)
-        entry = served_form(request.headers, entry)
+        form = _form(request, entry)
+        if form is None:  # a coding not made yet: made now (none is due after)
+            form = _form(request, await self.codings.coded(entry))
+            assert form is not None
+        entry = form
         extra = ((b"age", str(int(entry.age(now))).encode()), sink.stamp(outcome))
-        conditional = _has_conditional(request.headers)
+        conditional = request.fields.conditional
         if conditional and 200 <= entry.status < 300 and precondition_failed(
                 request.headers, etag=entry.etag, last_modified=entry.last_modified):
             headers, body = error_response(412, "Precondition Failed", extra)
@@ -794,27 +792,18 @@ class Pipeline:
         await self.codings.drain()
 
 
-def served_form(headers: Sequence[tuple[bytes, bytes]], entry: CacheEntry) -> CacheEntry:
-    """The form of ``entry`` to send for a request with ``headers`` (:func:`served_coding`)."""
-    if not entry.encoded and not entry.codings_due:
-        return entry
-    return entry.served(served_coding(headers, entry))
-
-
-def served_coding(headers: Sequence[tuple[bytes, bytes]], entry: CacheEntry) -> str:
-    """The coding of ``entry`` to send for a request with ``headers`` (RFC 9110 §12.5.3);
-    ranges are served from identity only, and so is an entry whose codings are due."""
-    if not entry.encoded or get_header(headers, b"range") is not None:
-        return IDENTITY
-    return choose_encoding(get_joined(headers, b"accept-encoding"), entry.codings)
+def _form(request: RequestInfo, entry: CacheEntry) -> CacheEntry | None:
+    """:func:`~stoker.proxy.hit.form_for` ``request``."""
+    fields = request.fields
+    return form_for(entry, fields.joined(b"accept-encoding"), fields.has(b"range"))
 
 
 def _range_for(request: RequestInfo, entry: CacheEntry, length: int) -> RangeDecision:
     """RFC 9110 §14.2: Range is defined for GET only, and we apply it to stored 200s."""
-    range_header = get_joined(request.headers, b"range")
+    range_header = request.fields.joined(b"range")
     if range_header is None or request.method != "GET" or entry.status != 200:
         return FULL
-    return decide_range(range_header, get_joined(request.headers, b"if-range"),
+    return decide_range(range_header, request.fields.joined(b"if-range"),
                         etag=entry.etag, last_modified=entry.last_modified, length=length)
 
 
@@ -831,7 +820,3 @@ async def _after(first: bytes,
 
 def _text(value: bytes | None) -> str | None:
     return None if value is None else value.decode("latin-1")
-
-
-def _has_conditional(headers: list[tuple[bytes, bytes]]) -> bool:
-    return any(name in CONDITIONALS for name, _ in headers)

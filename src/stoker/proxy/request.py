@@ -41,6 +41,7 @@ from stoker.http.forwarded import (
 )
 from stoker.http.headers import connection_tokens, get_all, get_header
 from stoker.http.keys import normalise_host, url_from_parts
+from stoker.http.request_fields import RequestFields
 from stoker.proxy.context import RequestContext
 
 _HOST = re.compile(r"^(?:[A-Za-z0-9.\-_~]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$")
@@ -97,6 +98,11 @@ class RequestInfo:
     declares_body: bool = False
     """The request's framing announces a body (``Content-Length`` above 0, or
     ``Transfer-Encoding``)."""
+    fields: RequestFields = field(init=False)
+    """The fields the core reads (``headers`` scanned once; they are never changed after)."""
+
+    def __post_init__(self) -> None:
+        self.fields = RequestFields(self.headers)
 
     @property
     def warm(self) -> bool:
