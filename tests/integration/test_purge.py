@@ -196,8 +196,7 @@ async def test_a_hard_purge_racing_a_fetch_never_leaves_the_old_body_fresh(
         in_flight = asyncio.create_task(proxy.client.get("/race"))
         await gated.arrived.wait()  # the origin is about to answer the old body
         follower = asyncio.create_task(proxy.client.get("/race"))
-        # A miss joins the in-flight fetch as soon as it is counted (no await in between).
-        await eventually(lambda: proxy.stoker.pipeline.stats["miss"] == 2,
+        await eventually(lambda: proxy.stoker.pipeline.collapser.followers() == 1,
                          "the follower joined the in-flight fetch")
         purged = await admin.purge(tags=["race"])
         gated.body = b"new"

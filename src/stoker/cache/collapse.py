@@ -32,7 +32,8 @@ from stoker.http.policy import shared_beyond_credentials
 class Flight:
     """One in-progress origin fetch that others may wait on."""
 
-    __slots__ = ("_began", "_future", "credentialed", "fell_back", "stored", "withheld")
+    __slots__ = ("_began", "_future", "credentialed", "fell_back", "followers", "stored",
+                 "withheld")
 
     def __init__(self, *, credentialed: bool = False) -> None:
         self._future: asyncio.Future[CacheEntry | None] = (
@@ -50,6 +51,8 @@ class Flight:
         self.withheld = False
         """A credentialed leader's answer, or its lack, says nothing about what others
         would get: followers fetch anew, on a flight of their own."""
+        self.followers = 0
+        """Requests that joined this flight after its leader."""
 
     def share(self, entry: CacheEntry | None, *, stored: bool = False,
               fell_back: bool = False) -> None:
@@ -100,6 +103,7 @@ class Collapser:
         the one in progress has already shared its answer)."""
         flight = self._flights.get(key)
         if flight is not None and not flight.done():
+            flight.followers += 1
             return flight, False
         flight = Flight(credentialed=credentialed)
         self._flights[key] = flight
@@ -115,6 +119,10 @@ class Collapser:
         flight.share(entry, fell_back=fell_back)
         if self._flights.get(key) is flight:
             del self._flights[key]
+
+    def followers(self) -> int:
+        """Requests waiting on (or answered by) the flights still in progress."""
+        return sum(flight.followers for flight in self._flights.values())
 
     def __len__(self) -> int:
         return len(self._flights)

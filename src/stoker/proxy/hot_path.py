@@ -36,11 +36,10 @@ from typing import Final
 
 from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
-from stoker.cache.outcome import Kind
 from stoker.config.rules import match_rule
 from stoker.http.request_fields import lower_joined
 from stoker.proxy.asgi_reply import send_reply
-from stoker.proxy.hit import hit_reply
+from stoker.proxy.hit import FAST_HIT, hit_reply
 from stoker.proxy.pipeline import Pipeline
 from stoker.proxy.reply import Reply
 from stoker.proxy.request import (
@@ -59,8 +58,6 @@ LOOKED_UP: Final = "stoker.looked_up"
 """The ASGI scope's ``extensions`` key under which a server that called
 :meth:`HotPath.reply_later` for a request hands its :data:`LookedUp` to the proxy."""
 
-HIT_COUNTED: Final = (Kind.HIT.value, "", False)
-"""A visitor's hit, as :attr:`Pipeline.outcomes` counts it."""
 
 # Any of these makes a request need the full pipeline (bypass, revalidation, 304s, 412s; a
 # Transfer-Encoding the pipeline may refuse, HTTP/1.0's).
@@ -198,16 +195,10 @@ class HotPath:
         return self._primary_key(scheme, host, target, scope)
 
     def count(self, reply: Reply) -> None:
-        """Count ``reply``, sent, as a visitor's hit."""
+        """Count ``reply``, sent, as a visitor's hit (:meth:`Pipeline.count`; Vary-less:
+        no header selected it)."""
         assert reply.entry is not None
-        pipeline = self._pipeline
-        pipeline.stats["hit"] += 1
-        pipeline.outcomes[HIT_COUNTED] += 1
-        pipeline.cache_bytes += reply.entry.body_size
-        pipeline.hits.hit(reply.entry.url)
-        pipeline.warm_reads.note_read(reply.entry.url)
-        if pipeline.reads is not None:  # Vary-less: no header selects the variant
-            pipeline.reads.read(reply.entry, (), self._now)
+        self._pipeline.count(FAST_HIT, "hit", reply.entry, reply.entry.url, False, (), self._now)
 
     def _primary_key(self, scheme: str, host: bytes, target: bytes,
                      scope: Callable[[], Message]) -> str | None:

@@ -232,11 +232,13 @@ class Pipeline:
         self.codings = Codings(store)
         """Compressed forms of stored entries, made when first wanted."""
         self.stats: Counter[str] = Counter()
+        """Requests by what their lookup counted them as (:attr:`ReplySink.tally`: hit,
+        stale, miss, bypass; ``collapsed`` and ``error`` among those), warm visits
+        included."""
         self.outcomes: Counter[tuple[str, str, bool]] = Counter()
         """Replies by ``(kind, reason, warm)`` (the :class:`Kind`'s value: strings hash in
         C, an enum in Python, on every hit; :attr:`Outcome.reason`; ``warm``: a warm
-        visit), each counted once, with its final outcome (the fast path counts its own
-        hits here too)."""
+        visit), each counted once by :meth:`count`, with its final outcome."""
         self.hits = HitCounter(config.memory.counted_urls)
         """Per-URL visitor hits and misses (warm visits left out), flushed by the owner."""
         self.reads = ReadTracker(config.memory.counted_urls, config.refresh_window,
@@ -335,15 +337,38 @@ class Pipeline:
             log.exception("answering %s %s failed", request.method, request.url)
         else:
             sink.fail(RuntimeError("the pipeline gave no reply"))
-        finally:
-            outcome = sink.outcome or GENERATED  # none stamped: a failure Stoker answered
-            self.outcomes[outcome.kind.value, outcome.reason, request.context.warm] += 1
-            entry = sink.entry
-            if entry is not None and not request.context.warm:
-                if outcome.kind in FROM_CACHE:
-                    self.cache_bytes += entry.body_size
-                if self.reads is not None:
-                    self.reads.read(entry, request.headers, self.clock.now())
+        finally:  # none stamped: a failure Stoker answered
+            self.count(sink.outcome or GENERATED, sink.tally, sink.entry, request.url,
+                       request.warm, request.headers, self.clock.now())
+
+    def count(self, outcome: Outcome, tally: str | None, entry: CacheEntry | None, url: str,
+              warm: bool, headers: Sequence[tuple[bytes, bytes]], now: float) -> None:
+        """Count one reply, once, the core's and the fast path's: :attr:`outcomes` by its
+        final ``outcome``; :attr:`stats` by ``tally``, what its lookup counted it as (as
+        Varnish counts hits and misses at lookup; ``None``: no lookup, a refusal or a
+        purge), and ``collapsed``/``error`` by the outcome; for a visitor (not ``warm``),
+        ``url``'s hit or miss, the warmed entry read, the body bytes the origin was spared
+        and, with refresh ahead, the read of ``entry`` (asked with ``headers``)."""
+        kind = outcome.kind
+        self.outcomes[kind.value, outcome.reason, warm] += 1
+        if tally is not None:
+            self.stats[tally] += 1
+            if kind is Kind.COLLAPSED:
+                self.stats["collapsed"] += 1
+            elif kind is Kind.ERROR:
+                self.stats["error"] += 1
+        if warm:
+            return
+        if tally == "hit" or tally == "stale":
+            self.hits.hit(url)
+            self.warm_reads.note_read(url)
+        elif tally == "miss":
+            self.hits.miss(url)
+        if entry is not None:
+            if kind in FROM_CACHE:
+                self.cache_bytes += entry.body_size
+            if self.reads is not None:
+                self.reads.read(entry, headers, now)
 
     def _refuse(self, sink: ReplySink, error: BadRequest) -> None:
         if sink.started:
@@ -407,12 +432,8 @@ class Pipeline:
                         refresh=request.context.refresh)
         if entry is not None and len(entries) > 1:
             self.store.touch(entry)
-        counted = not request.warm
         if action.serve is not None and entry is not None:
-            self.stats["hit" if action.serve is Kind.HIT else "stale"] += 1
-            if counted:
-                self.hits.hit(request.url)
-                self.warm_reads.note_read(request.url)
+            sink.tally = "hit" if action.serve is Kind.HIT else "stale"
             if action.revalidate:
                 self._revalidate_in_background(lookup, entry)
             kind = action.serve
@@ -421,9 +442,7 @@ class Pipeline:
             if await self._serve(sink, request, entry, now, outcome):
                 return
         fwd = action.fwd
-        self.stats["miss"] += 1
-        if counted:
-            self.hits.miss(request.url)
+        sink.tally = "miss"
         if entries and matched is None:  # only other variants stored: by what they vary on
             self.not_cached.record("vary-miss", request.url, now, details=entries[0].vary)
         variant = entry.variant if entry else (
@@ -471,7 +490,6 @@ class Pipeline:
         if not leader:
             shared = await flight.wait(self.config.collapse_timeout)
             if shared is not None and self._may_take(lookup, flight, shared):
-                self.stats["collapsed"] += 1
                 now = self.clock.now()
                 outcome = Outcome(Kind.COLLAPSED, fwd=fwd, fwd_status=shared.status,
                                   stored=flight.stored, ttl=shared.ttl(now))
@@ -492,7 +510,6 @@ class Pipeline:
         if leased is not None:
             elsewhere = await self._fetched_elsewhere(lookup, leased, flight)
             if elsewhere is not None:  # another process fetched it for us
-                self.stats["collapsed"] += 1
                 await self._land_and_serve(lookup, key, flight, elsewhere, fwd, sink, Outcome(
                     Kind.COLLAPSED, fwd=fwd, fwd_status=elsewhere.status, stored=True,
                     ttl=elsewhere.ttl(self.clock.now())))
@@ -723,7 +740,7 @@ class Pipeline:
     async def _forward_whole(self, request: RequestInfo, body: RequestBody | None,
                              sink: ReplySink, fwd: str, *, invalidate: bool) -> None:
         """:meth:`_forward` once the request's body (if any) has arrived whole."""
-        self.stats["bypass"] += 1
+        sink.tally = "bypass"
         config = self.fetcher.config
         headers = origin_request_headers(request, via=config.via, origin_host=config.origin_host,
                                          for_cache=False)
@@ -769,7 +786,6 @@ class Pipeline:
     def _fail(self, sink: ReplySink, status: int, fwd: str, detail: str,
               retry_after: int | None = None) -> None:
         """Answer an origin failure (``retry_after``: the origin is down, not asked)."""
-        self.stats["error"] += 1
         text, reason = _FAILURES.get(status, _FAILURES[502])
         extra = [sink.stamp(Outcome(Kind.ERROR, fwd=fwd, fwd_status=status, detail=reason))]
         if retry_after is not None:

@@ -75,7 +75,7 @@ class Reply:
 class ReplySink:
     """Where the core writes one response; :attr:`reply` gives it out."""
 
-    __slots__ = ("_name", "_outcome", "_reply", "_via", "gone", "reply")
+    __slots__ = ("_name", "_outcome", "_reply", "_via", "gone", "reply", "tally")
 
     def __init__(self, *, via: Header, name: str) -> None:
         self._via = via
@@ -86,6 +86,10 @@ class ReplySink:
         """Resolved when the response's head is known."""
         self.gone = False
         """Nobody reads the body any more: what is still put is dropped."""
+        self.tally: str | None = None
+        """What the lookup counted the request as (``hit``, ``stale``, ``miss``, or
+        ``bypass`` when it skipped the cache), the last decision standing (a hit found
+        unservable and fetched is a miss); ``None``: no lookup (a refusal, a purge)."""
 
     @property
     def started(self) -> bool:

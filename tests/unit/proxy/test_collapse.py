@@ -24,6 +24,18 @@ async def test_one_leader_per_key_and_followers_share() -> None:
     assert not collapser.busy("k")
 
 
+async def test_followers_are_counted_while_their_flight_is_in_progress() -> None:
+    collapser = Collapser()
+    flight, _ = collapser.join("k")
+    collapser.join("other")
+    assert collapser.followers() == 0
+    collapser.join("k")
+    collapser.join("k")
+    assert (flight.followers, collapser.followers()) == (2, 2)
+    collapser.land("k", flight, make_entry())
+    assert collapser.followers() == 0
+
+
 async def test_unshareable_flight_releases_followers_with_none() -> None:
     collapser = Collapser()
     flight, _ = collapser.join("k")
