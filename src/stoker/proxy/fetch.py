@@ -65,6 +65,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from stoker.cache.bodies import BodySpool, BodyStore
 from stoker.cache.collapse import Flight
@@ -90,7 +91,28 @@ from stoker.proxy.request import RequestInfo
 
 log = logging.getLogger("stoker.proxy")
 
-SERVE_KINDS = frozenset({"refreshed", "stale", "unshared"})
+
+
+class FetchKind(StrEnum):
+    """How a fetch ended (:attr:`FetchResult.kind`)."""
+
+    STORED = "stored"
+    """The origin's response was stored (and sent)."""
+    REFRESHED = "refreshed"
+    """A ``304`` revalidated the stored entry, which was updated."""
+    UNSHARED = "unshared"
+    """A ``304`` revalidated an entry a purge removed meanwhile: it answers this request
+    only."""
+    PASSED = "passed"
+    """The origin's response was sent, not stored (:attr:`FetchResult.detail` says why)."""
+    STALE = "stale"
+    """The stale entry answers: the origin failed (stale-if-error) or its ``304`` may not
+    be stored."""
+    FAILED = "failed"
+    """The origin failed and nothing may answer in its place."""
+
+
+SERVE_KINDS = frozenset({FetchKind.REFRESHED, FetchKind.STALE, FetchKind.UNSHARED})
 """FetchResult kinds whose entry the caller must still send to the client."""
 
 
@@ -142,7 +164,7 @@ class Fetch:
 class FetchResult:
     """How a fetch ended: what the client was sent and what may be shared."""
 
-    kind: str  # "stored" | "refreshed" | "unshared" | "passed" | "stale" | "failed"
+    kind: FetchKind
     entry: CacheEntry | None
     status: int
     detail: str = ""
@@ -157,14 +179,15 @@ class FetchResult:
         ``304`` that answered a revalidation did not refresh the stored entry (its new
         headers forbid storing it, or a purge came meanwhile); None when it was stored or
         there was no response to store (the origin failed)."""
-        if self.kind == "passed" or (self.status == 304 and self.kind in ("stale", "unshared")):
+        if self.kind is FetchKind.PASSED or (
+                self.status == 304 and self.kind in (FetchKind.STALE, FetchKind.UNSHARED)):
             return self.detail
         return None
 
     @property
     def fell_back(self) -> bool:
         """The origin failed and the stale entry answers in its place (stale-if-error)."""
-        return self.kind == "stale" and self.status != 304
+        return self.kind is FetchKind.STALE and self.status != 304
 
 
 class Fetcher:
@@ -212,8 +235,8 @@ class Fetcher:
                   retry_after: int | None = None) -> FetchResult:
         """Stale-if-error when allowed, else a failure the caller reports."""
         if stale is not None and self._clock.now() < stale.error_until:
-            return FetchResult("stale", stale, status, detail)
-        return FetchResult("failed", None, status, detail, retry_after=retry_after)
+            return FetchResult(FetchKind.STALE, stale, status, detail)
+        return FetchResult(FetchKind.FAILED, None, status, detail, retry_after=retry_after)
 
     async def _handle(self, fetch: Fetch, response: OriginResponse,
                       request_time: float, since: int) -> FetchResult:
@@ -221,7 +244,7 @@ class Fetcher:
         stale = fetch.stale
         if response.status in FAILING_STATUSES:
             fallback = self._fallback(stale, response.status, "origin error")
-            if fallback.kind == "stale":
+            if fallback.kind is FetchKind.STALE:
                 return fallback
         if response.status == 304 and stale is not None:
             return await self._refresh(fetch, stale, response, request_time, response_time,
@@ -239,13 +262,13 @@ class Fetcher:
             if fetch.flight is not None:
                 fetch.flight.share(None)  # followers must not wait for, or share, this response
             await self._pass_through(fetch, response, decision)
-            return FetchResult("passed", None, response.status, decision.reason,
+            return FetchResult(FetchKind.PASSED, None, response.status, decision.reason,
                                tuple(set_cookie_names(response.headers)) if (
                                    decision.reason == "set-cookie") else ())
         entry = await self._stream_and_store(fetch, response, decision, response_time, since)
         if isinstance(entry, str):  # not stored: followers must not share it
-            return FetchResult("passed", None, response.status, entry)
-        return FetchResult("stored", entry, response.status)
+            return FetchResult(FetchKind.PASSED, None, response.status, entry)
+        return FetchResult(FetchKind.STORED, entry, response.status)
 
     def _size_limit(self, decision: StorageDecision,
                     headers: Sequence[tuple[bytes, bytes]]) -> StorageDecision:
@@ -434,7 +457,7 @@ class Fetcher:
             rule=fetch.rule_ttl, defaults=self.config.defaults)
         if not decision.store:
             await self._store.delete_primary([stale.primary_key])
-            return FetchResult("stale", stale, 304, decision.reason)
+            return FetchResult(FetchKind.STALE, stale, 304, decision.reason)
         fresh_until = response_time + decision.fresh_for - decision.initial_age
         coded = self._may_compress(stale.status, merged, stale.body_size)  # no-transform?
         refreshed = replace(
@@ -456,11 +479,11 @@ class Fetcher:
         )
         screened = self._screen(refreshed, since)
         if screened is None:
-            return FetchResult("unshared", refreshed, 304, "purged")
+            return FetchResult(FetchKind.UNSHARED, refreshed, 304, "purged")
         await self._store.put(screened)
         if fetch.flight is not None:
             fetch.flight.share(screened, stored=True)
-        return FetchResult("refreshed", screened, 304)
+        return FetchResult(FetchKind.REFRESHED, screened, 304)
 
 
 @dataclass(frozen=True, slots=True)

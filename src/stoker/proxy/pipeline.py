@@ -142,7 +142,14 @@ from stoker.http.ranges import FULL, RangeDecision, decide_range
 from stoker.proxy.client_feed import relay
 from stoker.proxy.codings import Codings
 from stoker.proxy.decide import decide, may_take
-from stoker.proxy.fetch import SERVE_KINDS, Fetch, FetchConfig, Fetcher, FetchResult
+from stoker.proxy.fetch import (
+    SERVE_KINDS,
+    Fetch,
+    FetchConfig,
+    Fetcher,
+    FetchKind,
+    FetchResult,
+)
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
 from stoker.proxy.hit import form_for
 from stoker.proxy.origin import OriginClient, OriginError, error_status
@@ -163,8 +170,9 @@ _FAILURES = {504: ("origin timed out", "origin-timeout"),
 PurgeMethodHandler = Callable[[RequestInfo, ReplySink], Awaitable[None]]
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
-SHAREABLE = frozenset({"stored", "refreshed", "stale"})
-RENEWED = frozenset({"stored", "refreshed"})
+SHAREABLE = frozenset({FetchKind.STORED, FetchKind.REFRESHED, FetchKind.STALE})
+"""Fetch results whose entry a flight's followers may be answered with."""
+RENEWED = frozenset({FetchKind.STORED, FetchKind.REFRESHED})
 """Fetch results that stored an entry, new or revalidated."""
 
 
@@ -591,28 +599,28 @@ class Pipeline:
         if reason is not None:
             self._not_stored(lookup, reason, result)
         if self.reads is not None and result.entry is not None and result.kind in RENEWED:
-            if result.kind == "stored" and sink is not None and not request.warm:
+            if result.kind is FetchKind.STORED and sink is not None and not request.warm:
                 self.reads.read(result.entry, request.headers, self.clock.now())
             else:  # revalidated (a visitor's read is told once it is served), or not a visitor
                 self.reads.renewed(result.entry)
         if sink is None:
             return result
-        if result.kind == "stored" and result.entry is not None and _form(
+        if result.kind is FetchKind.STORED and result.entry is not None and _form(
                 request, result.entry) is None:
             self.codings.prefetch(result.entry)  # the response has ended: off its path
         if result.kind in SERVE_KINDS and result.entry is not None:
             now = self.clock.now()
             ttl = result.entry.ttl(now)
             outcome = Outcome(Kind.STALE_ERROR, ttl=ttl, detail=Kind.STALE_ERROR.value) if (
-                result.kind == "stale") else Outcome(
-                Kind.REVALIDATED, fwd=fwd, fwd_status=304, stored=result.kind == "refreshed",
-                ttl=ttl)
+                result.kind is FetchKind.STALE) else Outcome(
+                Kind.REVALIDATED, fwd=fwd, fwd_status=304,
+                stored=result.kind is FetchKind.REFRESHED, ttl=ttl)
             if await self._serve(sink, request, result.entry, now, outcome):
                 return result
             self._fail(sink, 502, fwd, "cached body missing")
-        elif result.kind == "failed":
+        elif result.kind is FetchKind.FAILED:
             self._fail(sink, result.status, fwd, result.detail, result.retry_after)
-        elif result.kind == "passed" and sink.outcome is not None and sink.outcome.stored:
+        elif result.kind is FetchKind.PASSED and sink.outcome is not None and sink.outcome.stored:
             sink.outcome = sink.outcome.not_stored(result.detail)  # sent as stored, then not
         return result
 
