@@ -75,6 +75,16 @@ def get_joined(headers: HeaderInput, name: bytes) -> str | None:
     return b", ".join(values).decode("latin-1")
 
 
+def lower_joined(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str | None:
+    """:func:`get_joined` for lower-case ``name`` in a list of
+    lower-case names: one scan, nothing lower-cased (the fast path's one field)."""
+    found: bytes | None = None
+    for key, value in headers:
+        if key == name:
+            found = value if found is None else found + b", " + value
+    return None if found is None else found.decode("latin-1")
+
+
 def field_members(headers: HeaderInput, name: bytes) -> list[str]:
     """The members of the list-valued field ``name`` (RFC 9110 §5.6.1): every field line
     called ``name`` is part of one list (§5.3), split at commas outside quoted strings;

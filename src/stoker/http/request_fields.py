@@ -10,8 +10,7 @@ Invariants:
   makes names case-insensitive; the lower-casing is theirs, not repeated here).
 - For every name in :data:`READ`, :meth:`RequestFields.joined` equals
   :func:`~stoker.http.headers.get_joined` of the same list, and :meth:`RequestFields.has`
-  equals ``get_header(...) is not None``; :func:`lower_joined` equals ``get_joined`` for
-  any name.
+  equals ``get_header(...) is not None``.
 - Pure: built from the list it is given, which it never changes.
 """
 
@@ -64,13 +63,3 @@ class RequestFields:
         if self._cache_control is None and b"cache-control" in self._values:
             self._cache_control = parse_cache_control(self.joined(b"cache-control"))
         return self._cache_control
-
-
-def lower_joined(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str | None:
-    """:func:`~stoker.http.headers.get_joined` for lower-case ``name`` in a list of
-    lower-case names: one scan, nothing lower-cased (the fast path's one field)."""
-    found: bytes | None = None
-    for key, value in headers:
-        if key == name:
-            found = value if found is None else found + b", " + value
-    return None if found is None else found.decode("latin-1")

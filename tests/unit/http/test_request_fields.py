@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.http.headers import get_header, get_joined
-from stoker.http.request_fields import CONDITIONALS, READ, RequestFields, lower_joined
+from stoker.http.headers import get_header, get_joined, lower_joined
+from stoker.http.request_fields import CONDITIONALS, READ, RequestFields
 
 NAMES = [*sorted(READ), b"host", b"user-agent", b"accept", b"x-cookie", b"rangee"]
 VALUES = st.binary(max_size=12).filter(lambda value: b"\r" not in value and b"\n" not in value)
