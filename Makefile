@@ -21,8 +21,8 @@ demo: install
 test: install
 	$(PY) -m pytest -q
 
-test-fast: install   # unit and contract tests: no HTTP servers, no browser, no PostgreSQL or Redis
-	$(PY) -m pytest -q -m "not services" tests/unit tests/contract
+test-fast: install   # unit, contract and in-process core tests: no HTTP servers, no browser, no PostgreSQL or Redis
+	$(PY) -m pytest -q -m "not services" tests/unit tests/contract tests/core
 
 lint: install
 	$(VENV)/bin/ruff check src tests bench
