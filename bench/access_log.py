@@ -1,7 +1,7 @@
 """What the access log costs on the hottest path: a fresh L1 hit, in process.
 
 Drives the proxy app directly (no HTTP server, so the figure is Stoker's own work)
-with and without :class:`~stoker.proxy.access_log.AccessLogApp` writing combined
+with and without :class:`~stoker.adapters.access_log.AccessLogApp` writing combined
 lines to /dev/null, interleaved rounds, and prints microseconds per hit and the ratio.
 
     .venv/bin/python bench/access_log.py --rounds 5 --requests 50000
@@ -19,11 +19,11 @@ from typing import Any
 
 from tests.entries import make_entry
 
+from stoker.adapters.access_log import AccessLogApp
+from stoker.adapters.asgi_proxy import ProxyApp
 from stoker.app.stoker import Stoker
 from stoker.asgi import Message
 from stoker.config.settings import settings_from
-from stoker.proxy.access_log import AccessLogApp
-from stoker.proxy.asgi_proxy import ProxyApp
 
 URL = "http://127.0.0.1:8080/page"
 

@@ -31,10 +31,10 @@ from bench.hit_path.run import start, stop  # noqa: E402
 from bench.procs import START_TIMEOUT, origin_system  # noqa: E402
 
 import stoker  # noqa: E402
+from stoker.adapters.asgi_proxy import ProxyApp  # noqa: E402
 from stoker.app.serving import proxy_app  # noqa: E402
 from stoker.app.stoker import Stoker  # noqa: E402
 from stoker.config.settings import settings_from  # noqa: E402
-from stoker.proxy.asgi_proxy import ProxyApp  # noqa: E402
 from stoker.server.front.connection import Connection  # noqa: E402
 from stoker.server.front.listener import Listener  # noqa: E402
 

@@ -159,11 +159,11 @@ async def fill(stoker: Any, proxy_url: str, entries: int) -> None:
 async def scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
     import aiohttp
 
+    from stoker.adapters.asgi_proxy import ProxyApp
     from stoker.admin.app import build_admin_app
     from stoker.app.stoker import Stoker
     from stoker.app.warm_service import WarmService
     from stoker.config.settings import settings_from
-    from stoker.proxy.asgi_proxy import ProxyApp
     from stoker.server.listeners import run_apps
 
     origin_port, proxy_port, admin_port = free_port(), free_port(), free_port()

@@ -234,7 +234,7 @@ def probed_stoker(out: Path, fixed_limit: bool, argv: list[str]) -> None:
     import dataclasses
     import runpy
 
-    import stoker.proxy.limited_origin as limited
+    import stoker.origin.limited as limited
     import stoker.warm.warmer as warmer
     from stoker.warm.throttle import ThrottleState
     from stoker.warm.throttle import on_result as decide

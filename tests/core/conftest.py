@@ -17,13 +17,13 @@ import pytest
 from tests.integration.conftest import Origin, Proxy
 from tests.integration.origin import ScriptedOrigin
 
+from stoker.adapters.asgi_proxy import ProxyApp
 from stoker.app.stoker import Stoker
 from stoker.asgi import ASGIApp
 from stoker.clock import Clock, FakeClock
 from stoker.config.rules import Rule
 from stoker.config.settings import settings_from
-from stoker.proxy.asgi_origin import AsgiOrigin
-from stoker.proxy.asgi_proxy import ProxyApp
+from stoker.origin.asgi import AsgiOrigin
 
 BASE_URL = "http://127.0.0.1"
 """The proxy's address as the client names it (the ASGI client is ``127.0.0.1`` too)."""

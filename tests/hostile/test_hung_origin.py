@@ -20,7 +20,7 @@ from tests.integration.conftest import running_proxy
 from tests.integration.raw_origin import RawRequest, raw_origin, response
 
 from stoker.clock import FakeClock
-from stoker.proxy.origin_health import COOLDOWN, THRESHOLD
+from stoker.origin.health import COOLDOWN, THRESHOLD
 
 TIMEOUT = 1.0
 """``origin_timeout``: how long a request the origin never answers waits."""

@@ -19,7 +19,7 @@ import h11
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stoker.proxy.origin import HttpOrigin
+from stoker.origin.http import HttpOrigin
 
 
 @dataclass

@@ -16,11 +16,11 @@ from tests.conftest import serving
 from tests.integration.browser_harness import chromium
 from tests.integration.origin import ScriptedOrigin
 
+from stoker.adapters.asgi_proxy import ProxyApp
 from stoker.app.stoker import Stoker
 from stoker.clock import Clock
 from stoker.config.rules import Rule
 from stoker.config.settings import Settings, settings_from
-from stoker.proxy.asgi_proxy import ProxyApp
 
 
 @dataclass

@@ -10,9 +10,9 @@ from pathlib import Path
 from tests.conftest import serving
 from tests.integration.conftest import running_proxy
 
+from stoker.adapters.visit import PipelineVisitor
 from stoker.clock import FakeClock
 from stoker.demo.origin import make_demo_app
-from stoker.proxy.visit import PipelineVisitor
 from stoker.warm.refresh import Refresher
 from stoker.warm.visits import VisitResult
 

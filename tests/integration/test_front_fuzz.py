@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.conftest import request_body, serving
 
+from stoker.adapters.asgi_proxy import ProxyApp
 from stoker.app.stoker import Stoker
 from stoker.asgi import Message, Receive, Send
 from stoker.config.settings import settings_from
-from stoker.proxy.asgi_proxy import ProxyApp
 
 HOT = 4
 """Pages cached before the examples run (their GETs are fresh hits)."""

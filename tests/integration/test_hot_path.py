@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from tests.integration.conftest import Origin
 
+from stoker.adapters.asgi_reply import answer
+from stoker.adapters.hot_path import HotPath
 from stoker.app.stoker import Stoker
 from stoker.asgi import Message
 from stoker.clock import FakeClock
 from stoker.config.rules import Rule
 from stoker.config.settings import settings_from
-from stoker.proxy.asgi_reply import answer
-from stoker.proxy.hot_path import HotPath
 
 CACHEABLE = [("cache-control", "max-age=60")]
 TRUSTED_PEER = ("127.0.0.1", 50000)
@@ -236,7 +236,7 @@ async def test_an_l2_hit_is_served_by_the_fast_path_as_the_pipeline_would(
 
 
 async def test_a_miss_reads_l2_once(origin: Origin, stack: Stack) -> None:
-    from stoker.proxy.asgi_proxy import ProxyApp
+    from stoker.adapters.asgi_proxy import ProxyApp
 
     origin.app.set("/once", headers=CACHEABLE, body=b"once")
     reads: list[str] = []

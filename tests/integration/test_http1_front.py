@@ -22,13 +22,13 @@ from tests.integration.conftest import Origin, drop_stoker_keys
 from tests.integration.test_redis_down import listening, own_redis
 from tests.job_backends import pg_schema, schema_url
 
+from stoker.adapters.access_log import AccessLogApp
+from stoker.adapters.asgi_proxy import ProxyApp
 from stoker.app.stoker import Stoker
 from stoker.asgi import Message, Send
 from stoker.cache.invalidation import PurgeScope
 from stoker.clock import FakeClock
 from stoker.config.settings import settings_from
-from stoker.proxy.access_log import AccessLogApp
-from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.server.front import heads as front_heads
 
 CACHEABLE = [("cache-control", "max-age=600")]

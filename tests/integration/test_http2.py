@@ -10,9 +10,9 @@ import httpx
 from tests.conftest import serving
 from tests.integration.conftest import Origin
 
+from stoker.adapters.asgi_proxy import ProxyApp
 from stoker.app.stoker import Stoker
 from stoker.config.settings import SettingsError, require_tls_files, settings_from
-from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.server.listeners import Tls
 
 CACHEABLE = [("cache-control", "max-age=60")]

@@ -1,5 +1,5 @@
-"""Stoker's own HTTP/1.1 origin client (``HttpOrigin`` on :mod:`stoker.proxy.http_client`
-and :mod:`stoker.proxy.http_exchange`) against origins that write raw bytes.
+"""Stoker's own HTTP/1.1 origin client (``HttpOrigin`` on :mod:`stoker.origin.http_client`
+and :mod:`stoker.origin.http_exchange`) against origins that write raw bytes.
 
 The parser's edges (a response cut anywhere into reads) are driven through the
 connection protocol directly, so every cut is the one meant; everything else runs on
@@ -26,10 +26,10 @@ from tests.hostile.test_origin_framing import Body
 from tests.integration.raw_origin import RawRequest, chunked, raw_origin, response
 from tests.integration.test_http2 import self_signed
 
-from stoker.proxy import origin as origin_module
-from stoker.proxy.http_exchange import CHUNK, OriginConnection, OriginExchange
-from stoker.proxy.origin import (
-    HttpOrigin,
+from stoker.origin import http as origin_module
+from stoker.origin.http import HttpOrigin
+from stoker.origin.http_exchange import CHUNK, OriginConnection, OriginExchange
+from stoker.origin.port import (
     OriginConnectionLost,
     OriginError,
     OriginResponse,

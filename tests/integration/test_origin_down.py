@@ -17,7 +17,7 @@ from tests.integration.origin import ScriptedOrigin
 from tests.integration.raw_origin import RawRequest, raw_origin
 
 from stoker.clock import FakeClock
-from stoker.proxy.origin_health import THRESHOLD
+from stoker.origin.health import THRESHOLD
 
 
 def slow_clock() -> FakeClock:

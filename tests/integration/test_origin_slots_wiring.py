@@ -10,7 +10,7 @@ from typing import Any
 from tests.conftest import serving
 from tests.integration.conftest import Origin, running_proxy
 
-from stoker.proxy.visit import PipelineVisitor
+from stoker.adapters.visit import PipelineVisitor
 
 Message = MutableMapping[str, Any]
 

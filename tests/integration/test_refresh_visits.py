@@ -9,8 +9,8 @@ import asyncio
 
 from tests.integration.conftest import Origin, Proxy
 
+from stoker.adapters.visit import PipelineVisitor
 from stoker.cache.reads import Read
-from stoker.proxy.visit import PipelineVisitor
 
 PAGE = [("cache-control", "max-age=600"), ("etag", '"1"')]
 

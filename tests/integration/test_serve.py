@@ -12,7 +12,7 @@ from stoker.app.stoker import Stoker
 from stoker.cache.outcome import Kind
 from stoker.clock import FakeClock
 from stoker.config.settings import settings_from
-from stoker.proxy.context import RequestContext, warm_context
+from stoker.origin.context import RequestContext, warm_context
 from stoker.proxy.reply import Reply
 from stoker.proxy.request import RequestInfo
 from stoker.proxy.request_body import BodyBrokenOff, no_body

@@ -20,10 +20,10 @@ from tests.conftest import free_port, serving, wait_listening
 from tests.integration.conftest import Origin, running_proxy
 
 import stoker
+from stoker.adapters.asgi_proxy import ProxyApp
 from stoker.app.stoker import Stoker
 from stoker.cache.entry import CacheEntry
 from stoker.config.settings import settings_from
-from stoker.proxy.asgi_proxy import ProxyApp
 
 SRC = Path(stoker.__file__).resolve().parents[1]
 PAGES = 60

@@ -24,12 +24,12 @@ import httpx
 from tests.conftest import free_port, serving, wait_listening
 
 import stoker
+from stoker.adapters.asgi_proxy import ProxyApp
 from stoker.admin.app import build_admin_app
 from stoker.app.stoker import Stoker
 from stoker.app.warm_service import WarmService
 from stoker.clock import Clock
 from stoker.config.settings import settings_from
-from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.warm.run import Run
 
 Message = MutableMapping[str, Any]

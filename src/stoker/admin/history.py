@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, Final
 
-from stoker.proxy.origin_timing import BUCKETS
+from stoker.origin.timing import BUCKETS
 
 MINUTES: Final = 60
 """Minutes of history the charts show."""

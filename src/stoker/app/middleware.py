@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import asyncio
 
+from stoker.adapters.asgi_reply import answer
 from stoker.app.stoker import Stoker
 from stoker.asgi import ASGIApp, Message, Receive, Send
 from stoker.clock import Clock
 from stoker.config.rules import Rule
 from stoker.config.settings import Settings, settings_from
-from stoker.proxy.asgi_origin import AsgiOrigin
-from stoker.proxy.asgi_reply import answer
+from stoker.origin.asgi import AsgiOrigin
 
 
 class CacheMiddleware:

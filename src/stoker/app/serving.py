@@ -27,6 +27,8 @@ from typing import Any, Final
 
 import httpx
 
+from stoker.adapters.access_log import AccessLogApp, open_stream
+from stoker.adapters.asgi_proxy import ProxyApp
 from stoker.admin.app import AdminSide, admin_side
 from stoker.app.processes import (
     ServingProcess,
@@ -50,8 +52,6 @@ from stoker.config.settings import (
     require_safe_admin,
     require_tls_files,
 )
-from stoker.proxy.access_log import AccessLogApp, open_stream
-from stoker.proxy.asgi_proxy import ProxyApp
 from stoker.server.listeners import Tls, ensure_free, run_apps, silence_for, split_address
 from stoker.version import VERSION
 from stoker.warm.run import Run

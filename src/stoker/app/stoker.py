@@ -59,12 +59,14 @@ from stoker.config.settings import (
 from stoker.http.decoding import DecodeBound
 from stoker.http.forwarded import TrustedProxies
 from stoker.http.policy import StaleDefaults
+from stoker.origin.health import OriginHealth
+from stoker.origin.http import HttpOrigin
+from stoker.origin.limited import LimitedOrigin
+from stoker.origin.monitored import MonitoredOrigin
+from stoker.origin.port import OriginClient
+from stoker.origin.slots import OriginLimiter
+from stoker.origin.timing import OriginTiming
 from stoker.proxy.fetch import FetchConfig, Fetcher
-from stoker.proxy.limited_origin import LimitedOrigin
-from stoker.proxy.origin import HttpOrigin, OriginClient
-from stoker.proxy.origin_health import MonitoredOrigin, OriginHealth
-from stoker.proxy.origin_slots import OriginLimiter
-from stoker.proxy.origin_timing import OriginTiming
 from stoker.proxy.pipeline import Pipeline, PipelineConfig
 from stoker.proxy.purge import AuditTrail, Purger
 from stoker.proxy.purge_method import PurgeMethod, parse_networks

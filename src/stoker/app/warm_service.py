@@ -40,12 +40,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Final
 
+from stoker.adapters.visit import OriginFetch, PipelineVisitor
 from stoker.app.stoker import EVICT_EVERY, Stoker
 from stoker.backends import WarmStores, open_warm_stores
 from stoker.cache.steps import Pacer
 from stoker.config.settings import Settings
 from stoker.jobs.worker import Worker, WorkerConfig, default_owner
-from stoker.proxy.visit import OriginFetch, PipelineVisitor
 from stoker.resilience.breaker import BreakerState
 from stoker.schedule.store import Deadline
 from stoker.schedule.ticker import Ticker

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Protocol
 
 from stoker.http.headers import content_length
-from stoker.proxy.origin import OriginError, OriginResponse
+from stoker.origin.port import OriginError, OriginResponse
 from stoker.proxy.reply import ReplySink
 from stoker.proxy.transit_file import TransitFile
 

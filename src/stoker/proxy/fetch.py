@@ -82,10 +82,10 @@ from stoker.http.encoding import IDENTITY, Encoded, compressible, stored_coding,
 from stoker.http.headers import content_length, get_header, set_cookie_names, vary_names
 from stoker.http.keys import variant_of, variants_to_drop
 from stoker.http.policy import RuleTTL, StaleDefaults, StorageDecision, decide_storage
+from stoker.origin.health import FAILING_STATUSES
+from stoker.origin.port import OriginClient, OriginError, OriginResponse, error_status
 from stoker.proxy.client_feed import Feed, feed_for, relay, sends_whole
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers, stored_headers
-from stoker.proxy.origin import OriginClient, OriginError, OriginResponse, error_status
-from stoker.proxy.origin_health import FAILING_STATUSES
 from stoker.proxy.reply import ReplySink
 from stoker.proxy.request import RequestInfo
 

@@ -17,7 +17,7 @@ Invariants:
   can store it decoded for every other client.
 - Framing is not this module's: every origin client replaces the client's
   ``Content-Length``/``Transfer-Encoding``/``Expect`` with its own
-  (:func:`~stoker.proxy.origin.framed`).
+  (:func:`~stoker.origin.port.framed`).
 - The origin gets the Host as the key has it (lower-cased, default port dropped),
   or ``origin_host``.
 - Stored headers never contain hop-by-hop fields, ``Age``, or (when the

@@ -1,13 +1,13 @@
 """The request core, shared by every transport: :meth:`Pipeline.serve` takes a parsed
 request and its body and gives a :class:`~stoker.proxy.reply.Reply`; the front, granian,
-the middleware (through :mod:`~stoker.proxy.asgi_reply`) and the warmer are adapters.
+the middleware (through :mod:`~stoker.adapters.asgi_reply`) and the warmer are adapters.
 
 request → bypass? → key → L1 → L2 → :func:`~stoker.proxy.decide.decide` → serve
 (hit, stale-while-revalidate, stale-if-error) | forward (collapsed) with its ``fwd``
 
 Invariants:
 - Nothing here knows a transport: no ASGI scope, message or ``send``; what travels with
-  a request to its origin requests is its :class:`~stoker.proxy.context.RequestContext`.
+  a request to its origin requests is its :class:`~stoker.origin.context.RequestContext`.
 - A bypassed request (unsafe method, a rule's ``bypass``, a bypass cookie,
   a request ``no-store``) is neither served from nor stored in the cache.
 - A request with ``Authorization`` is answered from cache only with an entry
@@ -55,12 +55,12 @@ Invariants:
   (:class:`~stoker.proxy.codings.Codings`: made once per stored response); a
   miss whose client accepts a coding starts making it once its response has
   ended.
-- While the origin is down (:class:`~stoker.proxy.origin_health.OriginHealth`),
+- While the origin is down (:class:`~stoker.origin.health.OriginHealth`),
   a request whose entry may answer on error (``error_until``) gets it at once
   (``detail=stale-if-error``) instead of waiting for the origin; one
   background revalidation per cooldown probes the origin.  Any other request
   is answered ``503`` with ``Retry-After`` at once (``detail=origin-down``),
-  unless it is the one probe (:class:`~stoker.proxy.origin_health.MonitoredOrigin`).
+  unless it is the one probe (:class:`~stoker.origin.monitored.MonitoredOrigin`).
 - A warm visit (``RequestInfo.warm``) is never answered with a stale entry:
   it revalidates it (a conditional request) before answering; a refresh visit
   (``RequestContext.refresh``) revalidates even a fresh one.
@@ -139,6 +139,8 @@ from stoker.http.keys import (
 )
 from stoker.http.policy import shareable_with_authorization
 from stoker.http.ranges import FULL, RangeDecision, decide_range
+from stoker.origin.health import OriginHealth
+from stoker.origin.port import OriginClient, OriginError, error_status
 from stoker.proxy.client_feed import relay
 from stoker.proxy.codings import Codings
 from stoker.proxy.decide import decide, may_take
@@ -152,8 +154,6 @@ from stoker.proxy.fetch import (
 )
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
 from stoker.proxy.hit import form_for
-from stoker.proxy.origin import OriginClient, OriginError, error_status
-from stoker.proxy.origin_health import OriginHealth
 from stoker.proxy.reply import Reply, ReplySink, error_response
 from stoker.proxy.request import BadRequest, RequestInfo
 from stoker.proxy.request_body import RequestBody, discard_body, read_body

@@ -4,7 +4,7 @@ The core (:meth:`~stoker.proxy.pipeline.Pipeline.serve`) writes each response in
 :class:`ReplySink`, which hands it out as one :class:`Reply` — status, headers, body
 (bytes, or a :class:`BodyStream` read at the client's pace) and the
 :class:`~stoker.cache.outcome.Outcome` — for an adapter to render (as ASGI messages,
-:mod:`~stoker.proxy.asgi_reply`).
+:mod:`~stoker.adapters.asgi_reply`).
 
 Invariants: a sink gives exactly one reply; every reply carries this proxy's ``Via``
 (RFC 9110 §7.6.3) and a ``Cache-Status``: the one :meth:`ReplySink.stamp` made for its

@@ -42,7 +42,7 @@ from stoker.http.forwarded import (
 from stoker.http.headers import connection_tokens, get_all, get_header
 from stoker.http.keys import normalise_host, url_from_parts
 from stoker.http.request_fields import RequestFields
-from stoker.proxy.context import RequestContext
+from stoker.origin.context import RequestContext
 
 _HOST = re.compile(r"^(?:[A-Za-z0-9.\-_~]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$")
 _FORBIDDEN_PATH = re.compile(r"[\x00-\x20\x7f]")

@@ -151,8 +151,8 @@ class _Granian:
 
 def _is_proxy(app: ASGIApp) -> bool:
     """Whether ``app`` is the proxy (bare, or behind its access log)."""
-    from stoker.proxy.access_log import AccessLogApp
-    from stoker.proxy.asgi_proxy import ProxyApp
+    from stoker.adapters.access_log import AccessLogApp
+    from stoker.adapters.asgi_proxy import ProxyApp
 
     return isinstance(app, ProxyApp | AccessLogApp)
 
@@ -166,7 +166,7 @@ def make_server(kind: str, app: ASGIApp, address: str, tls: Tls | None = None,
     with ``SO_REUSEPORT`` (granian always binds so), for several serving processes."""
     if kind == "granian" or tls is not None:
         return _Granian(app, address, tls, grace=grace)
-    from stoker.proxy.asgi_proxy import ProxyApp
+    from stoker.adapters.asgi_proxy import ProxyApp
 
     host, port = split_address(address)
     return FrontServer(app, host, port, hot=app.hot if isinstance(app, ProxyApp) else None,

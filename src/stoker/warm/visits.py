@@ -1,7 +1,7 @@
 """A warm visit: one request through the cache pipeline, and what came of it.
 
 The warmer reaches the proxy only through :class:`Visitor`; the proxy
-implements it in process (``stoker.proxy.visit``), so a warm visit takes
+implements it in process (``stoker.adapters.visit``), so a warm visit takes
 exactly the path a visitor's request takes — same key, same rules, same
 storage decisions — without an extra HTTP hop.
 

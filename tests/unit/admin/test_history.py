@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.admin.history import MINUTES, History, Sample, minute_figures, quantile
-from stoker.proxy.origin_timing import BUCKETS, OriginTiming
+from stoker.origin.timing import BUCKETS, OriginTiming
 
 T0 = 1_700_000_040.0  # a minute's start
 

@@ -21,7 +21,7 @@ from stoker.admin.metrics import (
     tally,
 )
 from stoker.cache.purge_bus import Member
-from stoker.proxy.origin_timing import BUCKETS, OriginTiming
+from stoker.origin.timing import BUCKETS, OriginTiming
 
 
 def figures(**changes: object) -> Figures:

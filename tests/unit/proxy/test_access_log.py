@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.cache.outcome import GENERATED, Kind, Outcome
-from stoker.proxy.access_log import (
+from stoker.adapters.access_log import (
     REDACTED,
     Entry,
     cache_outcome,
@@ -17,6 +16,7 @@ from stoker.proxy.access_log import (
     json_line,
     redact_query,
 )
+from stoker.cache.outcome import GENERATED, Kind, Outcome
 
 ENTRY = Entry(at=1_764_504_000.0, client="203.0.113.7", method="GET", target="/a?b=1",
               protocol="HTTP/1.1", status=200, size=20480, duration=0.0123, origin=0.0101,

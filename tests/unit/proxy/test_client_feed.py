@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stoker.adapters.asgi_reply import send_reply
 from stoker.asgi import Message
-from stoker.proxy.asgi_reply import send_reply
+from stoker.origin.port import OriginError
 from stoker.proxy.client_feed import MEMORY, ClientFeed, ResponseBuffer, WholeReply, feed_for
-from stoker.proxy.origin import OriginError
 from stoker.proxy.reply import ReplySink
 
 

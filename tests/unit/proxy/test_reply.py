@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from stoker.adapters.asgi_reply import send_reply
 from stoker.asgi import Message
 from stoker.cache.outcome import GENERATED, Kind, Outcome
-from stoker.proxy.asgi_reply import send_reply
-from stoker.proxy.origin import OriginError
+from stoker.origin.port import OriginError
 from stoker.proxy.reply import Reply, ReplySink
 
 VIA = (b"via", b"1.1 t")

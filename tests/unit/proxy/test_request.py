@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.http.forwarded import TrustedProxies
-from stoker.proxy.context import RequestContext
+from stoker.origin.context import RequestContext
 from stoker.proxy.request import (
     MAX_HEADERS,
     BadRequest,

@@ -3,11 +3,11 @@ order, fresh hits written without ASGI.
 
 A fresh hit through ASGI costs a task, a scope, two message dicts and their rendering;
 here it costs the parse, one header scan, one memoised key, one dict lookup and one
-``writelines`` of bytes kept per entry (:meth:`~stoker.proxy.hot_path.HotPath.reply_now`,
+``writelines`` of bytes kept per entry (:meth:`~stoker.adapters.hot_path.HotPath.reply_now`,
 rendered by :func:`~stoker.server.front.render.reply_bytes`).
 A read that is the very bytes of a head answered as a hit before is not even parsed
 (:mod:`~stoker.server.front.heads`).  Where L2 must be waited for (Redis), the request's
-task reads it (:meth:`~stoker.proxy.hot_path.HotPath.reply_later`) and writes a fresh
+task reads it (:meth:`~stoker.adapters.hot_path.HotPath.reply_later`) and writes a fresh
 hit as those bytes too.  Everything else runs the listener's ASGI app
 (:class:`~stoker.server.front.exchange.Exchange`), told what was read.
 
@@ -43,15 +43,15 @@ from typing import TYPE_CHECKING, Any
 
 import httptools
 
+from stoker.adapters.hot_path import Wait
 from stoker.asgi import Scope, http_scope
-from stoker.proxy.hot_path import Wait
 from stoker.proxy.request import MAX_HEADER_BYTES
 from stoker.server.front import heads
 from stoker.server.front.exchange import HIGH_WATER, Exchange
 from stoker.server.front.render import reply_bytes
 
 if TYPE_CHECKING:
-    from stoker.proxy.hot_path import HotPath
+    from stoker.adapters.hot_path import HotPath
     from stoker.proxy.request import LookedUp
     from stoker.server.front.listener import Listener
 
@@ -481,7 +481,7 @@ def _address(value: Any) -> tuple[str, int] | None:
 def _hit_bytes(hot: HotPath, primary: str, headers: list[tuple[bytes, bytes]],
                close: bool) -> list[bytes] | Wait | None:
     """The bytes of the fresh hit a request for ``primary`` with ``headers`` is (counted),
-    :data:`~stoker.proxy.hot_path.WAIT` where L2 must be waited for, else ``None``."""
+    :data:`~stoker.adapters.hot_path.WAIT` where L2 must be waited for, else ``None``."""
     reply = hot.reply_now(primary, headers)
     if reply is None or isinstance(reply, Wait):
         return reply

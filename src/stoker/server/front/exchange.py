@@ -24,9 +24,9 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from stoker.adapters.hot_path import LOOKED_UP
 from stoker.asgi import ASGIApp, Message, Scope, http_scope
 from stoker.http.wire import http1_head
-from stoker.proxy.hot_path import LOOKED_UP
 
 if TYPE_CHECKING:
     from stoker.proxy.request import LookedUp

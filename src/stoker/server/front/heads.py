@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stoker.proxy.hot_path import FORWARDING_HEADERS
+from stoker.adapters.hot_path import FORWARDING_HEADERS
 
 KNOWN_HEADS = 2048
 """Request heads remembered (:class:`KnownHeads`)."""

@@ -19,10 +19,10 @@ from collections.abc import Coroutine
 from math import inf
 from typing import Any
 
+from stoker.adapters.hot_path import HotPath
 from stoker.asgi import ASGIApp
 from stoker.clock import SystemClock
 from stoker.http.dates import format_http_date
-from stoker.proxy.hot_path import HotPath
 from stoker.server.front.batch import WriteBatch
 from stoker.server.front.connection import Connection
 from stoker.server.front.heads import KnownHeads

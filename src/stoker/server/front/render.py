@@ -3,7 +3,7 @@ one renderer of replies (the hits it answers without an exchange).
 
 Invariant: :func:`reply_bytes` writes byte for byte what the front's ASGI exchange
 (:mod:`~stoker.server.front.exchange`) writes for the same reply sent by the one ASGI renderer
-(:func:`~stoker.proxy.asgi_reply.send_reply`) on a proxy listener: the head of
+(:func:`~stoker.adapters.asgi_reply.send_reply`) on a proxy listener: the head of
 :func:`~stoker.http.wire.http1_head` for the reply's fields, ``Connection: close`` when
 the connection closes after it, then the body; a reply whose fields are a stored entry's
 own list reuses that entry's head (made once per entry), and one with a field that is

@@ -4,7 +4,7 @@ the others are turned away."""
 from __future__ import annotations
 
 from stoker.clock import FakeClock
-from stoker.proxy.origin_health import OriginHealth
+from stoker.origin.health import OriginHealth
 
 
 def down(clock: FakeClock) -> OriginHealth:

@@ -1,7 +1,7 @@
 """How long the origin takes to answer: a fixed-bucket histogram, the failures, and the
 body bytes read from it.
 
-Every origin request that :class:`~stoker.proxy.origin_health.MonitoredOrigin` sees is
+Every origin request that :class:`~stoker.origin.monitored.MonitoredOrigin` sees is
 observed once: an answer by the seconds until its head arrived (:meth:`OriginTiming.answered`),
 no answer as a failure (:meth:`OriginTiming.failed`); a cancelled request is neither.
 

@@ -46,7 +46,7 @@ from typing import Protocol, cast
 
 import httptools
 
-from stoker.proxy.origin_errors import OriginConnectionLost, OriginError, OriginTimeout
+from stoker.origin.errors import OriginConnectionLost, OriginError, OriginTimeout
 
 CHUNK = 128 * 1024
 """The largest piece of a response body handed on at once."""

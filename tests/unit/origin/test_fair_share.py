@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stoker.proxy.fair_share import ANONYMOUS, Claim, FairShare, client_key
+from stoker.origin.fair_share import ANONYMOUS, Claim, FairShare, client_key
 
 
 def queued(share: FairShare[str], *items: tuple[str, str, str]) -> None:

@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 from stoker.clock import Clock
 from stoker.http.headers import get_header
 from stoker.http.keys import normalise_host
-from stoker.proxy.context import RequestContext, warm_context
-from stoker.proxy.origin import OriginClient
+from stoker.origin.context import RequestContext, warm_context
+from stoker.origin.port import OriginClient
 from stoker.proxy.pipeline import Pipeline
 from stoker.proxy.request import RequestInfo
 from stoker.proxy.request_body import no_body

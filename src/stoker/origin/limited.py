@@ -5,9 +5,9 @@ before it is sent until its response is closed (headers and body read, or
 given up), so the origin never has more than ``origin_max_concurrency``
 requests of this process in flight; a failed request gives its slot back at
 once.  A request made for a warm visit (its
-:class:`~stoker.proxy.context.RequestContext` has a ``warm_allowance``) takes a warm slot
+:class:`~stoker.origin.context.RequestContext` has a ``warm_allowance``) takes a warm slot
 under that allowance; every other request is a visitor's and takes a visitor slot
-claimed for its client (the context's ``client``, :func:`~stoker.proxy.fair_share.client_key`)
+claimed for its client (the context's ``client``, :func:`~stoker.origin.fair_share.client_key`)
 and its URL (Host and target), so one client's slow URLs cannot take every slot.
 A warm visit's request also carries the context's ``origin_headers`` (the warm
 credentials, :mod:`stoker.warm.credentials`); a visitor's context has none.
@@ -18,10 +18,10 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 
 from stoker.http.headers import get_header
-from stoker.proxy.context import RequestContext
-from stoker.proxy.fair_share import Claim, client_key
-from stoker.proxy.origin import Body, Headers, OriginClient, OriginResponse
-from stoker.proxy.origin_slots import OriginLimiter
+from stoker.origin.context import RequestContext
+from stoker.origin.fair_share import Claim, client_key
+from stoker.origin.port import Body, Headers, OriginClient, OriginResponse
+from stoker.origin.slots import OriginLimiter
 from stoker.warm.credentials import with_origin_headers
 
 

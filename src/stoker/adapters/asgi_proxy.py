@@ -2,19 +2,19 @@
 
 Invariant: only HTTP requests reach the pipeline (the fresh-hit fast path first, unless
 the server asked it already and says so in the scope, then the core through
-:func:`~stoker.proxy.asgi_reply.answer`); a WebSocket handshake is
+:func:`~stoker.adapters.asgi_reply.answer`); a WebSocket handshake is
 refused (the proxy does not tunnel WebSockets), lifespan events are acknowledged (the
 process, not the server, owns the stores' lifecycle).
 """
 
 from __future__ import annotations
 
+from stoker.adapters.asgi_reply import answer
+from stoker.adapters.hot_path import LOOKED_UP, HotPath
 from stoker.asgi import Message, Receive, Send, acknowledge_lifespan
 from stoker.cache.outcome import Outcome
-from stoker.proxy.asgi_reply import answer
-from stoker.proxy.context import RequestContext
+from stoker.origin.context import RequestContext
 from stoker.proxy.hit import FAST_HIT
-from stoker.proxy.hot_path import LOOKED_UP, HotPath
 from stoker.proxy.pipeline import Pipeline
 
 

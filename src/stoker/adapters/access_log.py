@@ -3,8 +3,8 @@
 Off unless ``access_log`` names ``-`` (standard output) or a file.  :class:`AccessLogApp`
 wraps the proxy's ASGI app: it watches the response it sends (status, body bytes), and
 reads what the cache did (the :class:`~stoker.cache.outcome.Outcome`) and the time spent
-waiting for the origin (the request's :class:`~stoker.proxy.context.RequestContext`, to
-which :class:`~stoker.proxy.origin_health.MonitoredOrigin` adds it).
+waiting for the origin (the request's :class:`~stoker.origin.context.RequestContext`, to
+which :class:`~stoker.origin.monitored.MonitoredOrigin` adds it).
 
 Invariants:
 - A line never holds a cookie, an ``Authorization`` value or the value of a query
@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO, Final
 
+from stoker.adapters.asgi_proxy import ProxyApp
 from stoker.asgi import Message, Receive, Send
 from stoker.cache.outcome import FROM_CACHE, Kind, Outcome
 from stoker.clock import Clock
 from stoker.http.forwarded import TrustedProxies
-from stoker.proxy.asgi_proxy import ProxyApp
-from stoker.proxy.context import RequestContext
+from stoker.origin.context import RequestContext
 from stoker.proxy.request import request_client, request_path
 
 REDACTED: Final = "REDACTED"

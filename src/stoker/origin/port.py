@@ -1,4 +1,6 @@
-"""Talking to the origin: the ``OriginClient`` port and its HTTP implementation.
+"""Talking to the origin: the ``OriginClient`` port, what every implementation
+(:class:`~stoker.origin.http.HttpOrigin`, :class:`~stoker.origin.asgi.AsgiOrigin`, the
+wrappers) keeps to.
 
 Invariants: bodies stream both ways (a request body is written piece by piece as the
 connection takes it; a response body is read as the client or the cache consumes it, in
@@ -22,8 +24,8 @@ a Host when the caller's headers have none.
 ``finally``); a connection goes back to the pool only when its response was read to the
 end with nothing after it and keep-alive holds, otherwise it is closed (an unread body
 is not drained); a pooled connection that received bytes while idle is closed, never
-reused.  The wire itself: :mod:`~stoker.proxy.http_client` (request heads, the pool) and
-:mod:`~stoker.proxy.http_exchange` (one exchange, on asyncio and httptools' parser).
+reused.  The wire itself: :mod:`~stoker.origin.http_client` (request heads, the pool) and
+:mod:`~stoker.origin.http_exchange` (one exchange, on asyncio and httptools' parser).
 """
 
 from __future__ import annotations
@@ -32,10 +34,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from stoker.proxy.context import RequestContext
-from stoker.proxy.http_client import Endpoint, Pool
-from stoker.proxy.http_exchange import CHUNK, OriginExchange
-from stoker.proxy.origin_errors import (
+from stoker.origin.context import RequestContext
+from stoker.origin.errors import (
     OriginConnectionLost,
     OriginDown,
     OriginError,
@@ -43,10 +43,9 @@ from stoker.proxy.origin_errors import (
     error_status,
 )
 
-__all__ = [
-    "CHUNK", "FRAMING", "IDEMPOTENT", "KEEPALIVE_TIMEOUT", "Body", "Headers", "HttpOrigin",
-    "OriginClient", "OriginConnectionLost", "OriginDown", "OriginError", "OriginResponse",
-    "OriginTimeout", "error_status", "framed",
+__all__ = [  # the port's errors are its callers' to catch: named here with it
+    "FRAMING", "Body", "Headers", "OriginClient", "OriginConnectionLost", "OriginDown",
+    "OriginError", "OriginResponse", "OriginTimeout", "error_status", "framed",
 ]
 
 Headers = list[tuple[bytes, bytes]]
@@ -84,53 +83,8 @@ class OriginClient(Protocol):
         """Release connections."""
 
 
-KEEPALIVE_TIMEOUT = 1.0
-"""Seconds an idle pooled origin connection is reused for.  Below the shortest
-common origin keep-alive (gunicorn 2 s; Node, Apache and uvicorn 5 s; nginx
-75 s) so we rarely pick a connection the origin is closing; the retry in
-:meth:`HttpOrigin.fetch` covers the race that remains."""
-
-IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
 FRAMING = frozenset({b"content-length", b"transfer-encoding", b"expect"})
-"""Request fields this client sets itself (or never sends), whatever the caller gives."""
-DECLARES_EMPTY = frozenset({"POST", "PUT", "PATCH"})
-"""Methods whose request without a body still says ``Content-Length: 0`` (RFC 9110 §8.6)."""
-
-
-class HttpOrigin:
-    """An origin reached over HTTP/1.1 (or HTTPS) through Stoker's own pooled client.
-
-    An idempotent request that loses its connection before the response headers
-    arrive is sent once more, body and all, on a new connection (RFC 9112 §9.3.1): a
-    pooled connection may have been closed by the origin's keep-alive timeout just as we
-    reused it.  Anything else is not retried.
-    """
-
-    def __init__(self, base_url: str, *, timeout: float, pool_size: int = 256) -> None:
-        self._endpoint = Endpoint.parse(base_url, timeout)
-        self._pool = Pool(self._endpoint, size=pool_size, keepalive=KEEPALIVE_TIMEOUT)
-
-    async def fetch(self, method: str, target: str, headers: Headers, body: Body | None,
-                    context: RequestContext | None = None) -> OriginResponse:
-        fields = framed(headers, body)
-        if body is None and method in DECLARES_EMPTY:
-            fields.append((b"content-length", b"0"))
-        head = self._endpoint.request_head(method, target, fields)
-        try:
-            exchange = await self._send(method, head, body, fresh=False)
-        except OriginConnectionLost:
-            if method not in IDEMPOTENT:
-                raise
-            exchange = await self._send(method, head, body, fresh=True)
-        return OriginResponse(exchange.status, exchange.headers, exchange, exchange.close)
-
-    async def _send(self, method: str, head: bytes, body: Body | None, *,
-                    fresh: bool) -> OriginExchange:
-        pieces = body.chunks() if body is not None and body.size else None
-        return await self._pool.request(head, pieces, head_only=method == "HEAD", fresh=fresh)
-
-    async def close(self) -> None:
-        self._pool.close()
+"""Request fields an origin client sets itself (or never sends), whatever the caller gives."""
 
 
 def framed(headers: Sequence[tuple[bytes, bytes]], body: Body | None) -> Headers:

@@ -1,10 +1,10 @@
-"""How asking the origin fails: the errors every :class:`~stoker.proxy.origin.OriginClient`
-raises (re-exported by :mod:`stoker.proxy.origin`, which is where callers take them from).
+"""How asking the origin fails: the errors every :class:`~stoker.origin.port.OriginClient`
+raises (re-exported by :mod:`stoker.origin.port`, which is where callers take them from).
 
 The proxy answers a :class:`OriginTimeout` with ``504``, an :class:`OriginDown` with
 ``503`` and its ``Retry-After``, and any other :class:`OriginError` with ``502``
-(:func:`error_status`); :class:`~stoker.proxy.origin.HttpOrigin` retries an idempotent request once
-after an :class:`OriginConnectionLost`, and after nothing else.
+(:func:`error_status`); :class:`~stoker.origin.http.HttpOrigin` retries an idempotent
+request once after an :class:`OriginConnectionLost`, and after nothing else.
 """
 
 from __future__ import annotations

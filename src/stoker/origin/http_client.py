@@ -1,5 +1,5 @@
 """Stoker's HTTP/1.1 client for one origin: where it is, what a request looks like on the
-wire, and the pool of connections (:mod:`~stoker.proxy.http_exchange` carries the
+wire, and the pool of connections (:mod:`~stoker.origin.http_exchange` carries the
 exchanges themselves).
 
 Invariants:
@@ -17,7 +17,7 @@ Invariants:
   connection that has been idle for at most ``keepalive`` seconds (older ones are
   closed; a timer also closes each when its ``keepalive`` is up, freeing the socket);
   a ``fresh`` request always opens a new one.  There is no limit on connections in use
-  (the :class:`~stoker.proxy.limited_origin.LimitedOrigin` in front limits requests).
+  (the :class:`~stoker.origin.limited.LimitedOrigin` in front limits requests).
 - Once closed, the pool keeps nothing: connections still in use close when released.
 """
 
@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from math import inf
 from urllib.parse import urlsplit
 
-from stoker.proxy.http_exchange import OriginConnection, OriginExchange
-from stoker.proxy.origin_errors import OriginError, OriginTimeout
+from stoker.origin.errors import OriginError, OriginTimeout
+from stoker.origin.http_exchange import OriginConnection, OriginExchange
 
 DNS_TTL = 60.0
 """Seconds the origin host's addresses are kept once resolved."""

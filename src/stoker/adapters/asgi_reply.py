@@ -13,8 +13,8 @@ refusal's reply on HTTP/1 says ``Connection: close``.
 from __future__ import annotations
 
 from stoker.asgi import Message, Receive, Send
-from stoker.proxy.context import RequestContext
-from stoker.proxy.origin import OriginError
+from stoker.origin.context import RequestContext
+from stoker.origin.port import OriginError
 from stoker.proxy.pipeline import Pipeline
 from stoker.proxy.reply import Reply
 from stoker.proxy.request import BadRequest, LookedUp, parse_request

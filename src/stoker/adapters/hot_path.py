@@ -34,11 +34,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from stoker.adapters.asgi_reply import send_reply
 from stoker.asgi import Message, Send
 from stoker.cache.entry import CacheEntry
 from stoker.config.rules import match_rule
 from stoker.http.headers import lower_joined
-from stoker.proxy.asgi_reply import send_reply
 from stoker.proxy.hit import FAST_HIT, hit_reply
 from stoker.proxy.pipeline import Pipeline
 from stoker.proxy.reply import Reply

@@ -10,7 +10,7 @@ row the origin is *down*: the pipeline then answers requests that have a stale c
 serve on error with that copy at once, instead of waiting ``origin_timeout`` each
 time, and one background revalidation per :data:`COOLDOWN` probes the origin; the
 probe's success brings it back *up*.  While it is down every other origin request fails
-at once with :class:`~stoker.proxy.origin.OriginDown` (a ``503`` with ``Retry-After``
+at once with :class:`~stoker.origin.port.OriginDown` (a ``503`` with ``Retry-After``
 when nothing stale may answer), unasked and unreported: one request at a time, the
 first once the cooldown has passed, is the probe and asks the origin.
 
@@ -25,20 +25,10 @@ breaker); each listener of :attr:`OriginHealth.on_back` is called once each time
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Final
 
 from stoker.clock import Clock
-from stoker.proxy.context import RequestContext
-from stoker.proxy.origin import (
-    Body,
-    Headers,
-    OriginClient,
-    OriginDown,
-    OriginError,
-    OriginResponse,
-)
-from stoker.proxy.origin_timing import OriginTiming
 from stoker.resilience import breaker
 from stoker.resilience.breaker import BreakerState
 
@@ -115,48 +105,3 @@ class OriginHealth:
     def probe_due(self) -> bool:
         """A request started now would probe the origin."""
         return self.state.phase == "open" and breaker.may_lease(self.state, self._clock.now())
-
-
-class MonitoredOrigin:
-    """An :class:`OriginClient` that reports every request to an :class:`OriginHealth`
-    and its time and the body bytes read of it to an
-    :class:`~stoker.proxy.origin_timing.OriginTiming`."""
-
-    def __init__(self, origin: OriginClient, health: OriginHealth, clock: Clock,
-                 timing: OriginTiming | None = None) -> None:
-        self._origin = origin
-        self.health = health
-        self.timing = timing if timing is not None else OriginTiming()
-        self._clock = clock
-
-    async def fetch(self, method: str, target: str, headers: Headers, body: Body | None,
-                    context: RequestContext | None = None) -> OriginResponse:
-        if not self.health.may_ask():
-            raise OriginDown(self.health.retry_after())
-        request_id = self.health.begin()
-        started = self._clock.monotonic()
-        try:
-            response = await self._origin.fetch(method, target, headers, body, context)
-        except OriginError:
-            self.health.report(request_id, ok=False)
-            self.timing.failed()
-            raise
-        except BaseException:
-            self.health.abandon(request_id)
-            raise
-        finally:
-            if context is not None:
-                context.origin_waits.append(self._clock.monotonic() - started)
-        self.health.report(request_id, ok=True)  # it answered: it is up
-        self.health.answered(response.status)
-        self.timing.answered(self._clock.monotonic() - started)
-        response.chunks = self._counted(response.chunks)
-        return response
-
-    async def _counted(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        async for chunk in chunks:
-            self.timing.body_bytes += len(chunk)
-            yield chunk
-
-    async def close(self) -> None:
-        await self._origin.close()

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stoker.proxy.fair_share import Claim
-from stoker.proxy.origin_slots import (
+from stoker.origin.fair_share import Claim
+from stoker.origin.slots import (
     LimiterStats,
     OriginLimiter,
     default_per_client,

@@ -4,7 +4,7 @@ and among visitors fairly by client.
 ``OriginLimiter(max_concurrency, reserve_for_visitors, per_client)`` hands out at most
 ``max_concurrency`` slots (``origin_max_concurrency``). A visitor's miss holds one for
 its origin request (``async with limiter.visitor(claim):``, the claim naming its client
-and URL, :mod:`stoker.proxy.fair_share`), a warm visit holds one for its own (``async
+and URL, :mod:`stoker.origin.fair_share`), a warm visit holds one for its own (``async
 with limiter.warm(max_now):``, ``max_now`` being the warm throttle's current
 ``allowed``).
 
@@ -38,7 +38,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from stoker.proxy.fair_share import ANONYMOUS, Claim, FairShare
+from stoker.origin.fair_share import ANONYMOUS, Claim, FairShare
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """An ``OriginClient`` that answers from a wrapped ASGI app (used by the middleware).
 
 The wrapped app sees the client's original scope (the one its request's
-:class:`~stoker.proxy.context.RequestContext` carries; :data:`BARE_SCOPE` for a request
+:class:`~stoker.origin.context.RequestContext` carries; :data:`BARE_SCOPE` for a request
 made for no client's) with the method, target and headers the pipeline chose (e.g. a
 HEAD miss fetched as GET, our own validators on a revalidation).
 
@@ -20,8 +20,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from urllib.parse import unquote
 
 from stoker.asgi import ASGIApp, Message, Scope
-from stoker.proxy.context import RequestContext
-from stoker.proxy.origin import Body, Headers, OriginError, OriginResponse, framed
+from stoker.origin.context import RequestContext
+from stoker.origin.port import Body, Headers, OriginError, OriginResponse, framed
 
 _DONE = object()
 BARE_SCOPE: Scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",

@@ -4,7 +4,7 @@ A visitor's origin request claims a slot for its client (the address as
 ``trusted_proxies`` resolve it, an IPv6 address by its ``/64``: :func:`client_key`) and
 its URL (:class:`Claim`).  :class:`FairShare` keeps how many slots each client and each
 URL holds and the requests waiting, one FIFO queue per client, and picks the next
-request to grant; :class:`~stoker.proxy.origin_slots.OriginLimiter` decides *when* a slot
+request to grant; :class:`~stoker.origin.slots.OriginLimiter` decides *when* a slot
 is free and applies the grants.
 
 Invariants (pure: no clock, no I/O, no event loop; the caller applies every decision):
