@@ -39,7 +39,7 @@ from stoker.cache.purge_bus import NOT_RELAYED
 from stoker.proxy.purge import record_safely
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
-    from stoker.app.stoker import Stoker
+    from stoker.admin.facade import RunningStoker
 
 MAX_BODY = 1024 * 1024
 
@@ -95,7 +95,7 @@ def describe_entry(entry: CacheEntry, now: float, in_l1: bool) -> dict[str, Any]
 URL_HELP = "give ?url=https://host/path (or a path and &host=)"
 
 
-def asked_urls(request: Request, stoker: Stoker) -> tuple[str, ...]:
+def asked_urls(request: Request, stoker: RunningStoker) -> tuple[str, ...]:
     """The absolute URLs ``?url=`` (and ``&host=``) stand for; ``PurgeRequestError``
     naming the field when they stand for none."""
     url = request.query_params.get("url")
@@ -105,7 +105,8 @@ def asked_urls(request: Request, stoker: Stoker) -> tuple[str, ...]:
     return expand_url(url, host, stoker.settings.site_hosts, frozenset(), "url").urls
 
 
-async def stored_keys(stoker: Stoker, urls: tuple[str, ...], now: float) -> list[dict[str, Any]]:
+async def stored_keys(stoker: RunningStoker, urls: tuple[str, ...],
+                      now: float) -> list[dict[str, Any]]:
     """What the cache holds for each of ``urls``: its key and variants (:func:`describe_entry`)."""
     found = []
     for absolute in urls:
@@ -115,8 +116,8 @@ async def stored_keys(stoker: Stoker, urls: tuple[str, ...], now: float) -> list
     return found
 
 
-def api_routes(stoker: Stoker) -> list[Route]:
-    """The ``/api`` routes for one running :class:`Stoker`."""
+def api_routes(stoker: RunningStoker) -> list[Route]:
+    """The ``/api`` routes for one running Stoker process."""
     settings = stoker.settings
 
     async def record(request: Request, target: Mapping[str, Any], count: int | None,

@@ -33,8 +33,7 @@ from stoker.asgi import ASGIApp, Message
 from stoker.proxy.request import request_client
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
-    from stoker.app.stoker import Stoker
-    from stoker.app.warm_service import WarmService
+    from stoker.admin.facade import RunningStoker, RunningWarmer
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,16 +47,16 @@ class AdminSide:
     sessions: Sessions
 
 
-def open_sessions(stoker: Stoker) -> Sessions:
+def open_sessions(stoker: RunningStoker) -> Sessions:
     """The session book of ``stoker``'s admin listener, kept in its ``data_dir``."""
     settings = stoker.settings
     return Sessions.load(settings.data_dir, stoker.clock, token=settings.admin_token,
                          lifetime=settings.admin_session_lifetime)
 
 
-def admin_side(stoker: Stoker, warm: WarmService | None = None, *,
+def admin_side(stoker: RunningStoker, warm: RunningWarmer | None = None, *,
                sessions: Sessions | None = None, hub: StatusHub | None = None) -> AdminSide:
-    """The admin side for one running :class:`Stoker` (and its warmer, if any); ``hub``
+    """The admin side for one running Stoker process (and its warmer, if any); ``hub``
     a status hub over them (default: one with the default timings)."""
     sessions = sessions or open_sessions(stoker)
     hub = hub or StatusHub(StatusSource(stoker, warm))
@@ -97,6 +96,6 @@ def admin_side(stoker: Stoker, warm: WarmService | None = None, *,
     return AdminSide(guarded, hub, sessions)
 
 
-def build_admin_app(stoker: Stoker, warm: WarmService | None = None) -> ASGIApp:
+def build_admin_app(stoker: RunningStoker, warm: RunningWarmer | None = None) -> ASGIApp:
     """The admin ASGI app alone (its hub runs while an event stream is open)."""
     return admin_side(stoker, warm).app

@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 from stoker.clock import Clock
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
-    from stoker.app.stoker import Stoker
-    from stoker.app.warm_service import WarmService
+    from stoker.admin.facade import RunningStoker, RunningWarmer
 
 CHECK_TIMEOUT = 2.0
 """Seconds one readiness check may take."""
@@ -92,7 +91,7 @@ def _consume(done: asyncio.Future[None]) -> None:
         done.exception()
 
 
-async def readiness(stoker: Stoker, warm: WarmService | None,
+async def readiness(stoker: RunningStoker, warm: RunningWarmer | None,
                     probe: WriteProbe | None = None) -> dict[str, str]:
     """Each check's result: :data:`OK` or why it failed (``data_dir`` with ``probe``)."""
     checks: dict[str, Awaitable[Any]] = {"l2": stoker.l2.count(),

@@ -30,7 +30,7 @@ from stoker.proxy.purge import record_safely
 from stoker.warm.warmer import RUN_FIELD
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
-    from stoker.app.warm_service import WarmService
+    from stoker.admin.facade import RunningWarmer
     from stoker.jobs.queue import JobQueue
 
 RUNNING_SHOWN: Final = 100
@@ -104,7 +104,7 @@ async def jobs_overview(queue: JobQueue, limit: int, offset: int) -> dict[str, A
                      "jobs": [job_json(job) for job in dead]}}
 
 
-def jobs_routes(service: WarmService | None) -> list[Route]:
+def jobs_routes(service: RunningWarmer | None) -> list[Route]:
     """The ``/api/jobs`` routes; 503s when this process has no warmer (and no queue)."""
 
     def unavailable() -> Response:

@@ -49,8 +49,7 @@ from stoker.origin.timing import OriginTiming
 from stoker.version import VERSION
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
-    from stoker.app.stoker import Stoker
-    from stoker.app.warm_service import WarmService
+    from stoker.admin.facade import RunningStoker, RunningWarmer
 
 T = TypeVar("T")
 
@@ -124,7 +123,7 @@ class Figures:
     """Refresh ahead's visits that did not renew their entry."""
 
 
-async def read(stoker: Stoker, warm: WarmService | None, ledger: Ledger) -> Figures:
+async def read(stoker: RunningStoker, warm: RunningWarmer | None, ledger: Ledger) -> Figures:
     """The figures of ``stoker`` (and its warmer) now; with other processes of this node
     serving from the same cache (``--processes``), theirs added as they last told the bus
     (``ledger`` keeps what its counters need between scrapes: :func:`tally`)."""
@@ -141,7 +140,7 @@ async def read(stoker: Stoker, warm: WarmService | None, ledger: Ledger) -> Figu
     return figures
 
 
-def own(stoker: Stoker) -> Figures:
+def own(stoker: RunningStoker) -> Figures:
     """This process's figures, without the shared stores' (read without waiting)."""
     store, pipeline, relay = stoker.store, stoker.pipeline, stoker.purger.relay
     notifier = relay.notifier if relay is not None else None
@@ -166,7 +165,7 @@ def own(stoker: Stoker) -> Figures:
         refresh_failed=refreshes.get("failed", 0))
 
 
-def node_facts(stoker: Stoker) -> dict[str, Any]:
+def node_facts(stoker: RunningStoker) -> dict[str, Any]:
     """The Stoker release, cache version and warm workers of ``stoker``'s process."""
     return {"release": VERSION, "cache_version": stoker.pipeline.version,
             "warm_workers": stoker.settings.warm_jobs}
@@ -335,7 +334,7 @@ def _add_timing(timing: OriginTiming, counts: Sequence[int], seconds: float,
     timing.failures += failures
 
 
-async def _read_warm(figures: Figures, warm: WarmService, now: float) -> None:
+async def _read_warm(figures: Figures, warm: RunningWarmer, now: float) -> None:
     counts = await or_none(warm.stores.queue.counts())
     if counts is not None:
         figures.jobs = [(count.queue, count.state, count.count) for count in counts]

@@ -60,8 +60,7 @@ from stoker.admin.views.html import shown
 from stoker.proxy.purge import record_safely
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
-    from stoker.app.stoker import Stoker
-    from stoker.app.warm_service import WarmService
+    from stoker.admin.facade import RunningStoker, RunningWarmer
 
 WEB: Final = files("stoker.admin") / "web"
 ASSETS: Final = {"dashboard.js": "text/javascript; charset=utf-8",
@@ -160,9 +159,9 @@ def login_html(message: str = "") -> str:
                      nav=False, logout=False)
 
 
-def page_routes(stoker: Stoker, warm: WarmService | None, hub: StatusHub, sessions: Sessions,
-                gate: Gate) -> list[Route]:
-    """The page routes for one running :class:`Stoker` (and its warmer, if any)."""
+def page_routes(stoker: RunningStoker, warm: RunningWarmer | None, hub: StatusHub,
+                sessions: Sessions, gate: Gate) -> list[Route]:
+    """The page routes for one running Stoker process (and its warmer, if any)."""
     token = stoker.settings.admin_token
     refusals, limiter = gate.refusals, gate.limiter
     assets = {name: WEB.joinpath(name).read_bytes() for name in ASSETS}

@@ -38,8 +38,7 @@ from stoker.warm.run_store import RunStore
 from stoker.warm.verdict import warning
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
-    from stoker.app.stoker import Stoker
-    from stoker.app.warm_service import WarmService
+    from stoker.admin.facade import RunningStoker, RunningWarmer
 
 LAST_RUN_AMONG: Final = 20
 """The newest warm runs looked at for the last one that ended."""
@@ -110,7 +109,7 @@ async def ended_json(runs: RunStore, run: Run) -> dict[str, Any]:
             "warning": warning(run, skipped, await runs.not_stored_reasons(run.id))}
 
 
-async def warm_status(warm: WarmService) -> dict[str, Any]:
+async def warm_status(warm: RunningWarmer) -> dict[str, Any]:
     """The active warm run (with why discovery skipped URLs), the last run that ended (with
     its warning), the origins visitors arrive on against those runs fill, the job queue's
     counts (so a page of jobs is refreshed when they change) and every deadline's next due
@@ -134,7 +133,7 @@ async def warm_status(warm: WarmService) -> dict[str, Any]:
 class StatusSource:
     """The status of one running Stoker (and its warmer), composed (see the module)."""
 
-    def __init__(self, stoker: Stoker, warm: WarmService | None, *,
+    def __init__(self, stoker: RunningStoker, warm: RunningWarmer | None, *,
                  history: History | None = None, memo: float = MEMO) -> None:
         self._stoker = stoker
         self._warm = warm

@@ -56,7 +56,7 @@ from stoker.warm.verdict import warning
 from stoker.warm.warmer import WarmBusy
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
-    from stoker.app.warm_service import WarmService
+    from stoker.admin.facade import RunningWarmer
 
 MAX_URLS: Final = 50_000
 FAILED_SHOWN: Final = 100
@@ -140,7 +140,7 @@ def origins_json(site_urls: Sequence[str], seen: Sequence[SeenOrigin],
             "origin_findings": [finding.text for finding in verdict(site_urls, seen, now)]}
 
 
-async def runs_listing(service: WarmService) -> dict[str, Any]:
+async def runs_listing(service: RunningWarmer) -> dict[str, Any]:
     """``GET /api/warm``'s answer: the active run (or ``None``) and the 20 newest, the
     origins (:func:`origins_json`) and this process's warmed entries visitors read."""
     active = await service.stores.runs.active()
@@ -154,7 +154,7 @@ async def runs_listing(service: WarmService) -> dict[str, Any]:
             "warm_reads": {"stored": reads.stored, "read": reads.read}}
 
 
-async def run_detail(service: WarmService, run: Run) -> dict[str, Any]:
+async def run_detail(service: RunningWarmer, run: Run) -> dict[str, Any]:
     """``GET /api/warm/{id}``'s answer: ``run`` with its failed URLs (up to
     :data:`FAILED_SHOWN`), why URLs were skipped and pages not stored, and its warning."""
     runs = service.stores.runs
@@ -165,7 +165,7 @@ async def run_detail(service: WarmService, run: Run) -> dict[str, Any]:
             "warning": warning(run, skipped, not_stored)}
 
 
-async def url_map_of(service: WarmService, run: Run, most: int) -> dict[str, Any]:
+async def url_map_of(service: RunningWarmer, run: Run, most: int) -> dict[str, Any]:
     """``GET /api/warm/{id}/map``'s answer: ``run``'s URLs by state (sorted), at most
     ``most`` per state, ``truncated`` when a state had more."""
     states = {state: await service.stores.runs.urls(run.id, state, most + 1)
@@ -174,14 +174,14 @@ async def url_map_of(service: WarmService, run: Run, most: int) -> dict[str, Any
             "states": {state: urls[:most] for state, urls in states.items() if urls}}
 
 
-async def run_of(service: WarmService, request: Request) -> Run | Response:
+async def run_of(service: RunningWarmer, request: Request) -> Run | Response:
     """The run the path's ``run_id`` names, or the 404 that says there is none."""
     raw = request.path_params["run_id"]
     run = await service.stores.runs.get(int(raw)) if str(raw).isdigit() else None
     return run if run is not None else error_response(404, "id", f"no warm run {raw}")
 
 
-def warm_routes(service: WarmService | None) -> list[Route]:
+def warm_routes(service: RunningWarmer | None) -> list[Route]:
     """The ``/api/warm`` routes; 503s when this process has no warmer."""
 
     def unavailable() -> Response:

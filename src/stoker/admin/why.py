@@ -38,7 +38,7 @@ from stoker.cache.invalidation import PurgeRequestError
 from stoker.cache.not_cached import LastSeen, Snapshot, merged, section_of
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
-    from stoker.app.stoker import Stoker
+    from stoker.admin.facade import RunningStoker
 
 DESCRIPTIONS: Final[Mapping[str, str]] = {
     "no-freshness": "no lifetime (max-age, s-maxage, Expires) and no validator",
@@ -147,7 +147,7 @@ class Figures:
     processes: list[str]
 
 
-def site_of(stoker: Stoker) -> Site:
+def site_of(stoker: RunningStoker) -> Site:
     """What the advice needs of ``stoker``'s configuration and counters now."""
     settings = stoker.settings
     redis_bound = bool(settings.l2_url) and (
@@ -158,7 +158,7 @@ def site_of(stoker: Stoker) -> Site:
                     settings.max_object_bytes))
 
 
-async def gathered(stoker: Stoker) -> tuple[Figures, Site]:
+async def gathered(stoker: RunningStoker) -> tuple[Figures, Site]:
     """This process's figures and the other live processes' (as they last told the bus),
     merged; and the site with the requests they all answered."""
     own = stoker.pipeline.not_cached.snapshot()
@@ -174,13 +174,13 @@ async def gathered(stoker: Stoker) -> tuple[Figures, Site]:
                    [relay.me, *(name for name, _ in others)]), replace(base, requests=requests)
 
 
-async def site_report(stoker: Stoker) -> dict[str, Any]:
+async def site_report(stoker: RunningStoker) -> dict[str, Any]:
     """The whole report (:func:`report`) over every process serving from this cache."""
     figures, site = await gathered(stoker)
     return {"now": stoker.clock.now(), **report(figures.snapshot, site, figures.processes)}
 
 
-async def urls_report(stoker: Stoker, urls: tuple[str, ...]) -> dict[str, Any]:
+async def urls_report(stoker: RunningStoker, urls: tuple[str, ...]) -> dict[str, Any]:
     """What the report says of each of the absolute ``urls`` (:func:`url_report`)."""
     figures, site = await gathered(stoker)
     now = stoker.clock.now()
@@ -191,8 +191,8 @@ async def urls_report(stoker: Stoker, urls: tuple[str, ...]) -> dict[str, Any]:
         for key in await stored_keys(stoker, urls, now)]}
 
 
-def why_routes(stoker: Stoker) -> list[Route]:
-    """``GET /api/why`` for one running :class:`Stoker`."""
+def why_routes(stoker: RunningStoker) -> list[Route]:
+    """``GET /api/why`` for one running Stoker process."""
 
     async def why(request: Request) -> Response:
         if "url" not in request.query_params:

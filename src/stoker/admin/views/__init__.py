@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
+    from stoker.admin.facade import RunningStoker, RunningWarmer
     from stoker.admin.status import StatusSource
-    from stoker.app.stoker import Stoker
-    from stoker.app.warm_service import WarmService
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,8 +28,8 @@ class Sources:
     ``/api/status`` show (its store figures memoized, so a page reading it asks no more
     of the stores than the event stream does)."""
 
-    stoker: Stoker
-    warm: WarmService | None
+    stoker: RunningStoker
+    warm: RunningWarmer | None
     status: StatusSource
 
 
