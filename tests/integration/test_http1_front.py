@@ -24,11 +24,11 @@ from tests.job_backends import pg_schema, schema_url
 
 from stoker.app.stoker import Stoker
 from stoker.asgi import Message, Send
-from stoker.cache.invalidation import PurgeScope
 from stoker.clock import FakeClock
 from stoker.config.settings import settings_from
 from stoker.proxy.access_log import AccessLogApp
 from stoker.proxy.asgi_proxy import ProxyApp
+from stoker.purge.scope import PurgeScope
 from stoker.server.front import heads as front_heads
 
 CACHEABLE = [("cache-control", "max-age=600")]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from tests.integration.conftest import Origin, running_proxy
 
-from stoker.cache.invalidation import PurgeScope
 from stoker.proxy.visit import PipelineVisitor
+from stoker.purge.scope import PurgeScope
 
 UA = [(b"user-agent", b"stoker-warmer/test")]
 

@@ -38,11 +38,8 @@ from stoker.backends.sqlite.audit_store import SqliteAuditStore
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
 from stoker.cache.budget import MemoryBudget, share_memory
-from stoker.cache.events import PurgeEvents
-from stoker.cache.invalidation import also_urls
 from stoker.cache.l2_queue import QueuePolicy
 from stoker.cache.memory import MemoryStore
-from stoker.cache.purge_list import PurgeList
 from stoker.cache.store import CacheStore
 from stoker.cache.tiered import TieredStore
 from stoker.cache.version_file import VersionFile, VersionState, VersionStore, newer
@@ -66,8 +63,12 @@ from stoker.proxy.origin_health import MonitoredOrigin, OriginHealth
 from stoker.proxy.origin_slots import OriginLimiter
 from stoker.proxy.origin_timing import OriginTiming
 from stoker.proxy.pipeline import Pipeline, PipelineConfig
-from stoker.proxy.purge import AuditTrail, Purger
-from stoker.proxy.purge_method import PurgeMethod, parse_networks
+from stoker.purge.audit import AuditTrail
+from stoker.purge.events import PurgeEvents
+from stoker.purge.list import PurgeList
+from stoker.purge.method import PurgeMethod, parse_networks
+from stoker.purge.purger import Purger
+from stoker.purge.scope import also_urls
 from stoker.server.heap import set_aside_young
 
 log = logging.getLogger("stoker")

@@ -110,7 +110,6 @@ from stoker.cache.hits import HitCounter
 from stoker.cache.not_cached import NotCachedLog
 from stoker.cache.outcome import GENERATED, Kind, Outcome
 from stoker.cache.port import Cache
-from stoker.cache.purge_bus import Relay
 from stoker.cache.reads import ReadTracker
 from stoker.cache.warm_reads import WarmReads
 from stoker.clock import Clock
@@ -151,6 +150,7 @@ from stoker.proxy.reply import Reply, ReplySink, error_response
 from stoker.proxy.request import BadRequest, RequestInfo
 from stoker.proxy.request_body import RequestBody, discard_body, read_body
 from stoker.proxy.shared_flights import SharedFlights
+from stoker.purge.bus import Relay
 
 FROM_CACHE = frozenset({Kind.HIT, Kind.STALE_SWR, Kind.STALE_ERROR, Kind.REVALIDATED})
 """Outcomes whose body came from the cache (counted in :attr:`Pipeline.cache_bytes`)."""

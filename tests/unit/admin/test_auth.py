@@ -7,7 +7,6 @@ import ipaddress
 import pytest
 
 from stoker.admin.auth import authenticate, bearer_token, fingerprint, host_of
-from stoker.cache.invalidation import PurgeRequestError
 from stoker.config.settings import (
     SettingsError,
     admin_url,
@@ -15,7 +14,8 @@ from stoker.config.settings import (
     require_safe_admin,
     settings_from,
 )
-from stoker.proxy.purge_method import asked_soft, parse_networks, purge_allowed
+from stoker.purge.method import asked_soft, parse_networks, purge_allowed
+from stoker.purge.scope import PurgeRequestError
 
 
 def test_fingerprint_is_short_stable_and_not_the_token() -> None:

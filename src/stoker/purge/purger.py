@@ -6,7 +6,7 @@ request for that URL would read — every Vary variant of it.  Prefixes and
 tags go through the store's indexes; everything bumps the cache version.
 
 Invariants:
-- Every purge is recorded in the :class:`~stoker.cache.purge_list.PurgeList`
+- Every purge is recorded in the :class:`~stoker.purge.list.PurgeList`
   (the one the store and the fetcher share) *before* entries are looked up and
   changed, so a fetch racing the purge either lands first (and is purged) or is
   refused/softened by the list.
@@ -35,11 +35,11 @@ Invariants:
   and the L2 thread (shared with request-path reads) are never held for the
   whole purge.
 - Every purge but one of everything also purges the ``rewarm_also`` URLs
-  (:attr:`Purger.also`, :func:`~stoker.cache.invalidation.with_also`), soft or hard as
+  (:attr:`Purger.also`, :func:`~stoker.purge.scope.with_also`), soft or hard as
   it is; its result and its event name them when they were cached, so the warmer
   re-warms them with the purge's own URLs.
 - Subscribers hear of a purge after it took effect for every reader
-  (:class:`~stoker.cache.events.PurgeEvents`); L2's background part may still
+  (:class:`~stoker.purge.events.PurgeEvents`); L2's background part may still
   be running.
 """
 
@@ -47,63 +47,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from stoker.cache.entry import CacheEntry
-from stoker.cache.events import PurgeEvents
-from stoker.cache.invalidation import PurgeScope, with_also
 from stoker.cache.port import Cache, Purged
-from stoker.cache.purge_bus import Relay
-from stoker.cache.purge_list import PurgeList, PurgeMark
 from stoker.cache.version_file import VersionState, VersionStore, newer
 from stoker.clock import Clock
-from stoker.proxy.pipeline import Pipeline
+from stoker.purge.bus import Relay
+from stoker.purge.events import PurgeEvents
+from stoker.purge.list import PurgeList, PurgeMark
+from stoker.purge.scope import PurgeScope, with_also
 
 log = logging.getLogger("stoker.purge")
 URLS_SHOWN = 100
-
-
-class Auditor(Protocol):
-    """Where purges and refused admin calls are recorded."""
-
-    async def record(self, *, actor: str, action: str, target: Mapping[str, Any],
-                     count: int | None, outcome: str) -> None: ...
-
-
-class Refusals(Protocol):
-    """Where refused calls are recorded, at a bounded rate per client (the admin side's
-    ``RefusalAudit``: one policy for the admin listener and the ``PURGE`` method)."""
-
-    async def refused(self, *, client: str, actor: str, action: str,
-                      target: Mapping[str, Any]) -> None: ...
-
-
-class AuditTrail(Auditor, Protocol):
-    """An :class:`Auditor` that can be read back, pruned and closed: what a running Stoker
-    holds (``stoker.backends.sqlite.audit_store.SqliteAuditStore``)."""
-
-    async def recent(self, limit: int = 100, *, action: str | None = None,
-                     before: int | None = None) -> list[dict[str, Any]]: ...
-
-    async def prune(self, before: float, keep: int) -> int: ...
-
-    async def close(self) -> None: ...
-
-
-async def record_safely(audit: Auditor | None, *, actor: str, action: str,
-                        target: Mapping[str, Any], count: int | None, outcome: str) -> None:
-    """Record with ``audit`` (if any); a failure is logged (one error line), never raised,
-    so the answer to the call being audited stays what it was."""
-    if audit is None:
-        return
-    try:
-        await audit.record(actor=actor, action=action, target=target, count=count,
-                           outcome=outcome)
-    except Exception as error:
-        log.error("could not write the audit record of %s by %s (%s): %s: %s",
-                  action, actor, outcome, type(error).__name__, error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +88,20 @@ class PurgeResult:
                 "unconfirmed": list(self.unconfirmed), "l2_pending": self.l2_pending}
 
 
+class Keys(Protocol):
+    """What the purger keys URLs with, and the cache version it serves under: the request
+    core's (:class:`~stoker.proxy.pipeline.Pipeline`), so a URL purge removes exactly
+    what a request for that URL would read."""
+
+    version: str
+    """The cache version, part of every primary key (switched by a hard purge of
+    everything)."""
+
+    def key_for_url(self, url: str) -> str:
+        """The primary key a GET of the absolute ``url`` would use."""
+        ...
+
+
 def url_of_key(primary_key: str) -> str:
     """The (canonical) URL in a primary key ``version|url``."""
     return primary_key.split("|", 1)[1]
@@ -138,7 +110,7 @@ def url_of_key(primary_key: str) -> str:
 class Purger:
     """Runs purges (see the module invariants)."""
 
-    def __init__(self, pipeline: Pipeline, store: Cache, purges: PurgeList,
+    def __init__(self, pipeline: Keys, store: Cache, purges: PurgeList,
                  events: PurgeEvents, clock: Clock, versions: VersionStore) -> None:
         self.pipeline = pipeline
         self.store = store
@@ -151,7 +123,7 @@ class Purger:
         self.relay: Relay | None = None
         """The other processes sharing the cache (none: this process alone)."""
         self.also: tuple[str, ...] = ()
-        """The ``rewarm_also`` URLs (:func:`~stoker.cache.invalidation.also_urls`)."""
+        """The ``rewarm_also`` URLs (:func:`~stoker.purge.scope.also_urls`)."""
 
     async def purge(self, scope: PurgeScope) -> PurgeResult:
         """Apply ``scope`` (with :attr:`also`) now; return what it did."""
