@@ -104,11 +104,9 @@ async def join_bus(stoker: Stoker, bus: PurgeBus, name: str,
     """``stoker``'s purger on ``bus`` as ``name`` (:func:`~stoker.purge.relay.open_relay`,
     with the process's memory tier, clock and timeouts)."""
     settings = stoker.settings
-    relay = await open_relay(bus, name, stoker.purger, stoker.store.l1, stoker.clock,
-                             ack_timeout=settings.purge_ack_timeout,
-                             node_timeout=settings.node_timeout, notifier=notifier)
-    stoker.pipeline.relay = relay
-    return relay
+    return await open_relay(bus, name, stoker.purger, stoker.store.l1, stoker.clock,
+                            ack_timeout=settings.purge_ack_timeout,
+                            node_timeout=settings.node_timeout, notifier=notifier)
 
 
 async def share_cache(stoker: Stoker, name: str) -> Sharing:

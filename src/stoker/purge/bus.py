@@ -83,7 +83,7 @@ class PurgeBus(Protocol):
 
 
 class Relay(Protocol):
-    """This process's side of the bus, as the purger and the pipeline use it."""
+    """This process's side of the bus, as the purger uses it."""
 
     me: str
     """This process's name on the bus."""

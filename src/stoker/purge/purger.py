@@ -1,4 +1,5 @@
-"""Executing purges against the tiered store and the pipeline's keys.
+"""The Purger: executing purges (and unsafe methods' invalidations) against the tiered
+store and the request core's keys.
 
 URLs become primary keys through the pipeline's own key function (rules'
 ``ignore_query``, the current version), so a URL purge removes exactly what a
@@ -41,13 +42,17 @@ Invariants:
 - Subscribers hear of a purge after it took effect for every reader
   (:class:`~stoker.purge.events.PurgeEvents`); L2's background part may still
   be running.
+- An unsafe method's invalidation (RFC 9111 §4.4, :meth:`Purger.invalidate`) is a hard
+  purge of primary keys on this same path (purge list, applier, relay, events); it is
+  relayed without waiting for confirmations, adds no ``rewarm_also`` URLs and is not
+  audited (an automatic invalidation, not an operator's change).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -110,9 +115,12 @@ def url_of_key(primary_key: str) -> str:
 class Purger:
     """Runs purges (see the module invariants)."""
 
-    def __init__(self, pipeline: Keys, store: Cache, purges: PurgeList,
-                 events: PurgeEvents, clock: Clock, versions: VersionStore) -> None:
-        self.pipeline = pipeline
+    pipeline: Keys
+    """The request core whose key function and cache version purges go by: bound once,
+    right after the core is built (with this purger as its invalidator, so after it)."""
+
+    def __init__(self, store: Cache, purges: PurgeList, events: PurgeEvents, clock: Clock,
+                 versions: VersionStore) -> None:
         self.store = store
         self.purges = purges
         self.events = events
@@ -139,6 +147,36 @@ class Purger:
                         "(%d entries purged); if they are the site's, add them to "
                         "site_aliases (or site_url)", ",".join(scope.unknown_hosts),
                         result.purged)
+        await self.events.publish(scope, result.keys, result.urls)
+        return result
+
+    async def invalidate(self, keys: Sequence[str]) -> PurgeResult:
+        """RFC 9111 §4.4: after a successful unsafe request, hard-purge the primary keys
+        ``keys`` (its target URI and same-origin ``Location``/``Content-Location``, keyed
+        by the request core) the way every purge goes: recorded in the purge list (a
+        fetch in flight cannot store the old representation after it), applied to both
+        tiers by the applier (in force for every read before this returns), relayed to
+        the processes sharing the cache, and published to the purge events with the URLs
+        it found cached (the warmer re-warms them, as after a purge of those URLs).
+
+        Unlike :meth:`purge`, by decision: it is relayed without waiting for the others'
+        confirmations (:meth:`~stoker.purge.bus.Relay.tell`: the unsafe request's answer
+        is not held for them; they take it at their next poll), the ``rewarm_also`` URLs
+        are not added (the site changed these URLs only), it logs no line (one per POST
+        would drown the log) and it is not audited: the audit log records what operators
+        and purge clients asked for, and an automatic invalidation is neither (the
+        request that caused it is in the access log)."""
+        self.purges.record(soft=False, now=self._clock.now(), keys=keys)
+        mark = self.purges.latest
+        try:
+            found = await self.store.purge(mark)
+        finally:
+            if self.relay is not None:
+                self.relay.tell(mark)
+        touched = tuple(found.primary_keys)
+        scope = PurgeScope(urls=tuple(dict.fromkeys(map(url_of_key, keys))))
+        result = PurgeResult(scope, found.entries, touched, _urls(touched),
+                             self.pipeline.version, l2_pending=found.l2_pending)
         await self.events.publish(scope, result.keys, result.urls)
         return result
 
