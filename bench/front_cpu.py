@@ -175,7 +175,7 @@ if __name__ == "__main__":
     parser.add_argument("--distinct", type=int, default=0, help=(
         "distinct heads, repeated to --requests (0: every head new); under valgrind "
         "--tool=callgrind two runs' difference in instructions, over their difference in "
-        "requests (× 1.1: the warm-up), is the instructions per hit, head-making aside"))
+        "requests (times 1.1: the warm-up), is the instructions per hit, head-making aside"))
     parser.add_argument("--profile", action="store_true", help="then print a cProfile")
     parser.add_argument("--top", type=int, default=30, help="functions the profile prints")
     asyncio.run(main(parser.parse_args()))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from stoker.cache.memory import MemoryStore
-from stoker.cache.purge_list import L1, PurgeMark
 from stoker.clock import Clock
+from stoker.purge.list import L1, PurgeMark
 
 
 def in_force(store: MemoryStore, clock: Clock, *, soft: bool, tags: Iterable[str] = (),

@@ -17,7 +17,7 @@ from stoker.backends.audit_records import MAX_ITEMS, MAX_LIMIT, MAX_TEXT
 from stoker.backends.postgres.audit_store import PostgresAuditStore
 from stoker.backends.sqlite.audit_store import SqliteAuditStore
 from stoker.clock import FakeClock
-from stoker.proxy.purge import AuditTrail
+from stoker.purge.audit import AuditTrail
 
 # the fixtures every shared-store test module uses
 backend, place, members = node_backends.backend, node_backends.place, node_backends.members

@@ -14,8 +14,8 @@ from tests.node_backends import Members
 
 from stoker.backends.postgres.purge_bus import PostgresPurgeBus
 from stoker.backends.sqlite.purge_bus import SqlitePurgeBus
-from stoker.cache.purge_bus import Member, PurgeBus, Relayed, unconfirmed
-from stoker.cache.purge_list import PurgeMark
+from stoker.purge.bus import Member, PurgeBus, Relayed, unconfirmed
+from stoker.purge.list import PurgeMark
 
 # the fixtures every shared-store test module uses
 backend, place, members = node_backends.backend, node_backends.place, node_backends.members

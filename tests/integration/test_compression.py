@@ -19,10 +19,10 @@ import httpx
 import pytest
 from tests.integration.conftest import Origin, Proxy, running_proxy
 
-from stoker.cache.invalidation import PurgeScope
 from stoker.clock import FakeClock
 from stoker.http.encoding import Encoded, compress, compressible
 from stoker.proxy import codings
+from stoker.purge.scope import PurgeScope
 
 PAGE = b"<!doctype html><title>t</title>" + b"<p>Stoker compresses at store time.</p>\n" * 500
 HTML = [("cache-control", "public, max-age=600"), ("etag", '"v1"'),

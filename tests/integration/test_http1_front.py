@@ -26,9 +26,9 @@ from stoker.adapters.access_log import AccessLogApp
 from stoker.adapters.asgi_proxy import ProxyApp
 from stoker.app.stoker import Stoker
 from stoker.asgi import Message, Send
-from stoker.cache.invalidation import PurgeScope
 from stoker.clock import FakeClock
 from stoker.config.settings import settings_from
+from stoker.purge.scope import PurgeScope
 from stoker.server.front import heads as front_heads
 
 CACHEABLE = [("cache-control", "max-age=600")]

@@ -18,7 +18,7 @@ from tests.integration.serve_process import DEADLINE, Serve, eventually_two, ser
 from tests.integration.test_redis_down import listening, own_redis
 from tests.job_backends import pg_schema, schema_url
 
-from stoker.app.purge_relay import HEARTBEAT
+from stoker.purge.relay import HEARTBEAT
 
 TAGGED = [("cache-control", "max-age=600"), ("cache-tag", "t")]
 TOKEN = "test-admin-token-0123456789"

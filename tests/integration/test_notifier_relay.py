@@ -22,12 +22,12 @@ from tests.integration.test_purge_relay import (
 from tests.job_backends import PG_URL, pg_schema, schema_url
 
 from stoker.admin import metrics
-from stoker.app import purge_relay
 from stoker.app.stoker import Stoker
 from stoker.backends.postgres.notifier import APPLICATION_NAME
-from stoker.cache.invalidation import PurgeScope
 from stoker.cache.outcome import Kind
 from stoker.cache.subscription import Link, Subscription
+from stoker.purge import relay as purge_relay
+from stoker.purge.scope import PurgeScope
 
 LONG = 10.0
 """The fallback poll of these tests: twice ``purge_ack_timeout``, so a purge answered

@@ -20,8 +20,8 @@ from tests.integration.conftest import Proxy, running_proxy
 from tests.integration.wordpress_like import NGINX, WordPressLike, behind_nginx, page
 
 from stoker.adapters.visit import PipelineVisitor
-from stoker.cache.invalidation import PurgeScope
 from stoker.config.settings import DEFAULT_VARIANTS
+from stoker.purge.scope import PurgeScope
 
 VISITORS = ["gzip", "gzip, deflate", "gzip, deflate, br", "br", "identity", None]
 """Accept-Encoding of real clients: curl --compressed, old bots, browsers, none."""

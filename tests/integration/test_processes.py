@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.integration.conftest import Origin
 from tests.integration.serve_process import DEADLINE, Serve, eventually_two, serving_pids
 
-from stoker.app.purge_relay import HEARTBEAT
+from stoker.purge.relay import HEARTBEAT
 
 TAGGED = [("cache-control", "max-age=600"), ("cache-tag", "post-9")]
 TOKEN = "test-admin-token-0123456789"

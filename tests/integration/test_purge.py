@@ -12,7 +12,7 @@ from tests.conftest import serving
 from tests.integration.admin_harness import CACHEABLE, eventually, purging
 from tests.integration.conftest import Origin, running_proxy
 
-from stoker.cache.invalidation import PurgeScope
+from stoker.purge.scope import PurgeScope
 
 VARY = [*CACHEABLE, ("vary", "Accept-Language")]
 

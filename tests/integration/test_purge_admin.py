@@ -25,7 +25,7 @@ from stoker.asgi import Message
 from stoker.cli.main import app as cli_app
 from stoker.clock import FakeClock, SystemClock
 from stoker.config.settings import SettingsError, settings_from
-from stoker.proxy.purge import AuditTrail
+from stoker.purge.audit import AuditTrail
 
 BAD_BODIES: list[tuple[bytes, str]] = [
     (b"{not json", "body"),

@@ -15,16 +15,16 @@ from tests.integration.conftest import Origin, drop_stoker_keys
 from tests.integration.test_serve import get, read
 from tests.job_backends import pg_schema, schema_url
 
-from stoker.app.purge_relay import PurgeRelay, open_relay
-from stoker.app.sharing import share_cache
+from stoker.app.sharing import join_bus, share_cache
 from stoker.app.stoker import Stoker
 from stoker.backends.sqlite.purge_bus import SqlitePurgeBus
-from stoker.cache.invalidation import PurgeScope
 from stoker.cache.outcome import Kind
-from stoker.cache.purge_bus import NOT_RELAYED, Relayed
-from stoker.cache.purge_list import PurgeMark
 from stoker.config.settings import settings_from
 from stoker.proxy.request_body import no_body
+from stoker.purge.bus import NOT_RELAYED, Relayed
+from stoker.purge.list import PurgeMark
+from stoker.purge.relay import PurgeRelay
+from stoker.purge.scope import PurgeScope
 
 TAGGED = [("cache-control", "max-age=600"), ("cache-tag", "post-1")]
 
@@ -102,8 +102,8 @@ async def test_a_member_that_does_not_confirm_is_named_and_waited_for_no_longer(
         origin: Origin, tmp_path: Path) -> None:
     async with member(origin, tmp_path, "a", purge_ack_timeout=0.3) as (a, _):
         b = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(tmp_path)}))
-        silent = await open_relay(b, await SqlitePurgeBus.open(b.settings.cache_path),
-                                  "b")  # joined, never follows
+        silent = await join_bus(b, await SqlitePurgeBus.open(b.settings.cache_path),
+                              "b")  # joined, never follows
         try:
             result = await a.purger.purge(PurgeScope(tags=("post-1",)))
             await silent.close()  # left: no longer waited for
@@ -205,7 +205,7 @@ async def test_a_process_cut_off_from_the_bus_longer_than_node_timeout_forgets_l
     stoker = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(tmp_path),
                                               "node_timeout": 0.3}))
     bus = await Unreachable.open(stoker.settings.cache_path)
-    relay = await open_relay(stoker, bus, "cut-off")
+    relay = await join_bus(stoker, bus, "cut-off")
     stop = asyncio.Event()
     following = asyncio.create_task(relay.follow(stop))
     try:
@@ -242,7 +242,7 @@ class Refusing(SqlitePurgeBus):
 @asynccontextmanager
 async def following(stoker: Stoker, bus: SqlitePurgeBus, name: str) -> AsyncIterator[PurgeRelay]:
     """``stoker`` on ``bus`` as ``name``, following it."""
-    relay = await open_relay(stoker, bus, name)
+    relay = await join_bus(stoker, bus, name)
     stop = asyncio.Event()
     task = asyncio.create_task(relay.follow(stop))
     try:

@@ -21,8 +21,8 @@ from tests.job_backends import pg_schema, schema_url
 from stoker.app.stoker import Stoker
 from stoker.backends.redis.cache_store import ref_id
 from stoker.cache.entry import CacheEntry
-from stoker.cache.invalidation import PurgeScope
 from stoker.cache.outcome import Kind
+from stoker.purge.scope import PurgeScope
 
 URL = "http://site.test/t"
 

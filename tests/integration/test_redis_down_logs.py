@@ -19,7 +19,7 @@ from tests.integration.test_purge_relay import member
 from tests.integration.test_redis_down import listening, own_redis
 from tests.job_backends import pg_schema, schema_url
 
-from stoker.cache.invalidation import PurgeScope
+from stoker.purge.scope import PurgeScope
 
 TAGGED = [("cache-control", "max-age=600"), ("cache-tag", "t")]
 PATHS = [f"/p/{n}" for n in range(50)]

@@ -7,7 +7,7 @@ from pathlib import Path
 from tests.integration.conftest import Origin, running_proxy
 
 from stoker.adapters.visit import PipelineVisitor
-from stoker.cache.invalidation import PurgeScope
+from stoker.purge.scope import PurgeScope
 
 UA = [(b"user-agent", b"stoker-warmer/test")]
 

@@ -25,8 +25,8 @@ from tests.integration.warm_site import (
 )
 from tests.job_backends import pg_schema, schema_url
 
-from stoker.cache.invalidation import PurgeScope
 from stoker.clock import FakeClock, SystemClock
+from stoker.purge.scope import PurgeScope
 from stoker.schedule.store import Deadline
 from stoker.warm.run import Run
 from stoker.warm.warmer import REWARM

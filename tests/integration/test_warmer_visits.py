@@ -16,7 +16,7 @@ from tests.integration.warm_site import (
     warming,
 )
 
-from stoker.cache.invalidation import PurgeScope
+from stoker.purge.scope import PurgeScope
 
 
 async def test_stopgap_pages_are_revisited_then_rewarmed_or_given_up(tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ from tests.integration.conftest import Origin, Proxy
 from tests.integration.serve_process import Serve, eventually_two
 from tests.integration.warm_site import stoker_env
 
-from stoker.app.purge_relay import HEARTBEAT
 from stoker.config.rules import parse_rules
+from stoker.purge.relay import HEARTBEAT
 
 PIPE = asyncio.subprocess.PIPE
 DEADLINE = 60.0

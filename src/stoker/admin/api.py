@@ -34,9 +34,9 @@ from starlette.routing import Route
 
 from stoker.admin.auth import ANONYMOUS
 from stoker.cache.entry import CacheEntry
-from stoker.cache.invalidation import PurgeRequestError, expand_url, parse_purge_request
-from stoker.cache.purge_bus import NOT_RELAYED
-from stoker.proxy.purge import record_safely
+from stoker.purge.audit import record_safely
+from stoker.purge.bus import NOT_RELAYED
+from stoker.purge.scope import PurgeRequestError, expand_url, parse_purge_request
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.admin.facade import RunningStoker

@@ -2,7 +2,7 @@
 the audit trail.
 
 The rows themselves are stored by the running Stoker's
-:class:`~stoker.proxy.purge.AuditTrail` (SQLite, ``data_dir/stoker.db``); one
+:class:`~stoker.purge.audit.AuditTrail` (SQLite, ``data_dir/stoker.db``); one
 :class:`RefusalAudit` (``Stoker.refusals``) takes the refused calls of both listeners.
 
 Invariants:
@@ -21,7 +21,7 @@ Invariants:
   :func:`stoker.admin.auth.fingerprint`), ``purge-method:<address>`` or, on
   summary rows, ``client:<address>`` — never a token.
 - Time is the injected clock's; writing a row never fails the call being
-  audited (:func:`~stoker.proxy.purge.record_safely`).
+  audited (:func:`~stoker.purge.audit.record_safely`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from stoker.clock import Clock
-from stoker.proxy.purge import Auditor, record_safely
+from stoker.purge.audit import Auditor, record_safely
 
 log = logging.getLogger("stoker.admin")
 

@@ -20,7 +20,8 @@ from stoker.clock import Clock
 from stoker.config.settings import Settings
 from stoker.origin.timing import OriginTiming
 from stoker.proxy.pipeline import Pipeline
-from stoker.proxy.purge import AuditTrail, Purger
+from stoker.purge.audit import AuditTrail
+from stoker.purge.purger import Purger
 from stoker.schedule.ticker import Ticker
 from stoker.warm.credentials import CredentialBook
 from stoker.warm.warmer import Warmer

@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from stoker.admin.api import MAX_BODY, actor_of, error_response, parse_json, read_limited
 from stoker.jobs.model import Job, QueueCount, RequeueScope
-from stoker.proxy.purge import record_safely
+from stoker.purge.audit import record_safely
 from stoker.warm.warmer import RUN_FIELD
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only

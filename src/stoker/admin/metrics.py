@@ -43,9 +43,9 @@ from prometheus_client.core import (
     Metric,
 )
 
-from stoker.cache.purge_bus import Member
-from stoker.cache.purge_list import L1, L2
 from stoker.origin.timing import OriginTiming
+from stoker.purge.bus import Member
+from stoker.purge.list import L1, L2
 from stoker.version import VERSION
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only

@@ -57,7 +57,7 @@ from stoker.admin.views import (
     why,
 )
 from stoker.admin.views.html import shown
-from stoker.proxy.purge import record_safely
+from stoker.purge.audit import record_safely
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.admin.facade import RunningStoker, RunningWarmer

@@ -30,8 +30,8 @@ from stoker.admin.jobs_api import counts_json
 from stoker.admin.metrics import Figures, member_summary, or_none, own, shares
 from stoker.admin.warm_api import origins_json, run_json
 from stoker.admin.why import cookie_bypass_report
-from stoker.cache.purge_bus import Member
 from stoker.clock import Clock
+from stoker.purge.bus import Member
 from stoker.server.heap import heap_status
 from stoker.warm.run import Run
 from stoker.warm.run_store import RunStore

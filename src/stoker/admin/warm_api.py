@@ -45,7 +45,7 @@ from starlette.routing import Route
 
 from stoker.admin.api import MAX_BODY, actor_of, error_response, parse_json, read_limited
 from stoker.cache.hits import SeenOrigin
-from stoker.proxy.purge import record_safely
+from stoker.purge.audit import record_safely
 from stoker.schedule.store import Deadline
 from stoker.warm.credentials import CredentialBook
 from stoker.warm.origins import verdict, warm_origins

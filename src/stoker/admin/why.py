@@ -34,8 +34,8 @@ from starlette.routing import Route
 from stoker.admin.api import asked_urls, error_response, stored_keys
 from stoker.admin.metrics import REQUEST_KINDS, named_others_said
 from stoker.admin.why_advice import Site, advise
-from stoker.cache.invalidation import PurgeRequestError
 from stoker.cache.not_cached import LastSeen, Snapshot, merged, section_of
+from stoker.purge.scope import PurgeRequestError
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.admin.facade import RunningStoker

@@ -37,7 +37,6 @@ from stoker.app.processes import (
     die_with_supervisor,
     watch_supervisor,
 )
-from stoker.app.purge_relay import PurgeRelay
 from stoker.app.sharing import share_cache, shares_cache
 from stoker.app.stoker import Stoker
 from stoker.app.warm_service import WarmService
@@ -52,6 +51,7 @@ from stoker.config.settings import (
     require_safe_admin,
     require_tls_files,
 )
+from stoker.purge.relay import PurgeRelay
 from stoker.server.listeners import Tls, ensure_free, run_apps, silence_for, split_address
 from stoker.version import VERSION
 from stoker.warm.run import Run

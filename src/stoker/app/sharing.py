@@ -1,5 +1,5 @@
 """What a serving process sharing its cache with others adds to a lone one: the purge
-relay (:mod:`stoker.app.purge_relay`) and, where the persistent tier is shared, the fetch
+relay (:mod:`stoker.purge.relay`) and, where the persistent tier is shared, the fetch
 leases through which misses collapse across processes (:mod:`stoker.proxy.shared_flights`).
 
 Who shares: the processes of ``--processes N`` (through the file they share,
@@ -17,7 +17,6 @@ from typing import Any, Literal
 
 from stoker.admin import metrics
 from stoker.app.processes import ServingProcess
-from stoker.app.purge_relay import PurgeRelay, open_relay
 from stoker.app.stoker import Stoker
 from stoker.backends.postgres import notifier as postgres_notifier
 from stoker.backends.postgres.connection import create_pool
@@ -28,10 +27,11 @@ from stoker.backends.sqlite.fetch_leases import SqliteFetchLeases
 from stoker.backends.sqlite.purge_bus import SqlitePurgeBus
 from stoker.cache.fetch_leases import FetchLeases
 from stoker.cache.notifier import LocalNotifier, Notifier
-from stoker.cache.purge_bus import PurgeBus
 from stoker.clock import Clock
 from stoker.config.settings import Settings
 from stoker.proxy.shared_flights import SharedFlights
+from stoker.purge.bus import PurgeBus
+from stoker.purge.relay import PurgeRelay, open_relay
 
 
 @dataclass
@@ -99,6 +99,16 @@ def shares_cache(settings: Settings, process: ServingProcess | None) -> bool:
     return process is not None or bool(settings.database_url)
 
 
+async def join_bus(stoker: Stoker, bus: PurgeBus, name: str,
+                   notifier: Notifier | None = None) -> PurgeRelay:
+    """``stoker``'s purger on ``bus`` as ``name`` (:func:`~stoker.purge.relay.open_relay`,
+    with the process's memory tier, clock and timeouts)."""
+    settings = stoker.settings
+    return await open_relay(bus, name, stoker.purger, stoker.store.l1, stoker.clock,
+                            ack_timeout=settings.purge_ack_timeout,
+                            node_timeout=settings.node_timeout, notifier=notifier)
+
+
 async def share_cache(stoker: Stoker, name: str) -> Sharing:
     """Join ``stoker`` to those sharing its cache, as ``name`` (see the module docstring)."""
     settings = stoker.settings
@@ -109,7 +119,7 @@ async def share_cache(stoker: Stoker, name: str) -> Sharing:
     except BaseException:
         await bus.close()
         raise
-    relay = await open_relay(stoker, bus, name, notifier)
+    relay = await join_bus(stoker, bus, name, notifier)
     relay.figures = lambda: metrics.said(metrics.own(stoker))
     if not settings.l2_url and settings.processes == 1:
         return Sharing(relay, None)  # nobody shares this node's persistent tier

@@ -38,11 +38,8 @@ from stoker.backends.sqlite.audit_store import SqliteAuditStore
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
 from stoker.cache.budget import MemoryBudget, share_memory
-from stoker.cache.events import PurgeEvents
-from stoker.cache.invalidation import also_urls
 from stoker.cache.l2_queue import QueuePolicy
 from stoker.cache.memory import MemoryStore
-from stoker.cache.purge_list import PurgeList
 from stoker.cache.store import CacheStore
 from stoker.cache.tiered import TieredStore
 from stoker.cache.version_file import VersionFile, VersionState, VersionStore, newer
@@ -68,8 +65,12 @@ from stoker.origin.slots import OriginLimiter
 from stoker.origin.timing import OriginTiming
 from stoker.proxy.fetch import FetchConfig, Fetcher
 from stoker.proxy.pipeline import Pipeline, PipelineConfig
-from stoker.proxy.purge import AuditTrail, Purger
-from stoker.proxy.purge_method import PurgeMethod, parse_networks
+from stoker.purge.audit import AuditTrail
+from stoker.purge.events import PurgeEvents
+from stoker.purge.list import PurgeList
+from stoker.purge.method import PurgeMethod, parse_networks
+from stoker.purge.purger import Purger
+from stoker.purge.scope import also_urls
 from stoker.server.heap import set_aside_young
 
 log = logging.getLogger("stoker")
@@ -174,7 +175,7 @@ class Stoker:
     audit: AuditTrail
     version_watch: VersionWatch
     """Keeps this process on the cache version's record (``/readyz`` asks it too)."""
-    refusals: RefusalAudit = field(init=False)
+    refusals: RefusalAudit
     """Refused calls, recorded at a bounded rate per client: the admin listener's and the
     ``PURGE`` method's (one policy, one set of windows)."""
     origin_timing: OriginTiming = field(default_factory=OriginTiming)
@@ -187,9 +188,6 @@ class Stoker:
     _watching: asyncio.Task[None] | None = field(default=None)
     _shutdown: ShutdownBudget | None = field(default=None)
     _first_flush: asyncio.Future[None] | None = field(default=None)
-
-    def __post_init__(self) -> None:
-        self.refusals = RefusalAudit(self.audit, self.clock)
 
     @property
     def events(self) -> PurgeEvents:
@@ -239,17 +237,20 @@ class Stoker:
         origin = LimitedOrigin(MonitoredOrigin(origin, health, clock, timing),
                                OriginLimiter(settings.origin_max_concurrency,
                                              per_client=settings.origin_max_per_client))
+        purger = Purger(store, purges, PurgeEvents(), clock, versions)
+        refusals = RefusalAudit(audit, clock)
+        purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit,
+                                   refusals, settings.site_hosts,
+                                   lambda: stoker.settings.purge_mode)  # as reloaded
         pipeline = Pipeline(
             pipeline_config(settings, memory),
             Fetcher(fetch_config(settings), origin, store, bodies, clock, purges),
-            store, bodies, origin, clock, version=state.version, health=health)
-        purger = Purger(pipeline, store, purges, PurgeEvents(), clock, versions)
+            store, bodies, origin, clock, version=state.version, health=health,
+            invalidator=purger, purge_method=purge_method)
+        purger.pipeline = pipeline
         watch = VersionWatch(versions, lambda: pipeline.version, purger.adopt_version, clock)
-        stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit, watch, timing,
-                     pool)
-        pipeline.purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit,
-                                            stoker.refusals, settings.site_hosts,
-                                            lambda: stoker.settings.purge_mode)
+        stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit, watch,
+                     refusals, timing, pool)
         purger.also = also_urls(settings.rewarm_also, settings.site_hosts)
         purger.resume_reclaim(state)
         if evict_loop:

@@ -57,7 +57,7 @@ class AuditStore(Protocol):
 
 
 class KeptAudit:
-    """An :class:`~stoker.proxy.purge.AuditTrail` over ``store`` that keeps what the store
+    """An :class:`~stoker.purge.audit.AuditTrail` over ``store`` that keeps what the store
     refuses and writes it late.  See the module docstring."""
 
     def __init__(self, store: AuditStore, clock: Clock, *, most: int = MOST) -> None:

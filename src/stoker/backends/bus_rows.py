@@ -6,7 +6,7 @@ soft, keys, prefixes, tags, everything, version``.
 Invariants: a row holds the mark's scope as JSON arrays of strings (keys and tags sorted,
 prefixes in their order), its softness, its wall-clock time (``published_at`` and
 ``purged_at`` both) and the version a purge of everything switched to; reading the row
-back gives the :class:`~stoker.cache.purge_bus.Relayed` that was published, its mark's
+back gives the :class:`~stoker.purge.bus.Relayed` that was published, its mark's
 ``seq`` and ``at`` zero (the sender's own, meaningless to the others).  Pure.
 """
 
@@ -16,8 +16,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from stoker.cache.purge_bus import Relayed
-from stoker.cache.purge_list import PurgeMark
+from stoker.purge.bus import Relayed
+from stoker.purge.list import PurgeMark
 
 
 def publish_values(sender: str, mark: PurgeMark, version: str | None) -> tuple[Any, ...]:

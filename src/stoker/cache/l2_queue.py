@@ -14,7 +14,7 @@ Invariants:
   commit and one thread hand-off per batch, not per entry.
 - A queued put never writes back what a purge covered: right before each attempt
   its entry is judged by the marks the purge list (given ``purges``) recorded since the
-  put was queued (:meth:`~stoker.cache.purge_list.PurgeList.check`; whoever queued it
+  put was queued (:meth:`~stoker.purge.list.PurgeList.check`; whoever queued it
   judged it up to then, the fetch with no ``await`` before the put): not written
   (hard), written softened (soft), or as it is.  A put queued while L2 was down and
   written on its recovery after a purge, this process's or one its relay put in force,
@@ -61,10 +61,10 @@ from functools import partial
 from typing import Any, TypeVar
 
 from stoker.cache.entry import CacheEntry
-from stoker.cache.purge_list import PurgeList
 from stoker.cache.store import CacheStore
 from stoker.clock import Clock
 from stoker.http.encoding import Encoded
+from stoker.purge.list import PurgeList
 from stoker.resilience.repeats import Repeats
 
 T = TypeVar("T")

@@ -17,8 +17,8 @@ Invariants:
 - The ``*_nowait`` methods are synchronous so the hot path (and
   :class:`~stoker.cache.tiered.TieredStore`) can use them without awaiting;
   the async :class:`~stoker.cache.store.CacheStore` methods delegate to them.
-- Purges are the purge list's marks (:mod:`stoker.cache.purge_list`), as a ban list:
-  a mark begun for this tier (:meth:`~stoker.cache.purge_list.PurgeList.begin`) and not
+- Purges are the purge list's marks (:mod:`stoker.purge.list`), as a ban list:
+  a mark begun for this tier (:meth:`~stoker.purge.list.PurgeList.begin`) and not
   yet applied to it is *in force*.  Every operation that reads, counts, changes or lists
   an entry by its key first judges the key's entries by the marks in force newer than
   the key was last checked against (:meth:`MemoryStore._settled`; usually none, so a
@@ -36,10 +36,10 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 
 from stoker.cache.entry import ENTRY_COST, CacheEntry
-from stoker.cache.purge_list import L1, PurgeList, PurgeMark, judge
 from stoker.cache.store import EntryRef, as_refs, sorted_refs
 from stoker.clock import Clock
 from stoker.http.encoding import Encoded
+from stoker.purge.list import L1, PurgeList, PurgeMark, judge
 
 Pair = tuple[str, str]
 """``(primary_key, variant)`` as the tag index holds it: a plain tuple, which the garbage

@@ -1,11 +1,11 @@
 """The notifier: how the members of one cache hear *sooner* that the purge bus changed.
 
-The :class:`~stoker.cache.purge_bus.PurgeBus` stays the durable, numbered truth; a poke
+The :class:`~stoker.purge.bus.PurgeBus` stays the durable, numbered truth; a poke
 carries nothing but its kind: ``"published"`` (something new is on the bus: read it) or
 ``"confirmed"`` (a member confirmed a number: a purge waiting for the others may be
 answered).  A member that misses a poke loses no purge, only time: it still reads the
 bus at its fallback poll, where a gap in the numbers, or a bus unreachable for longer
-than ``node_timeout``, drops its memory tier as before (:mod:`stoker.app.purge_relay`).
+than ``node_timeout``, drops its memory tier as before (:mod:`stoker.purge.relay`).
 
 Implementations: :class:`LocalNotifier` (pokes wake the waiters of this process only:
 the default, with nothing cross-process configured), and, on the reconnecting

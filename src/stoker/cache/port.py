@@ -9,7 +9,7 @@ Invariants every implementation keeps:
   return before anything slower than memory is written.
 - Invalidations (``delete``, ``delete_primary``, ``purge``, ``delete_except_version``)
   are in force for every read that starts once they have returned.
-- A purge's mark (recorded in the :class:`~stoker.cache.purge_list.PurgeList` the
+- A purge's mark (recorded in the :class:`~stoker.purge.list.PurgeList` the
   cache was built with) screens every read (``get``, ``get_l2``, ``read_now``) from the
   call on: nothing it covers is read back unpurged.  ``purge`` does not wait for an L2
   that does not answer (``Purged.l2_pending``): the mark screens L2's reads until its
@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from typing import NamedTuple, Protocol
 
 from stoker.cache.entry import CacheEntry
-from stoker.cache.purge_list import PurgeMark
 from stoker.cache.store import EntryRef
 from stoker.http.encoding import Encoded
+from stoker.purge.list import PurgeMark
 
 
 class Purged(NamedTuple):

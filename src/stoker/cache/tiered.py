@@ -11,9 +11,9 @@ Write: ``put`` (and ``add_codings``) writes L1 synchronously and queues the
 L2 write; the caller never waits for disk.  Invalidations (``delete``, ``delete_primary``,
 ``soften``, ``delete_except_version``) apply to L1 at once, then go through
 the same queue for L2 and are awaited.  A recorded purge (``purge``, given a
-:class:`~stoker.cache.purge_list.PurgeMark` of L1's
-:class:`~stoker.cache.purge_list.PurgeList`) is carried out by the
-:class:`~stoker.cache.purge_applier.PurgeApplier`, in both tiers, in slices.
+:class:`~stoker.purge.list.PurgeMark` of L1's
+:class:`~stoker.purge.list.PurgeList`) is carried out by the
+:class:`~stoker.purge.applier.PurgeApplier`, in both tiers, in slices.
 
 Invariants:
 - L2 operations go through one :class:`~stoker.cache.l2_queue.L2WriteQueue`
@@ -29,18 +29,18 @@ Invariants:
   sense: its mark screens reads instead.
 - Nothing purged is read back from L2: from ``purge`` until its L2 operation
   has left the queue, the mark is one the purge list has not seen applied to L2
-  (:meth:`~stoker.cache.purge_list.PurgeList.unapplied`), and every L2 read
+  (:meth:`~stoker.purge.list.PurgeList.unapplied`), and every L2 read
   (``get``, ``get_l2``, ``read_now``) is screened with those marks
-  (:func:`~stoker.cache.purge_list.screen`: covered entries dropped, hard, or
+  (:func:`~stoker.purge.list.screen`: covered entries dropped, hard, or
   stale from the purge, soft), taking every mark unapplied when the read began or
   ended.  A screened result is what L2 holds once the operation is done, so
   promoting it is safe.
 - Nothing older than a purge is read back from L2 after its operation either, even
   when L2 lost what its lookup needed (an evicted Redis tag set) or a write the
   purge did not see landed later: every L2 read is also judged by the marks in force
-  for it (:attr:`~stoker.cache.purge_list.PurgeList.bans`: every mark this process
+  for it (:attr:`~stoker.purge.list.PurgeList.bans`: every mark this process
   recorded, its own and those its relay put in force), which drop or soften an entry
-  stored at or before a mark that covers it (:mod:`stoker.cache.purge_bans`).  With
+  stored at or before a mark that covers it (:mod:`stoker.purge.bans`).  With
   no mark recorded that costs nothing; with marks, one comparison for an entry
   stored after all of them.
 - A put is judged again right before it is written to L2
@@ -48,8 +48,8 @@ Invariants:
   queued): one queued while L2 was down never writes back what a purge covered.
 - No O(entries) step on the event loop: ``delete_except_version`` works through
   L1's keys in steps of ``step_budget`` seconds (:class:`~stoker.cache.steps.Steps`,
-  :data:`~stoker.cache.purge_applier.L1_CHUNK` keys at a time) and deletes from L2
-  :data:`~stoker.cache.purge_applier.L2_CHUNK` entries per call on L2's thread, so
+  :data:`~stoker.purge.applier.L1_CHUNK` keys at a time) and deletes from L2
+  :data:`~stoker.purge.applier.L2_CHUNK` entries per call on L2's thread, so
   request-path reads run in between; ``purge`` keeps the applier's invariants.
   ``flush`` waits for the applier's background L1 steps too; ``close`` stops them
   (the marks stay in force for L1's reads; what is left dies with L1).
@@ -74,7 +74,11 @@ from stoker.cache.entry import CacheEntry
 from stoker.cache.l2_queue import ALL_KEYS, DEFAULT_POLICY, L2WriteQueue, QueuePolicy
 from stoker.cache.memory import MemoryStore
 from stoker.cache.port import Purged
-from stoker.cache.purge_applier import (
+from stoker.cache.steps import STEP_BUDGET, Steps
+from stoker.cache.store import CacheStore, EntryRef, sorted_refs
+from stoker.clock import Clock
+from stoker.http.encoding import Encoded
+from stoker.purge.applier import (
     L1_CHUNK,
     L2_CHUNK,
     SETTLE_BUDGET,
@@ -82,11 +86,7 @@ from stoker.cache.purge_applier import (
     PurgeApplier,
     chunks,
 )
-from stoker.cache.purge_list import L2, PurgeList, PurgeMark
-from stoker.cache.steps import STEP_BUDGET, Steps
-from stoker.cache.store import CacheStore, EntryRef, sorted_refs
-from stoker.clock import Clock
-from stoker.http.encoding import Encoded
+from stoker.purge.list import L2, PurgeList, PurgeMark
 from stoker.resilience.repeats import Repeats
 
 log = logging.getLogger("stoker.cache")
@@ -303,7 +303,7 @@ class TieredStore:
     async def purge(self, mark: PurgeMark) -> Purged:
         """Apply a recorded purge (of everything hard only when the cache version could not
         be bumped), as
-        :meth:`~stoker.cache.purge_applier.PurgeApplier.apply`: in force for every read
+        :meth:`~stoker.purge.applier.PurgeApplier.apply`: in force for every read
         from the call on; returns once L1's walk is done or handed to the background and
         L2's covered entries are looked up."""
         return await self._applier.apply(mark)

@@ -29,7 +29,7 @@ Invariants:
   s-maxage forbid it — an origin error, timeout, 500, 502, 503 or 504 is
   answered with the stale entry (RFC 9111 §4.2.4).  An origin error is logged here only when
   no error response reports it (stale served, or no client waiting).
-- A purge recorded in the :class:`~stoker.cache.purge_list.PurgeList` after the
+- A purge recorded in the :class:`~stoker.purge.list.PurgeList` after the
   origin request was sent and covering the entry means: not stored and not
   shared (hard purge), or stored and shared already stale (soft purge).  The
   purge list's check and ``store.put`` run without an ``await`` between them.
@@ -72,7 +72,6 @@ from stoker.cache.collapse import Flight
 from stoker.cache.entry import CacheEntry
 from stoker.cache.outcome import Kind, Outcome
 from stoker.cache.port import Cache
-from stoker.cache.purge_list import PurgeList
 from stoker.cache.store import EntryRef
 from stoker.cache.tags import tags_from_headers
 from stoker.clock import Clock
@@ -88,6 +87,7 @@ from stoker.proxy.client_feed import Feed, feed_for, relay, sends_whole
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers, stored_headers
 from stoker.proxy.reply import ReplySink
 from stoker.proxy.request import RequestInfo
+from stoker.purge.list import PurgeList
 
 log = logging.getLogger("stoker.proxy")
 

@@ -30,7 +30,8 @@ Invariants:
   collapse among themselves.
 - A successful unsafe request invalidates its URL and same-host
   ``Location``/``Content-Location`` (RFC 9111 §4.4) before the first byte of
-  its response is sent, so the client's next GET cannot get the old copy.
+  its response is sent, so the client's next GET cannot get the old copy; through
+  the :class:`Invalidator` it was built with (the purger: the path every purge takes).
 - A request with personal cookies (:func:`~stoker.config.rules.personal_cookies`)
   is answered from cache only with an entry the origin vouched for
   (``CacheEntry.origin_vouched``); it never joins or leads a collapsed
@@ -68,8 +69,8 @@ Invariants:
   answered from an entry, or whose response was stored, is told to :attr:`Pipeline.reads`
   (the fast path's hits too), and so is every entry a fetch stored or renewed, whoever
   asked (:mod:`stoker.cache.reads`).
-- ``PURGE`` never reaches the origin: it goes to :attr:`Pipeline.purge_method`
-  (405 when none is installed).
+- ``PURGE`` never reaches the origin: it goes to the ``purge_method`` the pipeline was
+  built with (405 without one).
 - A request body is read whole before the origin is asked (and before an origin slot
   is taken): a forwarded request's body is sent with its exact length, a GET's or
   HEAD's is read and dropped; a body that stalls, is too large or breaks off is
@@ -100,6 +101,7 @@ from collections.abc import (
 )
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Protocol
 from urllib.parse import urljoin, urlsplit
 
 from stoker.cache.bodies import BodyStore
@@ -110,7 +112,6 @@ from stoker.cache.hits import HitCounter
 from stoker.cache.not_cached import NotCachedLog
 from stoker.cache.outcome import GENERATED, Kind, Outcome
 from stoker.cache.port import Cache
-from stoker.cache.purge_bus import Relay
 from stoker.cache.reads import ReadTracker
 from stoker.cache.warm_reads import WarmReads
 from stoker.clock import Clock
@@ -168,6 +169,17 @@ _FAILURES = {504: ("origin timed out", "origin-timeout"),
              502: ("origin unavailable", "origin-error")}
 """An origin failure's status: the text and the ``Cache-Status`` detail it is answered with."""
 PurgeMethodHandler = Callable[[RequestInfo, ReplySink], Awaitable[None]]
+
+
+class Invalidator(Protocol):
+    """What a successful unsafe request's invalidation goes through (RFC 9111 §4.4): the
+    purger (:meth:`~stoker.purge.purger.Purger.invalidate`), as every purge does."""
+
+    async def invalidate(self, keys: Sequence[str]) -> object:
+        """Hard-purge every variant of the primary keys ``keys``, in force for every read
+        when it returns."""
+        ...
+
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 SHAREABLE = frozenset({FetchKind.STORED, FetchKind.REFRESHED, FetchKind.STALE})
@@ -227,7 +239,11 @@ class Pipeline:
 
     def __init__(self, config: PipelineConfig, fetcher: Fetcher, store: Cache,
                  bodies: BodyStore, origin: OriginClient, clock: Clock,
-                 version: str = "1", health: OriginHealth | None = None) -> None:
+                 version: str = "1", health: OriginHealth | None = None, *,
+                 invalidator: Invalidator,
+                 purge_method: PurgeMethodHandler | None = None) -> None:
+        """``invalidator`` takes the unsafe methods' invalidations; ``purge_method``
+        answers ``PURGE`` (405 without one)."""
         self.config = config
         self.fetcher = fetcher
         self.store = store
@@ -264,9 +280,8 @@ class Pipeline:
         self._tasks: set[asyncio.Task[None]] = set()
         self._producing: set[asyncio.Future[None]] = set()
         self._name = fetcher.config.cache_name
-        self.purge_method: PurgeMethodHandler | None = None
-        self.relay: Relay | None = None
-        """The other processes sharing the cache, told of unsafe methods' invalidations."""
+        self._invalidator = invalidator
+        self._purge_method = purge_method
         self.shared_flights: SharedFlights | None = None
         """Fetch leases, when other processes share the cache: their misses collapse."""
         self._via = (b"via", fetcher.config.via)
@@ -476,11 +491,11 @@ class Pipeline:
         return self.key_for_parts(parts.scheme, host, path, parts.query, rule)
 
     async def _purge(self, request: RequestInfo, sink: ReplySink) -> None:
-        if self.purge_method is None:
+        if self._purge_method is None:
             headers, body = error_response(405, "the PURGE method is not enabled")
             sink.whole(405, headers, body)
             return
-        await self.purge_method(request, sink)
+        await self._purge_method(request, sink)
 
     def _client_forces_revalidation(self, request: RequestInfo) -> bool:
         if not self.config.honor_client_no_cache:
@@ -769,7 +784,9 @@ class Pipeline:
 
     async def _invalidate_after_unsafe(self, request: RequestInfo,
                                        headers: list[tuple[bytes, bytes]]) -> None:
-        """RFC 9111 §4.4: drop the target URI and same-host Location/Content-Location.
+        """RFC 9111 §4.4: drop the target URI and same-host Location/Content-Location,
+        through the :class:`Invalidator` (the purger: the purge list's mark, the
+        applier, the relay, the purge events).
 
         Runs before the response starts; the purge list's mark stops a fetch already
         in flight from storing the old representation afterwards.
@@ -786,10 +803,7 @@ class Pipeline:
             if parts.scheme in ("http", "https") and normalise_host(
                     parts.scheme, parts.netloc) == host:
                 keys.append(self.key_for_url(target))
-        self.fetcher.purges.record(soft=False, now=self.clock.now(), keys=keys)
-        await self.store.delete_primary(keys)
-        if self.relay is not None:
-            self.relay.tell(self.fetcher.purges.latest)
+        await self._invalidator.invalidate(keys)
 
     def _fail(self, sink: ReplySink, status: int, fwd: str, detail: str,
               retry_after: int | None = None) -> None:

@@ -1,6 +1,6 @@
 """Purged URLs on their way to the debounced re-warm, recorded behind the purge call.
 
-A purge call waits for its subscribers (:mod:`stoker.cache.events`).  Writing a
+A purge call waits for its subscribers (:mod:`stoker.purge.events`).  Writing a
 10,000-URL purge into :class:`~stoker.warm.pending.PendingUrls` is 40-70 ms of CPU on
 a store thread that runs below the event loop, so under load it took the call past
 100 ms.  :class:`RewarmRecorder` takes the URLs at once and writes them in the

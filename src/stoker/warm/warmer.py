@@ -64,9 +64,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from stoker.cache.invalidation import PurgeScope
 from stoker.clock import Clock
 from stoker.jobs.model import Job, NewJob
+from stoker.purge.scope import PurgeScope
 from stoker.schedule.store import ArmMode, Deadline
 from stoker.schedule.ticker import RetryIn
 from stoker.warm.discovery import Discovery, DiscoveryError

@@ -13,7 +13,7 @@ from tests.priorities import linux_only, thread_priority
 from stoker.admin.audit import OTHER_CLIENTS, RefusalAudit, RefusalWindow, admit_refusal
 from stoker.backends.sqlite.audit_store import SqliteAuditStore
 from stoker.clock import FakeClock
-from stoker.proxy.purge import record_safely
+from stoker.purge.audit import record_safely
 
 
 @pytest.fixture

@@ -1,13 +1,10 @@
-"""Admin auth (pure), the loopback rule, the admin URL and the PURGE method's allow list."""
+"""Admin auth (pure), the loopback rule and the admin URL."""
 
 from __future__ import annotations
-
-import ipaddress
 
 import pytest
 
 from stoker.admin.auth import authenticate, bearer_token, fingerprint, host_of
-from stoker.cache.invalidation import PurgeRequestError
 from stoker.config.settings import (
     SettingsError,
     admin_url,
@@ -15,7 +12,6 @@ from stoker.config.settings import (
     require_safe_admin,
     settings_from,
 )
-from stoker.proxy.purge_method import asked_soft, parse_networks, purge_allowed
 
 
 def test_fingerprint_is_short_stable_and_not_the_token() -> None:
@@ -68,35 +64,3 @@ def test_admin_url() -> None:
 def test_host_of() -> None:
     assert [host_of(a) for a in ("127.0.0.1:8081", "[::1]:80", "localhost", "::1")] == [
         "127.0.0.1", "::1", "localhost", "::1"]
-
-
-def test_purge_allow_list() -> None:
-    networks = parse_networks(["127.0.0.1", "10.0.0.0/8", "::1"])
-    assert purge_allowed("127.0.0.1", ()) == "disabled"
-    assert purge_allowed("127.0.0.1", networks) == "allowed"
-    assert purge_allowed("10.9.8.7", networks) == "allowed"
-    assert purge_allowed("::ffff:10.1.1.1", networks) == "allowed"
-    assert purge_allowed("::1", networks) == "allowed"
-    assert purge_allowed("192.168.1.1", networks) == "forbidden"
-    assert purge_allowed(None, networks) == "forbidden"
-    assert purge_allowed("not-an-ip", networks) == "forbidden"
-    assert networks[1] == ipaddress.ip_network("10.0.0.0/8")
-    with pytest.raises(SettingsError, match="purge_allow"):
-        settings_from({"purge_allow": ["10.0.0.0/33"]})
-
-
-def test_soft_header_says_soft_hard_or_nothing() -> None:
-    assert asked_soft([(b"x-purge-soft", b"1")]) is True
-    assert asked_soft([(b"stoker-soft", b" TRUE ")]) is True
-    assert asked_soft([(b"x-purge-soft", b"0")]) is False
-    assert asked_soft([(b"stoker-soft", b"off")]) is False
-    assert asked_soft([(b"x-purge-soft", b"0"), (b"stoker-soft", b"yes")]) is True
-    assert asked_soft([]) is None
-    assert asked_soft([(b"x-other", b"1")]) is None
-
-
-def test_a_soft_header_that_is_neither_true_nor_false_is_refused_by_name() -> None:
-    with pytest.raises(PurgeRequestError, match="x-purge-soft: 'maybe'"):
-        asked_soft([(b"x-purge-soft", b"maybe")])
-    with pytest.raises(PurgeRequestError, match="stoker-soft"):
-        asked_soft([(b"stoker-soft", b"")])

@@ -25,8 +25,8 @@ from stoker.admin.health import (
 )
 from stoker.admin.metrics import member_summary
 from stoker.admin.status import members_json
-from stoker.cache.purge_bus import Member
 from stoker.clock import FakeClock
+from stoker.purge.bus import Member
 
 
 def test_ready_only_when_every_check_is_ok() -> None:

@@ -20,8 +20,8 @@ from stoker.admin.metrics import (
     said,
     tally,
 )
-from stoker.cache.purge_bus import Member
 from stoker.origin.timing import BUCKETS, OriginTiming
+from stoker.purge.bus import Member
 
 
 def figures(**changes: object) -> Figures:

@@ -15,9 +15,9 @@ from tests.marks import in_force
 
 from stoker.cache.entry import CacheEntry
 from stoker.cache.memory import MemoryStore
-from stoker.cache.purge_list import L1, PurgeMark
 from stoker.cache.store import as_refs
 from stoker.clock import FakeClock
+from stoker.purge.list import L1, PurgeMark
 
 NAMES = "abc"
 TAGS = ("t0", "t1")

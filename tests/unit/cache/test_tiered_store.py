@@ -20,11 +20,11 @@ from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry, Freshness
 from stoker.cache.l2_queue import L2WriteTimeout, QueuePolicy
 from stoker.cache.memory import MemoryStore
-from stoker.cache.purge_applier import L1_CHUNK, l2_pause
-from stoker.cache.purge_list import PurgeMark
 from stoker.cache.store import CacheStore, EntryRef
 from stoker.cache.tiered import TieredStore
 from stoker.clock import FakeClock
+from stoker.purge.applier import L1_CHUNK, l2_pause
+from stoker.purge.list import PurgeMark
 
 
 class FaultyStore:

@@ -22,10 +22,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.backends import WarmStores, open_warm_stores
-from stoker.cache.invalidation import PurgeScope
 from stoker.clock import FakeClock
 from stoker.config.settings import settings_from
 from stoker.jobs.model import Job
+from stoker.purge.scope import PurgeScope
 from stoker.schedule.store import ArmMode, Deadline
 from stoker.schedule.ticker import RetryIn
 from stoker.warm.discovery import Discovery, DiscoveryError

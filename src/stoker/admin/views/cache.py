@@ -13,7 +13,7 @@ from starlette.requests import Request
 from stoker.admin.api import asked_urls, stored_keys
 from stoker.admin.views import Sources, View
 from stoker.admin.views.html import Markup, action, esc, facts, heading, moment, shown, span
-from stoker.cache.invalidation import PurgeRequestError
+from stoker.purge.scope import PurgeRequestError
 
 STATES: Final[Mapping[str, tuple[str, str]]] = {
     "fresh": ("ok", "fresh"),

@@ -14,7 +14,7 @@ from stoker.admin.api import asked_urls
 from stoker.admin.views import Sources, View
 from stoker.admin.views.html import Markup, esc, heading, moment, shown, table
 from stoker.admin.why import site_report, urls_report
-from stoker.cache.invalidation import PurgeRequestError
+from stoker.purge.scope import PurgeRequestError
 
 URLS_SHOWN: Final = 5
 KINDS: Final[Mapping[str, tuple[str, str]]] = {

@@ -2,7 +2,7 @@
 
 Lifecycle: ``store = await PostgresAuditStore.open(pool, clock)`` (applies the ``audit``
 migrations); ``await store.close()`` leaves the pool open: it belongs to whoever gave it.
-It satisfies :class:`stoker.proxy.purge.AuditTrail`, as the SQLite store does; what gets
+It satisfies :class:`stoker.purge.audit.AuditTrail`, as the SQLite store does; what gets
 recorded (and how often) is decided by its callers (:mod:`stoker.admin.audit`).
 
 Invariants:

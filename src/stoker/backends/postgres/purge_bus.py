@@ -1,4 +1,4 @@
-"""The PostgreSQL :class:`~stoker.cache.purge_bus.PurgeBus`: purges relayed between the
+"""The PostgreSQL :class:`~stoker.purge.bus.PurgeBus`: purges relayed between the
 nodes of one cache, on several machines, through the database they share.
 
 Lifecycle: ``bus = await PostgresPurgeBus.open(pool)`` (applies the ``bus`` migrations);
@@ -34,8 +34,8 @@ import asyncpg
 
 from stoker.backends.bus_rows import publish_values, relayed
 from stoker.backends.postgres.connection import lock_key, migrate
-from stoker.cache.purge_bus import Member, Relayed
-from stoker.cache.purge_list import PurgeMark
+from stoker.purge.bus import Member, Relayed
+from stoker.purge.list import PurgeMark
 
 COMPONENT: Final = "bus"
 PUBLISH_LOCK: Final = lock_key("bus.publish")

@@ -10,8 +10,8 @@ them (its record is in PostgreSQL: :mod:`stoker.backends.postgres.version_store`
 What an eviction costs: an evicted entry is a miss; an evicted set or index makes a
 purge's lookup miss the entries it named, so they stay in Redis until they expire.  The
 nodes running at the purge, and those started within the bus's memory of it
-(:data:`stoker.app.purge_relay.KEPT`), still never serve them (their purge bans judge
-every read by store time: :mod:`stoker.cache.purge_bans`); a node started later could.
+(:data:`stoker.purge.relay.KEPT`), still never serve them (their purge bans judge
+every read by store time: :mod:`stoker.purge.bans`); a node started later could.
 
 Invariants: :func:`verdict` is pure; only ``noeviction``, or no ``maxmemory`` (Redis then
 evicts nothing), is :data:`SAFE`; ``volatile-*`` and ``allkeys-*`` (sets and indexes at

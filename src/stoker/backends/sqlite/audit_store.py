@@ -1,7 +1,7 @@
 """The audit log's storage: append-only rows in ``data_dir/stoker.db``.
 
 Lifecycle: ``store = await SqliteAuditStore.open(path, clock)``; ``await store.close()``.
-It satisfies :class:`stoker.proxy.purge.AuditTrail`; what gets recorded
+It satisfies :class:`stoker.purge.audit.AuditTrail`; what gets recorded
 (and how often) is decided by its callers (:mod:`stoker.admin.audit`).
 
 Invariants:

@@ -1,4 +1,4 @@
-"""The SQLite :class:`~stoker.cache.purge_bus.PurgeBus`: purges relayed between the
+"""The SQLite :class:`~stoker.purge.bus.PurgeBus`: purges relayed between the
 processes of one machine through the file they share (``data_dir/cache.db``).
 
 Lifecycle: ``bus = await SqlitePurgeBus.open(path)``; ``await bus.close()``.
@@ -18,8 +18,8 @@ from typing import Final
 
 from stoker.backends.bus_rows import publish_values, relayed
 from stoker.backends.sqlite.connection import SqliteThread
-from stoker.cache.purge_bus import Member, Relayed
-from stoker.cache.purge_list import PurgeMark
+from stoker.purge.bus import Member, Relayed
+from stoker.purge.list import PurgeMark
 
 COMPONENT: Final = "bus"
 _PUBLISH: Final = """

@@ -13,7 +13,7 @@ entry read from L2 is judged by the marks recorded *after it was stored*:
 node's; nodes are assumed to keep their clocks in step, NTP-close).  An entry stored
 after the mark was checked against it by whoever stored it (the fetch's check, and the
 L2 write queue's right before the write), so it is not judged again.  The verdict is
-:func:`~stoker.cache.purge_list.judge`'s: any hard mark drops the entry; soft ones make
+:func:`~stoker.purge.list.judge`'s: any hard mark drops the entry; soft ones make
 it stale from a purge time at or after its store time.
 
 Kept by scope item, not by mark: the latest hard and the latest soft purge time of each
@@ -46,7 +46,7 @@ from collections.abc import Iterable
 from math import inf
 
 from stoker.cache.entry import CacheEntry
-from stoker.cache.purge_mark import PurgeMark, Verdict
+from stoker.purge.mark import PurgeMark, Verdict
 
 MOST_ITEMS = 100_000
 """Most primary keys and tags kept (about 10 MB) before the older half is folded."""

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from stoker.cache.purge_list import PurgeMark
+from stoker.purge.list import PurgeMark
 
 MOST: Final = 1000
 """Most items kept while the bus does not answer."""

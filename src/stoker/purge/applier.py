@@ -38,10 +38,10 @@ from typing import TypeVar
 from stoker.cache.l2_queue import L2WriteQueue, L2WriteTimeout
 from stoker.cache.memory import MemoryStore
 from stoker.cache.port import Purged
-from stoker.cache.purge_list import L1, L2, PurgeList, PurgeMark
 from stoker.cache.steps import Steps
 from stoker.cache.store import PRIMARY_KEY, CacheStore, EntryRef, sorted_refs
 from stoker.clock import Clock
+from stoker.purge.list import L1, L2, PurgeList, PurgeMark
 
 T = TypeVar("T")
 

@@ -2,10 +2,10 @@
 
 A process sharing its cache with others (``processes > 1``, or nodes on one
 ``database_url``: :mod:`stoker.app.sharing`) joins the
-:class:`~stoker.cache.purge_bus.PurgeBus` at the bus's newest number (what was relayed
+:class:`~stoker.purge.bus.PurgeBus` at the bus's newest number (what was relayed
 before is in force already where it was stored, and its memory tier is new); what the
 bus still keeps (the last :data:`KEPT` seconds) it puts in force for its L2 reads (the
-purge list's bans, :mod:`stoker.cache.purge_bans`), so what a purge's L2 lookup missed
+purge list's bans, :mod:`stoker.purge.bans`), so what a purge's L2 lookup missed
 (an evicted Redis tag set) is not read back by a process started after it.  Then:
 
 - its purger relays each purge once it is in force here (:meth:`PurgeRelay.spread`) and
@@ -33,12 +33,12 @@ drops the memory tier as they always did.  And a purge answers on the others'
 confirmations on the bus, never on a poke (docs/decisions/0037-notifier.md).
 
 What this process purges while the bus does not take it (the database down) is kept, in
-order, in its outbox (:mod:`stoker.cache.purge_outbox`: bounded, a hard purge of
+order, in its outbox (:mod:`stoker.purge.outbox`: bounded, a hard purge of
 everything replacing what was kept before it, soft and hard keeping their meaning when
 folded) and published, oldest first, as soon as the bus answers: by the purge or
 invalidation that comes next, and at the latest by :meth:`PurgeRelay.follow` before its
 next read.  A purge waits at most ``purge_ack_timeout`` for the bus to take it; one it
-did not (or whose try failed) is answered with :data:`~stoker.cache.purge_bus.NOT_RELAYED`
+did not (or whose try failed) is answered with :data:`~stoker.purge.bus.NOT_RELAYED`
 alone as its unconfirmed members: in force here, not on the bus yet.  An unsafe method's
 invalidation (:meth:`PurgeRelay.tell`) goes through the same outbox.  A process stopping
 with purges still kept logs an error naming how many (they live in its memory only: the
@@ -66,13 +66,14 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from stoker.app.stoker import Stoker
-from stoker.cache import purge_outbox
+from stoker.cache.memory import MemoryStore
 from stoker.cache.notifier import LocalNotifier, Notifier
-from stoker.cache.purge_bus import NOT_RELAYED, Member, PurgeBus, Relayed, unconfirmed
-from stoker.cache.purge_list import PurgeMark
-from stoker.cache.purge_outbox import Outgoing
 from stoker.clock import Clock
+from stoker.purge import outbox
+from stoker.purge.bus import NOT_RELAYED, Member, PurgeBus, Relayed, unconfirmed
+from stoker.purge.list import PurgeMark
+from stoker.purge.outbox import Outgoing
+from stoker.purge.purger import Purger
 from stoker.resilience.repeats import Repeats
 
 log = logging.getLogger("stoker.purge")
@@ -96,13 +97,17 @@ class NotApplied(Exception):
 class PurgeRelay:
     """This process's member of the bus (see the module docstring)."""
 
-    def __init__(self, bus: PurgeBus, me: str, stoker: Stoker, clock: Clock, *,
-                 ack_timeout: float, node_timeout: float,
+    def __init__(self, bus: PurgeBus, me: str, purger: Purger, l1: MemoryStore,
+                 clock: Clock, *, ack_timeout: float, node_timeout: float,
                  notifier: Notifier | None = None) -> None:
+        """``purger`` puts what the others relay in force here (its purge list, its
+        cache, its cache version); ``l1`` is dropped whole when purges may have been
+        missed."""
         self._bus = bus
         self.notifier: Notifier = notifier or LocalNotifier(clock)
         self.me = me
-        self._stoker = stoker
+        self._purger = purger
+        self._l1 = l1
         self._clock = clock
         self._ack_timeout = ack_timeout
         self._node_timeout = node_timeout
@@ -122,7 +127,7 @@ class PurgeRelay:
         """Start at the bus's newest number, with what the bus still keeps in force for
         this process's L2 reads, and say so."""
         self._position = await self._bus.latest()
-        bans = self._stoker.purger.purges.bans
+        bans = self._purger.purges.bans
         for relayed in await self._bus.since(0):
             bans.add(relayed.mark)
         await self._confirm()
@@ -228,7 +233,7 @@ class PurgeRelay:
         """Keep ``mark`` (and the version it switched to) to publish, and start publishing
         what is kept; its ticket."""
         self._taken += 1
-        self._outbox = purge_outbox.kept(self._outbox, Outgoing(mark, version, self._taken))
+        self._outbox = outbox.kept(self._outbox, Outgoing(mark, version, self._taken))
         if self._kicked is None or self._kicked.done():
             self._kicked = asyncio.ensure_future(self._send_now())
         return self._taken
@@ -300,10 +305,10 @@ class PurgeRelay:
         """Drop the memory tier: purges may have been missed (the others stopped waiting
         for this process), and what it holds may be what they purged."""
         log.warning("%s: dropping the memory tier", why)
-        self._stoker.store.l1.clear_nowait()
+        self._l1.clear_nowait()
 
     async def _apply(self, relayed: Relayed) -> None:
-        mark, purger = relayed.mark, self._stoker.purger
+        mark, purger = relayed.mark, self._purger
         purges = purger.purges
         purges.record(soft=mark.soft, now=mark.now, keys=mark.keys, prefixes=mark.prefixes,
                       tags=mark.tags, everything=mark.everything)
@@ -311,7 +316,7 @@ class PurgeRelay:
             purger.adopt_version(relayed.version)
             return
         try:
-            await self._stoker.store.purge(purges.latest)
+            await purger.store.purge(purges.latest)
         except Exception as error:
             raise NotApplied(f"purge {relayed.number} of {relayed.sender} read from the bus, "
                              "not applied to the cache tiers here") from error
@@ -322,14 +327,15 @@ class PurgeRelay:
         self._confirmed_at = self._clock.monotonic()
 
 
-async def open_relay(stoker: Stoker, bus: PurgeBus, me: str,
+async def open_relay(bus: PurgeBus, me: str, purger: Purger, l1: MemoryStore, clock: Clock,
+                     *, ack_timeout: float, node_timeout: float,
                      notifier: Notifier | None = None) -> PurgeRelay:
-    """``stoker`` on ``bus`` as ``me``, hearing the others through ``notifier`` (default:
+    """``purger`` on ``bus`` as ``me``, hearing the others through ``notifier`` (default:
     a :class:`~stoker.cache.notifier.LocalNotifier`; both taken over: closed with the
-    relay): joined, its purger and pipeline relaying through it."""
-    settings = stoker.settings
-    relay = PurgeRelay(bus, me, stoker, stoker.clock, ack_timeout=settings.purge_ack_timeout,
-                       node_timeout=settings.node_timeout, notifier=notifier)
+    relay): joined, the purger relaying through it (its purges and the unsafe methods'
+    invalidations)."""
+    relay = PurgeRelay(bus, me, purger, l1, clock, ack_timeout=ack_timeout,
+                       node_timeout=node_timeout, notifier=notifier)
     try:
         await relay.join()
     except BaseException:
@@ -338,6 +344,5 @@ async def open_relay(stoker: Stoker, bus: PurgeBus, me: str,
         finally:
             await relay.notifier.close()
         raise
-    stoker.purger.relay = stoker.pipeline.relay = relay
+    purger.relay = relay
     return relay
-

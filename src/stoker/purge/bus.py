@@ -1,7 +1,7 @@
 """The purge bus: how the processes (and later the nodes) that share one cache hear of
 each other's purges, and say they have them in force.
 
-Each process keeps its own :class:`~stoker.cache.purge_list.PurgeList` (its sequence
+Each process keeps its own :class:`~stoker.purge.list.PurgeList` (its sequence
 numbers are its own); the bus relays what a purge was (its scope, hard or soft, its
 time, and a new cache version for a purge of everything) to the others, numbered in
 the order the bus took them.  A member *confirms* a number once every purge up to it is
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from stoker.cache.notifier import Notifier
-from stoker.cache.purge_list import PurgeMark
+from stoker.purge.list import PurgeMark
 
 NOT_RELAYED: Final = "*"
 """Who has not confirmed a purge the bus did not take yet: every other member."""
@@ -83,7 +83,7 @@ class PurgeBus(Protocol):
 
 
 class Relay(Protocol):
-    """This process's side of the bus, as the purger and the pipeline use it."""
+    """This process's side of the bus, as the purger uses it."""
 
     me: str
     """This process's name on the bus."""

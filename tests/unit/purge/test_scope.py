@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.cache.invalidation import (
+from stoker.http.site_hosts import Aliases, SiteHosts
+from stoker.purge.scope import (
     PurgeRequestError,
     PurgeScope,
     also_urls,
@@ -16,7 +17,6 @@ from stoker.cache.invalidation import (
     purge_is_soft,
     with_also,
 )
-from stoker.http.site_hosts import Aliases, SiteHosts
 
 HOST = "www.example.com"
 SITES = SiteHosts((HOST,), Aliases(["cms.internal:8000", "http://origin.local"]))

@@ -5,7 +5,7 @@ multi-node setup subscribes to broadcast L1 drops.
 
 Invariants:
 - Subscribers are called in subscription order with ``(scope, keys, urls)``:
-  the :class:`~stoker.cache.invalidation.PurgeScope`, the primary keys the
+  the :class:`~stoker.purge.scope.PurgeScope`, the primary keys the
   purge touched (empty for a purge of everything) and their URLs.
 - A subscriber that raises is logged on ``stoker.purge`` and skipped; it
   never fails the purge or stops later subscribers.  Subscribers are awaited,
@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
-from stoker.cache.invalidation import PurgeScope
+from stoker.purge.scope import PurgeScope
 
 log = logging.getLogger("stoker.purge")
 

@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.entries import make_entry
 
-from stoker.cache.purge_bans import PurgeBans, screened
-from stoker.cache.purge_list import PurgeList, PurgeMark, Verdict, judge
 from stoker.clock import FakeClock
+from stoker.purge.bans import PurgeBans, screened
+from stoker.purge.list import PurgeList, PurgeMark, Verdict, judge
 
 ENTRY = make_entry("https://example.com/blog/1", tags=("post-1", "posts"), now=100.0)
 

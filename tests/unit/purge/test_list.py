@@ -8,9 +8,9 @@ from collections.abc import Sequence
 import pytest
 from tests.entries import make_entry
 
-from stoker.cache.events import PurgeEvents
-from stoker.cache.invalidation import PurgeScope
-from stoker.cache.purge_list import (
+from stoker.clock import FakeClock
+from stoker.purge.events import PurgeEvents
+from stoker.purge.list import (
     L1,
     L2,
     MemoryPurgeLog,
@@ -20,7 +20,7 @@ from stoker.cache.purge_list import (
     judge,
     screen,
 )
-from stoker.clock import FakeClock
+from stoker.purge.scope import PurgeScope
 
 ENTRY = make_entry("https://example.com/blog/1", tags=("post-1", "posts"))
 

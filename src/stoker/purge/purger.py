@@ -1,4 +1,5 @@
-"""Executing purges against the tiered store and the pipeline's keys.
+"""The Purger: executing purges (and unsafe methods' invalidations) against the tiered
+store and the request core's keys.
 
 URLs become primary keys through the pipeline's own key function (rules'
 ``ignore_query``, the current version), so a URL purge removes exactly what a
@@ -6,7 +7,7 @@ request for that URL would read — every Vary variant of it.  Prefixes and
 tags go through the store's indexes; everything bumps the cache version.
 
 Invariants:
-- Every purge is recorded in the :class:`~stoker.cache.purge_list.PurgeList`
+- Every purge is recorded in the :class:`~stoker.purge.list.PurgeList`
   (the one the store and the fetcher share) *before* entries are looked up and
   changed, so a fetch racing the purge either lands first (and is purged) or is
   refused/softened by the list.
@@ -35,75 +36,37 @@ Invariants:
   and the L2 thread (shared with request-path reads) are never held for the
   whole purge.
 - Every purge but one of everything also purges the ``rewarm_also`` URLs
-  (:attr:`Purger.also`, :func:`~stoker.cache.invalidation.with_also`), soft or hard as
+  (:attr:`Purger.also`, :func:`~stoker.purge.scope.with_also`), soft or hard as
   it is; its result and its event name them when they were cached, so the warmer
   re-warms them with the purge's own URLs.
 - Subscribers hear of a purge after it took effect for every reader
-  (:class:`~stoker.cache.events.PurgeEvents`); L2's background part may still
+  (:class:`~stoker.purge.events.PurgeEvents`); L2's background part may still
   be running.
+- An unsafe method's invalidation (RFC 9111 §4.4, :meth:`Purger.invalidate`) is a hard
+  purge of primary keys on this same path (purge list, applier, relay, events); it is
+  relayed without waiting for confirmations, adds no ``rewarm_also`` URLs and is not
+  audited (an automatic invalidation, not an operator's change).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from stoker.cache.entry import CacheEntry
-from stoker.cache.events import PurgeEvents
-from stoker.cache.invalidation import PurgeScope, with_also
 from stoker.cache.port import Cache, Purged
-from stoker.cache.purge_bus import Relay
-from stoker.cache.purge_list import PurgeList, PurgeMark
 from stoker.cache.version_file import VersionState, VersionStore, newer
 from stoker.clock import Clock
-from stoker.proxy.pipeline import Pipeline
+from stoker.purge.bus import Relay
+from stoker.purge.events import PurgeEvents
+from stoker.purge.list import PurgeList, PurgeMark
+from stoker.purge.scope import PurgeScope, with_also
 
 log = logging.getLogger("stoker.purge")
 URLS_SHOWN = 100
-
-
-class Auditor(Protocol):
-    """Where purges and refused admin calls are recorded."""
-
-    async def record(self, *, actor: str, action: str, target: Mapping[str, Any],
-                     count: int | None, outcome: str) -> None: ...
-
-
-class Refusals(Protocol):
-    """Where refused calls are recorded, at a bounded rate per client (the admin side's
-    ``RefusalAudit``: one policy for the admin listener and the ``PURGE`` method)."""
-
-    async def refused(self, *, client: str, actor: str, action: str,
-                      target: Mapping[str, Any]) -> None: ...
-
-
-class AuditTrail(Auditor, Protocol):
-    """An :class:`Auditor` that can be read back, pruned and closed: what a running Stoker
-    holds (``stoker.backends.sqlite.audit_store.SqliteAuditStore``)."""
-
-    async def recent(self, limit: int = 100, *, action: str | None = None,
-                     before: int | None = None) -> list[dict[str, Any]]: ...
-
-    async def prune(self, before: float, keep: int) -> int: ...
-
-    async def close(self) -> None: ...
-
-
-async def record_safely(audit: Auditor | None, *, actor: str, action: str,
-                        target: Mapping[str, Any], count: int | None, outcome: str) -> None:
-    """Record with ``audit`` (if any); a failure is logged (one error line), never raised,
-    so the answer to the call being audited stays what it was."""
-    if audit is None:
-        return
-    try:
-        await audit.record(actor=actor, action=action, target=target, count=count,
-                           outcome=outcome)
-    except Exception as error:
-        log.error("could not write the audit record of %s by %s (%s): %s: %s",
-                  action, actor, outcome, type(error).__name__, error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +93,20 @@ class PurgeResult:
                 "unconfirmed": list(self.unconfirmed), "l2_pending": self.l2_pending}
 
 
+class Keys(Protocol):
+    """What the purger keys URLs with, and the cache version it serves under: the request
+    core's (:class:`~stoker.proxy.pipeline.Pipeline`), so a URL purge removes exactly
+    what a request for that URL would read."""
+
+    version: str
+    """The cache version, part of every primary key (switched by a hard purge of
+    everything)."""
+
+    def key_for_url(self, url: str) -> str:
+        """The primary key a GET of the absolute ``url`` would use."""
+        ...
+
+
 def url_of_key(primary_key: str) -> str:
     """The (canonical) URL in a primary key ``version|url``."""
     return primary_key.split("|", 1)[1]
@@ -138,9 +115,12 @@ def url_of_key(primary_key: str) -> str:
 class Purger:
     """Runs purges (see the module invariants)."""
 
-    def __init__(self, pipeline: Pipeline, store: Cache, purges: PurgeList,
-                 events: PurgeEvents, clock: Clock, versions: VersionStore) -> None:
-        self.pipeline = pipeline
+    pipeline: Keys
+    """The request core whose key function and cache version purges go by: bound once,
+    right after the core is built (with this purger as its invalidator, so after it)."""
+
+    def __init__(self, store: Cache, purges: PurgeList, events: PurgeEvents, clock: Clock,
+                 versions: VersionStore) -> None:
         self.store = store
         self.purges = purges
         self.events = events
@@ -151,7 +131,7 @@ class Purger:
         self.relay: Relay | None = None
         """The other processes sharing the cache (none: this process alone)."""
         self.also: tuple[str, ...] = ()
-        """The ``rewarm_also`` URLs (:func:`~stoker.cache.invalidation.also_urls`)."""
+        """The ``rewarm_also`` URLs (:func:`~stoker.purge.scope.also_urls`)."""
 
     async def purge(self, scope: PurgeScope) -> PurgeResult:
         """Apply ``scope`` (with :attr:`also`) now; return what it did."""
@@ -167,6 +147,36 @@ class Purger:
                         "(%d entries purged); if they are the site's, add them to "
                         "site_aliases (or site_url)", ",".join(scope.unknown_hosts),
                         result.purged)
+        await self.events.publish(scope, result.keys, result.urls)
+        return result
+
+    async def invalidate(self, keys: Sequence[str]) -> PurgeResult:
+        """RFC 9111 §4.4: after a successful unsafe request, hard-purge the primary keys
+        ``keys`` (its target URI and same-origin ``Location``/``Content-Location``, keyed
+        by the request core) the way every purge goes: recorded in the purge list (a
+        fetch in flight cannot store the old representation after it), applied to both
+        tiers by the applier (in force for every read before this returns), relayed to
+        the processes sharing the cache, and published to the purge events with the URLs
+        it found cached (the warmer re-warms them, as after a purge of those URLs).
+
+        Unlike :meth:`purge`, by decision: it is relayed without waiting for the others'
+        confirmations (:meth:`~stoker.purge.bus.Relay.tell`: the unsafe request's answer
+        is not held for them; they take it at their next poll), the ``rewarm_also`` URLs
+        are not added (the site changed these URLs only), it logs no line (one per POST
+        would drown the log) and it is not audited: the audit log records what operators
+        and purge clients asked for, and an automatic invalidation is neither (the
+        request that caused it is in the access log)."""
+        self.purges.record(soft=False, now=self._clock.now(), keys=keys)
+        mark = self.purges.latest
+        try:
+            found = await self.store.purge(mark)
+        finally:
+            if self.relay is not None:
+                self.relay.tell(mark)
+        touched = tuple(found.primary_keys)
+        scope = PurgeScope(urls=tuple(dict.fromkeys(map(url_of_key, keys))))
+        result = PurgeResult(scope, found.entries, touched, _urls(touched),
+                             self.pipeline.version, l2_pending=found.l2_pending)
         await self.events.publish(scope, result.keys, result.urls)
         return result
 

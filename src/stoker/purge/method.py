@@ -13,14 +13,14 @@ Invariants:
   the peer is one of ``trusted_proxies`` (never a header from anyone else,
   which the client controls); anyone else gets 403 and nothing is purged.
 - The URL purged is the request's (scheme, ``Host``, target), read as the admin API
-  reads an absolute URL (:func:`~stoker.cache.invalidation.expand_url`): a ``Host``
+  reads an absolute URL (:func:`~stoker.purge.scope.expand_url`): a ``Host``
   in ``site_aliases`` or equal to ``origin_host`` — the CMS's own address, which
   Wagtail's and WordPress's purge clients send — purges the page on every one of the
   site's own hosts, and a ``Host`` that is neither the site's nor an alias is named in
   the answer's ``unknown_hosts``.
 - Every attempt that is not disabled outright is audited with actor
   ``purge-method:<client address>``: an allowed one always, a refused one through
-  :class:`~stoker.proxy.purge.Refusals` (the admin listener's policy: a client's first
+  :class:`~stoker.purge.audit.Refusals` (the admin listener's policy: a client's first
   refusals of a window recorded, the rest counted into one summary row), so a flood of
   refused ``PURGE`` adds a bounded number of rows and log lines per client and minute;
   responses are ``no-store``.
@@ -34,18 +34,39 @@ from __future__ import annotations
 import ipaddress
 import json
 from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
-from stoker.cache.invalidation import PurgeRequestError, PurgeScope, expand_url, purge_is_soft
 from stoker.http.headers import get_header
 from stoker.http.site_hosts import SiteHosts
-from stoker.proxy.purge import Auditor, Purger, Refusals, record_safely
-from stoker.proxy.reply import ReplySink
-from stoker.proxy.request import RequestInfo
+from stoker.purge.audit import Auditor, Refusals, record_safely
+from stoker.purge.purger import Purger
+from stoker.purge.scope import PurgeRequestError, PurgeScope, expand_url, purge_is_soft
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 SOFT_HEADERS = (b"x-purge-soft", b"stoker-soft")
 TRUE_VALUES = frozenset({b"1", b"true", b"yes", b"on"})
 FALSE_VALUES = frozenset({b"0", b"false", b"no", b"off"})
+
+
+class PurgeRequest(Protocol):
+    """What the method reads of a request (the core's
+    :class:`~stoker.proxy.request.RequestInfo`)."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def client(self) -> str | None: ...
+
+    @property
+    def headers(self) -> Sequence[tuple[bytes, bytes]]: ...
+
+
+class Answer(Protocol):
+    """Where the method answers (the core's :class:`~stoker.proxy.reply.ReplySink`)."""
+
+    def whole(self, status: int, headers: Sequence[tuple[bytes, bytes]], body: bytes) -> None:
+        ...
 
 
 def parse_networks(items: Iterable[str]) -> tuple[Network, ...]:
@@ -96,7 +117,7 @@ class PurgeMethod:
         self._refusals = refusals
         self._sites = sites
 
-    async def __call__(self, request: RequestInfo, sink: ReplySink) -> None:
+    async def __call__(self, request: PurgeRequest, sink: Answer) -> None:
         decision = purge_allowed(request.client, self._allow)
         if decision == "disabled":
             await _answer(sink, 405, {"error": "the PURGE method is disabled; set purge_allow "
@@ -124,7 +145,7 @@ class PurgeMethod:
         await _answer(sink, 200, result.as_json())
 
 
-async def _answer(sink: ReplySink, status: int, body: object, *,
+async def _answer(sink: Answer, status: int, body: object, *,
                   allow: bytes | None = None) -> None:
     data = (json.dumps(body) + "\n").encode()
     headers = [(b"content-type", b"application/json"),

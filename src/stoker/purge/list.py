@@ -17,7 +17,7 @@ through :func:`judge`:
   while its application runs;
 - what is read from L2 is also judged by every mark recorded after it was stored, for as
   long as such an entry can be read (:attr:`PurgeList.bans`,
-  :mod:`stoker.cache.purge_bans`; :meth:`PurgeList.screen_l2` does both): L2's indexes
+  :mod:`stoker.purge.bans`; :meth:`PurgeList.screen_l2` does both): L2's indexes
   may lose what a purge's lookup needs (Redis evicting a tag set), the bans do not.
 
 The marks are kept behind :class:`PurgeLog` (append, marks since a sequence number,
@@ -35,7 +35,7 @@ Invariants:
   again later).  Trimming the log does not touch the bans: every recorded mark (this
   process's own, and those its relay put in force) is in force for L2 reads as the
   bans' invariants say.
-- :func:`judge` (:mod:`stoker.cache.purge_mark`) is pure: the verdict depends only on
+- :func:`judge` (:mod:`stoker.purge.mark`) is pure: the verdict depends only on
   the marks and the entry.  A hard mark wins over soft ones; a soft verdict carries the
   earliest purge time, so the copy is stale from the first purge that covered it.
 """
@@ -47,9 +47,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from stoker.cache.entry import CacheEntry
-from stoker.cache.purge_bans import PurgeBans, screened
-from stoker.cache.purge_mark import PurgeMark, Verdict, judge, screen
 from stoker.clock import Clock
+from stoker.purge.bans import PurgeBans, screened
+from stoker.purge.mark import PurgeMark, Verdict, judge, screen
 
 __all__ = ["DEFAULT_WINDOW", "L1", "L2", "MemoryPurgeLog", "PurgeList", "PurgeLog",
            "PurgeMark", "Verdict", "judge", "screen"]

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from tests.entries import make_entry
 
 from stoker.cache.entry import CacheEntry
-from stoker.cache.purge_list import PurgeMark, Verdict, judge
-from stoker.cache.purge_outbox import Outgoing, folded, kept
+from stoker.purge.list import PurgeMark, Verdict, judge
+from stoker.purge.outbox import Outgoing, folded, kept
 
 URLS = ("https://s.test/a", "https://s.test/a/b", "https://s.test/c", "https://s.test/d/e")
 TAGS = ("t1", "t2", "t3")

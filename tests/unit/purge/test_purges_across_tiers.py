@@ -26,9 +26,9 @@ from stoker.cache.bodies import BodyStore
 from stoker.cache.entry import CacheEntry
 from stoker.cache.l2_queue import L2WriteTimeout
 from stoker.cache.memory import MemoryStore
-from stoker.cache.purge_list import PurgeList
 from stoker.cache.tiered import TieredStore
 from stoker.clock import FakeClock
+from stoker.purge.list import PurgeList
 
 NAMES = ("a/1", "a/2", "b/1")
 TAGS = ("t0", "t1")
