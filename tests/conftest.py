@@ -42,6 +42,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+async def until(condition: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    """Return once ``condition()`` holds, looking every 10 ms; fail naming ``what`` after
+    ``timeout`` real seconds (a guard against a hang, not a measure of speed)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, f"never: {what}"
+        await asyncio.sleep(0.01)
+
+
 async def wait_listening(port: int, timeout: float = 10.0) -> None:
     """Return once something accepts connections on ``port``."""
     loop = asyncio.get_running_loop()

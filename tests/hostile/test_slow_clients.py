@@ -6,6 +6,10 @@ or sending a GET whose body never comes each held one, and with every slot held 
 visitor's miss waited.  Now a body is read whole before a slot is taken, an origin
 response is read at the origin's pace into a buffer while the client is fed from it,
 and a body that stalls for ``client_body_timeout`` is answered 408.
+
+The hostile connections are real sockets; that no slot is held is read off the limiter
+once each stands where it stalls, and the body timeout runs on a :class:`SteppedClock`
+the test moves (nothing here depends on how fast the machine is).
 """
 
 from __future__ import annotations
@@ -13,17 +17,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from tests.hostile.conftest import FrameworkOrigin, address, exchange, final_status
+from tests.clocks import SteppedClock
+from tests.conftest import until
+from tests.hostile.conftest import FrameworkOrigin, address, final_status
 from tests.integration.conftest import Proxy, running_proxy
 from tests.integration.raw_origin import RawRequest, raw_origin, response
+
+from stoker.origin.slots import LimiterStats
 
 SLOTS = 4
 HOSTILE = 2 * SLOTS
 """Hostile connections: twice the slots, so holding one each would leave none."""
+BODY_TIMEOUT = 30.0
+"""``client_body_timeout``: seconds on the test's :class:`SteppedClock`."""
+IDLE = LimiterStats(in_use=0, warm_in_use=0, visitors_waiting=0, warm_waiting=0)
 
 
 @contextlib.asynccontextmanager
@@ -47,22 +57,30 @@ async def hostile(proxy: Proxy, heads: list[bytes], *,
             sock.close()
 
 
-async def visitor_miss(proxy: Proxy, path: str) -> float:
-    """Seconds a visitor's miss for ``path`` takes (it must be a 200)."""
-    started = time.monotonic()
-    answer = await asyncio.wait_for(proxy.client.get(path), 10)
-    assert answer.status_code == 200
-    return time.monotonic() - started
+def slots(proxy: Proxy) -> LimiterStats:
+    """The origin slots held and waited for now."""
+    return proxy.stoker.origin.limiter.stats()  # type: ignore[attr-defined,no-any-return]
+
+
+async def visitor_miss(proxy: Proxy, path: str) -> int:
+    """The status of a visitor's miss for ``path``."""
+    return (await proxy.client.get(path)).status_code
 
 
 async def test_trickling_post_bodies_hold_no_origin_slot(framework: FrameworkOrigin,
                                                          tmp_path: Path, mode: str) -> None:
+    clock = SteppedClock()
     heads = [b"POST /post/%d HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1000\r\n\r\nx" % i
              for i in range(HOSTILE)]
-    async with running_proxy(framework.url, tmp_path, kind=mode,
-                             origin_max_concurrency=SLOTS) as proxy, hostile(proxy, heads):
-        took = await visitor_miss(proxy, "/fresh/1")
-    assert took < 2.0
+    async with running_proxy(framework.url, tmp_path, clock=clock, kind=mode,
+                             origin_max_concurrency=SLOTS,
+                             client_body_timeout=f"{BODY_TIMEOUT:g}s") as proxy, \
+            hostile(proxy, heads):
+        await clock.sleeping(BODY_TIMEOUT, HOSTILE)  # every body's read waits for more
+        held = slots(proxy)
+        status = await visitor_miss(proxy, "/fresh/1")
+    assert held == IDLE
+    assert status == 200
     assert framework.paths() == ["/fresh/1"]  # no body came whole: no POST was forwarded
 
 
@@ -72,15 +90,10 @@ async def test_clients_not_reading_a_page_free_its_slot_when_the_origin_is_done(
     async with running_proxy(framework.url, tmp_path, kind=mode,
                              origin_max_concurrency=SLOTS) as proxy, \
             hostile(proxy, heads, receive_buffer=4096):
-        took = await visitor_miss(proxy, "/fresh/2")
-        limiter = proxy.stoker.origin.limiter  # type: ignore[attr-defined]
-        for _ in range(50):
-            if limiter.stats().in_use == 0:
-                break
-            await asyncio.sleep(0.1)
-        held = limiter.stats().in_use
-    assert took < 2.0
-    assert held == 0  # every big page was read whole from the origin, none by its client
+        # every big page is read whole from the origin, none by its client
+        await until(lambda: slots(proxy) == IDLE, "every slot free")
+        status = await visitor_miss(proxy, "/fresh/2")
+    assert status == 200
     assert sorted(framework.paths()) == sorted(
         ["/fresh/2", *(f"/big/{i}" for i in range(HOSTILE))])
 
@@ -92,25 +105,55 @@ async def test_gets_whose_body_never_comes_hold_no_origin_slot(tmp_path: Path,
         writer.write(response("200 OK", {"Cache-Control": "max-age=60"}, b"page"))
         return True
 
+    clock = SteppedClock()
     heads = [b"GET /stalled/%d HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1000\r\n\r\nx" % i
              for i in range(HOSTILE)]
     async with raw_origin(answer) as origin, \
-            running_proxy(origin.url, tmp_path, kind=mode, origin_max_concurrency=SLOTS,
-                          origin_timeout="20s") as proxy, hostile(proxy, heads):
-        took = await visitor_miss(proxy, "/fresh/3")
-    assert took < 2.0
+            running_proxy(origin.url, tmp_path, clock=clock, kind=mode,
+                          origin_max_concurrency=SLOTS, origin_timeout="20s",
+                          client_body_timeout=f"{BODY_TIMEOUT:g}s") as proxy, \
+            hostile(proxy, heads):
+        await clock.sleeping(BODY_TIMEOUT, HOSTILE)  # every body's read waits for more
+        held = slots(proxy)
+        status = await visitor_miss(proxy, "/fresh/3")
+    assert held == IDLE
+    assert status == 200
     assert [request.path for request in origin.requests] == ["/fresh/3"]
 
 
 async def test_a_stalled_body_is_408_after_client_body_timeout_and_never_forwarded(
         framework: FrameworkOrigin, tmp_path: Path, mode: str) -> None:
-    async with running_proxy(framework.url, tmp_path, kind=mode,
-                             client_body_timeout="1s") as proxy:
-        data, took = await exchange(proxy.url, b"POST /post/t HTTP/1.1\r\nHost: a.test\r\n"
-                                               b"Content-Length: 100\r\n\r\nabc", total=6)
+    clock = SteppedClock()
+    async with running_proxy(framework.url, tmp_path, clock=clock, kind=mode,
+                             client_body_timeout=f"{BODY_TIMEOUT:g}s") as proxy:
+        reader, writer = await asyncio.open_connection(*address(proxy.url))
+        try:
+            writer.write(b"POST /post/t HTTP/1.1\r\nHost: a.test\r\n"
+                         b"Content-Length: 100\r\n\r\nabc")
+            await clock.sleeping(BODY_TIMEOUT)  # the body's read waits for more
+            clock.advance(BODY_TIMEOUT - 1)
+            early = await read_for(reader, 0.3)
+            clock.advance(1)
+            data = await read_for(reader, 10, until_status=True)
+        finally:
+            writer.close()
+    assert early == b""  # not answered before client_body_timeout
     assert final_status(data) == 408, data[:120]
-    assert 0.9 < took < 3.0
     assert framework.seen == []
+
+
+async def read_for(reader: asyncio.StreamReader, seconds: float, *,
+                   until_status: bool = False) -> bytes:
+    """What arrives within ``seconds`` (or, ``until_status``, until a final status line
+    has, or the connection closes)."""
+    data = b""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            while chunk := await reader.read(65536):
+                data += chunk
+                if until_status and final_status(data) is not None:
+                    break
+    return data
 
 
 async def test_a_large_body_is_forwarded_whole_with_its_length(framework: FrameworkOrigin,

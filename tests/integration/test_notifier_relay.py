@@ -1,8 +1,9 @@
-"""Nodes on one database (and one Redis) poke each other through the notifier: with the
-fallback poll made far longer than a purge may take (:data:`LONG`), a purge on one node
-still answers at once, confirmed by the other, because the pokes woke both relays; a
-subscription killed from the server's side is made again, counted, and loses no purge
-and none of the memory tier."""
+"""Nodes on one database (and one Redis) poke each other through the notifier: on a
+clock that stands still, so that no fallback poll and no ``purge_ack_timeout`` ever ends
+a wait, a purge on one node is still answered, confirmed by the other, because the pokes
+woke both relays; a subscription killed from the server's side is made again, counted,
+and loses no purge (the node that lost it polls every :data:`POLL` meanwhile) and none of
+the memory tier."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from tests.clocks import SteppedClock
+from tests.conftest import until
 from tests.integration.conftest import Origin, drop_stoker_keys
 from tests.integration.test_purge_relay import (
     REDIS_DB_URL,
@@ -25,15 +28,21 @@ from stoker.admin import metrics
 from stoker.app.stoker import Stoker
 from stoker.backends.postgres.notifier import APPLICATION_NAME
 from stoker.cache.outcome import Kind
-from stoker.cache.subscription import Link, Subscription
+from stoker.cache.subscription import RETRY_MOST, Link, Subscription
 from stoker.purge import relay as purge_relay
+from stoker.purge.relay import POLL
 from stoker.purge.scope import PurgeScope
+from stoker.resilience.outage import RETRY_FIRST
 
 LONG = 10.0
-"""The fallback poll of these tests: twice ``purge_ack_timeout``, so a purge answered
-with both nodes confirming was heard of through a poke, never a poll."""
-QUICK = 2.0
-"""What a purge may take here (a loaded CI box: generous, and a fifth of :data:`LONG`)."""
+"""The fallback poll of these tests (seconds on their clock): twice
+``purge_ack_timeout``, so a purge waits for confirmations in looks at the bus
+:data:`ACK_WAIT` apart, longer than any step the tests move the clock by."""
+ACK_WAIT = LONG / 2
+"""How long a purging node waits for a poke of ``"confirmed"`` before it looks again."""
+HANG = 30.0
+"""Real seconds after which a purge waiting for a poke that never comes fails the test (a
+guard against a hang, not a measure of speed)."""
 
 
 @pytest.fixture(autouse=True)
@@ -41,11 +50,10 @@ def long_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(purge_relay, "SLOW_POLL", LONG)
 
 
-async def timed_purge(node: Stoker, scope: PurgeScope) -> tuple[tuple[str, ...], float]:
-    loop = asyncio.get_running_loop()
-    began = loop.time()
-    result = await node.purger.purge(scope)
-    return result.unconfirmed, loop.time() - began
+async def purge(node: Stoker, scope: PurgeScope) -> tuple[str, ...]:
+    """``node``'s purge of ``scope``: the members it waited for and did not hear from."""
+    async with asyncio.timeout(HANG):
+        return (await node.purger.purge(scope)).unconfirmed
 
 
 async def kill_listeners(notifier: Subscription) -> int:
@@ -59,44 +67,39 @@ async def kill_listeners(notifier: Subscription) -> int:
         await conn.close()
 
 
-async def eventually(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "not within the time given"
-        await asyncio.sleep(0.01)
-
-
-async def test_a_purge_answers_at_once_through_postgresql_pokes(
+async def test_a_purge_answers_on_postgresql_pokes_alone(
         origin: Origin, tmp_path: Path) -> None:
     origin.app.set("/t", headers=TAGGED, body=b"v1")
+    clock = SteppedClock()  # never moved: only pokes end the relays' waits
     with pg_schema(migrated=False) as schema:
         url = schema_url(schema)
-        async with member(origin, tmp_path / "a", "a", processes=1, database_url=url) as (
-                a, ra), member(origin, tmp_path / "b", "b", processes=1,
-                               database_url=url) as (b, rb):
+        async with member(origin, tmp_path / "a", "a", clock, processes=1,
+                          database_url=url) as (a, ra), \
+                member(origin, tmp_path / "b", "b", clock, processes=1,
+                       database_url=url) as (b, rb):
             assert ra.notifier.reaches_others and rb.notifier.connected
             await served(a, "/t")
             await served(b, "/t")
             origin.app.set("/t", headers=TAGGED, body=b"v2")
             heard = rb.notifier.rung("published")
-            unconfirmed, took = await timed_purge(a, PurgeScope(tags=("post-1",)))
+            unconfirmed = await purge(a, PurgeScope(tags=("post-1",)))
             after = await served(b, "/t")
             woken = rb.notifier.rung("published") - heard
-    assert unconfirmed == () and took < QUICK
+    assert unconfirmed == ()
     assert after == (Kind.MISS, b"v2")
     assert woken >= 1  # B read the bus because A poked it
 
 
-async def test_a_purge_answers_at_once_through_redis_pokes(
+async def test_a_purge_answers_on_redis_pokes_alone(
         origin: Origin, tmp_path: Path) -> None:
     origin.app.set("/t", headers=TAGGED, body=b"v1")
     await drop_stoker_keys(REDIS_DB_URL)
+    clock = SteppedClock()  # never moved: only pokes end the relays' waits
     with pg_schema(migrated=False) as schema:
         shared = {"processes": 1, "l2_url": REDIS_DB_URL, "database_url": schema_url(schema)}
         try:
-            async with member(origin, tmp_path / "a", "a", **shared) as (a, ra), \
-                    member(origin, tmp_path / "b", "b", **shared) as (b, rb):
+            async with member(origin, tmp_path / "a", "a", clock, **shared) as (a, ra), \
+                    member(origin, tmp_path / "b", "b", clock, **shared) as (b, rb):
                 notifier = ra.notifier
                 assert isinstance(notifier, Subscription) and "Redis" in notifier.channel.where
                 await served(a, "/t")
@@ -104,12 +107,12 @@ async def test_a_purge_answers_at_once_through_redis_pokes(
                 assert await served(b, "/t") == (Kind.HIT, b"v1")
                 origin.app.set("/t", headers=TAGGED, body=b"v2")
                 heard = rb.notifier.rung("published")
-                unconfirmed, took = await timed_purge(a, PurgeScope(tags=("post-1",)))
+                unconfirmed = await purge(a, PurgeScope(tags=("post-1",)))
                 after = await served(b, "/t")
                 woken = rb.notifier.rung("published") - heard
         finally:
             await drop_stoker_keys(REDIS_DB_URL)
-    assert unconfirmed == () and took < QUICK
+    assert unconfirmed == ()
     assert after == (Kind.MISS, b"v2")
     assert woken >= 1
 
@@ -117,34 +120,49 @@ async def test_a_purge_answers_at_once_through_redis_pokes(
 async def test_a_lost_subscription_loses_no_purge_and_no_memory(
         origin: Origin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The decision of docs/decisions/0037-notifier.md: B's subscription killed and refused
-    for a while (a fault), a purge on A still answers at once (B polls every POLL while it
-    is down), nothing is dropped from B's memory, and once B is subscribed again (counted)
-    the pokes carry the next purge."""
+    for a while (a fault), a purge on A is still answered once B's clock passes one
+    :data:`POLL` (B polls every POLL while it is down), nothing is dropped from B's
+    memory, and once B is subscribed again (counted) the pokes alone carry the next
+    purge."""
     origin.app.set("/kept", headers=[("cache-control", "max-age=600")], body=b"kept")
     origin.app.set("/t", headers=TAGGED, body=b"v1")
+    clock = SteppedClock()
     with pg_schema(migrated=False) as schema:
         url = schema_url(schema)
-        async with member(origin, tmp_path / "a", "a", processes=1, database_url=url) as (
-                a, ra), member(origin, tmp_path / "b", "b", processes=1,
-                               database_url=url) as (b, rb):
+        async with member(origin, tmp_path / "a", "a", clock, processes=1,
+                          database_url=url) as (a, ra), \
+                member(origin, tmp_path / "b", "b", clock, processes=1,
+                       database_url=url) as (b, rb):
             for path in ("/kept", "/t"):
                 await served(b, path)
             notifier = rb.notifier
             assert isinstance(notifier, Subscription)
             refused = Refusal(notifier, monkeypatch)
             assert await kill_listeners(notifier) == 2
-            await eventually(lambda: ra.notifier.reconnects == 1 and not notifier.connected)
+            # a Subscription not connected waits RETRY_FIRST to subscribe again
+            await until(lambda: not (ra.notifier.connected or notifier.connected),
+                        "both subscriptions lost")
+            clock.advance(RETRY_FIRST)  # A is subscribed again, B refused
+            await until(lambda: ra.notifier.reconnects == 1 and not notifier.connected,
+                        "A subscribed again, B not")
             origin.app.set("/t", headers=TAGGED, body=b"v2")
-            while_down = await timed_purge(a, PurgeScope(tags=("post-1",)))
+            purging = asyncio.ensure_future(purge(a, PurgeScope(tags=("post-1",))))
+            await until(lambda: purging.done() or (  # B may have been polling already
+                clock.pending[ACK_WAIT] > 0 and clock.pending[POLL] > 0),
+                "the purge on the bus, A waiting for B's confirmation, B for its next poll")
+            clock.advance(POLL)
+            while_down = await purging
             after = await served(b, "/t")
             refused.lift()
-            await eventually(lambda: notifier.connected)
+            await clock.sleeping(RETRY_MOST)  # B waits to try again
+            clock.advance(RETRY_MOST)
+            await until(lambda: notifier.connected, "B subscribed again")
             origin.app.set("/t", headers=TAGGED, body=b"v3")
-            back = await timed_purge(a, PurgeScope(tags=("post-1",)))
+            back = await purge(a, PurgeScope(tags=("post-1",)))
             again = await served(b, "/t")
             kept = await served(b, "/kept")
             figures = metrics.own(b)
-    assert while_down[0] == back[0] == () and while_down[1] < QUICK and back[1] < QUICK
+    assert while_down == back == ()
     assert after == (Kind.MISS, b"v2") and again == (Kind.MISS, b"v3")
     assert kept == (Kind.HIT, b"kept")  # B's memory tier stayed
     assert figures.notifier_reconnects == 1 and figures.notifier_connected

@@ -19,6 +19,7 @@ from stoker.app.sharing import join_bus, share_cache
 from stoker.app.stoker import Stoker
 from stoker.backends.sqlite.purge_bus import SqlitePurgeBus
 from stoker.cache.outcome import Kind
+from stoker.clock import Clock
 from stoker.config.settings import settings_from
 from stoker.proxy.request_body import no_body
 from stoker.purge.bus import NOT_RELAYED, Relayed
@@ -30,11 +31,11 @@ TAGGED = [("cache-control", "max-age=600"), ("cache-tag", "post-1")]
 
 
 @asynccontextmanager
-async def member(origin: Origin, data_dir: Path, name: str,
+async def member(origin: Origin, data_dir: Path, name: str, clock: Clock | None = None,
                  **settings: Any) -> AsyncIterator[tuple[Stoker, PurgeRelay]]:
-    """One Stoker on ``data_dir``, on its bus as ``name``, following it."""
+    """One Stoker on ``data_dir`` (on ``clock``), on its bus as ``name``, following it."""
     stoker = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(data_dir),
-                                              **{"processes": 2, **settings}}))
+                                              **{"processes": 2, **settings}}), clock=clock)
     sharing = await share_cache(stoker, name)
     stop = asyncio.Event()
     following = asyncio.create_task(sharing.relay.follow(stop))

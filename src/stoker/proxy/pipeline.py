@@ -420,7 +420,7 @@ class Pipeline:
             return
         if request.declares_body:  # a cache fetch sends none: read it, so none is pending
             await discard_body(body, timeout=self.config.client_body_timeout,
-                               limit=self.config.client_max_body_size)
+                               limit=self.config.client_max_body_size, clock=self.clock)
         await self._cacheable(request, rule, sink)
 
     def _bypass(self, request: RequestInfo, rule: Rule | None) -> str | None:
@@ -752,7 +752,7 @@ class Pipeline:
                        sink: ReplySink, fwd: str, *, invalidate: bool) -> None:
         body = await read_body(pieces, timeout=self.config.client_body_timeout,
                                limit=self.config.client_max_body_size,
-                               directory=self.bodies.directory) if (
+                               directory=self.bodies.directory, clock=self.clock) if (
             request.declares_body) else None
         try:
             await self._forward_whole(request, body, sink, fwd, invalidate=invalidate)

@@ -9,11 +9,11 @@ pipeline reads the whole body first (:func:`read_body`) and only then takes a sl
 
 Invariants:
 - The origin is contacted only for a body that arrived whole: a client gone mid-body
-  (:class:`BodyBrokenOff`), a wait of more than ``timeout`` seconds between two pieces
-  (:class:`BodyTimeout`, ``client_body_timeout``), a body over ``limit`` bytes
-  (:class:`BodyTooLarge`, ``client_max_body_size``) or a disk error keeping it
-  (:class:`BodyNotKept`) ends the request first, as a :class:`BadRequest` whose status
-  the pipeline answers.
+  (:class:`BodyBrokenOff`), a wait of more than ``timeout`` seconds on the injected
+  clock between two pieces (:class:`BodyTimeout`, ``client_body_timeout``), a body over
+  ``limit`` bytes (:class:`BodyTooLarge`, ``client_max_body_size``) or a disk error
+  keeping it (:class:`BodyNotKept`) ends the request first, as a :class:`BadRequest`
+  whose status the pipeline answers.
 - At most :data:`MEMORY` bytes of a body are held in memory; a longer one goes whole to
   an unnamed temporary file in the given directory (:mod:`~stoker.proxy.transit_file`),
   which disappears when the body is closed or the process dies.
@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from stoker.asgi import Receive
+from stoker.clock import Clock
 from stoker.proxy.request import BadRequest
 from stoker.proxy.transit_file import TransitFile
 
@@ -93,13 +94,13 @@ class RequestBody:
 
 
 async def read_body(body: AsyncIterator[bytes], *, timeout: float, limit: int,
-                    directory: Path) -> RequestBody:
+                    directory: Path, clock: Clock) -> RequestBody:
     """Read the request body whole (see the module invariants); the caller closes it."""
     memory: list[bytes] = []
     file: TransitFile | None = None
     size = 0
     try:
-        async for piece in _pieces(body, timeout, limit):
+        async for piece in _pieces(body, timeout, limit, clock):
             if file is None and size + len(piece) > MEMORY:
                 file = await TransitFile.create(directory)
                 await file.write_at(0, memory)
@@ -119,29 +120,46 @@ async def read_body(body: AsyncIterator[bytes], *, timeout: float, limit: int,
     return RequestBody(memory, file, size)
 
 
-async def discard_body(body: AsyncIterator[bytes], *, timeout: float, limit: int) -> None:
+async def discard_body(body: AsyncIterator[bytes], *, timeout: float, limit: int,
+                       clock: Clock) -> None:
     """Read the request body to its end and drop it (same refusals as :func:`read_body`)."""
-    async for _ in _pieces(body, timeout, limit):
+    async for _ in _pieces(body, timeout, limit, clock):
         pass
 
 
-async def _pieces(body: AsyncIterator[bytes], timeout: float,
-                  limit: int) -> AsyncIterator[bytes]:
+async def _pieces(body: AsyncIterator[bytes], timeout: float, limit: int,
+                  clock: Clock) -> AsyncIterator[bytes]:
     """The body's pieces as the server hands them over, to the last; refusals raised."""
     size = 0
     while True:
         try:
-            piece = await asyncio.wait_for(anext(body), timeout)
+            piece = await _next(body, timeout, clock)
         except StopAsyncIteration:
             return
-        except TimeoutError:
-            raise BodyTimeout(f"the request body stalled for more than {timeout:g} s "
-                              "(client_body_timeout)") from None
         size += len(piece)
         if size > limit:
             raise BodyTooLarge(f"the request body is larger than {limit} bytes "
                                "(client_max_body_size)")
         yield piece
+
+
+async def _next(body: AsyncIterator[bytes], timeout: float, clock: Clock) -> bytes:
+    """The body's next piece (``StopAsyncIteration`` at its end), raced against
+    ``clock.sleep(timeout)``: :class:`BodyTimeout` if the sleep ends first (the read is
+    then cancelled, and finished, before it is raised)."""
+    piece = asyncio.ensure_future(anext(body))
+    timer = asyncio.ensure_future(clock.sleep(timeout))
+    try:
+        await asyncio.wait((piece, timer), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        timer.cancel()
+        if not piece.done():
+            piece.cancel()
+            await asyncio.wait((piece,))
+    if piece.cancelled():
+        raise BodyTimeout(f"the request body stalled for more than {timeout:g} s "
+                          "(client_body_timeout)")
+    return piece.result()
 
 
 async def no_body() -> AsyncIterator[bytes]:
