@@ -266,8 +266,10 @@ class RedisCacheStore:
 
     def __init__(self, client: aioredis.Redis, clock: Clock, *, prefix: str = "stoker:",
                  max_object_bytes: int = MAX_OBJECT_BYTES,
-                 bodies: BodyStore | None = None) -> None:
+                 bodies: BodyStore | None = None, owns_client: bool = False) -> None:
         self._client = client
+        self._owns_client = owns_client
+        """Whether :meth:`close` closes ``client`` (else it belongs to whoever gave it)."""
         self._clock = clock
         self._prefix = prefix.encode()
         self._max_object_bytes = max_object_bytes
@@ -286,11 +288,12 @@ class RedisCacheStore:
     async def open(cls, url: str, clock: Clock, *, prefix: str = "stoker:",
                    max_object_bytes: int = MAX_OBJECT_BYTES,
                    bodies: BodyStore | None = None) -> RedisCacheStore:
-        """Connect to ``url`` (``redis://host:port/db``) and check the server answers."""
+        """Connect to ``url`` (``redis://host:port/db``) and check the server answers; the
+        store owns that client."""
         client = aioredis.Redis.from_url(url)
         await client.ping()
         return cls(client, clock, prefix=prefix, max_object_bytes=max_object_bytes,
-                   bodies=bodies)
+                   bodies=bodies, owns_client=True)
 
     async def earlier_version(self) -> VersionState:
         """The cache version an earlier release kept beside these entries
@@ -302,7 +305,8 @@ class RedisCacheStore:
             self._reader.cancel()
         for waiter in self._reads.drop():
             waiter.cancel()
-        await self._client.aclose()
+        if self._owns_client:
+            await self._client.aclose()
 
     # -- CacheStore ----------------------------------------------------------
 
