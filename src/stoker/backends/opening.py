@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from stoker.backends.choice import Choice, choose
 from stoker.backends.warm_stores import WarmStores, warm_stores_on_file, warm_stores_on_pool
@@ -29,6 +29,10 @@ from stoker.config.settings import Settings, require_data_dir
 from stoker.warm.run import RevisitPolicy
 
 if TYPE_CHECKING:
+    import asyncpg
+    import redis.asyncio as aioredis
+
+    from stoker.backends.audit_backlog import AuditStore
     from stoker.cache.bodies import BodyStore
     from stoker.cache.fetch_leases import FetchLeases
     from stoker.cache.notifier import Notifier
@@ -91,9 +95,9 @@ class Backends:
     leases: FetchLeases
     notifier: Notifier
     """Subscribed (:class:`~stoker.cache.notifier.LocalNotifier`: this process alone)."""
-    pool: Any = None
+    pool: asyncpg.Pool | None = None
     """The asyncpg pool every PostgreSQL port shares (None: no ``database_url``)."""
-    redis: Any = None
+    redis: aioredis.Redis | None = None
     """The Redis client every Redis port shares (None: no ``l2_url``)."""
     _closing: Closing = field(default_factory=Closing, repr=False, compare=False)
 
@@ -171,7 +175,7 @@ async def open_database(settings: Settings, clock: Clock) -> WarmStores:
     return await warm_stores_on_file(settings.sqlite_path, clock, policy)
 
 
-async def _redis(settings: Settings, closing: Closing) -> Any:
+async def _redis(settings: Settings, closing: Closing) -> aioredis.Redis:
     """The one client on ``l2_url``, answering."""
     import redis.asyncio as aioredis
 
@@ -182,7 +186,7 @@ async def _redis(settings: Settings, closing: Closing) -> Any:
     return client
 
 
-async def _pool(settings: Settings, closing: Closing) -> Any:
+async def _pool(settings: Settings, closing: Closing) -> asyncpg.Pool:
     """The one pool on ``database_url``."""
     from stoker.backends.postgres.connection import create_pool
 
@@ -193,7 +197,7 @@ async def _pool(settings: Settings, closing: Closing) -> Any:
 
 
 async def _cache_tier(settings: Settings, clock: Clock, bodies: BodyStore,
-                      redis: Any) -> CacheStore:
+                      redis: aioredis.Redis | None) -> CacheStore:
     """Redis (on the shared client) with ``l2_url``, else ``data_dir/cache.db``."""
     if redis is not None:
         from stoker.backends.redis.cache_store import RedisCacheStore
@@ -207,7 +211,8 @@ async def _cache_tier(settings: Settings, clock: Clock, bodies: BodyStore,
                                        inline_reads=settings.l2_inline_reads)
 
 
-async def _audit_store(settings: Settings, clock: Clock, pool: Any) -> Any:
+async def _audit_store(settings: Settings, clock: Clock,
+                       pool: asyncpg.Pool | None) -> AuditStore:
     """The audit log's store: on ``pool``, else in ``data_dir/stoker.db``."""
     if pool is not None:
         from stoker.backends.postgres.audit_store import PostgresAuditStore
@@ -218,7 +223,8 @@ async def _audit_store(settings: Settings, clock: Clock, pool: Any) -> Any:
     return await SqliteAuditStore.open(settings.sqlite_path, clock)
 
 
-async def _versions(settings: Settings, l2: CacheStore, pool: Any, redis: Any) -> VersionStore:
+async def _versions(settings: Settings, l2: CacheStore, pool: asyncpg.Pool | None,
+                    redis: aioredis.Redis | None) -> VersionStore:
     """Where the cache version is kept: its record in PostgreSQL on ``pool`` (shared by
     every node), raised to where earlier releases kept it if that is newer (the Redis
     tier's key, or ``data_dir``: an upgrade keeps its version), else
@@ -242,7 +248,7 @@ async def _versions(settings: Settings, l2: CacheStore, pool: Any, redis: Any) -
     return record
 
 
-async def _bus(settings: Settings, pool: Any) -> PurgeBus:
+async def _bus(settings: Settings, pool: asyncpg.Pool | None) -> PurgeBus:
     """The purge bus: on ``pool`` (the nodes), else in ``cache.db`` (one machine's)."""
     if pool is not None:
         from stoker.backends.postgres.purge_bus import PostgresPurgeBus
@@ -253,7 +259,7 @@ async def _bus(settings: Settings, pool: Any) -> PurgeBus:
     return await SqlitePurgeBus.open(settings.cache_path)
 
 
-async def _leases(settings: Settings, pool: Any) -> FetchLeases:
+async def _leases(settings: Settings, pool: asyncpg.Pool | None) -> FetchLeases:
     """The fetch leases: on ``pool`` (the nodes sharing a Redis tier), else in
     ``cache.db`` (the processes of one machine)."""
     if pool is not None:
