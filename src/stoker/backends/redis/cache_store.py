@@ -1,7 +1,9 @@
 """A cache tier on Redis, which several Stoker nodes can share as their L2.
 
-Lifecycle: ``store = await RedisCacheStore.open(url, clock, bodies=…)``; ``await
-store.close()`` at the end.  ``open`` checks the server answers.
+Lifecycle: ``store = await RedisCacheStore.open(url, clock, bodies=…)`` (a client of its
+own, checked to answer, closed by ``await store.close()``), or ``RedisCacheStore(client,
+clock, …)`` on a client shared with other ports (:func:`stoker.backends.open`'s), which
+``close`` leaves open: it belongs to whoever gave it.
 
 Layout, every key under ``prefix`` (``P``), an entry's *ref id* being
 ``b"<len(primary_key in UTF-8)>:<primary_key><variant>"`` (unambiguous for any text):
