@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from tests.job_backends import BACKENDS, PG_URL, fresh_target
 
-from stoker.backends import WarmStores, warm_stores_on_file, warm_stores_on_pool
 from stoker.backends.postgres.connection import create_pool
+from stoker.backends.warm_stores import WarmStores, warm_stores_on_file, warm_stores_on_pool
 from stoker.clock import FakeClock
 from stoker.warm.credentials import CredentialInfo, fingerprint
 from stoker.warm.run import RevisitPolicy
@@ -32,7 +32,7 @@ async def open_stores(backend: str, target: str) -> WarmStores:
     if backend == "sqlite":
         return await warm_stores_on_file(Path(target), clock, policy)
     pool = await create_pool(PG_URL, schema=target, min_size=1, max_size=4)
-    return await warm_stores_on_pool(pool, clock, policy)
+    return await warm_stores_on_pool(pool, clock, policy, owns=True)
 
 
 async def test_values_are_kept_replaced_deleted_and_only_fingerprints_listed(

@@ -43,6 +43,7 @@ class Members:
         self._prefix = f"stoker-test-{uuid.uuid4().hex}:"
         self._opened: list[Notifier] = []
         self._pools: list[asyncpg.Pool] = []
+        self._clients: list[aioredis.Redis] = []
         self._local = LocalNotifier(SystemClock())
 
     async def open(self) -> Notifier:
@@ -55,7 +56,10 @@ class Members:
             opened = await postgres_notifier.open_notifier(schema_url(self._schema), pool,
                                                            clock)
         else:
-            opened = await redis_notifier.open_notifier(REDIS_URL, clock, prefix=self._prefix)
+            client = aioredis.Redis.from_url(REDIS_URL)
+            self._clients.append(client)
+            opened = await redis_notifier.open_notifier(REDIS_URL, client, clock,
+                                                        prefix=self._prefix)
         self._opened.append(opened)
         return opened
 
@@ -86,6 +90,8 @@ class Members:
             await each.close()
         for pool in self._pools:
             await pool.close()
+        for client in self._clients:
+            await client.aclose()
 
 
 @asynccontextmanager

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.integration.test_cli_errors import stoker
 
-from stoker.backends import open_queue
+from stoker.backends import open_database
 from stoker.clock import SystemClock
 from stoker.config.settings import Settings, load_settings, settings_from
 from stoker.jobs.model import NewJob
@@ -69,10 +69,10 @@ def test_requeue_of_a_job_that_is_not_dead_says_so(tmp_path: Path) -> None:
 
 async def _queue_with(data_dir: Path) -> int:
     """A SQLite queue in ``data_dir`` holding one pending job; its id."""
-    queue = await open_queue(settings_from({"data_dir": str(data_dir)}), SystemClock())
+    stores = await open_database(settings_from({"data_dir": str(data_dir)}), SystemClock())
     try:
-        await queue.enqueue([NewJob("warm", {"kind": "visit"})])
-        (job,) = await queue.list("pending")
+        await stores.queue.enqueue([NewJob("warm", {"kind": "visit"})])
+        (job,) = await stores.queue.list("pending")
         return job.id
     finally:
-        await queue.aclose()
+        await stores.aclose()

@@ -28,7 +28,7 @@ from tests.integration.warm_site import (
     site_origin,
 )
 
-from stoker.backends import open_queue
+from stoker.backends import open_database
 from stoker.clock import SystemClock
 from stoker.config.settings import settings_from
 
@@ -74,13 +74,14 @@ async def run_ended(admin: httpx.AsyncClient, run_id: int) -> dict[str, Any] | N
 async def job_states(database_url: str) -> tuple[dict[str, int], Counter[int]]:
     """Jobs per state on ``database_url`` (as ``stoker jobs counts`` reads them), and how
     many done jobs took how many attempts."""
-    queue = await open_queue(settings_from({"database_url": database_url}), SystemClock())
+    stores = await open_database(settings_from({"database_url": database_url}), SystemClock())
+    queue = stores.queue
     try:
         done = await queue.list("done", limit=PAGES * 2)
         return ({count.state: count.count for count in await queue.counts()},
                 Counter(job.attempts for job in done))
     finally:
-        await queue.aclose()
+        await stores.aclose()
 
 
 async def test_nodes_serve_through_a_postgresql_restart_and_their_warm_run_loses_nothing(

@@ -142,7 +142,8 @@ async def test_nodes_on_one_database_purge_each_other_through_postgresql(
         async with member(origin, tmp_path / "a", "a", processes=1, database_url=url) as (
                 a, _), member(origin, tmp_path / "b", "b", processes=1,
                               database_url=url) as (b, _):
-            assert a.pool is not None and b.pool is not None  # the bus is PostgreSQL's
+            # the bus is PostgreSQL's
+            assert a.backends.pool is not None and b.backends.pool is not None
             await served(a, "/t")
             assert (await served(b, "/t"))[0] is Kind.MISS  # B's own tiers
             assert (await served(b, "/t"))[0] is Kind.HIT

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from tests.job_backends import BACKENDS, PG_URL, pg_schema
 
-from stoker.backends import WarmStores, warm_stores_on_file, warm_stores_on_pool
 from stoker.backends.postgres.connection import create_pool
+from stoker.backends.warm_stores import WarmStores, warm_stores_on_file, warm_stores_on_pool
 from stoker.clock import FakeClock
 from stoker.schedule.store import ArmMode, Deadline
 from stoker.warm.discovery import Discovery
@@ -121,7 +121,8 @@ async def open_stores(backend: str, tmp_path: Path, schema: str | None,
     if backend == "sqlite":
         return await warm_stores_on_file(tmp_path / "stoker.db", clock, policy)
     return await warm_stores_on_pool(
-        await create_pool(PG_URL, schema=schema, min_size=1, max_size=4), clock, policy)
+        await create_pool(PG_URL, schema=schema, min_size=1, max_size=4), clock, policy,
+        owns=True)
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from stoker.app.sharing import notifier_kind
+from stoker.backends.choice import choose
 from stoker.config.settings import SettingsError, load_settings, settings_from
 
 PG = "postgresql://stoker@db/stoker"
@@ -22,7 +22,7 @@ REDIS = "redis://cache:6379/0"
 ])
 def test_auto_takes_redis_then_postgres_then_this_process_alone(
         values: dict[str, str], kind: str) -> None:
-    assert notifier_kind(settings_from(values)) == kind
+    assert choose(settings_from(values)).notifier == kind
 
 
 def test_a_notifier_without_its_server_is_refused_naming_the_setting() -> None:

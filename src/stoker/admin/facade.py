@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from stoker.admin.audit import RefusalAudit
-from stoker.backends import WarmStores
+from stoker.backends.warm_stores import WarmStores
 from stoker.cache.store import CacheStore
 from stoker.cache.tiered import TieredStore
 from stoker.cache.version_watch import VersionWatch

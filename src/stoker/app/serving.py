@@ -26,6 +26,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 import httpx
+import redis.asyncio as aioredis
 
 from stoker.adapters.access_log import AccessLogApp, open_stream
 from stoker.adapters.asgi_proxy import ProxyApp
@@ -41,7 +42,7 @@ from stoker.app.sharing import share_cache, shares_cache
 from stoker.app.stoker import Stoker
 from stoker.app.warm_service import WarmService
 from stoker.asgi import ASGIApp
-from stoker.backends.redis.eviction import SAFE, eviction_verdict
+from stoker.backends.redis.eviction import SAFE, client_verdict
 from stoker.clock import Clock
 from stoker.config.settings import (
     Settings,
@@ -113,8 +114,8 @@ async def run_service(settings: Settings, *, announce: Announce = print,
     announce(f"stoker {VERSION}: proxying {where} → {settings.origin} "
              f"(data in {settings.data_dir}, {settings.warm_jobs} warm workers, "
              f"pid {os.getpid()}{process.described() if process else ''})")
-    if settings.l2_url and first:
-        await say_eviction(settings.l2_url)
+    if stoker.backends.redis is not None and first:
+        await say_eviction(stoker.backends.redis)
     tls = {settings.listen: Tls(settings.tls_cert, settings.tls_key)} if (
         settings.tls_cert and settings.tls_key) else None
     silence = silence_for(settings.origin_timeout, settings.client_body_timeout)
@@ -132,11 +133,12 @@ async def run_service(settings: Settings, *, announce: Announce = print,
                  f"{process.described() if process else ''}")
 
 
-async def say_eviction(url: str) -> None:
-    """Log what Redis's ``maxmemory-policy`` may evict of Stoker's keys
-    (:mod:`stoker.backends.redis.eviction`): a warning unless it is safe."""
+async def say_eviction(client: aioredis.Redis) -> None:
+    """Log what the ``maxmemory-policy`` of the Redis ``client`` talks to (the tier's)
+    may evict of Stoker's keys (:mod:`stoker.backends.redis.eviction`): a warning unless
+    it is safe."""
     try:
-        found = await eviction_verdict(url)
+        found = await client_verdict(client)
     except Exception as error:
         log.warning("Redis (l2_url): maxmemory-policy could not be read (%s: %s)",
                     type(error).__name__, error)

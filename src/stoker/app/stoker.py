@@ -1,5 +1,10 @@
 """Assembly: turn :class:`Settings` into a running pipeline with its stores.
 
+The composition root: :meth:`Stoker.open` opens every backend port once
+(:func:`stoker.backends.open`, which alone chooses SQLite, PostgreSQL or Redis) and hands
+the ports to the constructors; the warmer (:mod:`stoker.app.warm_service`) and the
+sharing of the cache (:mod:`stoker.app.sharing`) take theirs from :attr:`Stoker.backends`.
+
 Invariants: :meth:`Stoker.open` either returns a ready instance or raises
 (with nothing left open).  A shutdown has ONE budget of ``shutdown_timeout``
 seconds on the injected clock, started by :meth:`Stoker.begin_shutdown` (when
@@ -7,9 +12,10 @@ the servers are told to stop: the flush of the queued L2 writes, what clients
 were already answered with, starts then, while the servers finish their
 requests within the same budget) or else by :meth:`Stoker.close`.  ``close``
 awaits that flush, then drains background revalidations, compressions and
-reclaims, flushes what they wrote, and closes the cache store, the audit log and
-the origin; a step still running when the budget is spent is cancelled and
-logged with what it abandoned, so ``close`` returns (an abandoned reclaim resumes
+reclaims, flushes what they wrote, and closes the cache store, every backend port
+(:meth:`stoker.backends.Backends.close`: the audit log's backlog written) and the
+origin; a step still running when the budget is spent is cancelled and logged with
+what it abandoned, so ``close`` returns (an abandoned reclaim resumes
 at the next start; abandoned L2 writes are lost from L2 only).  Only an L2
 statement stuck inside SQLite itself can delay closing the store beyond that.
 The pipeline
@@ -26,15 +32,10 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from stoker import backends
 from stoker.admin.audit import RefusalAudit
-from stoker.backends.audit_backlog import KeptAudit
-from stoker.backends.postgres.audit_store import PostgresAuditStore
-from stoker.backends.postgres.connection import create_pool
-from stoker.backends.postgres.version_store import PostgresVersionStore
-from stoker.backends.redis.cache_store import RedisCacheStore
-from stoker.backends.sqlite.audit_store import SqliteAuditStore
+from stoker.backends import Backends
 from stoker.backends.sqlite.cache_store import SqliteCacheStore
 from stoker.cache.bodies import BodyStore
 from stoker.cache.budget import MemoryBudget, share_memory
@@ -42,7 +43,6 @@ from stoker.cache.l2_queue import QueuePolicy
 from stoker.cache.memory import MemoryStore
 from stoker.cache.store import CacheStore
 from stoker.cache.tiered import TieredStore
-from stoker.cache.version_file import VersionFile, VersionState, VersionStore, newer
 from stoker.cache.version_watch import VersionWatch
 from stoker.clock import Clock, SystemClock
 from stoker.config.reload import Reload, plan
@@ -74,9 +74,6 @@ from stoker.purge.scope import also_urls
 from stoker.server.heap import set_aside_young
 
 log = logging.getLogger("stoker")
-POOL_SIZE = 4
-"""Connections of the pool the audit log and the purge bus share (each call is one
-statement or one short transaction)."""
 EVICT_EVERY = 60.0
 
 
@@ -103,47 +100,6 @@ def fetch_config(settings: Settings) -> FetchConfig:
         keep_stale=settings.keep_stale,
         compress=settings.compress,
     )
-
-
-async def open_l2(settings: Settings, bodies: BodyStore, clock: Clock) -> CacheStore:
-    """The persistent tier: Redis with ``l2_url`` (shared by the nodes), else
-    ``data_dir/cache.db``."""
-    if settings.l2_url:
-        return await RedisCacheStore.open(settings.l2_url, clock,
-                                          max_object_bytes=settings.l2_max_object_bytes,
-                                          bodies=bodies)
-    return await SqliteCacheStore.open(settings.cache_path, bodies, clock,
-                                       max_bytes=settings.l2_max_bytes,
-                                       inline_reads=settings.l2_inline_reads)
-
-
-async def open_versions(settings: Settings, l2: CacheStore, pool: Any) -> VersionStore:
-    """Where the cache version is kept: its record in PostgreSQL with ``database_url``
-    (``pool``: shared by every node), raised to where earlier releases kept it if that
-    is newer (the Redis tier's key, or ``data_dir``: an upgrade keeps its version),
-    else ``data_dir/cache-version.json``."""
-    if pool is None:
-        return VersionFile(settings.data_dir)
-    record = await PostgresVersionStore.open(pool)
-    earlier = await (l2.earlier_version() if isinstance(l2, RedisCacheStore)
-                     else VersionFile(settings.data_dir).load())
-    if newer(earlier.version, (await record.load()).version):
-        await record.save(VersionState(earlier.version, reclaimed=False))
-    return record
-
-
-async def open_audit(settings: Settings, clock: Clock) -> tuple[Any, AuditTrail]:
-    """The audit log: in PostgreSQL with ``database_url`` (on a pool of its own, returned
-    to be closed last), else in ``data_dir/stoker.db``; what its store refuses kept and
-    written late (:class:`~stoker.backends.audit_backlog.KeptAudit`)."""
-    if not settings.database_url:
-        return None, KeptAudit(await SqliteAuditStore.open(settings.sqlite_path, clock), clock)
-    pool = await create_pool(settings.database_url, min_size=1, max_size=POOL_SIZE)
-    try:
-        return pool, KeptAudit(await PostgresAuditStore.open(pool, clock), clock)
-    except BaseException:
-        await pool.close()
-        raise
 
 
 def pipeline_config(settings: Settings, memory: MemoryBudget) -> PipelineConfig:
@@ -175,15 +131,15 @@ class Stoker:
     audit: AuditTrail
     version_watch: VersionWatch
     """Keeps this process on the cache version's record (``/readyz`` asks it too)."""
+    backends: Backends
+    """Every port this process opened (:func:`stoker.backends.open`: the cache tier, the
+    version store and the audit log above among them, the warmer's stores, the purge bus,
+    the fetch leases and the notifier); closed with this object."""
     refusals: RefusalAudit
     """Refused calls, recorded at a bounded rate per client: the admin listener's and the
     ``PURGE`` method's (one policy, one set of windows)."""
     origin_timing: OriginTiming = field(default_factory=OriginTiming)
     """The origin's answer times and failures (for ``/metrics``)."""
-    pool: Any = None
-    """With ``database_url``: the PostgreSQL pool of the audit log (and of the purge bus
-    and the cache version's record, of the nodes sharing the cache); closed with this
-    object."""
     _maintenance: asyncio.Task[None] | None = field(default=None)
     _watching: asyncio.Task[None] | None = field(default=None)
     _shutdown: ShutdownBudget | None = field(default=None)
@@ -209,17 +165,15 @@ class Stoker:
         make_data_dir_private(settings)
         bodies = BodyStore(settings.data_dir / "bodies")
         await bodies.sweep_temp()
-        l2 = await open_l2(settings, bodies, clock)
         try:
-            pool, audit = await open_audit(settings, clock)
-        except BaseException:
-            await l2.close()
-            raise
+            opened = await backends.open(settings, clock, bodies)
+        except ValueError as error:  # an unreadable cache version
+            raise SettingsError(str(error)) from None
+        l2, audit, versions = opened.l2, opened.audit, opened.versions
         try:
-            versions = await open_versions(settings, l2, pool)
             state = await versions.load()
         except BaseException as error:
-            await _close_all(l2.close(), audit.close(), pool.close() if pool else None)
+            await opened.close()
             if isinstance(error, ValueError):  # an unreadable cache version
                 raise SettingsError(str(error)) from None
             raise
@@ -249,13 +203,13 @@ class Stoker:
             invalidator=purger, purge_method=purge_method)
         purger.pipeline = pipeline
         watch = VersionWatch(versions, lambda: pipeline.version, purger.adopt_version, clock)
-        stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit, watch,
-                     refusals, timing, pool)
+        stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit, watch, opened,
+                     refusals, timing)
         purger.also = also_urls(settings.rewarm_also, settings.site_hosts)
         purger.resume_reclaim(state)
         if evict_loop:
             stoker._maintenance = asyncio.create_task(stoker._maintain_forever())
-        if pool is not None:  # the record other nodes bump
+        if opened.pool is not None:  # the record other nodes bump
             stoker._watching = asyncio.create_task(stoker.version_watch.run())
         return stoker
 
@@ -334,9 +288,7 @@ class Stoker:
         await budget.run("flushing the L2 writes of drained work", self.store.flush(),
                          self._unwritten)
         await self.store.close(flush=False)  # logs what stayed unwritten
-        await self.audit.close()
-        if self.pool is not None:
-            await self.pool.close()
+        await self.backends.close()  # the audit log's backlog written, every port closed
         await self.origin.close()
 
     def _unwritten(self) -> str:
@@ -375,11 +327,3 @@ class ShutdownBudget:
                         self._seconds, step, abandoned)
         elif not task.cancelled() and task.exception() is not None:
             log.error("shutdown: %s failed: %s", step, task.exception())
-
-
-async def _close_all(*closing: Awaitable[None] | None) -> None:
-    """Await each of ``closing`` in order, all of them whatever one raises."""
-    for one in closing:
-        if one is not None:
-            with contextlib.suppress(Exception):
-                await one

@@ -1,7 +1,7 @@
 """Assembly of the warmer for one running :class:`~stoker.app.stoker.Stoker`.
 
-:meth:`WarmService.open` opens the warm stores the settings point at (SQLite
-by default, PostgreSQL with ``database_url``), builds the
+:meth:`WarmService.open` takes the warm stores the process opened
+(:attr:`Stoker.backends`: SQLite by default, PostgreSQL with ``database_url``), builds the
 :class:`~stoker.warm.warmer.Warmer` with in-process visits through the
 pipeline, subscribes it to purge events and registers the deadlines it owns
 on one :class:`~stoker.schedule.ticker.Ticker`.
@@ -42,7 +42,7 @@ from typing import Final
 
 from stoker.adapters.visit import OriginFetch, PipelineVisitor
 from stoker.app.stoker import EVICT_EVERY, Stoker
-from stoker.backends import WarmStores, open_warm_stores
+from stoker.backends.warm_stores import WarmStores
 from stoker.cache.steps import Pacer
 from stoker.config.settings import Settings
 from stoker.jobs.worker import Worker, WorkerConfig, default_owner
@@ -54,7 +54,7 @@ from stoker.warm.credentials import CredentialBook
 from stoker.warm.discovery import Discovery, DiscoveryConfig, discover
 from stoker.warm.origins import folded, spread, tally, verdict, warm_origins
 from stoker.warm.refresh import Refresher
-from stoker.warm.run import RevisitPolicy, Run
+from stoker.warm.run import Run
 from stoker.warm.warmer import (
     QUEUE,
     RECOVER,
@@ -131,10 +131,9 @@ class WarmService:
 
     @classmethod
     async def open(cls, stoker: Stoker) -> WarmService:
-        """Open the stores and wire the warmer (see the module invariants)."""
+        """Wire the warmer on the process's warm stores (see the module invariants)."""
         settings, clock = stoker.settings, stoker.clock
-        stores = await open_warm_stores(settings, clock, RevisitPolicy(
-            delay=settings.stopgap_delay))
+        stores = stoker.backends.warm
         owner = default_owner()
         user_agent = f"stoker-warmer/{VERSION}".encode()
         variants = tuple(

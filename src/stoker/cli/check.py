@@ -25,7 +25,8 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -34,7 +35,8 @@ from typing import Final
 import typer
 from rich.text import Text
 
-from stoker.backends import open_warm_stores
+from stoker import backends
+from stoker.backends.choice import choose
 from stoker.cache.hits import SeenOrigin
 from stoker.cli.common import (
     AdminListenOpt,
@@ -62,7 +64,6 @@ from stoker.config.settings import (
 )
 from stoker.server.listeners import AddressInUse, ensure_free
 from stoker.warm.origins import verdict, warm_origins
-from stoker.warm.run import RevisitPolicy
 from stoker.warm.verdict import warmed_count
 from stoker.warm.warmer import judged
 
@@ -112,6 +113,7 @@ def check(
     try:
         require_origin(settings)
         require_safe_admin(settings)
+        choose(settings)  # a backend setting it cannot use
     except SettingsError as error:
         raise usage_error(error) from None
     checks = checks_for(settings, find_config(config, os.environ))
@@ -158,6 +160,10 @@ def migrate(
     can run once, before the nodes start. Exit status: 0 when every store is migrated, 1
     when one could not be opened, 2 for a configuration error."""
     settings = settings_or_exit(config, data_dir=data_dir, database_url=database_url)
+    try:
+        choose(settings)  # a backend setting it cannot use
+    except SettingsError as error:
+        raise usage_error(error) from None
     marks = asyncio.run(run_checks(store_checks(settings), secrets_of(settings)))
     output().print(f"stoker migrate: {summary(marks)}", highlight=False)
     if FAILED in marks:
@@ -292,26 +298,27 @@ async def data_dir_writable(settings: Settings) -> str:
     return "a writable directory"
 
 
+@asynccontextmanager
+async def every_port(settings: Settings) -> AsyncIterator[backends.Backends]:
+    """Every port, opened (and migrated) as :meth:`~stoker.app.stoker.Stoker.open` opens
+    them (:func:`stoker.backends.open`), closed at the end."""
+    from stoker.cache.bodies import BodyStore
+
+    opened = await backends.open(settings, SystemClock(),
+                                 BodyStore(settings.data_dir / "bodies"))
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
 async def cache_tier_opens(settings: Settings) -> str:
     """The persistent tier opens (and migrates), and the cache version reads (its record
     in PostgreSQL with ``database_url``), as :meth:`~stoker.app.stoker.Stoker.open`
     opens them."""
-    from stoker.app.stoker import open_l2, open_versions
-    from stoker.backends.postgres.connection import create_pool
-    from stoker.cache.bodies import BodyStore
-
-    l2 = await open_l2(settings, BodyStore(settings.data_dir / "bodies"), SystemClock())
-    try:
-        pool = await create_pool(settings.database_url, min_size=1, max_size=1) if (
-            settings.database_url) else None
-        try:
-            state = await (await open_versions(settings, l2, pool)).load()
-        finally:
-            if pool is not None:
-                await pool.close()
-    finally:
-        await l2.close()
-    where = " (its record in PostgreSQL)" if pool is not None else ""
+    async with every_port(settings) as opened:
+        state = await opened.versions.load()
+    where = " (its record in PostgreSQL)" if opened.pool is not None else ""
     return f"opened and migrated; cache version {state.version}{where}"
 
 
@@ -330,8 +337,7 @@ async def redis_keeps_keys(url: str) -> str:
 async def job_queue_opens(settings: Settings) -> str:
     """The job queue and the warmer's other stores open and migrate (PostgreSQL with
     ``database_url``, else SQLite in ``data_dir``), as the warmer opens them."""
-    stores = await open_warm_stores(settings, SystemClock(),
-                                    RevisitPolicy(delay=settings.stopgap_delay))
+    stores = await backends.open_database(settings, SystemClock())
     await stores.aclose()
     return "opened and migrated"
 
@@ -339,8 +345,7 @@ async def job_queue_opens(settings: Settings) -> str:
 async def last_warm_run(settings: Settings) -> str:
     """The newest warm run that ended ``done`` or ``failed`` and how it went; a warning
     (never a failure: the next run may do better) when :mod:`stoker.warm.verdict` has one."""
-    stores = await open_warm_stores(settings, SystemClock(),
-                                    RevisitPolicy(delay=settings.stopgap_delay))
+    stores = await backends.open_database(settings, SystemClock())
     try:
         ended = [run for run in await stores.runs.recent(RECENT_RUNS)
                  if run.phase in ("done", "failed")]
@@ -360,8 +365,7 @@ async def last_warm_run(settings: Settings) -> str:
 async def warmed_origins(settings: Settings) -> str:
     """The origins warm runs fill, against those visitors arrive on (the hit statistics'
     table, :mod:`stoker.warm.origins`): a difference is a warning."""
-    stores = await open_warm_stores(settings, SystemClock(),
-                                    RevisitPolicy(delay=settings.stopgap_delay))
+    stores = await backends.open_database(settings, SystemClock())
     try:
         seen = await stores.hits.origins()
     finally:
@@ -386,34 +390,21 @@ def origins_verdict(settings: Settings, seen: Sequence[SeenOrigin], now: float) 
 async def audit_log_opens(settings: Settings) -> str:
     """The audit log opens and migrates (PostgreSQL with ``database_url``, else SQLite in
     ``data_dir``), as the serving process opens it."""
-    from stoker.app.stoker import open_audit
-
-    pool, audit = await open_audit(settings, SystemClock())
-    await audit.close()
-    if pool is not None:
-        await pool.close()
-    return "opened and migrated"
+    async with every_port(settings):
+        return "opened and migrated"
 
 
 async def purge_bus_opens(settings: Settings) -> str:
     """The purge bus and the fetch leases of the processes and nodes sharing the cache
     open and migrate (PostgreSQL with ``database_url``, else ``cache.db``)."""
-    from stoker.app.sharing import open_bus_and_leases
-
-    bus, leases, pool = await open_bus_and_leases(settings)
-    await bus.close()
-    await leases.close()
-    if pool is not None:
-        await pool.close()
-    return "opened and migrated"
+    async with every_port(settings):
+        return "opened and migrated"
 
 
 def notifier_checks(settings: Settings) -> list[Check]:
     """Subscribing the notifier, when ``settings`` choose one that crosses processes
     (Redis pub/sub or PostgreSQL LISTEN/NOTIFY; in one process there is nothing to try)."""
-    from stoker.app.sharing import notifier_kind
-
-    kind = notifier_kind(settings)
+    kind = choose(settings).notifier
     if kind == "local":
         return []
     where = (f"Redis pub/sub {place(settings.l2_url, settings.cache_path)}" if kind == "redis"
@@ -423,20 +414,8 @@ def notifier_checks(settings: Settings) -> list[Check]:
 
 async def notifier_subscribes(settings: Settings) -> str:
     """The notifier subscribes to its channel, as a serving process subscribes."""
-    from stoker.app.sharing import notifier_for, notifier_kind
-    from stoker.backends.postgres.connection import create_pool
-
-    pool = None
-    if notifier_kind(settings) == "postgres":
-        assert settings.database_url is not None
-        pool = await create_pool(settings.database_url, min_size=1, max_size=1)
-    try:
-        notifier = await notifier_for(settings, SystemClock(), pool)
-        await notifier.close()
-    finally:
-        if pool is not None:
-            await pool.close()
-    return "subscribed"
+    async with every_port(settings):
+        return "subscribed"
 
 
 async def tls_files_readable(settings: Settings) -> str:

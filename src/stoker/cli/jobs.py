@@ -18,7 +18,7 @@ from typing import Annotated, TypeVar
 import typer
 from rich.table import Table
 
-from stoker.backends import open_queue
+from stoker.backends import open_database
 from stoker.cli.common import (
     DEMO_DATA_DIR,
     ConfigOpt,
@@ -61,11 +61,11 @@ def _with_queue(settings: Settings, action: Callable[[JobQueue], Awaitable[T]]) 
     an empty queue, said so on stderr and read from a throwaway file: nothing is made
     up in the ``data_dir`` (the demo's, say, is elsewhere)."""
     async def run(settings: Settings) -> T:
-        queue = await open_queue(settings, SystemClock())
+        stores = await open_database(settings, SystemClock())
         try:
-            return await action(queue)
+            return await action(stores.queue)
         finally:
-            await queue.aclose()
+            await stores.aclose()
 
     try:
         if settings.database_url is None and not settings.sqlite_path.is_file():

@@ -1,6 +1,6 @@
 """The ``WarmStorage`` port: the warmer's stores on one database, and units of work over them.
 
-Implemented by :class:`stoker.backends.WarmStores` (SQLite or PostgreSQL).
+Implemented by :class:`stoker.backends.warm_stores.WarmStores` (SQLite or PostgreSQL).
 
 Invariants: ``async with storage.transaction() as tx:`` is one unit of work — every call
 made through ``tx``'s stores is committed together when the block ends, or none is when

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.backends import WarmStores, open_warm_stores
+from stoker.backends.warm_stores import WarmStores, warm_stores_on_file
 from stoker.clock import FakeClock
 from stoker.config.settings import settings_from
 from stoker.jobs.model import Job
@@ -101,7 +101,8 @@ class Bench:
 async def bench(tmp_path: Path) -> AsyncIterator[Bench]:
     clock = FakeClock()
     settings = settings_from({"origin": "http://127.0.0.1:9", "data_dir": str(tmp_path)})
-    stores = await open_warm_stores(settings, clock, RevisitPolicy(delay=STOPGAP_DELAY))
+    stores = await warm_stores_on_file(settings.sqlite_path, clock,
+                                       RevisitPolicy(delay=STOPGAP_DELAY))
     visitor = ScriptedVisitor()
     made: list[Bench] = []
 

@@ -1,7 +1,9 @@
 """A cache tier on Redis, which several Stoker nodes can share as their L2.
 
-Lifecycle: ``store = await RedisCacheStore.open(url, clock, bodies=…)``; ``await
-store.close()`` at the end.  ``open`` checks the server answers.
+Lifecycle: ``store = await RedisCacheStore.open(url, clock, bodies=…)`` (a client of its
+own, checked to answer, closed by ``await store.close()``), or ``RedisCacheStore(client,
+clock, …)`` on a client shared with other ports (:func:`stoker.backends.open`'s), which
+``close`` leaves open: it belongs to whoever gave it.
 
 Layout, every key under ``prefix`` (``P``), an entry's *ref id* being
 ``b"<len(primary_key in UTF-8)>:<primary_key><variant>"`` (unambiguous for any text):
@@ -266,8 +268,10 @@ class RedisCacheStore:
 
     def __init__(self, client: aioredis.Redis, clock: Clock, *, prefix: str = "stoker:",
                  max_object_bytes: int = MAX_OBJECT_BYTES,
-                 bodies: BodyStore | None = None) -> None:
+                 bodies: BodyStore | None = None, owns_client: bool = False) -> None:
         self._client = client
+        self._owns_client = owns_client
+        """Whether :meth:`close` closes ``client`` (else it belongs to whoever gave it)."""
         self._clock = clock
         self._prefix = prefix.encode()
         self._max_object_bytes = max_object_bytes
@@ -286,11 +290,12 @@ class RedisCacheStore:
     async def open(cls, url: str, clock: Clock, *, prefix: str = "stoker:",
                    max_object_bytes: int = MAX_OBJECT_BYTES,
                    bodies: BodyStore | None = None) -> RedisCacheStore:
-        """Connect to ``url`` (``redis://host:port/db``) and check the server answers."""
+        """Connect to ``url`` (``redis://host:port/db``) and check the server answers; the
+        store owns that client."""
         client = aioredis.Redis.from_url(url)
         await client.ping()
         return cls(client, clock, prefix=prefix, max_object_bytes=max_object_bytes,
-                   bodies=bodies)
+                   bodies=bodies, owns_client=True)
 
     async def earlier_version(self) -> VersionState:
         """The cache version an earlier release kept beside these entries
@@ -302,7 +307,8 @@ class RedisCacheStore:
             self._reader.cancel()
         for waiter in self._reads.drop():
             waiter.cancel()
-        await self._client.aclose()
+        if self._owns_client:
+            await self._client.aclose()
 
     # -- CacheStore ----------------------------------------------------------
 

@@ -86,14 +86,19 @@ async def read_policy(client: aioredis.Redis) -> tuple[str, int] | None:
     return text["maxmemory-policy"], int(text.get("maxmemory") or 0)
 
 
+async def client_verdict(client: aioredis.Redis) -> Verdict:
+    """:func:`verdict` for the Redis ``client`` talks to."""
+    read = await read_policy(client)
+    return verdict(*read) if read is not None else verdict(None, None)
+
+
 async def eviction_verdict(url: str) -> Verdict:
     """:func:`verdict` for the Redis at ``url`` (one connection, closed)."""
     client = aioredis.Redis.from_url(url)
     try:
-        read = await read_policy(client)
+        return await client_verdict(client)
     finally:
         await client.aclose()
-    return verdict(*read) if read is not None else verdict(None, None)
 
 
 def _text(value: Any) -> str:

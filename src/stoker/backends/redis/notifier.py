@@ -1,12 +1,13 @@
 """The Redis :class:`~stoker.cache.notifier.Notifier`: pub/sub between the nodes sharing
 one Redis tier, on the reconnecting :class:`~stoker.cache.subscription.Subscription`.
 
-Lifecycle: ``notifier = await open_notifier(url, clock)`` (subscribed);
-``await notifier.close()`` closes its connections.
+Lifecycle: ``notifier = await open_notifier(url, client, clock)`` (subscribed; ``client``
+is on ``url``); ``await notifier.close()`` closes its subscription's connection and leaves
+``client`` open: it belongs to whoever gave it.
 
 The channel is ``PREFIX bus:<db>``, under the tier's key prefix; pub/sub ignores the
 database number, so it is part of the name (the tiers of two databases on one server
-never wake each other).  A poke is a PUBLISH of the kind on a client of its own (which
+never wake each other).  A poke is a PUBLISH of the kind on the client given (which
 retries as redis-py does); each subscription is a new connection (client name
 :data:`CLIENT_NAME`, as ``CLIENT LIST`` shows it) that retries nothing, so a lost one
 surfaces: its reader raises ``ConnectionError`` when Redis closes it (a restart,
@@ -36,9 +37,11 @@ PING_EVERY: Final = 5.0
 """Seconds of quiet after which the subscription is asked whether it lives."""
 
 
-async def open_notifier(url: str, clock: Clock, *, prefix: str = PREFIX) -> Subscription:
-    """A notifier on the Redis at ``url``, on the channel under ``prefix``, subscribed."""
-    notifier = Subscription(RedisChannel(url, prefix), clock)
+async def open_notifier(url: str, client: aioredis.Redis, clock: Clock, *,
+                        prefix: str = PREFIX) -> Subscription:
+    """A notifier on the Redis at ``url``, on the channel under ``prefix``, subscribed,
+    poking through ``client`` (a client on ``url``)."""
+    notifier = Subscription(RedisChannel(url, client, prefix), clock)
     await notifier.open()
     return notifier
 
@@ -46,9 +49,9 @@ async def open_notifier(url: str, clock: Clock, *, prefix: str = PREFIX) -> Subs
 class RedisChannel:
     """The members' channel on the Redis at ``url`` (see the module docstring)."""
 
-    def __init__(self, url: str, prefix: str) -> None:
+    def __init__(self, url: str, client: aioredis.Redis, prefix: str) -> None:
         self._url = url
-        self._client = aioredis.Redis.from_url(url)
+        self._client = client
         kwargs = self._client.connection_pool.connection_kwargs
         self.name = f"{prefix}bus:{kwargs.get('db', 0)}"
         self.where = f"Redis channel {self.name} ({kwargs.get('host')}:{kwargs.get('port')})"
@@ -68,7 +71,7 @@ class RedisChannel:
         await self._client.publish(self.name, what)
 
     async def close(self) -> None:
-        await self._client.aclose()
+        """Nothing to release: the client stays open, it belongs to whoever gave it."""
 
 
 class Subscribed:
