@@ -13,7 +13,7 @@ Invariants:
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from stoker.http.cache_status import cache_status
 
@@ -40,6 +40,8 @@ class Kind(enum.Enum):
     ERROR = "error"
     """Stoker's own answer: a refusal, an origin failure, a generated response."""
 
+    __hash__ = object.__hash__  # members are singletons: hashed in C (Enum's is Python)
+
 
 FROM_CACHE = frozenset({Kind.HIT, Kind.STALE_SWR, Kind.STALE_ERROR})
 
@@ -55,6 +57,15 @@ class Outcome:
     stored: bool = False
     ttl: float | None = None
     detail: str | None = None
+    counted: tuple[tuple[str, str, bool], tuple[str, str, bool]] = field(
+        init=False, repr=False, compare=False)
+    """How the proxy's counters key it, a visitor's then a warm visit's: the kind's value,
+    :attr:`reason` and whether warm (computed once, here: a hit is counted without
+    reading an enum's value)."""
+
+    def __post_init__(self) -> None:
+        kind, reason = self.kind.value, self.reason
+        object.__setattr__(self, "counted", ((kind, reason, False), (kind, reason, True)))
 
     def cache_status(self, name: str) -> bytes:
         """This outcome's ``Cache-Status`` member for the cache called ``name``."""

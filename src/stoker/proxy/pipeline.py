@@ -101,7 +101,7 @@ from collections.abc import (
 )
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Protocol
+from typing import Final, Protocol
 from urllib.parse import urljoin, urlsplit
 
 from stoker.cache.bodies import BodyStore
@@ -181,6 +181,8 @@ class Invalidator(Protocol):
         ...
 
 
+AMONG: Final = {Kind.COLLAPSED: "collapsed", Kind.ERROR: "error"}
+"""The :attr:`Pipeline.stats` counter an outcome of these kinds adds to its tally's."""
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 SHAREABLE = frozenset({FetchKind.STORED, FetchKind.REFRESHED, FetchKind.STALE})
 """Fetch results whose entry a flight's followers may be answered with."""
@@ -373,13 +375,12 @@ class Pipeline:
         ``url``'s hit or miss, the warmed entry read, the body bytes the origin was spared
         and, with refresh ahead, the read of ``entry`` (asked with ``headers``)."""
         kind = outcome.kind
-        self.outcomes[kind.value, outcome.reason, warm] += 1
+        self.outcomes[outcome.counted[warm]] += 1
         if tally is not None:
             self.stats[tally] += 1
-            if kind is Kind.COLLAPSED:
-                self.stats["collapsed"] += 1
-            elif kind is Kind.ERROR:
-                self.stats["error"] += 1
+            among = AMONG.get(kind)
+            if among is not None:
+                self.stats[among] += 1
         if warm:
             return
         if tally == "hit" or tally == "stale":
