@@ -35,16 +35,17 @@ async def member(origin: Origin, data_dir: Path, name: str, clock: Clock | None 
                  **settings: Any) -> AsyncIterator[tuple[Stoker, PurgeRelay]]:
     """One Stoker on ``data_dir`` (on ``clock``), on its bus as ``name``, following it."""
     stoker = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(data_dir),
-                                              **{"processes": 2, **settings}}), clock=clock)
-    sharing = await share_cache(stoker, name)
+                                              **{"processes": 2, **settings}}), clock=clock,
+                               member=name)
+    relay = await share_cache(stoker, name)
     stop = asyncio.Event()
-    following = asyncio.create_task(sharing.relay.follow(stop))
+    following = asyncio.create_task(relay.follow(stop))
     try:
-        yield stoker, sharing.relay
+        yield stoker, relay
     finally:
         stop.set()
         await following
-        await sharing.close()
+        await relay.close()
         await stoker.close()
 
 

@@ -100,9 +100,10 @@ async def run_service(settings: Settings, *, announce: Announce = print,
         ensure_free(settings.admin_listen, "admin_listen")
     first = process is None or process.index == 0
     orphaned = _orphan_watch(process)
-    stoker, warm = await _open_with_warmer(settings)
-    sharing = await share_cache(stoker, process.name if process else (
-        settings.node_id or default_node_id())) if shares_cache(settings, process) else None
+    member = (process.name if process else settings.node_id or default_node_id()) if (
+        shares_cache(settings, process)) else None
+    stoker, warm = await _open_with_warmer(settings, member)
+    relay = await share_cache(stoker, member) if member is not None else None
     apps: list[tuple[ASGIApp, str]] = [(proxy_app(stoker), settings.listen)]
     admin = admin_side(stoker, warm) if first else None
     if admin is not None:
@@ -125,9 +126,9 @@ async def run_service(settings: Settings, *, announce: Announce = print,
             await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(
                 settings.server, apps, stop, tls, grace=settings.shutdown_timeout,
                 silence=silence, shared=shared),
-                _beside(sharing.relay if sharing else None, admin, alongside, orphaned),
+                _beside(relay, admin, alongside, orphaned),
                 warm_on_start=first,
-                before_close=sharing.close if sharing else None)
+                before_close=relay.close if relay else None)
     finally:
         announce(f"stoker {VERSION}: stopped proxying {where}"
                  f"{process.described() if process else ''}")
@@ -255,9 +256,11 @@ def proxy_app(stoker: Stoker) -> ASGIApp:
                         trusted=stoker.pipeline.config.trusted)
 
 
-async def _open_with_warmer(settings: Settings) -> tuple[Stoker, WarmService]:
-    """A :class:`Stoker` (its L2 eviction left to the warmer's ticker) and its warmer."""
-    stoker = await Stoker.open(settings, evict_loop=False)
+async def _open_with_warmer(settings: Settings, member: str | None = None
+                            ) -> tuple[Stoker, WarmService]:
+    """A :class:`Stoker` (its L2 eviction left to the warmer's ticker; ``member``: its name
+    among those sharing the cache, if any) and its warmer."""
+    stoker = await Stoker.open(settings, evict_loop=False, member=member)
     try:
         return stoker, await WarmService.open(stoker)
     except BaseException:

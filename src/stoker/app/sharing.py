@@ -1,6 +1,7 @@
 """What a serving process sharing its cache with others adds to a lone one: the purge
-relay (:mod:`stoker.purge.relay`) and, where the persistent tier is shared, the fetch
-leases through which misses collapse across processes (:mod:`stoker.proxy.shared_flights`).
+relay (:mod:`stoker.purge.relay`); and, where the persistent tier is shared, the fetch
+leases through which misses collapse across processes (:mod:`stoker.proxy.shared_flights`,
+built with the pipeline when :meth:`Stoker.open` is given the process's ``member`` name).
 
 Who shares: the processes of ``--processes N`` (through the file they share,
 ``data_dir/cache.db``), and with ``database_url`` every node using that database (the bus
@@ -14,32 +15,13 @@ the notifier are the ones :func:`stoker.backends.open` opened for the process
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from stoker.admin import metrics
 from stoker.app.processes import ServingProcess
 from stoker.app.stoker import Stoker
 from stoker.cache.notifier import Notifier
 from stoker.config.settings import Settings
-from stoker.proxy.shared_flights import SharedFlights
 from stoker.purge.bus import PurgeBus
 from stoker.purge.relay import PurgeRelay, open_relay
-
-
-@dataclass
-class Sharing:
-    """This process's part in the shared cache."""
-
-    relay: PurgeRelay
-    flights: SharedFlights | None
-
-    async def close(self) -> None:
-        """Leave the bus, close the leases."""
-        try:
-            await self.relay.close()
-        finally:
-            if self.flights is not None:
-                await self.flights.close()
 
 
 def shares_cache(settings: Settings, process: ServingProcess | None) -> bool:
@@ -57,14 +39,11 @@ async def join_bus(stoker: Stoker, bus: PurgeBus, name: str,
                             node_timeout=settings.node_timeout, notifier=notifier)
 
 
-async def share_cache(stoker: Stoker, name: str) -> Sharing:
-    """Join ``stoker`` to those sharing its cache, as ``name`` (see the module docstring)."""
-    settings, ports = stoker.settings, stoker.backends
+async def share_cache(stoker: Stoker, name: str) -> PurgeRelay:
+    """Join ``stoker`` to those sharing its cache, as ``name`` (see the module docstring):
+    its relay on the bus (its misses collapse through the fetch leases it was opened
+    with, :meth:`Stoker.open`'s ``member``)."""
+    ports = stoker.backends
     relay = await join_bus(stoker, ports.bus, name, ports.notifier)
     relay.figures = lambda: metrics.said(metrics.own(stoker))
-    if not settings.l2_url and settings.processes == 1:
-        return Sharing(relay, None)  # nobody shares this node's persistent tier
-    flights = SharedFlights(ports.leases, stoker.store, stoker.clock, name,
-                            settings.collapse_timeout, settings.node_timeout)
-    stoker.pipeline.shared_flights = flights
-    return Sharing(relay, flights)
+    return relay

@@ -65,6 +65,7 @@ from stoker.origin.slots import OriginLimiter
 from stoker.origin.timing import OriginTiming
 from stoker.proxy.fetch import FetchConfig, Fetcher
 from stoker.proxy.pipeline import Pipeline, PipelineConfig
+from stoker.proxy.shared_flights import SharedFlights
 from stoker.purge.audit import AuditTrail
 from stoker.purge.events import PurgeEvents
 from stoker.purge.list import PurgeList
@@ -117,6 +118,12 @@ def pipeline_config(settings: Settings, memory: MemoryBudget) -> PipelineConfig:
                           refresh_window=settings.refresh_window)
 
 
+def shares_tier(settings: Settings) -> bool:
+    """Whether the processes sharing the cache share its persistent tier too: those of
+    ``--processes N`` (``cache.db``), and the nodes of a Redis tier (``l2_url``)."""
+    return bool(settings.l2_url) or settings.processes > 1
+
+
 @dataclass
 class Stoker:
     """Everything one Stoker process holds."""
@@ -140,6 +147,9 @@ class Stoker:
     ``PURGE`` method's (one policy, one set of windows)."""
     origin_timing: OriginTiming = field(default_factory=OriginTiming)
     """The origin's answer times and failures (for ``/metrics``)."""
+    shared_flights: SharedFlights | None = None
+    """The fetch leases this process's misses collapse through with the other members
+    sharing its persistent tier (``None``: none shares it); closed with this object."""
     _maintenance: asyncio.Task[None] | None = field(default=None)
     _watching: asyncio.Task[None] | None = field(default=None)
     _shutdown: ShutdownBudget | None = field(default=None)
@@ -152,13 +162,16 @@ class Stoker:
 
     @classmethod
     async def open(cls, settings: Settings, *, clock: Clock | None = None,
-                   origin: OriginClient | None = None, evict_loop: bool = True) -> Stoker:
+                   origin: OriginClient | None = None, evict_loop: bool = True,
+                   member: str | None = None) -> Stoker:
         """Open the stores under ``settings.data_dir`` and build the pipeline.
 
         With ``evict_loop`` L2 eviction and the audit log's prune run every
         :data:`EVICT_EVERY` seconds in a task of its own; without, the caller runs
         :meth:`evict_once` and :meth:`prune_audit` (the warmer's ticker does, as its
-        ``l2_reclaim`` and ``audit_prune`` deadlines)."""
+        ``l2_reclaim`` and ``audit_prune`` deadlines).  ``member``: this process's name
+        among those sharing the cache (``None``: it shares it with none); where they share
+        the persistent tier too (:func:`shares_tier`) misses collapse across them."""
         clock = clock or SystemClock()
         origin_url = require_origin(settings) if origin is None else None
         require_data_dir(settings)
@@ -196,15 +209,18 @@ class Stoker:
         purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit,
                                    refusals, settings.site_hosts,
                                    lambda: stoker.settings.purge_mode)  # as reloaded
+        flights = SharedFlights(opened.leases, store, clock, member, settings.collapse_timeout,
+                                settings.node_timeout) if (
+            member is not None and shares_tier(settings)) else None
         pipeline = Pipeline(
             pipeline_config(settings, memory),
             Fetcher(fetch_config(settings), origin, store, bodies, clock, purges),
             store, bodies, origin, clock, version=state.version, health=health,
-            invalidator=purger, purge_method=purge_method)
+            invalidator=purger, purge_method=purge_method, shared_flights=flights)
         purger.pipeline = pipeline
         watch = VersionWatch(versions, lambda: pipeline.version, purger.adopt_version, clock)
         stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit, watch, opened,
-                     refusals, timing)
+                     refusals, timing, flights)
         purger.also = also_urls(settings.rewarm_also, settings.site_hosts)
         purger.resume_reclaim(state)
         if evict_loop:
@@ -288,6 +304,8 @@ class Stoker:
         await budget.run("flushing the L2 writes of drained work", self.store.flush(),
                          self._unwritten)
         await self.store.close(flush=False)  # logs what stayed unwritten
+        if self.shared_flights is not None:  # no miss left to hold a lease
+            await self.shared_flights.close()
         await self.backends.close()  # the audit log's backlog written, every port closed
         await self.origin.close()
 

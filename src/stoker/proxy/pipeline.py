@@ -243,7 +243,8 @@ class Pipeline:
                  bodies: BodyStore, origin: OriginClient, clock: Clock,
                  version: str = "1", health: OriginHealth | None = None, *,
                  invalidator: Invalidator,
-                 purge_method: PurgeMethodHandler | None = None) -> None:
+                 purge_method: PurgeMethodHandler | None = None,
+                 shared_flights: SharedFlights | None = None) -> None:
         """``invalidator`` takes the unsafe methods' invalidations; ``purge_method``
         answers ``PURGE`` (405 without one)."""
         self.config = config
@@ -262,9 +263,9 @@ class Pipeline:
         stale, miss, bypass; ``collapsed`` and ``error`` among those), warm visits
         included."""
         self.outcomes: Counter[tuple[str, str, bool]] = Counter()
-        """Replies by ``(kind, reason, warm)`` (the :class:`Kind`'s value: strings hash in
-        C, an enum in Python, on every hit; :attr:`Outcome.reason`; ``warm``: a warm
-        visit), each counted once by :meth:`count`, with its final outcome."""
+        """Replies by ``(kind, reason, warm)`` (:attr:`Outcome.counted`: the
+        :class:`Kind`'s value, :attr:`Outcome.reason`; ``warm``: a warm visit), each
+        counted once by :meth:`count`, with its final outcome."""
         self.hits = HitCounter(config.memory.counted_urls)
         """Per-URL visitor hits and misses (warm visits left out), flushed by the owner."""
         self.reads = ReadTracker(config.memory.counted_urls, config.refresh_window,
@@ -284,7 +285,7 @@ class Pipeline:
         self._name = fetcher.config.cache_name
         self._invalidator = invalidator
         self._purge_method = purge_method
-        self.shared_flights: SharedFlights | None = None
+        self._shared_flights = shared_flights
         """Fetch leases, when other processes share the cache: their misses collapse."""
         self._via = (b"via", fetcher.config.via)
 
@@ -530,7 +531,7 @@ class Pipeline:
             await self._land_and_serve(lookup, key, flight, landed, fwd, sink,
                                        Outcome(Kind.HIT, ttl=landed.ttl(self.clock.now())))
             return
-        leased = self.shared_flights if not (forced or flight.credentialed) else None
+        leased = self._shared_flights if not (forced or flight.credentialed) else None
         if leased is not None:
             elsewhere = await self._fetched_elsewhere(lookup, leased, flight)
             if elsewhere is not None:  # another process fetched it for us

@@ -168,7 +168,7 @@ class SharedFlights:
                 return
 
     async def close(self) -> None:
+        """Stop renewing the leases held (the leases' store is its opener's to close)."""
         for renewal in self._renewals.values():
             renewal.cancel()
         self._renewals.clear()
-        await self._leases.close()
