@@ -4,14 +4,13 @@ response, the scheme a trusted proxy reports: in process (on real servers:
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
 import httpx
 from tests.core.conftest import core_proxy
-from tests.integration.conftest import Origin
+from tests.integration.conftest import Origin, Proxy
 
 from stoker.config.rules import Rule
 
@@ -59,32 +58,6 @@ async def test_variants_per_url_are_bounded(origin: Origin, tmp_path: Path) -> N
     assert hit(again_a) and not hit(again_b)
 
 
-class SlowPost:
-    """An origin whose POST answer starts at once and finishes on ``release``."""
-
-    def __init__(self) -> None:
-        self.release = asyncio.Event()
-        self.gets = 0
-
-    async def __call__(self, scope: Message, receive: Callable[[], Awaitable[Message]],
-                       send: Callable[[Message], Awaitable[None]]) -> None:
-        if scope["type"] != "http":
-            return
-        await receive()
-        if scope["method"] == "POST":
-            await send({"type": "http.response.start", "status": 303,
-                        "headers": [(b"location", b"/tracked?utm_campaign=z")]})
-            # servers may hold the head back until the body starts: send a first part
-            await send({"type": "http.response.body", "body": b"part", "more_body": True})
-            await self.release.wait()
-            await send({"type": "http.response.body", "body": b"done"})
-            return
-        self.gets += 1
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"cache-control", b"max-age=60")]})
-        await send({"type": "http.response.body", "body": b"v%d" % self.gets})
-
-
 async def test_own_answers_carry_via_and_cache_status(origin: Origin, tmp_path: Path) -> None:
     async with core_proxy(origin.app, tmp_path) as proxy:
         purge = await proxy.client.request("PURGE", "/x")
@@ -98,11 +71,10 @@ async def test_own_answers_carry_via_and_cache_status(origin: Origin, tmp_path: 
 
 
 async def test_origin_hears_the_scheme_a_trusted_proxy_reports(origin: Origin,
-                                                               tmp_path: Path) -> None:
+                                                               proxy: Proxy) -> None:
     origin.app.set("/s", headers=[("cache-control", "max-age=60")])
-    async with core_proxy(origin.app, tmp_path) as proxy:
-        await proxy.client.get("/s", headers={"x-forwarded-proto": "https",
-                                              "x-forwarded-for": "198.51.100.4"})
+    await proxy.client.get("/s", headers={"x-forwarded-proto": "https",
+                                          "x-forwarded-for": "198.51.100.4"})
     _, _, headers = origin.app.requests[-1]
     assert headers["x-forwarded-proto"] == "https"
     assert headers["x-forwarded-for"] == "198.51.100.4, 127.0.0.1"

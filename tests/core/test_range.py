@@ -24,7 +24,7 @@ async def small_file_proxy(origin: Origin, tmp_path: Path) -> AsyncIterator[Prox
         yield proxy
 
 
-async def _stored(origin: Origin, proxy: Proxy, path: str) -> None:
+async def store_page(origin: Origin, proxy: Proxy, path: str) -> None:
     assert len(PAGE) == 20000
     origin.app.set(path, headers=CACHEABLE, body=PAGE)
     miss = await proxy.client.get(path, headers={"range": "bytes=0-9"})
@@ -32,10 +32,10 @@ async def _stored(origin: Origin, proxy: Proxy, path: str) -> None:
     assert miss.status_code == 200 and miss.content == PAGE
     _, _, sent = origin.app.requests[-1]
     assert "range" not in sent and "if-range" not in sent
-    await _until_stored(proxy, path)
+    await until_stored(proxy, path)
 
 
-async def _until_stored(proxy: Proxy, path: str) -> None:
+async def until_stored(proxy: Proxy, path: str) -> None:
     """Wait for the miss's store: the client has its response before the entry is put,
     and a request looking up in that window would fetch again instead of hitting."""
     key = proxy.stoker.pipeline.key_for_url(f"{proxy.url}{path}")
@@ -43,7 +43,7 @@ async def _until_stored(proxy: Proxy, path: str) -> None:
         await asyncio.sleep(0.005)  # bounded by the test timeout
 
 
-async def _check_slices(origin: Origin, proxy: Proxy, path: str) -> None:
+async def check_slices(origin: Origin, proxy: Proxy, path: str) -> None:
     first = await proxy.client.get(path, headers={"range": "bytes=0-99"})
     assert first.status_code == 206, first.headers
     assert first.content == PAGE[:100]
@@ -68,20 +68,20 @@ async def _check_slices(origin: Origin, proxy: Proxy, path: str) -> None:
 
 
 async def test_ranges_from_an_inline_body(origin: Origin, proxy: Proxy) -> None:
-    await _stored(origin, proxy, "/page")
-    await _check_slices(origin, proxy, "/page")
+    await store_page(origin, proxy, "/page")
+    await check_slices(origin, proxy, "/page")
 
 
 async def test_ranges_from_a_file_body(origin: Origin, small_file_proxy: Proxy,
                                        tmp_path: Path) -> None:
-    await _stored(origin, small_file_proxy, "/big")
-    await _check_slices(origin, small_file_proxy, "/big")
+    await store_page(origin, small_file_proxy, "/big")
+    await check_slices(origin, small_file_proxy, "/big")
     # The hits above came from a stored entry whose body is in a file.
     assert len(list((tmp_path / "data" / "bodies").glob("*.body"))) == 1
 
 
 async def test_unsatisfiable_range_is_416(origin: Origin, proxy: Proxy) -> None:
-    await _stored(origin, proxy, "/page")
+    await store_page(origin, proxy, "/page")
     response = await proxy.client.get("/page", headers={"range": "bytes=30000-"})
     assert response.status_code == 416
     assert response.headers["content-range"] == "bytes */20000"
@@ -90,7 +90,7 @@ async def test_unsatisfiable_range_is_416(origin: Origin, proxy: Proxy) -> None:
 
 
 async def test_if_range_decides(origin: Origin, proxy: Proxy) -> None:
-    await _stored(origin, proxy, "/page")
+    await store_page(origin, proxy, "/page")
     stale = await proxy.client.get("/page", headers={"range": "bytes=0-9", "if-range": '"v0"'})
     assert (stale.status_code, stale.content) == (200, PAGE)
     assert "content-range" not in stale.headers
@@ -100,7 +100,7 @@ async def test_if_range_decides(origin: Origin, proxy: Proxy) -> None:
 
 
 async def test_multi_and_invalid_ranges_get_the_whole_page(origin: Origin, proxy: Proxy) -> None:
-    await _stored(origin, proxy, "/page")
+    await store_page(origin, proxy, "/page")
     for value in ("bytes=0-1,5-6", "bytes=9-1", "lines=1-2"):
         response = await proxy.client.get("/page", headers={"range": value})
         assert (response.status_code, response.content) == (200, PAGE), value
@@ -109,7 +109,7 @@ async def test_multi_and_invalid_ranges_get_the_whole_page(origin: Origin, proxy
 
 async def test_head_ignores_range(origin: Origin, proxy: Proxy) -> None:
     # RFC 9110 §14.2: GET is the only method for which range handling is defined.
-    await _stored(origin, proxy, "/page")
+    await store_page(origin, proxy, "/page")
     response = await proxy.client.head("/page", headers={"range": "bytes=0-99"})
     assert response.status_code == 200
     assert response.headers["content-length"] == "20000"
@@ -117,7 +117,7 @@ async def test_head_ignores_range(origin: Origin, proxy: Proxy) -> None:
 
 
 async def test_conditional_comes_before_range(origin: Origin, proxy: Proxy) -> None:
-    await _stored(origin, proxy, "/page")
+    await store_page(origin, proxy, "/page")
     response = await proxy.client.get("/page", headers={"range": "bytes=0-9",
                                                         "if-none-match": '"v1"'})
     assert response.status_code == 304

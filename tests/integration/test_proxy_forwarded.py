@@ -8,19 +8,19 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from tests.conftest import serving
+from tests.core.test_forwarded import (  # again, on real servers
+    hit,
+    test_origin_hears_the_scheme_a_trusted_proxy_reports,  # noqa: F401
+)
 from tests.integration.conftest import Origin, running_proxy
 
 from stoker.config.rules import Rule
 
 Message = MutableMapping[str, Any]
-VARY_COOKIE = [("cache-control", "max-age=60"), ("vary", "Cookie")]
 
 
-def hit(response: httpx.Response) -> bool:
-    return "; hit" in response.headers["cache-status"]
 
 
 class SlowPost:
@@ -83,14 +83,3 @@ async def test_purge_allow_sees_the_client_behind_a_trusted_proxy(origin: Origin
     assert allowed.status_code == 200
     assert direct.status_code == 403
     assert untrusted.status_code == 403
-
-
-async def test_origin_hears_the_scheme_a_trusted_proxy_reports(origin: Origin,
-                                                               tmp_path: Path) -> None:
-    origin.app.set("/s", headers=[("cache-control", "max-age=60")])
-    async with running_proxy(origin.url, tmp_path) as proxy:
-        await proxy.client.get("/s", headers={"x-forwarded-proto": "https",
-                                              "x-forwarded-for": "198.51.100.4"})
-    _, _, headers = origin.app.requests[-1]
-    assert headers["x-forwarded-proto"] == "https"
-    assert headers["x-forwarded-for"] == "198.51.100.4, 127.0.0.1"

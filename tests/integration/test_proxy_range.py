@@ -4,16 +4,15 @@ adds (every range case in process: ``tests/core/test_range.py``)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from tests.core.test_range import (  # the file-body case again, on real servers
+    test_ranges_from_a_file_body,  # noqa: F401
+    until_stored,
+)
 from tests.integration.conftest import Origin, Proxy, running_proxy
-
-PAGE = bytes(range(256)) * 78 + b"tail-of-page" + b"!" * 20  # 20,000 bytes
-CACHEABLE = [("cache-control", "public, max-age=600"), ("etag", '"v1"'),
-             ("content-type", "application/octet-stream")]
 
 
 @pytest.fixture
@@ -23,62 +22,11 @@ async def small_file_proxy(origin: Origin, tmp_path: Path) -> AsyncIterator[Prox
         yield proxy
 
 
-async def _stored(origin: Origin, proxy: Proxy, path: str) -> None:
-    assert len(PAGE) == 20000
-    origin.app.set(path, headers=CACHEABLE, body=PAGE)
-    miss = await proxy.client.get(path, headers={"range": "bytes=0-9"})
-    # A miss fetches (and stores) the whole representation and sends it whole.
-    assert miss.status_code == 200 and miss.content == PAGE
-    _, _, sent = origin.app.requests[-1]
-    assert "range" not in sent and "if-range" not in sent
-    await _until_stored(proxy, path)
-
-
-async def _until_stored(proxy: Proxy, path: str) -> None:
-    """Wait for the miss's store: the client has its response before the entry is put,
-    and a request looking up in that window would fetch again instead of hitting."""
-    key = proxy.stoker.pipeline.key_for_url(f"{proxy.url}{path}")
-    while not await proxy.stoker.store.get(key):
-        await asyncio.sleep(0.005)  # bounded by the test timeout
-
-
-async def _check_slices(origin: Origin, proxy: Proxy, path: str) -> None:
-    first = await proxy.client.get(path, headers={"range": "bytes=0-99"})
-    assert first.status_code == 206, first.headers
-    assert first.content == PAGE[:100]
-    assert first.headers["content-range"] == "bytes 0-99/20000"
-    assert first.headers["content-length"] == "100"
-    assert first.headers["content-type"] == "application/octet-stream"
-    assert first.headers["etag"] == '"v1"'
-    assert first.headers["cache-status"].startswith("stoker; hit")
-    assert "age" in first.headers
-
-    last = await proxy.client.get(path, headers={"range": "bytes=-50"})
-    assert (last.status_code, last.content) == (206, PAGE[-50:])
-    assert last.headers["content-range"] == "bytes 19950-19999/20000"
-
-    rest = await proxy.client.get(path, headers={"range": "bytes=100-"})
-    assert (rest.status_code, rest.content) == (206, PAGE[100:])
-    assert rest.headers["content-length"] == "19900"
-
-    middle = await proxy.client.get(path, headers={"range": "bytes=12345-12399"})
-    assert (middle.status_code, middle.content) == (206, PAGE[12345:12400])
-    assert origin.app.count(path) == 1
-
-
-async def test_ranges_from_a_file_body(origin: Origin, small_file_proxy: Proxy,
-                                       tmp_path: Path) -> None:
-    await _stored(origin, small_file_proxy, "/big")
-    await _check_slices(origin, small_file_proxy, "/big")
-    # The hits above came from a stored entry whose body is in a file.
-    assert len(list((tmp_path / "data" / "bodies").glob("*.body"))) == 1
-
-
 async def test_if_modified_since_uses_date_without_last_modified(
         origin: Origin, proxy: Proxy) -> None:
     origin.app.set("/dated", headers=[("cache-control", "max-age=600")], body=b"no validators")
     stored = await proxy.client.get("/dated")
-    await _until_stored(proxy, "/dated")
+    await until_stored(proxy, "/dated")
     date = stored.headers["date"]
     hit = await proxy.client.get("/dated", headers={"if-modified-since": date})
     assert hit.status_code == 304
