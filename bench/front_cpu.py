@@ -31,6 +31,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -122,8 +124,12 @@ async def measure(listener: Listener, heads: list[bytes], connections: int) -> f
     return (time.process_time() - started) / len(heads)
 
 
-async def main(args: argparse.Namespace) -> None:
-    tmp = Path(tempfile.mkdtemp(prefix="stoker-front-cpu-"))
+@asynccontextmanager
+async def front(prefix: str) -> AsyncIterator[tuple[Stoker, Listener]]:
+    """Stoker in front of the bench origin (granian, no added latency; warming off) and a
+    front listener over its proxy app, as ``stoker serve`` builds it (no Date field, so
+    every answer is the same bytes); the origin stopped and the stores closed on exit."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
     origin = origin_system(tmp, 0)
     start(origin, None, START_TIMEOUT)
     try:
@@ -132,17 +138,21 @@ async def main(args: argparse.Namespace) -> None:
                                   "warm_on_start": "never"})
         stoker = await Stoker.open(settings)
         try:
-            await run(stoker, args)
+            app = proxy_app(stoker)
+            hot = app.hot if isinstance(app, ProxyApp) else None
+            yield stoker, Listener(app, hot, date_header=False)
         finally:
             await stoker.close()
     finally:
         stop(origin)
 
 
-async def run(stoker: Stoker, args: argparse.Namespace) -> None:
-    app = proxy_app(stoker)
-    hot = app.hot if isinstance(app, ProxyApp) else None
-    listener = Listener(app, hot, date_header=False)
+async def main(args: argparse.Namespace) -> None:
+    async with front("stoker-front-cpu-") as (stoker, listener):
+        await run(stoker, listener, args)
+
+
+async def run(stoker: Stoker, listener: Listener, args: argparse.Namespace) -> None:
     transport = Transport()
     filler = Connection(listener)
     filler.connection_made(transport)

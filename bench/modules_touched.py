@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import FrameType
@@ -26,15 +25,10 @@ HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))
 
-from bench.front_cpu import Transport, fill  # noqa: E402
-from bench.hit_path.run import start, stop  # noqa: E402
-from bench.procs import START_TIMEOUT, origin_system  # noqa: E402
+from bench.front_cpu import Transport, fill, front  # noqa: E402
 
 import stoker  # noqa: E402
-from stoker.adapters.asgi_proxy import ProxyApp  # noqa: E402
-from stoker.app.serving import proxy_app  # noqa: E402
 from stoker.app.stoker import Stoker  # noqa: E402
-from stoker.config.settings import settings_from  # noqa: E402
 from stoker.server.front.connection import Connection  # noqa: E402
 from stoker.server.front.listener import Listener  # noqa: E402
 
@@ -73,26 +67,11 @@ async def answer(connection: Connection, transport: Transport, head: bytes) -> N
 
 
 async def main(args: argparse.Namespace) -> None:
-    tmp = Path(tempfile.mkdtemp(prefix="stoker-modules-"))
-    origin = origin_system(tmp, 0)
-    start(origin, None, START_TIMEOUT)
-    try:
-        settings = settings_from({"origin": f"http://127.0.0.1:{origin.port}",
-                                  "data_dir": str(tmp / "data"), "warm_workers": 0,
-                                  "warm_on_start": "never"})
-        stoker = await Stoker.open(settings)
-        try:
-            await count(stoker, args.rounds)
-        finally:
-            await stoker.close()
-    finally:
-        stop(origin)
+    async with front("stoker-modules-") as (stoker, listener):
+        await count(stoker, listener, args.rounds)
 
 
-async def count(stoker: Stoker, rounds: int) -> None:
-    app = proxy_app(stoker)
-    listener = Listener(app, app.hot if isinstance(app, ProxyApp) else None,
-                        date_header=False)
+async def count(stoker: Stoker, listener: Listener, rounds: int) -> None:
     transport = Transport()
     connection = Connection(listener)
     connection.connection_made(transport)
