@@ -67,18 +67,25 @@ async def visitor_miss(proxy: Proxy, path: str) -> int:
     return (await proxy.client.get(path)).status_code
 
 
-async def test_trickling_post_bodies_hold_no_origin_slot(framework: FrameworkOrigin,
-                                                         tmp_path: Path, mode: str) -> None:
+async def while_bodies_stall(origin_url: str, tmp_path: Path, mode: str, heads: list[bytes],
+                             fresh: str, **settings: str) -> tuple[LimiterStats, int]:
+    """The origin slots held while every one of ``heads``' declared bodies stalls mid-read
+    (each read waiting on the clock, which only the test moves), and the status a
+    visitor's miss of ``fresh`` gets meanwhile."""
     clock = SteppedClock()
-    heads = [b"POST /post/%d HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1000\r\n\r\nx" % i
-             for i in range(HOSTILE)]
-    async with running_proxy(framework.url, tmp_path, clock=clock, kind=mode,
+    async with running_proxy(origin_url, tmp_path, clock=clock, kind=mode,
                              origin_max_concurrency=SLOTS,
-                             client_body_timeout=f"{BODY_TIMEOUT:g}s") as proxy, \
+                             client_body_timeout=f"{BODY_TIMEOUT:g}s", **settings) as proxy, \
             hostile(proxy, heads):
         await clock.sleeping(BODY_TIMEOUT, HOSTILE)  # every body's read waits for more
-        held = slots(proxy)
-        status = await visitor_miss(proxy, "/fresh/1")
+        return slots(proxy), await visitor_miss(proxy, fresh)
+
+
+async def test_trickling_post_bodies_hold_no_origin_slot(framework: FrameworkOrigin,
+                                                         tmp_path: Path, mode: str) -> None:
+    heads = [b"POST /post/%d HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1000\r\n\r\nx" % i
+             for i in range(HOSTILE)]
+    held, status = await while_bodies_stall(framework.url, tmp_path, mode, heads, "/fresh/1")
     assert held == IDLE
     assert status == 200
     assert framework.paths() == ["/fresh/1"]  # no body came whole: no POST was forwarded
@@ -105,17 +112,11 @@ async def test_gets_whose_body_never_comes_hold_no_origin_slot(tmp_path: Path,
         writer.write(response("200 OK", {"Cache-Control": "max-age=60"}, b"page"))
         return True
 
-    clock = SteppedClock()
     heads = [b"GET /stalled/%d HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1000\r\n\r\nx" % i
              for i in range(HOSTILE)]
-    async with raw_origin(answer) as origin, \
-            running_proxy(origin.url, tmp_path, clock=clock, kind=mode,
-                          origin_max_concurrency=SLOTS, origin_timeout="20s",
-                          client_body_timeout=f"{BODY_TIMEOUT:g}s") as proxy, \
-            hostile(proxy, heads):
-        await clock.sleeping(BODY_TIMEOUT, HOSTILE)  # every body's read waits for more
-        held = slots(proxy)
-        status = await visitor_miss(proxy, "/fresh/3")
+    async with raw_origin(answer) as origin:
+        held, status = await while_bodies_stall(origin.url, tmp_path, mode, heads, "/fresh/3",
+                                                origin_timeout="20s")
     assert held == IDLE
     assert status == 200
     assert [request.path for request in origin.requests] == ["/fresh/3"]
