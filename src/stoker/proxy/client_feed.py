@@ -7,7 +7,7 @@ the body goes into a :class:`ResponseBuffer` — memory up to :data:`MEMORY` byt
 unnamed temporary file up to :data:`FILE_LIMIT` — from which a :class:`ClientFeed`, the
 reply's body stream, gives it to whoever sends it to the client; a body declared to fit
 in :data:`MEMORY` is simply kept whole and sent once the origin is done
-(:class:`WholeReply`).  The origin is done
+(:class:`WholeBody`).  The origin is done
 (and its slot free) when its body has been read, however long the client takes.
 
 Invariants:
@@ -36,13 +36,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from stoker.http.headers import content_length
 from stoker.origin.port import OriginError, OriginResponse
-from stoker.proxy.reply import ReplySink
 from stoker.proxy.transit_file import TransitFile
 
 log = logging.getLogger("stoker.proxy")
@@ -181,39 +178,32 @@ class Feed(Protocol):
         """Stop now (the caller gave up); nothing more reaches the client."""
 
 
-def feed_for(sink: ReplySink, status: int, headers: Sequence[tuple[bytes, bytes]],
-             directory: Path, *, length: int | None, hold_last: bool = False) -> Feed:
-    """A :class:`WholeReply` for a body declared to fit in :data:`MEMORY` (most pages: a
+def feed_for(directory: Path, *, length: int | None, hold_last: bool = False) -> Feed:
+    """A :class:`WholeBody` for a body declared to fit in :data:`MEMORY` (most pages: a
     task and a buffer would cost more than they save), else a :class:`ClientFeed`."""
     if sends_whole(length):
-        return WholeReply(sink, status, headers)
-    return ClientFeed(sink, status, headers, directory, hold_last=hold_last)
+        return WholeBody()
+    return ClientFeed(directory, hold_last=hold_last)
 
 
 def sends_whole(length: int | None) -> bool:
-    """Whether :func:`feed_for` keeps a body of declared ``length`` whole and sends its
-    response only once the origin is done (so what the body came to is known before the
+    """Whether :func:`feed_for` keeps a body of declared ``length`` whole, so its response
+    is sent only once the origin is done (and what the body came to is known before the
     head goes out)."""
     return length is not None and length <= MEMORY
 
 
-class WholeReply:
-    """A :class:`Feed` that keeps the whole body (small: its length is known) and sends the
-    response when :meth:`finished` is awaited, after the origin is done with (its head is
-    ``headers`` as they are then: fields added to the list meanwhile go with it); an origin
-    that broke off is raised there with nothing sent (the pipeline answers 502)."""
+class WholeBody:
+    """A :class:`Feed` that keeps the whole body (small: its length is known), sent with
+    its head once the origin is done with (:attr:`body`); an origin that broke off is
+    raised by :meth:`finished`, with nothing sent (the pipeline answers 502)."""
 
-    def __init__(self, sink: ReplySink, status: int,
-                 headers: Sequence[tuple[bytes, bytes]]) -> None:
-        self._sink = sink
-        self._status = status
-        self._headers = headers
+    gone = False
+    """Nobody can go away before a whole body is sent."""
+
+    def __init__(self) -> None:
         self._pieces: list[bytes] = []
         self._error: BaseException | None = None
-
-    @property
-    def gone(self) -> bool:
-        return self._sink.gone
 
     async def put(self, piece: bytes) -> None:
         self._pieces.append(piece)
@@ -227,30 +217,29 @@ class WholeReply:
     async def finished(self) -> None:
         if self._error is not None:
             raise self._error
-        self._sink.whole(self._status, self._headers, b"".join(self._pieces))
 
     def cancel(self) -> None:
         self._pieces = []
+
+    @property
+    def body(self) -> bytes:
+        """What was put, whole."""
+        return b"".join(self._pieces)
 
 
 class ClientFeed:
     """One response body handed to its client from a :class:`ResponseBuffer`: the reply's
     :class:`~stoker.proxy.reply.BodyStream`, read by whoever sends it, at its pace."""
 
-    def __init__(self, sink: ReplySink, status: int, headers: Sequence[tuple[bytes, bytes]],
-                 directory: Path, *, hold_last: bool = False) -> None:
-        self._sink = sink
+    def __init__(self, directory: Path, *, hold_last: bool = False) -> None:
         self._buffer = ResponseBuffer(directory)
         self._hold_last = hold_last
         self._held = b""  # with hold_last, the latest piece: it goes out once the body ends
         self._done = asyncio.Event()  # the client has had everything, or went away
         self._error: BaseException | None = None
-        sink.stream(status, headers, self)
-
-    @property
-    def gone(self) -> bool:
-        """The client went away: what is put is dropped."""
-        return self._sink.gone
+        self.gone = False
+        """The client went away (the body stream was closed before its end): what is put
+        is dropped."""
 
     async def put(self, piece: bytes) -> None:
         """Queue ``piece`` for the client (see the module invariants)."""
@@ -312,7 +301,7 @@ class ClientFeed:
     async def aclose(self) -> None:
         """The client went away: drop what is held and what comes."""
         if not self._done.is_set():
-            self._sink.gone = True
+            self.gone = True
             self._buffer.drop()
             self._done.set()
 
@@ -321,15 +310,15 @@ class ClientFeed:
         self._done.set()
 
 
-async def relay(sink: ReplySink, status: int, headers: Sequence[tuple[bytes, bytes]],
-                response: OriginResponse, directory: Path) -> None:
-    """Pass ``response`` through to ``sink``: its body read at the origin's pace into the
-    :class:`Feed` :func:`feed_for` picks, the response closed (its origin slot free) once
-    the body has ended, and only then the client waited for.  The origin's body stops
-    being read when the client has gone; an origin breaking off is raised once the
-    client has had what came before."""
-    feed = feed_for(sink, status, headers, directory, length=content_length(response.headers))
+async def carry(response: OriginResponse, feed: Feed | None) -> None:
+    """Pass ``response``'s body on to ``feed`` (None: nobody waits for it), read at the
+    origin's pace; the response is closed (its origin slot free) once its body has ended,
+    before anyone waits for the client.  The origin's body stops being read when the
+    client has gone; an origin breaking off fails the feed once the client has had what
+    came before."""
     try:
+        if feed is None:
+            return
         try:
             async for piece in response.chunks:
                 await feed.put(piece)
@@ -339,7 +328,5 @@ async def relay(sink: ReplySink, status: int, headers: Sequence[tuple[bytes, byt
             feed.fail(error)
         else:
             feed.end()
-        await response.close()
-        await feed.finished()
     finally:
-        feed.cancel()
+        await response.close()

@@ -1,5 +1,10 @@
 """One origin exchange for a cacheable request: fetch, decide, stream, store.
 
+The fetcher never writes to a client: it tells how the exchange ended
+(:class:`~stoker.proxy.fetched.FetchResult`), or gives the response to relay once its head
+is known (:class:`~stoker.proxy.fetched.Relayed`, whose pump reads the body into the
+client's feed and the store).
+
 Invariants:
 - Storage is decided from the response headers alone (RFC 9111 §3 via
   :func:`decide_storage`) before any byte reaches the client; a response that
@@ -65,7 +70,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
+from functools import partial
 
 from stoker.cache.bodies import BodySpool, BodyStore
 from stoker.cache.collapse import Flight
@@ -83,37 +88,14 @@ from stoker.http.keys import variant_of, variants_to_drop
 from stoker.http.policy import RuleTTL, StaleDefaults, StorageDecision, decide_storage
 from stoker.origin.health import FAILING_STATUSES
 from stoker.origin.port import OriginClient, OriginError, OriginResponse, error_status
-from stoker.proxy.client_feed import Feed, feed_for, relay, sends_whole
+from stoker.proxy.client_feed import Feed, carry
+from stoker.proxy.fetched import FetchKind, FetchResult, Relayed
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers, stored_headers
-from stoker.proxy.reply import ReplySink
 from stoker.proxy.request import RequestInfo
 from stoker.purge.list import PurgeList
 
 log = logging.getLogger("stoker.proxy")
 
-
-
-class FetchKind(StrEnum):
-    """How a fetch ended (:attr:`FetchResult.kind`)."""
-
-    STORED = "stored"
-    """The origin's response was stored (and sent)."""
-    REFRESHED = "refreshed"
-    """A ``304`` revalidated the stored entry, which was updated."""
-    UNSHARED = "unshared"
-    """A ``304`` revalidated an entry a purge removed meanwhile: it answers this request
-    only."""
-    PASSED = "passed"
-    """The origin's response was sent, not stored (:attr:`FetchResult.detail` says why)."""
-    STALE = "stale"
-    """The stale entry answers: the origin failed (stale-if-error) or its ``304`` may not
-    be stored."""
-    FAILED = "failed"
-    """The origin failed and nothing may answer in its place."""
-
-
-SERVE_KINDS = frozenset({FetchKind.REFRESHED, FetchKind.STALE, FetchKind.UNSHARED})
-"""FetchResult kinds whose entry the caller must still send to the client."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +131,8 @@ class Fetch:
     rule_ttl: RuleTTL | None
     cookie: str | bool | None
     stale: CacheEntry | None
-    sink: ReplySink | None
+    client: bool
+    """A client waits for the response (else: a background revalidation)."""
     fwd: str
     flight: Flight | None = None
     varying: Sequence[tuple[bytes, bytes]] | None = None
@@ -158,36 +141,6 @@ class Fetch:
     """Variants stored under the key at lookup, least recently used first."""
     personal: Sequence[str] = ()
     """Cookies on the request that may personalise the page (``rules.personal_cookies``)."""
-
-
-@dataclass(slots=True)
-class FetchResult:
-    """How a fetch ended: what the client was sent and what may be shared."""
-
-    kind: FetchKind
-    entry: CacheEntry | None
-    status: int
-    detail: str = ""
-    cookies_set: tuple[str, ...] = ()
-    """The cookies a response not stored for ``set-cookie`` sets (names only)."""
-    retry_after: int | None = None
-    """A failure's ``Retry-After`` (the origin is down: seconds until it is asked again)."""
-
-    @property
-    def not_stored(self) -> str | None:
-        """Why the origin's response was not stored: a pass-through's reason, or why a
-        ``304`` that answered a revalidation did not refresh the stored entry (its new
-        headers forbid storing it, or a purge came meanwhile); None when it was stored or
-        there was no response to store (the origin failed)."""
-        if self.kind is FetchKind.PASSED or (
-                self.status == 304 and self.kind in (FetchKind.STALE, FetchKind.UNSHARED)):
-            return self.detail
-        return None
-
-    @property
-    def fell_back(self) -> bool:
-        """The origin failed and the stale entry answers in its place (stale-if-error)."""
-        return self.kind is FetchKind.STALE and self.status != 304
 
 
 class Fetcher:
@@ -202,8 +155,9 @@ class Fetcher:
         self._bodies = bodies
         self._clock = clock
 
-    async def run(self, fetch: Fetch) -> FetchResult:
-        """Fetch from the origin; answer the client unless the caller must (see FetchResult)."""
+    async def run(self, fetch: Fetch) -> FetchResult | Relayed:
+        """Ask the origin: how that ended, or the response to relay (and store as decided)
+        once its head is known (:mod:`~stoker.proxy.fetched`'s invariants)."""
         stale = fetch.stale
         extra = revalidation_headers(etag=stale.etag, last_modified=stale.last_modified) if (
             stale is not None) else []
@@ -217,13 +171,17 @@ class Fetcher:
                                                fetch.request.context)
         except OriginError as error:
             outcome = self._fallback(stale, error_status(error), str(error), error.retry_after)
-            if outcome.kind == "stale" or fetch.sink is None:  # else the caller's 5xx reports it
+            if outcome.kind == "stale" or not fetch.client:  # else the caller's 5xx reports it
                 log.warning("origin fetch of %s failed: %s", fetch.request.url, error)
             return outcome
         try:
-            return await self._handle(fetch, response, request_time, since)
-        finally:
+            handled = await self._handle(fetch, response, request_time, since)
+        except BaseException:
             await response.close()
+            raise
+        if not isinstance(handled, Relayed):
+            await response.close()
+        return handled
 
     def _error_until(self, decision: StorageDecision, fresh_until: float) -> float:
         """Until when the entry may answer on origin errors: the origin's
@@ -239,7 +197,7 @@ class Fetcher:
         return FetchResult(FetchKind.FAILED, None, status, detail, retry_after=retry_after)
 
     async def _handle(self, fetch: Fetch, response: OriginResponse,
-                      request_time: float, since: int) -> FetchResult:
+                      request_time: float, since: int) -> FetchResult | Relayed:
         response_time = self._clock.now()
         stale = fetch.stale
         if response.status in FAILING_STATUSES:
@@ -261,14 +219,8 @@ class Fetcher:
         if not decision.store:
             if fetch.flight is not None:
                 fetch.flight.share(None)  # followers must not wait for, or share, this response
-            await self._pass_through(fetch, response, decision)
-            return FetchResult(FetchKind.PASSED, None, response.status, decision.reason,
-                               tuple(set_cookie_names(response.headers)) if (
-                                   decision.reason == "set-cookie") else ())
-        entry = await self._stream_and_store(fetch, response, decision, response_time, since)
-        if isinstance(entry, str):  # not stored: followers must not share it
-            return FetchResult(FetchKind.PASSED, None, response.status, entry)
-        return FetchResult(FetchKind.STORED, entry, response.status)
+            return self._pass_through(fetch, response, decision)
+        return self._to_store(fetch, response, decision, response_time, since)
 
     def _size_limit(self, decision: StorageDecision,
                     headers: Sequence[tuple[bytes, bytes]]) -> StorageDecision:
@@ -277,48 +229,45 @@ class Fetcher:
             return replace(decision, store=False, reason="too-large")
         return decision
 
-    async def _pass_through(self, fetch: Fetch, response: OriginResponse,
-                            decision: StorageDecision) -> None:
-        sink = fetch.sink
-        if sink is None:
-            return
-        headers = client_response_headers(response.headers, self.config.hidden_headers)
+    def _pass_through(self, fetch: Fetch, response: OriginResponse,
+                      decision: StorageDecision) -> Relayed:
+        """The response, relayed as it is and not stored (``decision`` says why)."""
         kind, fwd = (Kind.BYPASS, "bypass") if decision.reason == "cookie" else (
             Kind.PASS, fetch.fwd)
-        headers.append(sink.stamp(Outcome(kind, fwd=fwd, fwd_status=response.status,
-                                          detail=decision.reason or None)))
-        await relay(sink, response.status, headers, response, self._bodies.directory)
+        result = FetchResult(FetchKind.PASSED, None, response.status, decision.reason,
+                             tuple(set_cookie_names(response.headers)) if (
+                                 decision.reason == "set-cookie") else ())
+        return Relayed(response.status,
+                       client_response_headers(response.headers, self.config.hidden_headers),
+                       Outcome(kind, fwd=fwd, fwd_status=response.status,
+                               detail=decision.reason or None),
+                       content_length(response.headers), partial(_passed, response, result))
 
-    async def _stream_and_store(self, fetch: Fetch, response: OriginResponse,
-                                decision: StorageDecision, response_time: float,
-                                since: int) -> CacheEntry | str:
-        """Store the body as the origin sends it while the client is fed at its own pace
-        (:func:`~stoker.proxy.client_feed.feed_for`); the stored entry or why it was not
-        stored.  The origin
-        response is closed (its slot free) before the client is waited for."""
-        sink, length = fetch.sink, content_length(response.headers)
+    def _to_store(self, fetch: Fetch, response: OriginResponse, decision: StorageDecision,
+                  response_time: float, since: int) -> Relayed:
+        """The response, relayed while its body is stored as the origin sends it (the
+        client fed at its own pace, :mod:`~stoker.proxy.client_feed`)."""
         outcome = Outcome(Kind.MISS, fwd=fetch.fwd, fwd_status=response.status, stored=True,
                           ttl=decision.fresh_for - decision.initial_age)
-        feed, headers = None, []
-        if sink is not None:
-            headers = self._stored_response_headers(fetch, response, decision)
-            if not sends_whole(length):  # the head goes now: stored is not known yet
-                headers.append(sink.stamp(outcome, shown=replace(outcome, stored=False)))
-            feed = feed_for(sink, response.status, headers, self._bodies.directory,
-                            length=length, hold_last=True)
+
+        return Relayed(response.status, self._stored_response_headers(response, decision),
+                       outcome, content_length(response.headers),
+                       partial(self._store_copy, fetch, response, decision, response_time, since),
+                       hold_last=True)
+
+    async def _store_copy(self, fetch: Fetch, response: OriginResponse,
+                          decision: StorageDecision, response_time: float, since: int,
+                          feed: Feed | None) -> FetchResult:
+        """Read the body into ``feed`` and the store; closes the response (the origin's
+        slot free) before anyone waits for the client."""
         try:
             stored = await self._read_and_store(fetch, response, decision, response_time,
                                                 since, feed)
-            await response.close()
-            if sink is not None and feed is not None:
-                if sends_whole(length):  # its head goes out with the body: say what happened
-                    headers.append(sink.stamp(
-                        outcome.not_stored(stored) if isinstance(stored, str) else outcome))
-                await feed.finished()
-            return stored
         finally:
-            if feed is not None:
-                feed.cancel()
+            await response.close()
+        if isinstance(stored, str):  # not stored: followers must not share it
+            return FetchResult(FetchKind.PASSED, None, response.status, stored)
+        return FetchResult(FetchKind.STORED, stored, response.status)
 
     async def _read_and_store(self, fetch: Fetch, response: OriginResponse,
                               decision: StorageDecision, response_time: float, since: int,
@@ -360,7 +309,7 @@ class Fetcher:
                       size: int) -> bool:
         return self.config.compress and compressible(status, headers, size)
 
-    def _stored_response_headers(self, fetch: Fetch, response: OriginResponse,
+    def _stored_response_headers(self, response: OriginResponse,
                                  decision: StorageDecision) -> list[tuple[bytes, bytes]]:
         """The client's fields of a response to be stored (its ``Cache-Status`` aside)."""
         headers = client_response_headers(response.headers, self.config.hidden_headers)
@@ -621,3 +570,10 @@ def _shareable_for_personal(decision: StorageDecision) -> bool:
 
 def _text(value: bytes | None) -> str | None:
     return value.decode("latin-1") if value is not None else None
+
+
+async def _passed(response: OriginResponse, result: FetchResult,
+                  feed: Feed | None) -> FetchResult:
+    """Carry a response not stored to ``feed``: ``result``, once it is carried."""
+    await carry(response, feed)
+    return result

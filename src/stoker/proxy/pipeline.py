@@ -2,8 +2,14 @@
 request and its body and gives a :class:`~stoker.proxy.reply.Reply`; the front, granian,
 the middleware (through :mod:`~stoker.adapters.asgi_reply`) and the warmer are adapters.
 
-request → bypass? → key → L1 → L2 → :func:`~stoker.proxy.decide.decide` → serve
-(hit, stale-while-revalidate, stale-if-error) | forward (collapsed) with its ``fwd``
+Each request runs as a :class:`~stoker.proxy.steps.Transaction` through the steps of
+:mod:`~stoker.proxy.steps` (Varnish's request state machine), one loop
+(:meth:`Pipeline._run`) calling one method per :class:`~stoker.proxy.steps.Step`:
+recv → lookup (key → L1 → L2 → :func:`~stoker.proxy.decide.decide`) → hit (fresh,
+stale-while-revalidate, stale-if-error) | miss (collapsed) → fetch, with its ``fwd``; pass
+for what skips the cache; purge for ``PURGE``.  The fetcher never writes to the client:
+only the deliver step (:class:`~stoker.proxy.deliver.Deliverer`: an entry, or the origin's
+response relayed) and the synth step (Stoker's own answers) give a reply.
 
 Invariants:
 - Nothing here knows a transport: no ASGI scope, message or ``send``; what travels with
@@ -91,14 +97,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import (
-    AsyncGenerator,
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Mapping,
-    Sequence,
-)
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Final, Protocol
@@ -124,13 +123,8 @@ from stoker.config.rules import (
     vary_view,
 )
 from stoker.config.settings import Settings
-from stoker.http.conditional import (
-    not_modified_headers,
-    precondition_failed,
-    should_answer_not_modified,
-)
 from stoker.http.forwarded import TrustedProxies
-from stoker.http.headers import get_header, without
+from stoker.http.headers import content_length, get_header
 from stoker.http.keys import (
     cache_target,
     normalise_host,
@@ -138,27 +132,28 @@ from stoker.http.keys import (
     select_variant,
     variant_of,
 )
-from stoker.http.policy import shareable_with_authorization
-from stoker.http.ranges import FULL, RangeDecision, decide_range
 from stoker.origin.health import OriginHealth
-from stoker.origin.port import OriginClient, OriginError, error_status
-from stoker.proxy.client_feed import relay
+from stoker.origin.port import OriginClient, OriginError, OriginResponse, error_status
+from stoker.proxy.client_feed import Feed, carry
 from stoker.proxy.codings import Codings
 from stoker.proxy.decide import decide, may_take
-from stoker.proxy.fetch import (
+from stoker.proxy.deliver import Deliverer, needs_coding
+from stoker.proxy.fetch import Fetch, FetchConfig, Fetcher
+from stoker.proxy.fetched import (
+    RENEWED,
     SERVE_KINDS,
-    Fetch,
-    FetchConfig,
-    Fetcher,
+    SHAREABLE,
     FetchKind,
     FetchResult,
+    Relayed,
 )
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
-from stoker.proxy.hit import form_for
-from stoker.proxy.reply import Reply, ReplySink, error_response
+from stoker.proxy.reply import Reply, ReplySink
 from stoker.proxy.request import BadRequest, RequestInfo
-from stoker.proxy.request_body import RequestBody, discard_body, read_body
+from stoker.proxy.request_body import discard_body, read_body
 from stoker.proxy.shared_flights import SharedFlights
+from stoker.proxy.steps import FromCache, Lookup, Step, Synth, Transaction, synthetic
+from stoker.purge.method import Answer
 
 FROM_CACHE = frozenset({Kind.HIT, Kind.STALE_SWR, Kind.STALE_ERROR, Kind.REVALIDATED})
 """Outcomes whose body came from the cache (counted in :attr:`Pipeline.cache_bytes`)."""
@@ -168,7 +163,7 @@ _FAILURES = {504: ("origin timed out", "origin-timeout"),
              503: ("origin down", "origin-down"),
              502: ("origin unavailable", "origin-error")}
 """An origin failure's status: the text and the ``Cache-Status`` detail it is answered with."""
-PurgeMethodHandler = Callable[[RequestInfo, ReplySink], Awaitable[None]]
+PurgeMethodHandler = Callable[[RequestInfo], Awaitable[Answer]]
 
 
 class Invalidator(Protocol):
@@ -184,10 +179,6 @@ class Invalidator(Protocol):
 AMONG: Final = {Kind.COLLAPSED: "collapsed", Kind.ERROR: "error"}
 """The :attr:`Pipeline.stats` counter an outcome of these kinds adds to its tally's."""
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
-SHAREABLE = frozenset({FetchKind.STORED, FetchKind.REFRESHED, FetchKind.STALE})
-"""Fetch results whose entry a flight's followers may be answered with."""
-RENEWED = frozenset({FetchKind.STORED, FetchKind.REFRESHED})
-"""Fetch results that stored an entry, new or revalidated."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,30 +201,6 @@ class PipelineConfig:
     """Refresh ahead's lead (0: off, nothing is tracked)."""
     refresh_window: float = Settings.refresh_window
     """How long a visitor's read keeps its entry refreshed."""
-
-
-@dataclass(frozen=True, slots=True)
-class Lookup:
-    """One cacheable request as the cache sees it.
-
-    ``varying`` is the request as forwarded, for Vary selection;
-    ``siblings`` are the variants stored under ``primary`` when it was looked up.
-    """
-
-    request: RequestInfo
-    rule: Rule | None
-    primary: str
-    varying: list[tuple[bytes, bytes]]
-    siblings: Sequence[CacheEntry] = ()
-    personal: Sequence[str] = ()
-
-    def may_reuse(self, entry: CacheEntry) -> bool:
-        """False when the request has credentials or personal cookies the entry
-        may not be shared with."""
-        if self.personal and not entry.origin_vouched:
-            return False
-        return not self.request.fields.has(b"authorization") or (
-            shareable_with_authorization(entry.headers))
 
 
 class Pipeline:
@@ -288,6 +255,11 @@ class Pipeline:
         self._shared_flights = shared_flights
         """Fetch leases, when other processes share the cache: their misses collapse."""
         self._via = (b"via", fetcher.config.via)
+        self._deliverer = Deliverer(store, bodies, self.codings)
+        self._steps: dict[Step, Callable[[Transaction], Awaitable[Step]]] = {
+            Step.RECV: self._recv, Step.PURGE: self._purge, Step.PASS: self._pass,
+            Step.LOOKUP: self._lookup, Step.HIT: self._hit, Step.MISS: self._miss,
+            Step.FETCH: self._fetch, Step.DELIVER: self._deliver, Step.SYNTH: self._synth}
 
     @property
     def cookie_bypasses(self) -> Mapping[str, int]:
@@ -341,21 +313,23 @@ class Pipeline:
         HTTP/1 the connection closes after it (what is left of the request is never
         read)."""
         sink = ReplySink(via=self._via, name=self._name)
-        self._refuse(sink, error)
+        self._give(sink, _refusal(error))
         return sink.reply.result()
 
     async def _produce(self, request: RequestInfo, body: AsyncIterator[bytes],
                        sink: ReplySink) -> None:
         rule = match_rule(self.config.rules, request.host, request.path, request.query)
+        txn = Transaction(request, body, sink, rule)
         try:
-            await self._route(request, rule, body, sink)
+            await self._run(txn)
         except BadRequest as error:  # its body could not be read: nothing was forwarded
             log.info("refused %s %s: %s", request.method, request.url, error)
-            self._refuse(sink, error)
+            if not sink.started:
+                self._give(sink, _refusal(error))
         except OriginError as error:  # broke off mid-body: the body stream raised it
             log.warning("response to %s truncated: %s", request.url, error)
             if not sink.started:
-                self._fail(sink, 502, "uri-miss", str(error))
+                self._give(sink, _failure(502, "uri-miss", str(error)))
         except BaseException as error:
             sink.fail(error)
             if not isinstance(error, Exception):
@@ -366,6 +340,284 @@ class Pipeline:
         finally:  # none stamped: a failure Stoker answered
             self.count(sink.outcome or GENERATED, sink.tally, sink.entry, request.url,
                        request.warm, request.headers, self.clock.now())
+
+    async def _run(self, txn: Transaction) -> None:
+        """Run ``txn``'s steps from :attr:`Step.RECV` to :attr:`Step.DONE`; then land the
+        flight it led and give back its lease and its request body, however it ended."""
+        steps = self._steps
+        step = Step.RECV
+        try:
+            while step is not Step.DONE:
+                step = await steps[step](txn)
+        finally:
+            if txn.upload is not None:
+                txn.upload.close()
+            if txn.flight is not None:
+                self._land(txn.flight_key, txn.flight, txn.result)
+                if txn.lease is not None:
+                    assert txn.lookup is not None
+                    await txn.lease.release(txn.lookup.primary)
+
+    # -- the steps -----------------------------------------------------------
+
+    async def _recv(self, txn: Transaction) -> Step:
+        """Purge, pass (an other method than GET or HEAD, a bypass) or look up."""
+        request = txn.request
+        method = request.method
+        if method == "PURGE":
+            return Step.PURGE
+        if method not in ("GET", "HEAD"):
+            self.not_cached.record("method", request.url, self.clock.now(), details=(method,))
+            txn.fwd, txn.invalidate = "method", method not in SAFE_METHODS
+            return Step.PASS
+        reason = self._bypass(request, txn.rule)
+        if reason is not None:
+            rule = txn.rule
+            self.not_cached.record(reason, request.url, self.clock.now(), details=(
+                ("bypass = true" if rule is not None and rule.bypass else "bypass_cookies",)
+                if reason == "bypass" else ()))
+            txn.fwd = reason
+            return Step.PASS
+        if request.declares_body:  # a cache fetch sends none: read it, so none is pending
+            await discard_body(txn.body, timeout=self.config.client_body_timeout,
+                               limit=self.config.client_max_body_size, clock=self.clock)
+        return Step.LOOKUP
+
+    async def _purge(self, txn: Transaction) -> Step:
+        if self._purge_method is None:
+            txn.synth = synthetic(405, "the PURGE method is not enabled")
+        else:
+            status, headers, body = await self._purge_method(txn.request)
+            txn.synth = Synth(status, headers, body)
+        return Step.SYNTH
+
+    async def _pass(self, txn: Transaction) -> Step:
+        """Forward the request with its body, read whole first; relay the answer."""
+        request = txn.request
+        txn.sink.tally = "bypass"
+        if request.declares_body:
+            txn.upload = await read_body(
+                txn.body, timeout=self.config.client_body_timeout,
+                limit=self.config.client_max_body_size, directory=self.bodies.directory,
+                clock=self.clock)
+        config = self.fetcher.config
+        headers = origin_request_headers(request, via=config.via, origin_host=config.origin_host,
+                                         for_cache=False)
+        try:
+            response = await self.origin.fetch(request.method, request.target, headers,
+                                               txn.upload, request.context)
+        except OriginError as error:
+            txn.synth = _failure(error_status(error), txn.fwd, str(error), error.retry_after)
+            return Step.SYNTH
+        try:
+            if txn.invalidate and 200 <= response.status < 400:
+                await self._invalidate_after_unsafe(request, response.headers)
+        except BaseException:
+            await response.close()
+            raise
+        txn.reply = Relayed(response.status,
+                            client_response_headers(response.headers, config.hidden_headers),
+                            Outcome(Kind.BYPASS, fwd=txn.fwd, fwd_status=response.status),
+                            content_length(response.headers), partial(_carried, response))
+        return Step.DELIVER
+
+    async def _lookup(self, txn: Transaction) -> Step:
+        """The stored variants of the request's key; :func:`decide` picks hit or miss."""
+        request = txn.request
+        primary = self.key_for(request, txn.rule)
+        entries = self.store.get_l1(primary)
+        if entries is None:
+            looked_up = request.looked_up
+            entries = looked_up[1] if looked_up is not None and looked_up[0] == primary else (
+                await self.store.get(primary))
+        lookup = txn.lookup = Lookup(request, txn.rule, primary,
+                                     vary_view(request.headers, txn.rule), entries,
+                                     personal_cookies(request.headers, txn.rule))
+        matched = select_variant(entries, lookup.varying) if entries else None
+        entry = txn.entry = matched if matched is None or lookup.may_reuse(matched) else None
+        now = self.clock.now()
+        action = decide(entry, now, other_variants=bool(entries),
+                        client_no_cache=self._client_forces_revalidation(request),
+                        warm=request.warm, origin=self.health,
+                        refresh=request.context.refresh)
+        if entry is not None and len(entries) > 1:
+            self.store.touch(entry)
+        txn.fwd = action.fwd
+        txn.variant = entry.variant if entry else (
+            variant_of(entries[0].vary, lookup.varying) if entries else "")
+        kind = action.serve
+        if kind is not None and entry is not None:
+            txn.sink.tally = "hit" if kind is Kind.HIT else "stale"
+            if action.revalidate:
+                self._revalidate_in_background(lookup, entry)
+            txn.reply = FromCache(entry, Outcome(kind, ttl=entry.ttl(now), detail=None if (
+                kind is Kind.HIT) else kind.value), Step.MISS, now)
+            return Step.HIT
+        if entries and matched is None:  # only other variants stored: by what they vary on
+            self.not_cached.record("vary-miss", request.url, now, details=entries[0].vary)
+        return Step.MISS
+
+    async def _hit(self, txn: Transaction) -> Step:
+        """Deliver the entry (a miss, should its body have vanished)."""
+        return Step.DELIVER
+
+    async def _miss(self, txn: Transaction) -> Step:
+        """Collapse with the other requests for the key and variant: a follower waits for
+        its flight's answer; the leader takes what landed meanwhile, in L1 or (sharing the
+        persistent tier) from another process, else fetches."""
+        txn.sink.tally = "miss"
+        lookup = txn.lookup
+        assert lookup is not None
+        if lookup.personal:  # a personalised answer is never shared with waiting requests
+            return Step.FETCH
+        key = f"{lookup.primary}\n{txn.variant}"
+        flight, leader = self._join(key, lookup.request)
+        if not leader:
+            return await self._follow(txn, flight)
+        forced = txn.fwd == "request"
+        landed = self._fresh(lookup, self.store.get_l1(lookup.primary)) if not forced else None
+        if landed is not None:  # a flight for this key landed while we read L2
+            return self._landed(txn, key, flight, landed,
+                                Outcome(Kind.HIT, ttl=landed.ttl(self.clock.now())))
+        leased = self._shared_flights if not (forced or flight.credentialed) else None
+        if leased is not None:
+            elsewhere = await self._fetched_elsewhere(lookup, leased, flight)
+            if elsewhere is not None:  # another process fetched it for us
+                return self._landed(txn, key, flight, elsewhere, Outcome(
+                    Kind.COLLAPSED, fwd=txn.fwd, fwd_status=elsewhere.status, stored=True,
+                    ttl=elsewhere.ttl(self.clock.now())))
+            if not leased.holds(lookup.primary):
+                leased = None  # it gave up waiting: fetch ourselves, holding no lease
+        txn.flight, txn.flight_key, txn.lease = flight, key, leased
+        return Step.FETCH
+
+    async def _follow(self, txn: Transaction, flight: Flight) -> Step:
+        """Wait for ``flight``; deliver what it shares when this request may take it,
+        else collapse once more (its leader's answer was its own) or fetch alone."""
+        lookup = txn.lookup
+        assert lookup is not None
+        shared = await flight.wait(self.config.collapse_timeout)
+        otherwise = Step.MISS if flight.withheld and txn.rejoin else Step.FETCH
+        txn.rejoin = False if otherwise is Step.MISS else txn.rejoin
+        if shared is not None and self._may_take(lookup, flight, shared):
+            now = self.clock.now()
+            txn.reply = FromCache(shared, Outcome(
+                Kind.COLLAPSED, fwd=txn.fwd, fwd_status=shared.status, stored=flight.stored,
+                ttl=shared.ttl(now)), otherwise, now)
+            return Step.DELIVER
+        return otherwise
+
+    def _landed(self, txn: Transaction, key: str, flight: Flight, entry: CacheEntry,
+                outcome: Outcome) -> Step:
+        """Land ``flight`` with ``entry`` (its followers get it) and deliver it; fetch, with
+        no stored entry to revalidate, when its body is gone."""
+        self.collapser.land(key, flight, entry)
+        txn.entry = None
+        txn.reply = FromCache(entry, outcome, Step.FETCH, self.clock.now())
+        return Step.DELIVER
+
+    async def _fetch(self, txn: Transaction) -> Step:
+        """Ask the origin: deliver its response, the entry it revalidated or the stale
+        one standing in for it, or synthesise its failure."""
+        lookup = txn.lookup
+        assert lookup is not None
+        fetched = await self._origin_fetch(lookup, txn.entry, txn.fwd, txn.flight,
+                                           client=True)
+        if isinstance(fetched, Relayed):
+            txn.reply = fetched
+            return Step.DELIVER
+        txn.result = fetched
+        self._account(lookup, fetched, client=True)
+        if fetched.kind is FetchKind.FAILED:
+            txn.synth = _failure(fetched.status, txn.fwd, fetched.detail, fetched.retry_after)
+            return Step.SYNTH
+        entry = fetched.entry
+        assert fetched.kind in SERVE_KINDS and entry is not None
+        now = self.clock.now()
+        ttl = entry.ttl(now)
+        outcome = Outcome(Kind.STALE_ERROR, ttl=ttl, detail=Kind.STALE_ERROR.value) if (
+            fetched.kind is FetchKind.STALE) else Outcome(
+            Kind.REVALIDATED, fwd=txn.fwd, fwd_status=304,
+            stored=fetched.kind is FetchKind.REFRESHED, ttl=ttl)
+        txn.reply = FromCache(entry, outcome,
+                              _failure(502, txn.fwd, "cached body missing"), now)
+        return Step.DELIVER
+
+    async def _deliver(self, txn: Transaction) -> Step:
+        """Give :attr:`Transaction.reply` to the client (:class:`Deliverer`)."""
+        reply = txn.reply
+        if isinstance(reply, Relayed):
+            result = await self._deliverer.relayed(txn.sink, reply)
+            if result is not None and txn.lookup is not None:
+                txn.result = result
+                self._account(txn.lookup, result, client=True)
+                entry = result.entry
+                if result.kind is FetchKind.STORED and entry is not None and needs_coding(
+                        txn.request, entry):
+                    self.codings.prefetch(entry)  # the response has ended: off its path
+            return Step.DONE
+        assert reply is not None
+        if await self._deliverer.entry(txn.sink, txn.request, reply.entry, reply.now,
+                                       reply.outcome):
+            return Step.DONE
+        if isinstance(reply.otherwise, Synth):
+            txn.synth = reply.otherwise
+            return Step.SYNTH
+        return reply.otherwise
+
+    async def _synth(self, txn: Transaction) -> Step:
+        """Give :attr:`Transaction.synth`, Stoker's own answer, to the client."""
+        assert txn.synth is not None
+        self._give(txn.sink, txn.synth)
+        return Step.DONE
+
+    def _give(self, sink: ReplySink, synth: Synth) -> None:
+        if synth.reason:
+            log.info("answering %d: %s", synth.status, synth.reason)
+        headers = synth.headers if synth.outcome is None else [
+            *synth.headers, sink.stamp(synth.outcome)]
+        sink.whole(synth.status, headers, synth.body, close=synth.close)
+
+    # -- what the steps share ------------------------------------------------
+
+    async def _origin_fetch(self, lookup: Lookup, entry: CacheEntry | None, fwd: str,
+                            flight: Flight | None, *, client: bool) -> FetchResult | Relayed:
+        """Fetch ``lookup``'s target (revalidating ``entry``), feeding ``flight``."""
+        request, rule = lookup.request, lookup.rule
+        target = cache_target(request.path, request.query, rule.ignore_query if rule else ())
+        return await self.fetcher.run(Fetch(
+            request=request, primary_key=lookup.primary, target=target,
+            rule_ttl=rule.ttl if rule else None,
+            cookie=self._origin_cookie(request, rule), stale=entry, client=client, fwd=fwd,
+            flight=flight, varying=lookup.varying, siblings=lookup.siblings,
+            personal=lookup.personal))
+
+    def _account(self, lookup: Lookup, result: FetchResult, *, client: bool) -> None:
+        """Record how a fetch for ``lookup`` ended: why its response was not stored; with
+        refresh ahead, the entry it stored or renewed (a visitor's read when a visitor's
+        response was stored)."""
+        reason = result.not_stored
+        if reason is not None:
+            self._not_stored(lookup, reason, result)
+        request = lookup.request
+        if self.reads is not None and result.entry is not None and result.kind in RENEWED:
+            if result.kind is FetchKind.STORED and client and not request.warm:
+                self.reads.read(result.entry, request.headers, self.clock.now())
+            else:  # revalidated (a visitor's read is told once it is served), or not a visitor
+                self.reads.renewed(result.entry)
+
+    async def _background(self, lookup: Lookup, entry: CacheEntry, key: str,
+                          flight: Flight) -> None:
+        result: FetchResult | None = None
+        try:
+            fetched = await self._origin_fetch(lookup, entry, "stale", flight, client=False)
+            result = await fetched.pump(None) if isinstance(fetched, Relayed) else fetched
+            if result is not None:
+                self._account(lookup, result, client=False)
+        except Exception:
+            log.exception("background revalidation of %s failed", lookup.request.url)
+        finally:
+            self._land(key, flight, result)
 
     def count(self, outcome: Outcome, tally: str | None, entry: CacheEntry | None, url: str,
               warm: bool, headers: Sequence[tuple[bytes, bytes]], now: float) -> None:
@@ -395,35 +647,6 @@ class Pipeline:
             if self.reads is not None:
                 self.reads.read(entry, headers, now)
 
-    def _refuse(self, sink: ReplySink, error: BadRequest) -> None:
-        if sink.started:
-            return
-        headers, body = error_response(error.status, str(error), [
-            sink.stamp(Outcome(Kind.ERROR, detail="bad-request"))])
-        sink.whole(error.status, headers, body, close=True)
-
-    async def _route(self, request: RequestInfo, rule: Rule | None,
-                     body: AsyncIterator[bytes], sink: ReplySink) -> None:
-        if request.method == "PURGE":
-            await self._purge(request, sink)
-            return
-        if request.method not in ("GET", "HEAD"):
-            self.not_cached.record("method", request.url, self.clock.now(),
-                                   details=(request.method,))
-            await self._forward(request, body, sink, "method",
-                                invalidate=request.method not in SAFE_METHODS)
-            return
-        reason = self._bypass(request, rule)
-        if reason is not None:
-            self.not_cached.record(reason, request.url, self.clock.now(), details=(
-                ("bypass = true" if rule is not None and rule.bypass else "bypass_cookies",)
-                if reason == "bypass" else ()))
-            await self._forward(request, body, sink, reason, invalidate=False)
-            return
-        if request.declares_body:  # a cache fetch sends none: read it, so none is pending
-            await discard_body(body, timeout=self.config.client_body_timeout,
-                               limit=self.config.client_max_body_size, clock=self.clock)
-        await self._cacheable(request, rule, sink)
 
     def _bypass(self, request: RequestInfo, rule: Rule | None) -> str | None:
         """``fwd`` value when the request must not touch the cache, else ``None``."""
@@ -436,43 +659,6 @@ class Pipeline:
         cache_control = fields.cache_control
         return "request" if cache_control is not None and cache_control.no_store else None
 
-    # -- cacheable requests -------------------------------------------------
-
-    async def _cacheable(self, request: RequestInfo, rule: Rule | None,
-                         sink: ReplySink) -> None:
-        primary = self.key_for(request, rule)
-        entries = self.store.get_l1(primary)
-        if entries is None:
-            looked_up = request.looked_up
-            entries = looked_up[1] if looked_up is not None and looked_up[0] == primary else (
-                await self.store.get(primary))
-        lookup = Lookup(request, rule, primary, vary_view(request.headers, rule), entries,
-                        personal_cookies(request.headers, rule))
-        matched = select_variant(entries, lookup.varying) if entries else None
-        entry = matched if matched is None or lookup.may_reuse(matched) else None
-        now = self.clock.now()
-        action = decide(entry, now, other_variants=bool(entries),
-                        client_no_cache=self._client_forces_revalidation(request),
-                        warm=request.warm, origin=self.health,
-                        refresh=request.context.refresh)
-        if entry is not None and len(entries) > 1:
-            self.store.touch(entry)
-        if action.serve is not None and entry is not None:
-            sink.tally = "hit" if action.serve is Kind.HIT else "stale"
-            if action.revalidate:
-                self._revalidate_in_background(lookup, entry)
-            kind = action.serve
-            outcome = Outcome(kind, ttl=entry.ttl(now),
-                              detail=None if kind is Kind.HIT else kind.value)
-            if await self._serve(sink, request, entry, now, outcome):
-                return
-        fwd = action.fwd
-        sink.tally = "miss"
-        if entries and matched is None:  # only other variants stored: by what they vary on
-            self.not_cached.record("vary-miss", request.url, now, details=entries[0].vary)
-        variant = entry.variant if entry else (
-            variant_of(entries[0].vary, lookup.varying) if entries else "")
-        await self._collapsed(lookup, entry, variant, fwd, sink)
 
     def key_for_parts(self, scheme: str, host: str, path: str, query: str,
                       rule: Rule | None) -> str:
@@ -480,10 +666,12 @@ class Pipeline:
         return primary_key(version=self.version, scheme=scheme, host=host, path=path,
                            query=query, ignore_query=rule.ignore_query if rule else ())
 
+
     def key_for(self, request: RequestInfo, rule: Rule | None) -> str:
         """The primary cache key of a request, ``rule`` being the one it matched."""
         return self.key_for_parts(request.scheme, request.host, request.path, request.query,
                                   rule)
+
 
     def key_for_url(self, url: str) -> str:
         """The primary key a GET of the absolute ``url`` would use (purges, invalidation)."""
@@ -492,12 +680,6 @@ class Pipeline:
         rule = match_rule(self.config.rules, host, path, parts.query)
         return self.key_for_parts(parts.scheme, host, path, parts.query, rule)
 
-    async def _purge(self, request: RequestInfo, sink: ReplySink) -> None:
-        if self._purge_method is None:
-            headers, body = error_response(405, "the PURGE method is not enabled")
-            sink.whole(405, headers, body)
-            return
-        await self._purge_method(request, sink)
 
     def _client_forces_revalidation(self, request: RequestInfo) -> bool:
         if not self.config.honor_client_no_cache:
@@ -505,49 +687,6 @@ class Pipeline:
         cache_control = request.fields.cache_control
         return cache_control is not None and cache_control.no_cache
 
-    async def _collapsed(self, lookup: Lookup, entry: CacheEntry | None, variant: str,
-                         fwd: str, sink: ReplySink, *, rejoin: bool = True) -> None:
-        if lookup.personal:  # a personalised answer is never shared with waiting requests
-            await self._fetch(lookup, entry, fwd, sink, None)
-            return
-        key = f"{lookup.primary}\n{variant}"
-        flight, leader = self._join(key, lookup.request)
-        if not leader:
-            shared = await flight.wait(self.config.collapse_timeout)
-            if shared is not None and self._may_take(lookup, flight, shared):
-                now = self.clock.now()
-                outcome = Outcome(Kind.COLLAPSED, fwd=fwd, fwd_status=shared.status,
-                                  stored=flight.stored, ttl=shared.ttl(now))
-                if await self._serve(sink, lookup.request, shared, now, outcome):
-                    return
-            if flight.withheld and rejoin:  # the leader's answer was its own: share anew
-                await self._collapsed(lookup, entry, variant, fwd, sink, rejoin=False)
-                return
-            await self._fetch(lookup, entry, fwd, sink, None)
-            return
-        forced = fwd == "request"
-        landed = self._fresh(lookup, self.store.get_l1(lookup.primary)) if not forced else None
-        if landed is not None:  # a flight for this key landed while we read L2
-            await self._land_and_serve(lookup, key, flight, landed, fwd, sink,
-                                       Outcome(Kind.HIT, ttl=landed.ttl(self.clock.now())))
-            return
-        leased = self._shared_flights if not (forced or flight.credentialed) else None
-        if leased is not None:
-            elsewhere = await self._fetched_elsewhere(lookup, leased, flight)
-            if elsewhere is not None:  # another process fetched it for us
-                await self._land_and_serve(lookup, key, flight, elsewhere, fwd, sink, Outcome(
-                    Kind.COLLAPSED, fwd=fwd, fwd_status=elsewhere.status, stored=True,
-                    ttl=elsewhere.ttl(self.clock.now())))
-                return
-            if not leased.holds(lookup.primary):
-                leased = None  # it gave up waiting: fetch ourselves, holding no lease
-        result: FetchResult | None = None
-        try:
-            result = await self._fetch(lookup, entry, fwd, sink, flight)
-        finally:
-            self._land(key, flight, result)
-            if leased is not None:
-                await leased.release(lookup.primary)
 
     def _join(self, key: str, request: RequestInfo) -> tuple[Flight, bool]:
         """The flight for ``key`` and whether ``request`` leads it (a flight led by a
@@ -555,11 +694,13 @@ class Pipeline:
         return self.collapser.join(
             key, credentialed=request.fields.has(b"authorization"))
 
+
     def _land(self, key: str, flight: Flight, result: FetchResult | None) -> None:
         """Land the leader's ``flight`` with what its fetch ``result`` may share."""
         shared = result.entry if result and result.kind in SHAREABLE else None
         self.collapser.land(key, flight, shared, fell_back=result is not None and (
             result.fell_back))
+
 
     def _may_take(self, lookup: Lookup, flight: Flight, shared: CacheEntry) -> bool:
         """Whether a follower may be answered with what its flight shares: the entry
@@ -568,6 +709,7 @@ class Pipeline:
             shared.variant == variant_of(shared.vary, lookup.varying)) and may_take(
             shared, self.clock.now(), fetched=flight.stored, fell_back=flight.fell_back,
             client_no_cache=self._client_forces_revalidation(lookup.request))
+
 
     async def _fetched_elsewhere(self, lookup: Lookup, leased: SharedFlights,
                                  flight: Flight) -> CacheEntry | None:
@@ -585,14 +727,6 @@ class Pipeline:
             await leased.release(lookup.primary)
         return found
 
-    async def _land_and_serve(self, lookup: Lookup, key: str, flight: Flight,
-                              entry: CacheEntry, fwd: str, sink: ReplySink,
-                              outcome: Outcome) -> None:
-        """Land ``flight`` with ``entry`` (its followers get it) and serve it; fetch when its
-        body is gone."""
-        self.collapser.land(key, flight, entry)
-        if not await self._serve(sink, lookup.request, entry, self.clock.now(), outcome):
-            await self._fetch(lookup, None, fwd, sink, None)
 
     def _fresh(self, lookup: Lookup, entries: list[CacheEntry] | None) -> CacheEntry | None:
         """The fresh entry among ``entries`` this request may use (checked without
@@ -602,44 +736,6 @@ class Pipeline:
             return None
         return entry if entry.freshness(self.clock.now()) is Freshness.FRESH else None
 
-    async def _fetch(self, lookup: Lookup, entry: CacheEntry | None, fwd: str,
-                     sink: ReplySink | None, flight: Flight | None) -> FetchResult:
-        request, rule = lookup.request, lookup.rule
-        target = cache_target(request.path, request.query, rule.ignore_query if rule else ())
-        result = await self.fetcher.run(Fetch(
-            request=request, primary_key=lookup.primary, target=target,
-            rule_ttl=rule.ttl if rule else None,
-            cookie=self._origin_cookie(request, rule), stale=entry, sink=sink, fwd=fwd,
-            flight=flight, varying=lookup.varying, siblings=lookup.siblings,
-            personal=lookup.personal))
-        reason = result.not_stored
-        if reason is not None:
-            self._not_stored(lookup, reason, result)
-        if self.reads is not None and result.entry is not None and result.kind in RENEWED:
-            if result.kind is FetchKind.STORED and sink is not None and not request.warm:
-                self.reads.read(result.entry, request.headers, self.clock.now())
-            else:  # revalidated (a visitor's read is told once it is served), or not a visitor
-                self.reads.renewed(result.entry)
-        if sink is None:
-            return result
-        if result.kind is FetchKind.STORED and result.entry is not None and _form(
-                request, result.entry) is None:
-            self.codings.prefetch(result.entry)  # the response has ended: off its path
-        if result.kind in SERVE_KINDS and result.entry is not None:
-            now = self.clock.now()
-            ttl = result.entry.ttl(now)
-            outcome = Outcome(Kind.STALE_ERROR, ttl=ttl, detail=Kind.STALE_ERROR.value) if (
-                result.kind is FetchKind.STALE) else Outcome(
-                Kind.REVALIDATED, fwd=fwd, fwd_status=304,
-                stored=result.kind is FetchKind.REFRESHED, ttl=ttl)
-            if await self._serve(sink, request, result.entry, now, outcome):
-                return result
-            self._fail(sink, 502, fwd, "cached body missing")
-        elif result.kind is FetchKind.FAILED:
-            self._fail(sink, result.status, fwd, result.detail, result.retry_after)
-        elif result.kind is FetchKind.PASSED and sink.outcome is not None and sink.outcome.stored:
-            sink.outcome = sink.outcome.not_stored(result.detail)  # sent as stored, then not
-        return result
 
     def _not_stored(self, lookup: Lookup, reason: str, result: FetchResult) -> None:
         """Record why ``result``'s response was not stored (a cookie bypass by the cookies'
@@ -656,11 +752,13 @@ class Pipeline:
                         "not mark them shareable; if this cookie never changes a page, "
                         "add it to ignore_cookies or strip_cookies", name)
 
+
     def _origin_cookie(self, request: RequestInfo, rule: Rule | None) -> str | bool | None:
         if rule is None or not rule.strip_cookies:
             return True
         cookie = request.fields.joined(b"cookie")
         return strip_cookies(cookie, rule.strip_cookies) if cookie else True
+
 
     def _revalidate_in_background(self, lookup: Lookup, entry: CacheEntry) -> None:
         key = f"{lookup.primary}\n{entry.variant}"
@@ -671,118 +769,6 @@ class Pipeline:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _background(self, lookup: Lookup, entry: CacheEntry, key: str,
-                          flight: Flight) -> None:
-        outcome: FetchResult | None = None
-        try:
-            outcome = await self._fetch(lookup, entry, "stale", None, flight)
-        except Exception:
-            log.exception("background revalidation of %s failed", lookup.request.url)
-        finally:
-            self._land(key, flight, outcome)
-
-    async def _serve(self, sink: ReplySink, request: RequestInfo, entry: CacheEntry,
-                     now: float, outcome: Outcome) -> bool:
-        """Answer from ``entry``; False (nothing sent) if its body file has vanished.
-
-        Order of RFC 9110 §13.2.2: a GET/HEAD whose If-Match or If-Unmodified-Since
-        fails gets 412, then a conditional one may get 304, then a GET's Range may get
-        206 or 416 (:func:`decide_range`), else the 200.
-        """
-        form = _form(request, entry)
-        if form is None:  # a coding not made yet: made now (none is due after)
-            form = _form(request, await self.codings.coded(entry))
-            assert form is not None
-        entry = form
-        extra = ((b"age", str(int(entry.age(now))).encode()), sink.stamp(outcome))
-        conditional = request.fields.conditional
-        if conditional and 200 <= entry.status < 300 and precondition_failed(
-                request.headers, etag=entry.etag, last_modified=entry.last_modified):
-            headers, body = error_response(412, "Precondition Failed", extra)
-            sink.whole(412, headers, body, entry=entry)
-            return True
-        if entry.status == 200 and conditional and (
-                should_answer_not_modified(request.headers, etag=entry.etag,
-                                           last_modified=entry.last_modified,
-                                           date=_text(get_header(entry.headers, b"date")))):
-            sink.whole(304, [*not_modified_headers(entry.headers), *extra], b"", entry=entry)
-            return True
-        length = len(entry.body) if entry.body is not None else entry.body_size
-        part = _range_for(request, entry, length)
-        if part.status == 416:
-            headers = [*not_modified_headers(entry.headers), *extra,
-                       (b"content-range", part.content_range(length)), (b"content-length", b"0")]
-            sink.whole(416, headers, b"", entry=entry)
-            return True
-        if part.status == 206:
-            headers = [*without(entry.headers, (b"content-length",)), *extra,
-                       (b"content-range", part.content_range(length)),
-                       (b"content-length", str(part.size).encode())]
-            return await self._send_body(sink, entry, 206, headers, part.start, part.size)
-        return await self._send_body(sink, entry, entry.status, entry.headers, extra=extra)
-
-    async def _send_body(self, sink: ReplySink, entry: CacheEntry, code: int,
-                         headers: Sequence[tuple[bytes, bytes]], offset: int = 0,
-                         size: int | None = None, *,
-                         extra: Sequence[tuple[bytes, bytes]] = ()) -> bool:
-        """Send ``size`` body bytes (default: all) from ``offset``; False if the file vanished."""
-        if entry.body is not None:
-            end = None if size is None else offset + size
-            body = entry.body if offset == 0 and end is None else entry.body[offset:end]
-            sink.whole(code, headers, body, entry=entry, extra=extra)
-            return True
-        chunks = self._open_body(entry, offset, size)
-        try:
-            first = await chunks.__anext__()
-        except StopAsyncIteration:
-            first = b""
-        except FileNotFoundError:
-            log.warning("body file of %s is missing; dropping the entry", entry.url)
-            await self.store.delete_primary([entry.primary_key])
-            return False
-        sink.stream(code, headers, _after(first, chunks), entry=entry, extra=extra)
-        return True
-
-    def _open_body(self, entry: CacheEntry, offset: int,
-                   size: int | None) -> AsyncGenerator[bytes, None]:
-        assert entry.body_file is not None
-        return self.bodies.open(entry.body_file, offset=offset, length=size)
-
-    # -- pass-through ------------------------------------------------------
-
-    async def _forward(self, request: RequestInfo, pieces: AsyncIterator[bytes],
-                       sink: ReplySink, fwd: str, *, invalidate: bool) -> None:
-        body = await read_body(pieces, timeout=self.config.client_body_timeout,
-                               limit=self.config.client_max_body_size,
-                               directory=self.bodies.directory, clock=self.clock) if (
-            request.declares_body) else None
-        try:
-            await self._forward_whole(request, body, sink, fwd, invalidate=invalidate)
-        finally:
-            if body is not None:
-                body.close()
-
-    async def _forward_whole(self, request: RequestInfo, body: RequestBody | None,
-                             sink: ReplySink, fwd: str, *, invalidate: bool) -> None:
-        """:meth:`_forward` once the request's body (if any) has arrived whole."""
-        sink.tally = "bypass"
-        config = self.fetcher.config
-        headers = origin_request_headers(request, via=config.via, origin_host=config.origin_host,
-                                         for_cache=False)
-        try:
-            response = await self.origin.fetch(request.method, request.target, headers, body,
-                                              request.context)
-        except OriginError as error:
-            self._fail(sink, error_status(error), fwd, str(error), error.retry_after)
-            return
-        try:
-            if invalidate and 200 <= response.status < 400:
-                await self._invalidate_after_unsafe(request, response.headers)
-            out = client_response_headers(response.headers, config.hidden_headers)
-            out.append(sink.stamp(Outcome(Kind.BYPASS, fwd=fwd, fwd_status=response.status)))
-            await relay(sink, response.status, out, response, self.bodies.directory)
-        finally:
-            await response.close()
 
     async def _invalidate_after_unsafe(self, request: RequestInfo,
                                        headers: list[tuple[bytes, bytes]]) -> None:
@@ -807,17 +793,6 @@ class Pipeline:
                 keys.append(self.key_for_url(target))
         await self._invalidator.invalidate(keys)
 
-    def _fail(self, sink: ReplySink, status: int, fwd: str, detail: str,
-              retry_after: int | None = None) -> None:
-        """Answer an origin failure (``retry_after``: the origin is down, not asked)."""
-        text, reason = _FAILURES.get(status, _FAILURES[502])
-        extra = [sink.stamp(Outcome(Kind.ERROR, fwd=fwd, fwd_status=status, detail=reason))]
-        if retry_after is not None:
-            extra.append((b"retry-after", str(retry_after).encode()))
-        headers, body = error_response(status, text, extra)
-        log.info("answering %d: %s", status, detail)
-        sink.whole(status, headers, body)
-
     def pending(self) -> int:
         """Requests still being answered after their reply was given (their body read,
         their store finished), background revalidations and compressions running now
@@ -832,31 +807,20 @@ class Pipeline:
         await self.codings.drain()
 
 
-def _form(request: RequestInfo, entry: CacheEntry) -> CacheEntry | None:
-    """:func:`~stoker.proxy.hit.form_for` ``request``."""
-    fields = request.fields
-    return form_for(entry, fields.joined(b"accept-encoding"), fields.has(b"range"))
+def _failure(status: int, fwd: str, detail: str, retry_after: int | None = None) -> Synth:
+    """The answer to an origin failure (``retry_after``: the origin is down, not asked)."""
+    text, reason = _FAILURES.get(status, _FAILURES[502])
+    extra = () if retry_after is None else ((b"retry-after", str(retry_after).encode()),)
+    return synthetic(status, text, Outcome(Kind.ERROR, fwd=fwd, fwd_status=status,
+                                           detail=reason), extra=extra, reason=detail)
 
 
-def _range_for(request: RequestInfo, entry: CacheEntry, length: int) -> RangeDecision:
-    """RFC 9110 §14.2: Range is defined for GET only, and we apply it to stored 200s."""
-    range_header = request.fields.joined(b"range")
-    if range_header is None or request.method != "GET" or entry.status != 200:
-        return FULL
-    return decide_range(range_header, request.fields.joined(b"if-range"),
-                        etag=entry.etag, last_modified=entry.last_modified, length=length)
+def _refusal(error: BadRequest) -> Synth:
+    """The answer to a request Stoker will not forward (HTTP/1 closes after it)."""
+    return synthetic(error.status, str(error), Outcome(Kind.ERROR, detail="bad-request"),
+                     close=True)
 
 
-async def _after(first: bytes,
-                 rest: AsyncGenerator[bytes, None]) -> AsyncGenerator[bytes, None]:
-    """``first``, then ``rest``'s pieces (``rest`` closed however this ends)."""
-    try:
-        yield first
-        async for piece in rest:
-            yield piece
-    finally:
-        await rest.aclose()
-
-
-def _text(value: bytes | None) -> str | None:
-    return None if value is None else value.decode("latin-1")
+async def _carried(response: OriginResponse, feed: Feed | None) -> None:
+    """Carry a passed request's response to ``feed``: it was no fetch (nothing to tell)."""
+    await carry(response, feed)

@@ -75,7 +75,7 @@ class Reply:
 class ReplySink:
     """Where the core writes one response; :attr:`reply` gives it out."""
 
-    __slots__ = ("_name", "_outcome", "_reply", "_via", "gone", "reply", "tally")
+    __slots__ = ("_name", "_outcome", "_reply", "_via", "reply", "tally")
 
     def __init__(self, *, via: Header, name: str) -> None:
         self._via = via
@@ -84,8 +84,6 @@ class ReplySink:
         self._reply: Reply | None = None
         self.reply: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         """Resolved when the response's head is known."""
-        self.gone = False
-        """Nobody reads the body any more: what is still put is dropped."""
         self.tally: str | None = None
         """What the lookup counted the request as (``hit``, ``stale``, ``miss``, or
         ``bypass`` when it skipped the cache), the last decision standing (a hit found
@@ -129,8 +127,7 @@ class ReplySink:
 
     def stream(self, status: int, headers: Sequence[Header], body: BodyStream, *,
                entry: CacheEntry | None = None, extra: Sequence[Header] = ()) -> None:
-        """Give the reply with a body read as it comes (:attr:`gone` once it is closed
-        before its end, by whoever closes it)."""
+        """Give the reply with a body read as it comes."""
         self._give(status, headers, body, entry, extra, False)
 
     def fail(self, error: BaseException) -> None:

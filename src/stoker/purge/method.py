@@ -62,11 +62,8 @@ class PurgeRequest(Protocol):
     def headers(self) -> Sequence[tuple[bytes, bytes]]: ...
 
 
-class Answer(Protocol):
-    """Where the method answers (the core's :class:`~stoker.proxy.reply.ReplySink`)."""
-
-    def whole(self, status: int, headers: Sequence[tuple[bytes, bytes]], body: bytes) -> None:
-        ...
+Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
+"""The method's answer: status, fields, body (the core's synth step sends it)."""
 
 
 def parse_networks(items: Iterable[str]) -> tuple[Network, ...]:
@@ -117,39 +114,35 @@ class PurgeMethod:
         self._refusals = refusals
         self._sites = sites
 
-    async def __call__(self, request: PurgeRequest, sink: Answer) -> None:
+    async def __call__(self, request: PurgeRequest) -> Answer:
         decision = purge_allowed(request.client, self._allow)
         if decision == "disabled":
-            await _answer(sink, 405, {"error": "the PURGE method is disabled; set purge_allow "
-                                               "to allow it from given addresses"},
-                          allow=b"GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
-            return
+            return _answer(405, {"error": "the PURGE method is disabled; set purge_allow "
+                                          "to allow it from given addresses"},
+                           allow=b"GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
         actor = f"purge-method:{request.client or 'unknown'}"
         try:
             expanded = expand_url(request.url, None, self._sites, frozenset(), "url")
             soft = purge_is_soft(asked_soft(request.headers), self._mode())
         except PurgeRequestError as error:
-            await _answer(sink, 400, {"error": str(error)})
-            return
+            return _answer(400, {"error": str(error)})
         unknown = () if expanded.unknown_host is None else (expanded.unknown_host,)
         scope = PurgeScope(urls=expanded.urls, soft=soft, unknown_hosts=unknown)
         if decision == "forbidden":
             await self._refusals.refused(client=request.client or "unknown", actor=actor,
                                          action="purge", target={**scope.as_json(),
                                                                  "status": 403})
-            await _answer(sink, 403, {"error": f"PURGE is not allowed from {request.client}"})
-            return
+            return _answer(403, {"error": f"PURGE is not allowed from {request.client}"})
         result = await self._purger.purge(scope)
         await record_safely(self._audit, actor=actor, action="purge", target=scope.as_json(),
                             count=result.purged, outcome="ok")
-        await _answer(sink, 200, result.as_json())
+        return _answer(200, result.as_json())
 
 
-async def _answer(sink: Answer, status: int, body: object, *,
-                  allow: bytes | None = None) -> None:
+def _answer(status: int, body: object, *, allow: bytes | None = None) -> Answer:
     data = (json.dumps(body) + "\n").encode()
     headers = [(b"content-type", b"application/json"),
                (b"content-length", str(len(data)).encode()), (b"cache-control", b"no-store")]
     if allow is not None:
         headers.append((b"allow", allow))
-    sink.whole(status, headers, data)
+    return status, headers, data

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from stoker.adapters.asgi_reply import send_reply
 from stoker.asgi import Message
 from stoker.origin.port import OriginError
-from stoker.proxy.client_feed import MEMORY, ClientFeed, ResponseBuffer, WholeReply, feed_for
+from stoker.proxy.client_feed import MEMORY, ClientFeed, ResponseBuffer, WholeBody, feed_for
 from stoker.proxy.reply import ReplySink
 
 
@@ -106,6 +106,13 @@ def sink_for() -> ReplySink:
     return ReplySink(via=(b"via", b"1.1 t"), name="t")
 
 
+def fed(sink: ReplySink, directory: Path, *, hold_last: bool = False) -> ClientFeed:
+    """A feed given to ``sink`` as its reply's body, as the core's deliver step does."""
+    feed = ClientFeed(directory, hold_last=hold_last)
+    sink.stream(200, [], feed)
+    return feed
+
+
 async def sending(sink: ReplySink, send: Recorder) -> asyncio.Task[None]:
     """The sending of ``sink``'s reply to ``send``, as an ASGI server would, in a task."""
     reply = await sink.reply
@@ -120,7 +127,7 @@ def body_messages(send: Recorder) -> list[tuple[bytes, bool]]:
 async def test_holding_the_last_piece_sends_it_only_after_end(tmp_path: Path) -> None:
     send = Recorder()
     sink = sink_for()
-    feed = ClientFeed(sink, 200, [], tmp_path, hold_last=True)
+    feed = fed(sink, tmp_path, hold_last=True)
     sender = await sending(sink, send)
     await feed.put(b"one")
     await feed.put(b"two")
@@ -136,7 +143,7 @@ async def test_a_slow_client_never_slows_the_writer(tmp_path: Path) -> None:
     send = Recorder()
     send.gate.clear()  # the client reads nothing
     sink = sink_for()
-    feed = ClientFeed(sink, 200, [], tmp_path)
+    feed = fed(sink, tmp_path)
     sender = await sending(sink, send)
     for _ in range(100):
         await asyncio.wait_for(feed.put(b"x" * 65536), 1)  # 6.25 MiB, into the file
@@ -150,7 +157,7 @@ async def test_a_slow_client_never_slows_the_writer(tmp_path: Path) -> None:
 async def test_a_failed_feed_never_ends_the_response(tmp_path: Path) -> None:
     send = Recorder()
     sink = sink_for()
-    feed = ClientFeed(sink, 200, [], tmp_path)
+    feed = fed(sink, tmp_path)
     sender = await sending(sink, send)
     await feed.put(b"part")
     feed.fail(OriginError("broke off"))
@@ -165,7 +172,7 @@ async def test_a_cancelled_feed_never_ends_the_response(tmp_path: Path) -> None:
     send = Recorder()
     send.gate.clear()
     sink = sink_for()
-    feed = ClientFeed(sink, 200, [], tmp_path)
+    feed = fed(sink, tmp_path)
     sender = await sending(sink, send)
     await feed.put(b"part")
     feed.end()
@@ -177,11 +184,11 @@ async def test_a_cancelled_feed_never_ends_the_response(tmp_path: Path) -> None:
 
 async def test_a_client_gone_drops_the_rest_without_waiting(tmp_path: Path) -> None:
     sink = sink_for()
-    feed = ClientFeed(sink, 200, [], tmp_path)
+    feed = fed(sink, tmp_path)
     reply = await sink.reply
     assert not isinstance(reply.body, bytes)
     await reply.body.aclose()
-    assert sink.gone
+    assert feed.gone
     for _ in range(100):
         await asyncio.wait_for(feed.put(b"x" * 65536), 1)
     feed.end()
@@ -189,27 +196,22 @@ async def test_a_client_gone_drops_the_rest_without_waiting(tmp_path: Path) -> N
 
 
 async def test_a_body_declared_to_fit_in_memory_is_kept_whole(tmp_path: Path) -> None:
-    feeds = [feed_for(sink_for(), 200, [], tmp_path, length=length)
+    feeds = [feed_for(tmp_path, length=length)
              for length in (MEMORY, MEMORY + 1, None)]
     for feed in feeds:
         feed.cancel()
-    assert [type(feed) for feed in feeds] == [WholeReply, ClientFeed, ClientFeed]
+    assert [type(feed) for feed in feeds] == [WholeBody, ClientFeed, ClientFeed]
 
 
-async def test_a_whole_reply_sends_only_when_finished_and_nothing_after_a_failure(
-        tmp_path: Path) -> None:
-    sink = sink_for()
-    reply = WholeReply(sink, 200, [(b"x", b"1")])
-    await reply.put(b"a")
-    await reply.put(b"b")
-    reply.end()
-    assert not sink.reply.done()
-    await reply.finished()
-    assert (await sink.reply).body == b"ab"
-    broken = sink_for()
-    failed = WholeReply(broken, 200, [])
+async def test_a_whole_body_is_given_whole_and_raises_after_a_failure() -> None:
+    whole = WholeBody()
+    await whole.put(b"a")
+    await whole.put(b"b")
+    whole.end()
+    await whole.finished()
+    assert whole.body == b"ab"
+    failed = WholeBody()
     await failed.put(b"a")
     failed.fail(OriginError("broke off"))
-    with pytest.raises(OriginError):
+    with pytest.raises(OriginError):  # nothing given: the core answers 502
         await failed.finished()
-    assert not broken.reply.done()  # nothing given: the pipeline answers 502

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stoker.proxy.fetch import FetchKind, FetchResult
+from stoker.proxy.fetched import FetchKind, FetchResult
 
 
 @pytest.mark.parametrize(("result", "reason"), [
