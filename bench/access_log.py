@@ -52,7 +52,7 @@ async def main(rounds: int, requests: int) -> None:
         settings = settings_from({"origin": "http://127.0.0.1:9", "data_dir": data})
         stoker = await Stoker.open(settings)
         try:
-            key = stoker.pipeline.key_for_url(URL)
+            key = stoker.pipeline.keying.key_for_url(URL)
             now = stoker.clock.now()
             entry = make_entry(URL, now=now, fresh=3600, stale=3600, error=3600, keep=3600,
                                primary_key=key, body=b"x" * 20_480, body_size=20_480)

@@ -144,7 +144,7 @@ async def fill(stoker: Any, proxy_url: str, entries: int) -> None:
             await stoker.store.flush()  # within the L2 write queue's bound: none dropped
         url = f"{proxy_url}/page/{i}"
         await stoker.store.put(make_entry(
-            url, primary_key=stoker.pipeline.key_for_url(url), now=now, fresh=3600,
+            url, primary_key=stoker.pipeline.keying.key_for_url(url), now=now, fresh=3600,
             stale=7200, error=7200, keep=7200, tags=("bench", f"page-{i}"), body=PAGE,
             body_size=len(PAGE)))
     await stoker.store.flush()

@@ -102,7 +102,7 @@ async def test_an_inline_miss_is_in_l1_before_its_response_ends(origin: Origin,
     """So the same client's next request is a hit, however fast it comes."""
     origin.app.set("/next", headers=CACHEABLE, body=b"n" * 3000)
     await proxy.client.get("/next")
-    key = proxy.stoker.pipeline.key_for_url(f"{proxy.url}/next")
+    key = proxy.stoker.pipeline.keying.key_for_url(f"{proxy.url}/next")
     assert proxy.stoker.store.get_l1(key)  # no wait: stored before the last byte was sent
     again = await proxy.client.get("/next")
     assert "; hit" in again.headers["cache-status"]

@@ -49,7 +49,7 @@ async def test_variants_per_url_are_bounded(origin: Origin, tmp_path: Path) -> N
             await proxy.client.get("/many", headers={"x-visitor": visitor})
         await proxy.client.get("/many", headers={"x-visitor": "a"})  # a is now most recent
         await proxy.client.get("/many", headers={"x-visitor": "d"})  # drops b, the LRU
-        stored = await proxy.stoker.store.get(proxy.stoker.pipeline.key_for_url(
+        stored = await proxy.stoker.store.get(proxy.stoker.pipeline.keying.key_for_url(
             f"{proxy.url}/many"))
         again_a = await proxy.client.get("/many", headers={"x-visitor": "a"})
         again_b = await proxy.client.get("/many", headers={"x-visitor": "b"})

@@ -38,7 +38,7 @@ async def store_page(origin: Origin, proxy: Proxy, path: str) -> None:
 async def until_stored(proxy: Proxy, path: str) -> None:
     """Wait for the miss's store: the client has its response before the entry is put,
     and a request looking up in that window would fetch again instead of hitting."""
-    key = proxy.stoker.pipeline.key_for_url(f"{proxy.url}{path}")
+    key = proxy.stoker.pipeline.keying.key_for_url(f"{proxy.url}{path}")
     while not await proxy.stoker.store.get(key):
         await asyncio.sleep(0.005)  # bounded by the test timeout
 

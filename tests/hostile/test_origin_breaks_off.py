@@ -66,7 +66,7 @@ async def test_a_body_broken_off_is_not_said_stored(tmp_path: Path, mode: str) -
     async with raw_origin(breaking_off(b"0123456789")) as origin, \
             running_proxy(origin.url, tmp_path, kind=mode) as proxy:
         data, _ = await exchange(proxy.url, GET, total=5)
-        assert proxy.stoker.store.get_l1(proxy.stoker.pipeline.key_for_url(
+        assert proxy.stoker.store.get_l1(proxy.stoker.pipeline.keying.key_for_url(
             f"{proxy.url}/p")) in (None, [])
     assert b"cache-status: stoker; fwd=uri-miss; fwd-status=200; ttl=59\r\n" in data
 

@@ -41,7 +41,7 @@ async def _stored(origin: Origin, proxy: Proxy, path: str, headers: list[tuple[s
     origin.app.set(path, headers=headers, body=body)
     miss, sent = await _raw(proxy, path, **{"accept-encoding": "gzip, br"})
     assert miss.status_code == 200 and sent == body
-    key = proxy.stoker.pipeline.key_for_url(f"{proxy.url}{path}")
+    key = proxy.stoker.pipeline.keying.key_for_url(f"{proxy.url}{path}")
     # the miss's client accepts a coding: the forms follow the response (poll for them)
     coded = proxy.stoker.settings.compress and len(body) <= (
         proxy.stoker.settings.body_file_threshold) and compressible(
@@ -236,7 +236,7 @@ async def test_revalidation_keeps_codings_unless_no_transform_arrives(
 
 async def _entry(proxy: Proxy, path: str) -> list[tuple[bool, tuple[str, ...]]]:
     """(codings due, codings made) of what L1 and, after a flush, L2 hold for ``path``."""
-    key = proxy.stoker.pipeline.key_for_url(f"{proxy.url}{path}")
+    key = proxy.stoker.pipeline.keying.key_for_url(f"{proxy.url}{path}")
     await proxy.stoker.store.flush()
     return [(entry.codings_due, entry.codings)
             for entry in [*(proxy.stoker.store.get_l1(key) or []),

@@ -70,7 +70,7 @@ async def test_a_bomb_is_stored_as_sent_and_hits_get_its_bytes(
         hit, again = await raw(proxy, "/bomb", f"{coding}, identity")
         await proxy.stoker.store.flush()
         [entry] = await proxy.stoker.store.get(
-            proxy.stoker.pipeline.key_for_url(f"{proxy.url}/bomb"))
+            proxy.stoker.pipeline.keying.key_for_url(f"{proxy.url}/bomb"))
         assert stored_bytes(data) < 4 * 1024 * 1024  # not the decoded hundreds of MiB
     assert sent == bomb and miss.headers["content-encoding"] == coding
     assert hit.headers["cache-status"].startswith("stoker; hit")

@@ -311,7 +311,7 @@ async def test_an_l2_hit_is_answered_by_the_front_too(origin: Origin, tmp_path: 
         origin.app.set("/deep", headers=CACHEABLE, body=b"deep")
         await exchange(counted.plain, get("/deep"))  # the miss
         await counted.stoker.store.flush()
-        key = counted.stoker.pipeline.key_for_url("http://site.test/deep")
+        key = counted.stoker.pipeline.keying.key_for_url("http://site.test/deep")
         assert counted.stoker.store.get_l1(key) is None
         asgi = counted.asgi_hits
         [by_front], _ = await exchange(counted.front, get("/deep"))
@@ -368,7 +368,7 @@ async def test_an_l2_hit_waited_for_is_answered_by_the_front_too(
         origin.app.set("/deep", headers=[*CACHEABLE, ("etag", '"d"')], body=b"deep" * 300)
         await exchange(counted.plain, get("/deep"))  # the miss
         await counted.stoker.store.flush()
-        key = counted.stoker.pipeline.key_for_url("http://site.test/deep")
+        key = counted.stoker.pipeline.keying.key_for_url("http://site.test/deep")
         assert counted.stoker.store.get_l1(key) is None
         assert counted.stoker.store.read_now(key) is None  # L2 must be waited for
         asgi, hits = counted.asgi_hits, counted.stoker.pipeline.stats["hit"]
@@ -404,7 +404,7 @@ async def test_requests_waiting_for_l2_are_answered_in_order_and_misses_read_it_
         b"hot", b"cold", b"hot", b"hot"]
     assert b"hit" in answers[0].lower() and b"miss" in answers[1].lower()
     assert not closed
-    cold = counted.stoker.pipeline.key_for_url("http://site.test/cold")
+    cold = counted.stoker.pipeline.keying.key_for_url("http://site.test/cold")
     assert reads.count(cold) == 1
     assert origin.app.count("/cold") == 1
 

@@ -91,7 +91,7 @@ async def test_origin_closing_mid_response_is_never_stored(tmp_path: Path) -> No
         for _ in range(2):
             with contextlib.suppress(httpx.HTTPError):  # the client sees the drop
                 await proxy.client.get("/cut")
-        stored = await proxy.stoker.store.get(proxy.stoker.pipeline.key_for_url(
+        stored = await proxy.stoker.store.get(proxy.stoker.pipeline.keying.key_for_url(
             f"{proxy.url}/cut"))
     assert stored == []
     assert len(origin.requests) == 2

@@ -45,7 +45,7 @@ async def test_purges_find_entries_only_in_l2(origin: Origin, tmp_path: Path) ->
     async with purging(origin.url, tmp_path / "d", l1_max_bytes="1") as (proxy, admin):
         for language in ("en", "de", "fr"):
             await proxy.client.get("/l2", headers={"accept-language": language})
-        assert proxy.stoker.store.get_l1(proxy.stoker.pipeline.key_for_url(
+        assert proxy.stoker.store.get_l1(proxy.stoker.pipeline.keying.key_for_url(
             f"{proxy.url}/l2")) is None
         by_tag = await admin.purge(tags=["only-l2"], soft=True)
         by_url = await admin.purge(urls=[f"{proxy.url}/l2"])
@@ -161,7 +161,7 @@ async def test_purge_all_bumps_the_version_without_blocking_and_persists(
     assert pending >= n  # the old entries were still there: the reclaim had not run
     assert stats["entries"] <= 2  # old entries reclaimed; /all?i=1 and 2 refetched
     async with running_proxy(origin.url, tmp_path / "d") as proxy:
-        assert proxy.stoker.pipeline.version == "2"
+        assert proxy.stoker.pipeline.keying.version == "2"
         again = await proxy.client.get("/all?i=3")
         assert "fwd=uri-miss" in again.headers["cache-status"]
 

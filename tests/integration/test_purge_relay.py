@@ -78,10 +78,10 @@ async def test_a_soft_purge_and_a_version_bump_reach_the_other_process(
         await a.store.flush()
         await served(b, "/t")
         await a.purger.purge(PurgeScope(tags=("post-1",), soft=True))
-        [stale] = b.store.get_l1(b.pipeline.key_for_url("http://site.test/t")) or []
+        [stale] = b.store.get_l1(b.pipeline.keying.key_for_url("http://site.test/t")) or []
         assert stale.fresh_until <= b.clock.now()  # stale in B, kept for revalidation
         await a.purger.purge(PurgeScope(everything=True))
-        assert b.pipeline.version == a.pipeline.version != "1"
+        assert b.pipeline.keying.version == a.pipeline.keying.version != "1"
 
 
 async def test_an_unsafe_method_invalidates_the_other_process_too(
@@ -94,7 +94,7 @@ async def test_an_unsafe_method_invalidates_the_other_process_too(
         await read(await a.pipeline.serve(get("/t", method="POST"), no_body()))
         for _ in range(200):  # told without waiting: B takes it at its next poll
             await rb.catch_up()
-            if b.store.get_l1(b.pipeline.key_for_url("http://site.test/t")) is None:
+            if b.store.get_l1(b.pipeline.keying.key_for_url("http://site.test/t")) is None:
                 break
             await asyncio.sleep(0.01)
         assert (await served(b, "/t"))[0] is Kind.MISS
@@ -104,13 +104,14 @@ async def test_a_member_that_does_not_confirm_is_named_and_waited_for_no_longer(
         origin: Origin, tmp_path: Path) -> None:
     async with member(origin, tmp_path, "a", purge_ack_timeout=0.3) as (a, _):
         b = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(tmp_path)}))
-        silent = await join_bus(b, await SqlitePurgeBus.open(b.settings.cache_path),
-                              "b")  # joined, never follows
+        bus = await SqlitePurgeBus.open(b.settings.cache_path)
+        silent = await join_bus(b, bus, "b")  # joined, never follows
         try:
             result = await a.purger.purge(PurgeScope(tags=("post-1",)))
             await silent.close()  # left: no longer waited for
             again = await a.purger.purge(PurgeScope(tags=("post-1",)))
         finally:
+            await bus.close()
             await b.close()
     assert result.unconfirmed == ("b",)
     assert again.unconfirmed == ()
@@ -180,9 +181,9 @@ async def test_nodes_sharing_redis_are_one_cache(origin: Origin, tmp_path: Path)
                 purged = await a.purger.purge(PurgeScope(tags=("post-1",)))
                 after = await served(b, "/t")
                 await a.purger.purge(PurgeScope(everything=True))
-                version = a.pipeline.version
+                version = a.pipeline.keying.version
             async with member(origin, tmp_path / "c", "c", **shared) as (c, _):
-                late = c.pipeline.version
+                late = c.pipeline.keying.version
         finally:
             await drop_stoker_keys(REDIS_DB_URL)
     assert from_a == (Kind.HIT, b"v1") and origin.app.count("/t") == 2
@@ -213,7 +214,7 @@ async def test_a_process_cut_off_from_the_bus_longer_than_node_timeout_forgets_l
     following = asyncio.create_task(relay.follow(stop))
     try:
         await served(stoker, "/t")
-        key = stoker.pipeline.key_for_url("http://site.test/t")
+        key = stoker.pipeline.keying.key_for_url("http://site.test/t")
         bus.down = True
         await asyncio.sleep(0.15)
         kept = stoker.store.get_l1(key)  # within node_timeout: kept
@@ -226,6 +227,7 @@ async def test_a_process_cut_off_from_the_bus_longer_than_node_timeout_forgets_l
         stop.set()
         await following
         await relay.close()
+        await bus.close()
         await stoker.close()
     assert kept is not None and forgotten is None
     assert after == (Kind.HIT, b"v1")
@@ -244,7 +246,7 @@ class Refusing(SqlitePurgeBus):
 
 @asynccontextmanager
 async def following(stoker: Stoker, bus: SqlitePurgeBus, name: str) -> AsyncIterator[PurgeRelay]:
-    """``stoker`` on ``bus`` as ``name``, following it."""
+    """``stoker`` on ``bus`` as ``name``, following it (``bus`` closed after the relay)."""
     relay = await join_bus(stoker, bus, name)
     stop = asyncio.Event()
     task = asyncio.create_task(relay.follow(stop))
@@ -254,6 +256,7 @@ async def following(stoker: Stoker, bus: SqlitePurgeBus, name: str) -> AsyncIter
         stop.set()
         await task
         await relay.close()
+        await bus.close()
 
 
 async def test_purges_the_bus_did_not_take_are_answered_kept_and_relayed_once_it_does(

@@ -76,7 +76,7 @@ async def test_a_tag_purge_holds_when_redis_evicted_the_tag_set(
                 member(origin, tmp_path / "b", "b", **shared(port, schema)) as (b, _):
             await served(a, "/t")
             await a.store.flush()
-            key = a.pipeline.key_for_url(URL)
+            key = a.pipeline.keying.key_for_url(URL)
             await evict_tag_set(port, "post-1", b"stoker:e:" + ref_id(key, ""),
                                 b"stoker:v:" + key.encode())
             origin.app.set("/t", headers=TAGGED, body=b"v2")
@@ -126,7 +126,7 @@ async def test_a_purge_while_redis_is_down_is_relayed_at_once_and_applied_once_i
                 with own_redis(port, tmp_path):
                     await listening(port)
                     await flushed(a, b)
-                    key = a.pipeline.key_for_url(URL)
+                    key = a.pipeline.keying.key_for_url(URL)
                     in_redis = await raw_l2(a, key)
                     async with member(origin, tmp_path / "c", "c", **settings) as (c, _):
                         late = await served(c, "/t")
@@ -164,7 +164,7 @@ async def test_a_write_queued_while_redis_was_down_never_resurrects_a_purged_pag
             await listening(port)
             async with member(origin, tmp_path / "a", "a", **settings) as (a, _), \
                     member(origin, tmp_path / "b", "b", **settings) as (b, _):
-                key = a.pipeline.key_for_url(URL)
+                key = a.pipeline.keying.key_for_url(URL)
                 writes: list[bytes] = []
                 read_by_a: list[bytes] = []
                 attempts = spy_writes(b, a, key, writes, read_by_a)

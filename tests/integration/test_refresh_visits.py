@@ -45,7 +45,7 @@ async def test_a_variants_read_keeps_the_headers_that_select_it(
     origin.app.set("/v", headers=[*PAGE, ("vary", "accept-language")], body=b"v")
     await proxy.client.get("/v", headers={"accept-language": "fr"})
     await proxy.client.get("/v", headers={"accept-language": "fr"})
-    entries = await proxy.stoker.store.get(proxy.stoker.pipeline.key_for_url(
+    entries = await proxy.stoker.store.get(proxy.stoker.pipeline.keying.key_for_url(
         f"{proxy.url}/v"))
     read = tracked(proxy, "/v", entries[0].variant)
     assert read.count == 2

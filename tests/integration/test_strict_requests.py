@@ -76,7 +76,7 @@ async def test_absolute_form_target_names_the_host(origin: Origin, tmp_path: Pat
         await proxy.client.get("/x", headers={"host": "b.example"})  # b's page, cached
         answer = await raw(proxy.url, b"GET http://a.example/x HTTP/1.1\r\n"
                                       b"Host: b.example\r\n\r\n")
-        cached = await proxy.stoker.store.get(proxy.stoker.pipeline.key_for_url(
+        cached = await proxy.stoker.store.get(proxy.stoker.pipeline.keying.key_for_url(
             "http://a.example/x"))
     _, _, headers = origin.app.requests[-1]
     assert b" 200 " in answer + b" "

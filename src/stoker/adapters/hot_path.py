@@ -14,12 +14,12 @@ it only skips work whose outcome is known.
 Invariants: the memo maps ``(keying, scheme, Host, target)`` — the
 scheme as the pipeline resolves it (trusted proxies' ``X-Forwarded-Proto``
 included), the target as sent (``raw_path``, else ``path``, and the query) — to
-the primary key :meth:`Pipeline.key_for` computes for the parsed request, so
-the fast path and the pipeline share one key function; a version bump or a reloaded
-configuration (:attr:`Pipeline.keying`) never reads old keys.  The memo holds at most
-``config.memory.memo_keys`` keys (its share of ``l1_max_bytes``); when full, the oldest
-key leaves first; URLs whose rule bypasses the cache map to ``None`` and always take the
-full pipeline.  The
+the primary key :meth:`~stoker.proxy.keying.Keying.key_for` computes for the parsed
+request, so the fast path and the pipeline share one key function; a version bump or a
+reloaded configuration (:attr:`~stoker.proxy.keying.Keying.token`) never reads old keys.
+The memo holds at most ``config.memory.memo_keys`` keys (its share of ``l1_max_bytes``);
+when full, the oldest key leaves first; URLs whose rule bypasses the cache map to
+``None`` and always take the full pipeline.  The
 reply (headers, ``Age``, ``Cache-Status``, ``Via``) is the one the
 pipeline would give for the same hit, in the same coding
 (:func:`~stoker.proxy.hit.hit_reply`, the one decider); a hit that would get a coding
@@ -97,6 +97,7 @@ class HotPath:
 
     def __init__(self, pipeline: Pipeline) -> None:
         self._pipeline = pipeline
+        self._keying = pipeline.keying
         self._memo: OrderedDict[MemoKey, str | None] = OrderedDict()
         self._memo_keys = pipeline.config.memory.memo_keys
         self._prefix = f"{pipeline.fetcher.config.cache_name}; hit; ttl=".encode()
@@ -107,8 +108,8 @@ class HotPath:
 
     @property
     def keying(self) -> str:
-        """What keys computed now depend on (:attr:`Pipeline.keying`)."""
-        return self._pipeline.keying
+        """What keys computed now depend on (:attr:`~stoker.proxy.keying.Keying.token`)."""
+        return self._keying.token
 
     @property
     def memoised(self) -> int:
@@ -203,7 +204,7 @@ class HotPath:
     def _primary_key(self, scheme: str, host: bytes, target: bytes,
                      scope: Callable[[], Message]) -> str | None:
         pipeline = self._pipeline
-        memo_key = (pipeline.keying, scheme, host, target)
+        memo_key = (self._keying.token, scheme, host, target)
         try:
             return self._memo[memo_key]
         except KeyError:
@@ -215,7 +216,7 @@ class HotPath:
             return None
         rule = match_rule(pipeline.config.rules, request.host, request.path,
                           request.query)
-        primary = None if rule is not None and rule.bypass else pipeline.key_for(request, rule)
+        primary = None if rule is not None and rule.bypass else self._keying.key_for(request, rule)
         if len(self._memo) >= self._memo_keys:
             self._memo.popitem(last=False)
         self._memo[memo_key] = primary

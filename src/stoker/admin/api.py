@@ -157,7 +157,7 @@ def api_routes(stoker: RunningStoker) -> list[Route]:
         except PurgeRequestError as error:
             return error_response(400, error.field, str(error))
         now = stoker.clock.now()
-        return JSONResponse({"now": now, "version": stoker.pipeline.version,
+        return JSONResponse({"now": now, "version": stoker.pipeline.keying.version,
                              "keys": await stored_keys(stoker, urls, now)})
 
     async def audit(request: Request) -> Response:

@@ -167,7 +167,7 @@ def own(stoker: RunningStoker) -> Figures:
 
 def node_facts(stoker: RunningStoker) -> dict[str, Any]:
     """The Stoker release, cache version and warm workers of ``stoker``'s process."""
-    return {"release": VERSION, "cache_version": stoker.pipeline.version,
+    return {"release": VERSION, "cache_version": stoker.pipeline.keying.version,
             "warm_workers": stoker.settings.warm_jobs}
 
 

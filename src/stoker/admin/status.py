@@ -179,7 +179,7 @@ class StatusSource:
         served_by = shares(figures.outcomes)
         return {
             "now": now, "origin": stoker.settings.origin,
-            "origin_down_since": pipeline.health.down_since, "version": pipeline.version,
+            "origin_down_since": pipeline.health.down_since, "version": pipeline.keying.version,
             "requests": dict(pipeline.stats), "outcomes": outcome_rows(figures.outcomes),
             "served_by": served_by, "share": fractions(served_by),
             "cache_bytes": figures.cache_bytes, "origin_bytes": figures.origin_bytes,

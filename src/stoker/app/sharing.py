@@ -15,10 +15,11 @@ the notifier are the ones :func:`stoker.backends.open` opened for the process
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from stoker.admin import metrics
 from stoker.app.processes import ServingProcess
 from stoker.app.stoker import Stoker
-from stoker.cache.notifier import Notifier
 from stoker.config.settings import Settings
 from stoker.purge.bus import PurgeBus
 from stoker.purge.relay import PurgeRelay, open_relay
@@ -30,20 +31,24 @@ def shares_cache(settings: Settings, process: ServingProcess | None) -> bool:
 
 
 async def join_bus(stoker: Stoker, bus: PurgeBus, name: str,
-                   notifier: Notifier | None = None) -> PurgeRelay:
+                   figures: Callable[[], str] | None = None) -> PurgeRelay:
     """``stoker``'s purger on ``bus`` as ``name`` (:func:`~stoker.purge.relay.open_relay`,
-    with the process's memory tier, clock and timeouts)."""
+    with the process's memory tier, clock, timeouts and notifier; ``figures``: what it
+    tells the others of itself), held in :attr:`Stoker.relays`: its purges are relayed
+    through it from now on.  The bus stays its opener's to close; the relay is the
+    caller's."""
     settings = stoker.settings
-    return await open_relay(bus, name, stoker.purger, stoker.store.l1, stoker.clock,
-                            ack_timeout=settings.purge_ack_timeout,
-                            node_timeout=settings.node_timeout, notifier=notifier)
+    relay = await open_relay(bus, name, stoker.purger, stoker.store.l1, stoker.clock,
+                             ack_timeout=settings.purge_ack_timeout,
+                             node_timeout=settings.node_timeout,
+                             notifier=stoker.backends.notifier, figures=figures)
+    stoker.relays.hold(relay)
+    return relay
 
 
 async def share_cache(stoker: Stoker, name: str) -> PurgeRelay:
     """Join ``stoker`` to those sharing its cache, as ``name`` (see the module docstring):
     its relay on the bus (its misses collapse through the fetch leases it was opened
     with, :meth:`Stoker.open`'s ``member``)."""
-    ports = stoker.backends
-    relay = await join_bus(stoker, ports.bus, name, ports.notifier)
-    relay.figures = lambda: metrics.said(metrics.own(stoker))
-    return relay
+    return await join_bus(stoker, stoker.backends.bus, name,
+                          lambda: metrics.said(metrics.own(stoker)))

@@ -4,6 +4,12 @@ The composition root: :meth:`Stoker.open` opens every backend port once
 (:func:`stoker.backends.open`, which alone chooses SQLite, PostgreSQL or Redis) and hands
 the ports to the constructors; the warmer (:mod:`stoker.app.warm_service`) and the
 sharing of the cache (:mod:`stoker.app.sharing`) take theirs from :attr:`Stoker.backends`.
+Every collaborator goes to its constructor, none is assigned after: one
+:class:`~stoker.proxy.keying.Keying` (the cache version and key function) to the pipeline
+and the purger, so neither needs the other built first; the purger reads the
+``rewarm_also`` URLs from the settings in force, and finds its relay in the
+:class:`~stoker.purge.bus.RelaySlot` it was given, which serving fills once it has joined
+the bus (:func:`stoker.app.sharing.join_bus`).
 
 Invariants: :meth:`Stoker.open` either returns a ready instance or raises
 (with nothing left open).  A shutdown has ONE budget of ``shutdown_timeout``
@@ -64,9 +70,11 @@ from stoker.origin.port import OriginClient
 from stoker.origin.slots import OriginLimiter
 from stoker.origin.timing import OriginTiming
 from stoker.proxy.fetch import FetchConfig, Fetcher
+from stoker.proxy.keying import Keying
 from stoker.proxy.pipeline import Pipeline, PipelineConfig
 from stoker.proxy.shared_flights import SharedFlights
 from stoker.purge.audit import AuditTrail
+from stoker.purge.bus import RelaySlot
 from stoker.purge.events import PurgeEvents
 from stoker.purge.list import PurgeList
 from stoker.purge.method import PurgeMethod, parse_networks
@@ -118,6 +126,11 @@ def pipeline_config(settings: Settings, memory: MemoryBudget) -> PipelineConfig:
                           refresh_window=settings.refresh_window)
 
 
+def rewarm_also(settings: Settings) -> tuple[str, ...]:
+    """The URLs every purge but one of everything purges too, under ``settings``."""
+    return also_urls(settings.rewarm_also, settings.site_hosts)
+
+
 def shares_tier(settings: Settings) -> bool:
     """Whether the processes sharing the cache share its persistent tier too: those of
     ``--processes N`` (``cache.db``), and the nodes of a Redis tier (``l2_url``)."""
@@ -145,6 +158,9 @@ class Stoker:
     refusals: RefusalAudit
     """Refused calls, recorded at a bounded rate per client: the admin listener's and the
     ``PURGE`` method's (one policy, one set of windows)."""
+    relays: RelaySlot
+    """Where the purger finds this process's relay: empty until serving joins the bus
+    (:func:`stoker.app.sharing.join_bus` holds the relay it opens in it)."""
     origin_timing: OriginTiming = field(default_factory=OriginTiming)
     """The origin's answer times and failures (for ``/metrics``)."""
     shared_flights: SharedFlights | None = None
@@ -204,7 +220,10 @@ class Stoker:
         origin = LimitedOrigin(MonitoredOrigin(origin, health, clock, timing),
                                OriginLimiter(settings.origin_max_concurrency,
                                              per_client=settings.origin_max_per_client))
-        purger = Purger(store, purges, PurgeEvents(), clock, versions)
+        keying = Keying(settings.rules, state.version)
+        relays = RelaySlot()  # filled by serving, if the process shares its cache
+        purger = Purger(store, purges, PurgeEvents(), clock, versions, keying,
+                        also=lambda: rewarm_also(stoker.settings), relays=relays)  # as reloaded
         refusals = RefusalAudit(audit, clock)
         purge_method = PurgeMethod(purger, parse_networks(settings.purge_allow), audit,
                                    refusals, settings.site_hosts,
@@ -215,13 +234,11 @@ class Stoker:
         pipeline = Pipeline(
             pipeline_config(settings, memory),
             Fetcher(fetch_config(settings), origin, store, bodies, clock, purges),
-            store, bodies, origin, clock, version=state.version, health=health,
+            store, bodies, origin, clock, keying, health=health,
             invalidator=purger, purge_method=purge_method, shared_flights=flights)
-        purger.pipeline = pipeline
-        watch = VersionWatch(versions, lambda: pipeline.version, purger.adopt_version, clock)
+        watch = VersionWatch(versions, lambda: keying.version, purger.adopt_version, clock)
         stoker = cls(settings, clock, pipeline, store, l2, origin, purger, audit, watch, opened,
-                     refusals, timing, flights)
-        purger.also = also_urls(settings.rewarm_also, settings.site_hosts)
+                     refusals, relays, timing, flights)
         purger.resume_reclaim(state)
         if evict_loop:
             stoker._maintenance = asyncio.create_task(stoker._maintain_forever())
@@ -273,8 +290,6 @@ class Stoker:
             self.pipeline.reconfigure(pipeline_config(change.settings, memory),
                                       fetch_config(change.settings))
             self.settings = change.settings
-            self.purger.also = also_urls(change.settings.rewarm_also,
-                                         change.settings.site_hosts)
         return change
 
     def begin_shutdown(self) -> ShutdownBudget:

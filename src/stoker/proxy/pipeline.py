@@ -86,10 +86,9 @@ Invariants:
   (:mod:`~stoker.proxy.client_feed`).
 - A cache fetch asks the origin for :func:`~stoker.http.keys.cache_target`: what the
   key leaves out (``ignore_query`` members, member order) is not sent.
-- :meth:`Pipeline.key_for_parts` is the one key function: requests (the
-  fast path included), unsafe-method invalidation, purges and the admin API
-  all compute keys through it (:meth:`key_for` and :meth:`key_for_url` only
-  unpack their arguments for it).
+- Keys come from the :class:`~stoker.proxy.keying.Keying` the pipeline was built with
+  (:attr:`Pipeline.keying`), the purger's too: one key function, one cache version; a
+  reload hands the new rules on to it in the same step (:meth:`Pipeline.reconfigure`).
 """
 
 from __future__ import annotations
@@ -128,7 +127,6 @@ from stoker.http.headers import content_length, get_header
 from stoker.http.keys import (
     cache_target,
     normalise_host,
-    primary_key,
     select_variant,
     variant_of,
 )
@@ -148,6 +146,7 @@ from stoker.proxy.fetched import (
     Relayed,
 )
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
+from stoker.proxy.keying import Keying
 from stoker.proxy.reply import Reply, ReplySink
 from stoker.proxy.request import BadRequest, RequestInfo
 from stoker.proxy.request_body import discard_body, read_body
@@ -207,21 +206,22 @@ class Pipeline:
     """Answers HTTP requests from the cache or the origin."""
 
     def __init__(self, config: PipelineConfig, fetcher: Fetcher, store: Cache,
-                 bodies: BodyStore, origin: OriginClient, clock: Clock,
-                 version: str = "1", health: OriginHealth | None = None, *,
+                 bodies: BodyStore, origin: OriginClient, clock: Clock, keying: Keying,
+                 health: OriginHealth | None = None, *,
                  invalidator: Invalidator,
                  purge_method: PurgeMethodHandler | None = None,
                  shared_flights: SharedFlights | None = None) -> None:
-        """``invalidator`` takes the unsafe methods' invalidations; ``purge_method``
-        answers ``PURGE`` (405 without one)."""
+        """``keying`` keys every request (under ``config.rules``: both change together
+        in :meth:`reconfigure`); ``invalidator`` takes the unsafe methods' invalidations;
+        ``purge_method`` answers ``PURGE`` (405 without one)."""
         self.config = config
         self.fetcher = fetcher
         self.store = store
         self.bodies = bodies
         self.origin = origin
         self.clock = clock
-        self._generation = 0
-        self.version = version
+        self.keying = keying
+        """The cache version and the key function (shared with the purger)."""
         self.collapser = Collapser()
         self.codings = Codings(store)
         """Compressed forms of stored entries, made when first wanted."""
@@ -266,29 +266,12 @@ class Pipeline:
         """Requests whose personal cookies kept them from the cache, by cookie name."""
         return self.not_cached.details("cookie")
 
-    @property
-    def version(self) -> str:
-        """The cache version, part of every primary key (a hard purge of everything bumps
-        it: no old key is read again)."""
-        return self._version
-
-    @version.setter
-    def version(self, version: str) -> None:
-        self._version = version
-        self.keying = f"{version}#{self._generation}"
-
-    keying: str
-    """What a key computed now depends on: the cache version and the configuration's
-    generation.  Memos of keys (the fast path's, the front's known heads) hold it, and
-    forget what was computed under another."""
-
     def reconfigure(self, config: PipelineConfig, fetch: FetchConfig) -> None:
         """Take a reloaded configuration: from now on every request is answered under
         ``config`` and fetched under ``fetch``, and no memo answers by the old rules."""
         self.config = config
         self.fetcher.config = fetch
-        self._generation += 1
-        self.keying = f"{self._version}#{self._generation}"
+        self.keying.reconfigure(config.rules)
 
     async def serve(self, request: RequestInfo, body: AsyncIterator[bytes]) -> Reply:
         """Answer one parsed request whose body is ``body`` (its pieces, as they arrive;
@@ -424,7 +407,7 @@ class Pipeline:
     async def _lookup(self, txn: Transaction) -> Step:
         """The stored variants of the request's key; :func:`decide` picks hit or miss."""
         request = txn.request
-        primary = self.key_for(request, txn.rule)
+        primary = self.keying.key_for(request, txn.rule)
         entries = self.store.get_l1(primary)
         if entries is None:
             looked_up = request.looked_up
@@ -660,27 +643,6 @@ class Pipeline:
         return "request" if cache_control is not None and cache_control.no_store else None
 
 
-    def key_for_parts(self, scheme: str, host: str, path: str, query: str,
-                      rule: Rule | None) -> str:
-        """The one key function: version, scheme, host, path, query less ``ignore_query``."""
-        return primary_key(version=self.version, scheme=scheme, host=host, path=path,
-                           query=query, ignore_query=rule.ignore_query if rule else ())
-
-
-    def key_for(self, request: RequestInfo, rule: Rule | None) -> str:
-        """The primary cache key of a request, ``rule`` being the one it matched."""
-        return self.key_for_parts(request.scheme, request.host, request.path, request.query,
-                                  rule)
-
-
-    def key_for_url(self, url: str) -> str:
-        """The primary key a GET of the absolute ``url`` would use (purges, invalidation)."""
-        parts = urlsplit(url)
-        host, path = parts.netloc.lower(), parts.path or "/"
-        rule = match_rule(self.config.rules, host, path, parts.query)
-        return self.key_for_parts(parts.scheme, host, path, parts.query, rule)
-
-
     def _client_forces_revalidation(self, request: RequestInfo) -> bool:
         if not self.config.honor_client_no_cache:
             return False
@@ -780,7 +742,7 @@ class Pipeline:
         in flight from storing the old representation afterwards.
         """
         rule = match_rule(self.config.rules, request.host, request.path, request.query)
-        keys = [self.key_for(request, rule)]
+        keys = [self.keying.key_for(request, rule)]
         host = normalise_host(request.scheme, request.host)
         for name in (b"location", b"content-location"):
             value = get_header(headers, name)
@@ -790,7 +752,7 @@ class Pipeline:
             parts = urlsplit(target)
             if parts.scheme in ("http", "https") and normalise_host(
                     parts.scheme, parts.netloc) == host:
-                keys.append(self.key_for_url(target))
+                keys.append(self.keying.key_for_url(target))
         await self._invalidator.invalidate(keys)
 
     def pending(self) -> int:

@@ -104,6 +104,30 @@ class Relay(Protocol):
         """Every member of the bus, this process included."""
 
 
+class RelaySlot:
+    """Where the purger finds this process's relay: owned by the composition root, which
+    gives it to the purger at construction and holds in it the relay it opens later
+    (only serving knows whether the process shares its cache; the relay needs the purger).
+
+    Invariants: empty while this process shares its cache with none (its purges are not
+    relayed); holds at most one relay, put in once it has joined the bus, for the rest
+    of the process's life."""
+
+    def __init__(self) -> None:
+        self._relay: Relay | None = None
+
+    @property
+    def relay(self) -> Relay | None:
+        """This process's relay (``None``: it shares its cache with none)."""
+        return self._relay
+
+    def hold(self, relay: Relay) -> None:
+        """Relay this process's purges through ``relay`` (joined) from now on."""
+        if self._relay is not None:
+            raise RuntimeError(f"this process relays through {self._relay.me} already")
+        self._relay = relay
+
+
 def unconfirmed(members: Sequence[Member], number: int, me: str, now: float,
                 node_timeout: float) -> list[str]:
     """The live members other than ``me`` that have not confirmed ``number`` (live: seen

@@ -1,9 +1,10 @@
 """The Purger: executing purges (and unsafe methods' invalidations) against the tiered
 store and the request core's keys.
 
-URLs become primary keys through the pipeline's own key function (rules'
-``ignore_query``, the current version), so a URL purge removes exactly what a
-request for that URL would read — every Vary variant of it.  Prefixes and
+URLs become primary keys through the request core's own key function (its
+:class:`~stoker.proxy.keying.Keying`, given to both: rules' ``ignore_query``, the current
+version), so a URL purge removes exactly what a request for that URL would read — every
+Vary variant of it.  Prefixes and
 tags go through the store's indexes; everything bumps the cache version.
 
 Invariants:
@@ -23,7 +24,7 @@ Invariants:
   after L2's lookup: a purge taken while L2 (Redis) is down reaches the others as one
   taken while the bus (PostgreSQL) is down does (kept and relayed once it answers).
 - A hard purge of everything bumps the version in its store before switching the
-  pipeline to it (a restart never revives purged keys), to one above both the
+  keys to it (a restart never revives purged keys), to one above both the
   stored version and this process's, so no node ever served it before; the
   version a process serves never goes back (a relayed or recorded version
   older than its own is not adopted).  Old-version entries are reclaimed by
@@ -36,8 +37,8 @@ Invariants:
   and the L2 thread (shared with request-path reads) are never held for the
   whole purge.
 - Every purge but one of everything also purges the ``rewarm_also`` URLs
-  (:attr:`Purger.also`, :func:`~stoker.purge.scope.with_also`), soft or hard as
-  it is; its result and its event name them when they were cached, so the warmer
+  (read at each purge from the live settings, :func:`~stoker.purge.scope.with_also`),
+  soft or hard as it is; its result and its event name them when they were cached, so the warmer
   re-warms them with the purge's own URLs.
 - Subscribers hear of a purge after it took effect for every reader
   (:class:`~stoker.purge.events.PurgeEvents`); L2's background part may still
@@ -52,7 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -60,7 +61,7 @@ from stoker.cache.entry import CacheEntry
 from stoker.cache.port import Cache, Purged
 from stoker.cache.version_file import VersionState, VersionStore, newer
 from stoker.clock import Clock
-from stoker.purge.bus import Relay
+from stoker.purge.bus import Relay, RelaySlot
 from stoker.purge.events import PurgeEvents
 from stoker.purge.list import PurgeList, PurgeMark
 from stoker.purge.scope import PurgeScope, with_also
@@ -95,8 +96,8 @@ class PurgeResult:
 
 class Keys(Protocol):
     """What the purger keys URLs with, and the cache version it serves under: the request
-    core's (:class:`~stoker.proxy.pipeline.Pipeline`), so a URL purge removes exactly
-    what a request for that URL would read."""
+    core's (:class:`~stoker.proxy.keying.Keying`), so a URL purge removes exactly what a
+    request for that URL would read."""
 
     version: str
     """The cache version, part of every primary key (switched by a hard purge of
@@ -115,27 +116,32 @@ def url_of_key(primary_key: str) -> str:
 class Purger:
     """Runs purges (see the module invariants)."""
 
-    pipeline: Keys
-    """The request core whose key function and cache version purges go by: bound once,
-    right after the core is built (with this purger as its invalidator, so after it)."""
-
     def __init__(self, store: Cache, purges: PurgeList, events: PurgeEvents, clock: Clock,
-                 versions: VersionStore) -> None:
+                 versions: VersionStore, keys: Keys, *, also: Callable[[], tuple[str, ...]],
+                 relays: RelaySlot) -> None:
+        """``keys``: the request core's key function and cache version (a hard purge of
+        everything switches it); ``also``: the ``rewarm_also`` URLs now
+        (:func:`~stoker.purge.scope.also_urls` of the settings in force); ``relays``: where
+        this process's relay is once it has one (the purges are relayed through it)."""
         self.store = store
         self.purges = purges
         self.events = events
         self._clock = clock
         self._versions = versions
+        self._keys = keys
+        self._also = also
+        self._relays = relays
         self._reclaim_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
-        self.relay: Relay | None = None
-        """The other processes sharing the cache (none: this process alone)."""
-        self.also: tuple[str, ...] = ()
-        """The ``rewarm_also`` URLs (:func:`~stoker.purge.scope.also_urls`)."""
+
+    @property
+    def relay(self) -> Relay | None:
+        """The other processes sharing the cache (``None``: this process alone)."""
+        return self._relays.relay
 
     async def purge(self, scope: PurgeScope) -> PurgeResult:
-        """Apply ``scope`` (with :attr:`also`) now; return what it did."""
-        scope = with_also(scope, self.also)
+        """Apply ``scope`` (with the ``rewarm_also`` URLs) now; return what it did."""
+        scope = with_also(scope, self._also())
         if scope.everything:
             result = await self._purge_everything(scope)
         else:
@@ -171,18 +177,19 @@ class Purger:
         try:
             found = await self.store.purge(mark)
         finally:
-            if self.relay is not None:
-                self.relay.tell(mark)
+            relay = self.relay
+            if relay is not None:
+                relay.tell(mark)
         touched = tuple(found.primary_keys)
         scope = PurgeScope(urls=tuple(dict.fromkeys(map(url_of_key, keys))))
         result = PurgeResult(scope, found.entries, touched, _urls(touched),
-                             self.pipeline.version, l2_pending=found.l2_pending)
+                             self._keys.version, l2_pending=found.l2_pending)
         await self.events.publish(scope, result.keys, result.urls)
         return result
 
     async def entries_for_url(self, url: str) -> tuple[str, list[CacheEntry], set[str]]:
         """``(primary key, entries in either tier, variants in L1)`` for an absolute URL."""
-        key = self.pipeline.key_for_url(url)
+        key = self._keys.key_for_url(url)
         in_l1 = {entry.variant for entry in self.store.get_l1(key) or ()}
         await self.store.flush()
         entries = {entry.variant: entry for entry in await self.store.get_l2(key)}
@@ -208,19 +215,19 @@ class Purger:
 
     async def _purge_some(self, scope: PurgeScope) -> PurgeResult:
         self.purges.record(soft=scope.soft, now=self._clock.now(),
-                           keys=[self.pipeline.key_for_url(url) for url in scope.urls],
+                           keys=[self._keys.key_for_url(url) for url in scope.urls],
                            prefixes=scope.prefixes, tags=scope.tags)
         found, unconfirmed = await self._apply_and_spread(self.purges.latest)
         keys = found.primary_keys
         await asyncio.sleep(0)  # listing 10,000 URLs is a step of its own
         return PurgeResult(scope, found.entries, tuple(keys), _urls(keys),
-                           self.pipeline.version, unconfirmed, found.l2_pending)
+                           self._keys.version, unconfirmed, found.l2_pending)
 
     async def _purge_everything(self, scope: PurgeScope) -> PurgeResult:
         now = self._clock.now()
         if not scope.soft:
             try:
-                version = (await self._versions.bump(self.pipeline.version)).version
+                version = (await self._versions.bump(self._keys.version)).version
             except Exception as error:
                 log.warning("purge of everything: the cache version's record did not answer "
                             "(%s: %s); every entry is purged by a mark instead (in force at "
@@ -230,7 +237,7 @@ class Purger:
                 return await self._switch_to(scope, now, version)
         self.purges.record(soft=scope.soft, now=now, everything=True)
         found, unconfirmed = await self._apply_and_spread(self.purges.latest)
-        return PurgeResult(scope, found.entries, (), (), self.pipeline.version,
+        return PurgeResult(scope, found.entries, (), (), self._keys.version,
                            unconfirmed, found.l2_pending)
 
     async def _switch_to(self, scope: PurgeScope, now: float, version: str) -> PurgeResult:
@@ -246,9 +253,9 @@ class Purger:
         purge of everything, or another's) and reclaim what older versions left; unless
         it is not newer than the version served (a version never goes back).  Whether
         it was adopted."""
-        if not newer(version, self.pipeline.version):
+        if not newer(version, self._keys.version):
             return False
-        self.pipeline.version = version
+        self._keys.version = version
         self._start_reclaim(version)
         return True
 
@@ -269,7 +276,8 @@ class Purger:
     async def _spread(self, mark: PurgeMark, version: str | None) -> tuple[str, ...]:
         """Relay ``mark`` to the processes sharing the cache (if any); those that had not
         confirmed it in time."""
-        return () if self.relay is None else await self.relay.spread(mark, version)
+        relay = self.relay
+        return () if relay is None else await relay.spread(mark, version)
 
     def _start_reclaim(self, version: str) -> None:
         task = asyncio.create_task(self._reclaim(version), name=f"stoker-reclaim-{version}")
@@ -278,11 +286,11 @@ class Purger:
 
     async def _reclaim(self, version: str) -> None:
         async with self._reclaim_lock:
-            if version != self.pipeline.version:
+            if version != self._keys.version:
                 return  # a later bump's reclaim covers this one
             try:
                 removed = await self.store.delete_except_version(version)
-                if version == self.pipeline.version:
+                if version == self._keys.version:
                     await self._versions.save(VersionState(version, reclaimed=True))
             except Exception:
                 log.exception("reclaiming entries older than cache version %s failed; "

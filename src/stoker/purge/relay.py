@@ -67,7 +67,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from stoker.cache.memory import MemoryStore
-from stoker.cache.notifier import LocalNotifier, Notifier
+from stoker.cache.notifier import Notifier
 from stoker.clock import Clock
 from stoker.purge import outbox
 from stoker.purge.bus import NOT_RELAYED, Member, PurgeBus, Relayed, unconfirmed
@@ -99,12 +99,13 @@ class PurgeRelay:
 
     def __init__(self, bus: PurgeBus, me: str, purger: Purger, l1: MemoryStore,
                  clock: Clock, *, ack_timeout: float, node_timeout: float,
-                 notifier: Notifier | None = None) -> None:
+                 notifier: Notifier, figures: Callable[[], str] | None = None) -> None:
         """``purger`` puts what the others relay in force here (its purge list, its
         cache, its cache version); ``l1`` is dropped whole when purges may have been
-        missed."""
+        missed; ``figures``: what this process says of itself with each confirmation (its
+        metrics).  ``bus`` and ``notifier`` stay their opener's: used, never closed."""
         self._bus = bus
-        self.notifier: Notifier = notifier or LocalNotifier(clock)
+        self.notifier = notifier
         self.me = me
         self._purger = purger
         self._l1 = l1
@@ -120,8 +121,7 @@ class PurgeRelay:
         self._sending = asyncio.Lock()
         self._progress = asyncio.Condition()
         self._kicked: asyncio.Task[None] | None = None
-        self.figures: Callable[[], str] | None = None
-        """What this process says of itself with each confirmation (its metrics)."""
+        self._figures = figures
 
     async def join(self) -> None:
         """Start at the bus's newest number, with what the bus still keeps in force for
@@ -210,8 +210,8 @@ class PurgeRelay:
 
     async def close(self) -> None:
         """Relay what is kept (trying for at most ``purge_ack_timeout``; what is still kept
-        then is logged, as an error naming how many), leave the bus (no purge waits for
-        this process now), close it and the notifier."""
+        then is logged, as an error naming how many) and leave the bus (no purge waits for
+        this process now); the bus and the notifier are left to their opener."""
         try:
             await asyncio.wait_for(self._send(), self._ack_timeout)
         except Exception as error:
@@ -221,13 +221,7 @@ class PurgeRelay:
         if self._kicked is not None:
             self._kicked.cancel()
             await asyncio.gather(self._kicked, return_exceptions=True)
-        try:
-            await self._bus.leave(self.me)
-        finally:
-            try:
-                await self._bus.close()
-            finally:
-                await self.notifier.close()
+        await self._bus.leave(self.me)
 
     def _take(self, mark: PurgeMark, version: str | None) -> int:
         """Keep ``mark`` (and the version it switched to) to publish, and start publishing
@@ -322,27 +316,19 @@ class PurgeRelay:
                              "not applied to the cache tiers here") from error
 
     async def _confirm(self) -> None:
-        said = self.figures() if self.figures is not None else None
+        said = self._figures() if self._figures is not None else None
         await self._bus.confirm(self.me, self._position, self._clock.now(), said)
         self._confirmed_at = self._clock.monotonic()
 
 
 async def open_relay(bus: PurgeBus, me: str, purger: Purger, l1: MemoryStore, clock: Clock,
-                     *, ack_timeout: float, node_timeout: float,
-                     notifier: Notifier | None = None) -> PurgeRelay:
-    """``purger`` on ``bus`` as ``me``, hearing the others through ``notifier`` (default:
-    a :class:`~stoker.cache.notifier.LocalNotifier`; both taken over: closed with the
-    relay): joined, the purger relaying through it (its purges and the unsafe methods'
-    invalidations)."""
+                     *, ack_timeout: float, node_timeout: float, notifier: Notifier,
+                     figures: Callable[[], str] | None = None) -> PurgeRelay:
+    """``purger``'s relay on ``bus`` as ``me``, hearing the others through ``notifier``
+    (both still the caller's to close), joined: ready to be held in the purger's
+    :class:`~stoker.purge.bus.RelaySlot`, which it relays its purges and the unsafe
+    methods' invalidations through."""
     relay = PurgeRelay(bus, me, purger, l1, clock, ack_timeout=ack_timeout,
-                       node_timeout=node_timeout, notifier=notifier)
-    try:
-        await relay.join()
-    except BaseException:
-        try:
-            await bus.close()
-        finally:
-            await relay.notifier.close()
-        raise
-    purger.relay = relay
+                       node_timeout=node_timeout, notifier=notifier, figures=figures)
+    await relay.join()
     return relay

@@ -23,13 +23,14 @@ from stoker.origin.context import RequestContext
 from stoker.origin.port import Body, Headers, OriginResponse
 from stoker.proxy.request import RequestInfo
 from stoker.proxy.request_body import no_body
-from stoker.purge.bus import Member
+from stoker.purge.bus import Member, RelaySlot
 from stoker.purge.events import PurgeEvents
 from stoker.purge.list import PurgeList, PurgeMark
 from stoker.purge.purger import Purger
 from stoker.purge.scope import PurgeScope
 
 A, B, GONE = ("https://example.com/a", "https://example.com/b", "https://example.com/gone")
+ALSO = ("https://example.com/also",)
 Event = tuple[PurgeScope, tuple[str, ...], tuple[str, ...]]
 
 
@@ -79,15 +80,20 @@ def heard(events: PurgeEvents) -> list[Event]:
 
 
 @pytest.fixture
-async def purger(tmp_path: Path) -> AsyncIterator[Purger]:
+def relays() -> RelaySlot:
+    return RelaySlot()
+
+
+@pytest.fixture
+async def purger(tmp_path: Path, relays: RelaySlot) -> AsyncIterator[Purger]:
     clock = FakeClock()
     purges = PurgeList(clock)
     l2 = await SqliteCacheStore.open(tmp_path / "cache.sqlite3", BodyStore(tmp_path / "b"),
                                      clock)
     store = TieredStore(MemoryStore(1_000_000, clock, purges), l2, clock, step_budget=0,
                         settle_budget=0, settle_pause=0)
-    purger = Purger(store, purges, PurgeEvents(), clock, VersionFile(tmp_path))
-    purger.pipeline = Keys()
+    purger = Purger(store, purges, PurgeEvents(), clock, VersionFile(tmp_path), Keys(),
+                    also=lambda: ALSO, relays=relays)  # rewarm_also configured
     for one in (entry(A, "en"), entry(A, "de"), entry(B)):
         await store.put(one)
     await store.flush()
@@ -122,16 +128,16 @@ async def test_a_fetch_that_began_before_an_invalidation_does_not_store_the_old_
 async def test_an_invalidation_is_published_to_the_purge_events_without_rewarm_also(
         purger: Purger) -> None:
     seen = heard(purger.events)
-    purger.also = ("https://example.com/also",)
     await purger.invalidate([key(A), key(GONE)])
     [(scope, keys, urls)] = seen
     assert scope == PurgeScope(urls=(A, GONE))  # hard, the URLs named; no rewarm_also
     assert (keys, urls) == ((key(A),), (A,))  # the warmer re-warms what was cached
 
 
-async def test_an_invalidation_is_told_to_the_relay_without_waiting(purger: Purger) -> None:
+async def test_an_invalidation_is_told_to_the_relay_without_waiting(
+        purger: Purger, relays: RelaySlot) -> None:
     relay = Relay()
-    purger.relay = relay
+    relays.hold(relay)
     result = await purger.invalidate([key(A)])
     assert relay.told == [purger.purges.latest]
     assert result.unconfirmed == ()
@@ -188,14 +194,14 @@ async def test_an_unsafe_request_invalidates_through_the_purger(tmp_path: Path) 
                                               "data_dir": str(tmp_path)}),
                                clock=FakeClock(), origin=origin, evict_loop=False)
     relay = Relay()
-    stoker.purger.relay = relay
+    stoker.relays.hold(relay)
     seen = heard(stoker.events)
     try:
         for path in ("/post", "/made", "/other"):
             assert await served(stoker, path) == 200
         began = stoker.purger.purges.seq
         assert await served(stoker, "/post", "POST") == 201
-        keys = [stoker.pipeline.key_for_url(f"http://site.test{path}")
+        keys = [stoker.pipeline.keying.key_for_url(f"http://site.test{path}")
                 for path in ("/post", "/made", "/other")]
         after = [stoker.store.get_l1(one) for one in keys]
         audited = await stoker.audit.recent()

@@ -35,7 +35,7 @@ class KnownHead:
 
     keying: str
     """What keys depended on when it was parsed (a version bump or a reload makes it
-    unknown again: :attr:`~stoker.proxy.pipeline.Pipeline.keying`)."""
+    unknown again: :attr:`~stoker.proxy.keying.Keying.token`)."""
     primary: str
     headers: list[tuple[bytes, bytes]]
     close: bool
