@@ -139,8 +139,8 @@ async def front(prefix: str) -> AsyncIterator[tuple[Stoker, Listener]]:
         stoker = await Stoker.open(settings)
         try:
             app = proxy_app(stoker)
-            hot = app.hot if isinstance(app, ProxyApp) else None
-            yield stoker, Listener(app, hot, date_header=False)
+            proxy = app if isinstance(app, ProxyApp) else None
+            yield stoker, Listener(app, proxy, date_header=False)
         finally:
             await stoker.close()
     finally:

@@ -1,5 +1,5 @@
-"""Small ASGI helpers shared by Stoker's apps (proxy, demo origin, bench ceiling) and the
-scope Stoker's HTTP/1.1 front builds.
+"""Small ASGI helpers shared by Stoker's apps (proxy, demo origin, bench ceiling), the
+scope Stoker's HTTP/1.1 front builds for an app, and how it splits a request target.
 
 Invariant: :func:`acknowledge_lifespan` completes startup and shutdown without
 doing anything, for apps whose resources are owned by the process around them.
@@ -41,8 +41,7 @@ def http_scope(method: bytes, target: bytes, http_version: str,
     ``raw_path`` is the target as sent less its query (and any fragment): for an
     absolute-form target (RFC 9112 §3.2.2) it keeps the scheme and authority, as granian
     does, so the proxy can read them; ``path`` is the percent-decoded path."""
-    target = target.partition(b"#")[0]
-    raw_path, _, query = target.partition(b"?")
+    raw_path, query = target_parts(target)
     path = raw_path.decode("latin-1")
     if "%" in path:
         path = unquote(path)
@@ -52,3 +51,10 @@ def http_scope(method: bytes, target: bytes, http_version: str,
             "server": server, "client": client, "scheme": scheme,
             "method": method.decode("ascii"), "root_path": "", "path": path,
             "raw_path": raw_path, "query_string": query, "headers": headers}
+
+
+def target_parts(target: bytes) -> tuple[bytes, bytes]:
+    """The path (or absolute-form target) and the query of an HTTP/1.x request target as
+    sent, its fragment dropped: a scope's ``raw_path`` and ``query_string``."""
+    raw_path, _, query = target.partition(b"#")[0].partition(b"?")
+    return raw_path, query

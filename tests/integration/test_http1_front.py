@@ -28,6 +28,7 @@ from stoker.app.stoker import Stoker
 from stoker.asgi import Message, Send
 from stoker.clock import FakeClock
 from stoker.config.settings import settings_from
+from stoker.proxy.reply import Reply
 from stoker.purge.scope import PurgeScope
 from stoker.server.front import heads as front_heads
 
@@ -58,6 +59,15 @@ class Front:
             return key_of(*args)
 
         app.hot.key_of = counted_key  # type: ignore[method-assign]
+        self.served = 0
+        """Requests the request core answered (the fast path's answers skip it)."""
+        serve = stoker.pipeline.serve
+
+        async def counted_serve(*args: Any) -> Reply:
+            self.served += 1
+            return await serve(*args)
+
+        stoker.pipeline.serve = counted_serve  # type: ignore[method-assign]
 
 
 @asynccontextmanager
@@ -134,12 +144,48 @@ async def test_pipelined_requests_are_answered_in_order(origin: Origin, front: F
     origin.app.set("/cold", headers=CACHEABLE, body=b"cold", delay=0.2)
     await exchange(front.front, get("/hot"))
     raw = get("/hot") + get("/cold") + get("/hot") + get("/hot")
-    asgi = front.asgi_hits
+    asgi, served = front.asgi_hits, front.served
     answers, closed = await exchange(front.front, raw, responses=4)
-    assert front.asgi_hits == asgi + 1  # only the miss went through ASGI
+    assert front.asgi_hits == asgi  # the front reads its requests without ASGI
+    assert front.served == served + 1  # only the miss reached the request core
     assert [answer.rsplit(b"\r\n\r\n", 1)[1] for answer in answers] == [
         b"hot", b"cold", b"hot", b"hot"]
     assert not closed
+
+
+async def until_closed(url: str, raw: bytes) -> bytes:
+    """Send ``raw`` on one connection; everything read until the server closes it, less
+    the origin's ``Date`` lines (the one field two answers a second apart may differ by)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", _port(url))
+    try:
+        writer.write(raw)
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), 10)
+    finally:
+        writer.close()
+    return re.sub(rb"(?im)^date: [^\r\n]*\r\n", b"", answer)
+
+
+@pytest.mark.parametrize("raw", [
+    b"GET /%s HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n\r\n",
+    b"HEAD /%s HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n\r\n",
+    b"GET /%s HTTP/1.0\r\nHost: site.test\r\n\r\n",
+    b"POST /%s HTTP/1.1\r\nHost: site.test\r\nContent-Length: 4\r\n"
+    b"Connection: close\r\n\r\nbody",
+    b"GET /%s HTTP/1.1\r\nHost: bad host\r\n\r\n",
+    b"GET /%s HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n",
+], ids=["miss", "head", "http10", "post", "bad-host", "two-hosts"])
+async def test_what_the_core_answers_the_front_writes_byte_for_byte_as_asgi_does(
+        origin: Origin, front: Front, raw: bytes) -> None:
+    """A request the fast path does not answer is read by the front without a scope and
+    its reply written without ASGI messages: the same bytes as through ASGI."""
+    for name in ("by-front", "by-asgi"):
+        origin.app.set(f"/{name}", headers=CACHEABLE, body=b"<p>page</p>" * 50)
+    asgi = front.asgi_hits
+    by_front = await until_closed(front.front, raw % b"by-front")
+    assert front.asgi_hits == asgi
+    by_asgi = await until_closed(front.plain, raw % b"by-asgi")
+    assert by_front == by_asgi and by_front.startswith(b"HTTP/1.1 ")
 
 
 async def test_a_hit_held_for_the_batch_leaves_before_a_400_to_the_next_request(

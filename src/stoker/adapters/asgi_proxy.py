@@ -1,8 +1,8 @@
 """The reverse proxy as an ASGI application.
 
-Invariant: only HTTP requests reach the pipeline (the fresh-hit fast path first, unless
-the server asked it already and says so in the scope, then the core through
-:func:`~stoker.adapters.asgi_reply.answer`); a WebSocket handshake is
+Invariant: only HTTP requests reach the pipeline (the fresh-hit fast path first, then the
+core through :func:`~stoker.adapters.asgi_reply.answer`, told what the fast path read from
+L2); a WebSocket handshake is
 refused (the proxy does not tunnel WebSockets), lifespan events are acknowledged (the
 process, not the server, owns the stores' lifecycle).
 """
@@ -10,7 +10,7 @@ process, not the server, owns the stores' lifecycle).
 from __future__ import annotations
 
 from stoker.adapters.asgi_reply import answer
-from stoker.adapters.hot_path import LOOKED_UP, HotPath
+from stoker.adapters.hot_path import HotPath
 from stoker.asgi import Message, Receive, Send, acknowledge_lifespan
 from stoker.cache.outcome import Outcome
 from stoker.origin.context import RequestContext
@@ -39,12 +39,9 @@ class ProxyApp:
                       context: RequestContext | None = None) -> Outcome:
         """Answer one HTTP request (``context``: its request context, else a visitor's);
         what the cache did (:data:`FAST_HIT` for the fast path's hits)."""
-        looked_up = scope.get("extensions", {}).get(LOOKED_UP)
-        if looked_up is None:  # else the server asked the fast path already
-            attempt = await self.hot.try_serve(scope, send)
-            if attempt.served:
-                return FAST_HIT
-            looked_up = attempt.looked_up
-        reply = await answer(self.pipeline, scope, receive, send, looked_up=looked_up,
+        attempt = await self.hot.try_serve(scope, send)
+        if attempt.served:
+            return FAST_HIT
+        reply = await answer(self.pipeline, scope, receive, send, looked_up=attempt.looked_up,
                              context=context)
         return reply.outcome

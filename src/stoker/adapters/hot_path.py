@@ -7,8 +7,8 @@ the one ASGI renderer, or rendered to bytes by the front: at once, or, for an L2
 must be waited for, after :meth:`HotPath.reply_later`); everything else returns
 ``False`` and goes through the full
 :class:`~stoker.proxy.pipeline.Pipeline`, which gives the same answer more
-slowly (with what was read from L2 on the way, :data:`LOOKED_UP`, so it reads no
-more).  This module decides nothing the pipeline would decide differently:
+slowly (with what was read from L2 on the way, :attr:`Attempt.looked_up`, so it reads
+no more).  This module decides nothing the pipeline would decide differently:
 it only skips work whose outcome is known.
 
 Invariants: the memo maps ``(keying, scheme, Host, target)`` — the
@@ -48,15 +48,13 @@ from stoker.proxy.request import (
     MAX_HEADERS,
     BadRequest,
     LookedUp,
+    RequestHead,
+    head_of,
     parse_request,
-    request_scheme,
+    visitor_scheme,
 )
 
 MemoKey = tuple[str, str, bytes, bytes]
-
-LOOKED_UP: Final = "stoker.looked_up"
-"""The ASGI scope's ``extensions`` key under which a server that called
-:meth:`HotPath.reply_later` for a request hands its :data:`LookedUp` to the proxy."""
 
 
 # Any of these makes a request need the full pipeline (bypass, revalidation, 304s, 412s; a
@@ -166,14 +164,14 @@ class HotPath:
         if query:
             target += b"?" + query
         return self.key_of(scope["http_version"], target, scope["headers"],
-                           scope.get("scheme") or "http", lambda: scope)
+                           scope.get("scheme") or "http", lambda: head_of(scope))
 
     def key_of(self, http_version: str, target: bytes, headers: list[tuple[bytes, bytes]],
-               scheme: str, scope: Callable[[], Message]) -> str | None:
+               scheme: str, head: Callable[[], RequestHead]) -> str | None:
         """The primary key of a ``GET`` of ``target`` (origin-form, query included) with
         ``headers``, on a connection of ``scheme``, if the fast path may answer it, else
-        ``None``.  ``scope`` gives the request's ASGI scope; it is called only when the
-        request carries forwarding headers or its target is not memoised yet."""
+        ``None``.  ``head`` gives the request's head; it is called only when the request
+        carries forwarding headers or its target is not memoised yet."""
         if http_version not in HTTP_VERSIONS or not target.startswith(b"/"):
             return None  # the pipeline refuses it, or it is absolute-form
         host = b""
@@ -192,8 +190,8 @@ class HotPath:
         if size > MAX_HEADER_BYTES or len(headers) > MAX_HEADERS or not host:
             return None  # the pipeline refuses it (or, for HTTP/1.0, gives the default host)
         if forwarded:
-            scheme = request_scheme(scope(), headers, self._pipeline.config.trusted)
-        return self._primary_key(scheme, host, target, scope)
+            scheme = visitor_scheme(scheme, head().peer, headers, self._pipeline.config.trusted)
+        return self._primary_key(scheme, host, target, head)
 
     def count(self, reply: Reply) -> None:
         """Count ``reply``, sent, as a visitor's hit (:meth:`Pipeline.count`; Vary-less:
@@ -202,7 +200,7 @@ class HotPath:
         self._pipeline.count(FAST_HIT, "hit", reply.entry, reply.entry.url, False, (), self._now)
 
     def _primary_key(self, scheme: str, host: bytes, target: bytes,
-                     scope: Callable[[], Message]) -> str | None:
+                     head: Callable[[], RequestHead]) -> str | None:
         pipeline = self._pipeline
         memo_key = (self._keying.token, scheme, host, target)
         try:
@@ -210,7 +208,7 @@ class HotPath:
         except KeyError:
             pass
         try:
-            request = parse_request(scope(), pipeline.config.default_host,
+            request = parse_request(head(), pipeline.config.default_host,
                                     pipeline.config.trusted)
         except BadRequest:
             return None

@@ -2,8 +2,9 @@
 
 The wrapped app sees the client's original scope (the one its request's
 :class:`~stoker.origin.context.RequestContext` carries; :data:`BARE_SCOPE` for a request
-made for no client's) with the method, target and headers the pipeline chose (e.g. a
-HEAD miss fetched as GET, our own validators on a revalidation).
+made for no client's, or for one read without a scope, by Stoker's own front) with the
+method, target and headers the pipeline chose (e.g. a HEAD miss fetched as GET, our own
+validators on a revalidation).
 
 Invariants: the app's body reaches the pipeline through a bounded queue, so a
 slow consumer applies back-pressure to the app instead of buffering; an app
@@ -26,7 +27,8 @@ from stoker.origin.port import Body, Headers, OriginError, OriginResponse, frame
 _DONE = object()
 BARE_SCOPE: Scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
                      "scheme": "http", "client": None, "server": None}
-"""The scope of a request made for no client request's (a warm visit's, discovery's)."""
+"""The scope of a request made for no client request's (a warm visit's, discovery's), or
+for one whose client request came without a scope (Stoker's own front)."""
 
 
 class AsgiOrigin:

@@ -24,7 +24,8 @@ class RequestContext:
     a visitor's request, which takes a visitor's slot)."""
     scope: Mapping[str, Any] | None = None
     """The client's ASGI scope, when the request came through ASGI (a wrapped app, as
-    :class:`~stoker.app.middleware.CacheMiddleware`'s origin, is called with it)."""
+    :class:`~stoker.app.middleware.CacheMiddleware`'s origin, is called with it); ``None``
+    for a request Stoker's own front read, which makes no scope."""
     origin_headers: tuple[tuple[bytes, bytes], ...] = ()
     """Headers every origin request made for it carries besides its own: a warm visit's
     credentials (never a visitor's request)."""

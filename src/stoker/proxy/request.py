@@ -1,4 +1,6 @@
-"""What the proxy needs to know about one client request, read from an ASGI scope.
+"""What the proxy needs to know about one client request, read from its head as a server
+read it (:class:`RequestHead`: Stoker's front builds it from what it parsed; an ASGI scope
+carries one, :func:`head_of`) by one validation, :func:`parse_request`.
 
 Pure.  Invariants: a :class:`RequestInfo` is only built for a request whose
 target and Host are well-formed — exactly one Host, and an HTTP/1.1 request
@@ -77,7 +79,7 @@ LookedUp = tuple[str, Any]
 
 @dataclass(slots=True)
 class RequestInfo:
-    """A parsed client request.  ``headers`` are the ASGI raw headers (lower-case names)."""
+    """A parsed client request.  ``headers`` are raw header fields (lower-case names)."""
 
     method: str
     scheme: str
@@ -121,20 +123,65 @@ class RequestInfo:
 
 
 NO_PROXIES = TrustedProxies(())
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHead:
+    """A request's head as a server read it, not validated yet: what
+    :func:`parse_request` reads, whether Stoker's front read it or an ASGI scope carries it
+    (:func:`head_of`)."""
+
+    method: str
+    target: str
+    """The target as sent, less its query: an origin-form path, or an absolute-form
+    target's scheme, authority and path."""
+    query: str
+    http_version: str
+    headers: list[tuple[bytes, bytes]]
+    """As received, names lower-cased."""
+    scheme: str
+    """The connection's scheme."""
+    peer: str | None
+    """The TCP peer's address."""
+
+
 def peer_of(scope: Mapping[str, Any]) -> str | None:
     """The TCP peer's address from an ASGI scope."""
     client = scope.get("client")
     return str(client[0]) if client else None
 
 
-def request_scheme(scope: Mapping[str, Any], headers: list[tuple[bytes, bytes]],
+def scope_target(scope: Mapping[str, Any]) -> str:
+    """An ASGI scope's target as sent, less its query (``raw_path`` when the server gives
+    it, else ``path``)."""
+    raw_path = scope.get("raw_path")
+    return raw_path.decode("latin-1") if raw_path else str(scope.get("path") or "")
+
+
+def head_of(scope: Mapping[str, Any]) -> RequestHead:
+    """The head an ASGI HTTP scope carries."""
+    return RequestHead(
+        method=str(scope.get("method", "GET")), target=scope_target(scope),
+        query=(scope.get("query_string") or b"").decode("latin-1"),
+        http_version=str(scope.get("http_version", "1.1")),
+        headers=list(scope.get("headers") or ()), scheme=str(scope.get("scheme") or "http"),
+        peer=peer_of(scope))
+
+
+def visitor_scheme(scheme: str, peer: str | None, headers: list[tuple[bytes, bytes]],
                    trusted: TrustedProxies) -> str:
-    """The scheme the visitor used: the connection's, or a trusted proxy's word for it."""
-    scheme = str(scope.get("scheme") or "http")
-    if not trusted.trusts(peer_of(scope)):
+    """The scheme the visitor used: the connection's (``scheme``), or, when ``peer`` is a
+    trusted proxy, its word for it."""
+    if not trusted.trusts(peer):
         return scheme
     return forwarded_scheme(scheme, get_all(headers, b"x-forwarded-proto"),
                             get_all(headers, b"forwarded"))
+
+
+def request_scheme(scope: Mapping[str, Any], headers: list[tuple[bytes, bytes]],
+                   trusted: TrustedProxies) -> str:
+    """:func:`visitor_scheme` of an ASGI scope's request."""
+    return visitor_scheme(str(scope.get("scheme") or "http"), peer_of(scope), headers, trusted)
 
 
 def trusted_chain(peer: str | None, headers: list[tuple[bytes, bytes]],
@@ -145,19 +192,21 @@ def trusted_chain(peer: str | None, headers: list[tuple[bytes, bytes]],
     return client_chain(get_all(headers, b"x-forwarded-for"), get_all(headers, b"forwarded"))
 
 
-def request_client(scope: Mapping[str, Any], headers: list[tuple[bytes, bytes]],
-                   trusted: TrustedProxies) -> str | None:
-    """The visitor's address: the peer, or what trusted proxies forwarded."""
-    peer = peer_of(scope)
+def visitor_address(peer: str | None, headers: list[tuple[bytes, bytes]],
+                    trusted: TrustedProxies) -> str | None:
+    """The visitor's address: ``peer``, or what trusted proxies forwarded."""
     chain = trusted_chain(peer, headers, trusted)
     return forwarded_client(peer, chain, trusted) if peer is not None else None
 
 
-def request_target(scope: Mapping[str, Any]) -> tuple[str | None, str]:
-    """The authority of an absolute-form target (``None`` otherwise) and the path, as sent
-    (``raw_path`` when the server gives it, else ``path``)."""
-    raw_path = scope.get("raw_path")
-    target = raw_path.decode("latin-1") if raw_path else str(scope.get("path") or "")
+def request_client(scope: Mapping[str, Any], headers: list[tuple[bytes, bytes]],
+                   trusted: TrustedProxies) -> str | None:
+    """:func:`visitor_address` of an ASGI scope's request."""
+    return visitor_address(peer_of(scope), headers, trusted)
+
+
+def split_target(target: str) -> tuple[str | None, str]:
+    """The authority of an absolute-form ``target`` (``None`` otherwise) and its path."""
     authority = None
     absolute = _ABSOLUTE_FORM.match(target)
     if absolute:  # RFC 9112 §3.2.2: "GET http://host/path HTTP/1.1"
@@ -167,7 +216,7 @@ def request_target(scope: Mapping[str, Any]) -> tuple[str | None, str]:
 
 def request_path(scope: Mapping[str, Any]) -> str:
     """The request's path as sent, without an absolute-form target's scheme and authority."""
-    return request_target(scope)[1]
+    return split_target(scope_target(scope))[1]
 
 
 def check_header_limits(headers: list[tuple[bytes, bytes]]) -> None:
@@ -200,25 +249,25 @@ def as_forwarded(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]
     return [(name, value) for name, value in headers if name.lower() not in named]
 
 
-def parse_request(scope: Mapping[str, Any], default_host: str,
+def parse_request(head: RequestHead, default_host: str,
                   trusted: TrustedProxies = NO_PROXIES, *,
                   context: RequestContext | None = None,
                   looked_up: LookedUp | None = None,
                   kept: Collection[bytes] = ()) -> RequestInfo:
-    """Build a :class:`RequestInfo` from an ASGI HTTP scope (``context``: its request
-    context, else a visitor's with the scope; either way its ``client`` is set to the
-    request's; ``looked_up``: what the fast path read from L2 for it; ``kept``: the
-    override fields a trusted proxy's requests keep) or raise
-    :class:`BadRequest`."""
-    headers: list[tuple[bytes, bytes]] = list(scope.get("headers") or ())
+    """Build a :class:`RequestInfo` from ``head`` (``context``: its request context, else a
+    new visitor's; either way its ``client`` is set to the request's; ``looked_up``: what
+    the fast path read from L2 for it; ``kept``: the override fields a trusted proxy's
+    requests keep) or raise :class:`BadRequest`: the one validation of every server's
+    requests (see the module invariants)."""
+    headers = head.headers
     check_header_limits(headers)
-    authority, path = request_target(scope)
+    authority, path = split_target(head.target)
     if not path.startswith("/") or _FORBIDDEN_PATH.search(path):
         raise BadRequest("the request target must be an absolute path")
     chunked = get_header(headers, b"transfer-encoding") is not None
     if chunked and get_header(headers, b"content-length") is not None:
         raise BadRequest("the request has both Content-Length and Transfer-Encoding")  # §6.3
-    version = str(scope.get("http_version", "1.1"))
+    version = head.http_version
     if version not in HTTP_VERSIONS:
         raise BadRequest("the request line has no HTTP version")  # RFC 9112 §3
     if chunked and version in ("1", "1.0"):  # RFC 9112 §6.1: its framing is faulty
@@ -235,20 +284,20 @@ def parse_request(scope: Mapping[str, Any], default_host: str,
         host = authority
     if not _HOST.match(host):
         raise BadRequest("the Host header is malformed")
-    scheme = request_scheme(scope, headers, trusted)
-    peer = peer_of(scope)
+    peer = head.peer
+    scheme = visitor_scheme(head.scheme, peer, headers, trusted)
     forwarded = without_overrides(one_cookie_field(as_forwarded(headers)),
                                   trusted_peer=trusted.trusts(peer), kept=kept)
-    client = request_client(scope, headers, trusted)  # forwarding fields are ours to read
+    client = visitor_address(peer, headers, trusted)  # forwarding fields are ours to read
     if context is None:
-        context = RequestContext(scope=scope)
+        context = RequestContext()
     context.client = client
     return RequestInfo(
-        method=str(scope.get("method", "GET")).upper(),
+        method=head.method.upper(),
         scheme=scheme,
         host=normalise_host(scheme, host),
         path=path,
-        query=(scope.get("query_string") or b"").decode("latin-1"),
+        query=head.query,
         headers=forwarded,
         client=client,
         peer=peer,

@@ -169,7 +169,7 @@ def make_server(kind: str, app: ASGIApp, address: str, tls: Tls | None = None,
     from stoker.adapters.asgi_proxy import ProxyApp
 
     host, port = split_address(address)
-    return FrontServer(app, host, port, hot=app.hot if isinstance(app, ProxyApp) else None,
+    return FrontServer(app, host, port, proxy=app if isinstance(app, ProxyApp) else None,
                        date_header=not _is_proxy(app), grace=grace, shared=shared)
 
 

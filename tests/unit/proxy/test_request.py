@@ -1,4 +1,5 @@
-"""Reading a request's scope: the forwarded view, framing, limits, versions, the host."""
+"""Reading a request's head (as an ASGI scope carries it): the forwarded view, framing,
+limits, versions, the host."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from stoker.proxy.request import (
     MAX_HEADERS,
     BadRequest,
     HeadersTooLarge,
+    RequestHead,
     as_forwarded,
     declares_body,
+    head_of,
     parse_request,
 )
 
@@ -35,12 +38,13 @@ def test_the_forwarded_view_drops_exactly_what_connection_names(
                     if name not in dropped]
 
 
-def scope(**changes: Any) -> dict[str, Any]:
+def asgi_head(**changes: Any) -> RequestHead:
+    """The head of a scope with ``changes``."""
     base: dict[str, Any] = {"type": "http", "http_version": "1.1", "method": "GET",
                             "scheme": "http", "path": "/p", "raw_path": b"/p",
                             "query_string": b"", "headers": [(b"host", b"a.test")],
                             "client": ("192.0.2.1", 5000)}
-    return {**base, **changes}
+    return head_of({**base, **changes})
 
 
 @pytest.mark.parametrize(("headers", "declared"), [
@@ -52,7 +56,7 @@ def test_declares_body(headers: list[tuple[bytes, bytes]], declared: bool) -> No
 
 
 def test_the_view_keeps_framing_the_server_read_the_body_by() -> None:
-    request = parse_request(scope(headers=[(b"host", b"a.test"), (b"content-length", b"3"),
+    request = parse_request(asgi_head(headers=[(b"host", b"a.test"), (b"content-length", b"3"),
                                            (b"connection", b"content-length, cookie"),
                                            (b"cookie", b"a=1")]), "d")
     assert request.declares_body
@@ -65,7 +69,7 @@ def test_the_view_keeps_framing_the_server_read_the_body_by() -> None:
     (b"a.test:8080", "http", "a.test:8080"), (b"a.test:443", "http", "a.test:443"),
 ])
 def test_the_host_is_the_keys(host: bytes, scheme: str, expected: str) -> None:
-    assert parse_request(scope(headers=[(b"host", host)], scheme=scheme), "d").host == expected
+    assert parse_request(asgi_head(headers=[(b"host", host)], scheme=scheme), "d").host == expected
 
 
 @pytest.mark.parametrize(("changes", "status"), [
@@ -77,13 +81,13 @@ def test_the_host_is_the_keys(host: bytes, scheme: str, expected: str) -> None:
 ])
 def test_refusals(changes: dict[str, Any], status: int) -> None:
     with pytest.raises(BadRequest) as refused:
-        parse_request(scope(**changes), "d")
+        parse_request(asgi_head(**changes), "d")
     assert refused.value.status == status
     assert isinstance(refused.value, HeadersTooLarge) is (status == 431)
 
 
 def test_granians_http10_is_read_as_http10() -> None:
-    request = parse_request(scope(http_version="1", headers=[]), "default.test")
+    request = parse_request(asgi_head(http_version="1", headers=[]), "default.test")
     assert request.host == "default.test"
 
 
@@ -97,7 +101,7 @@ HOSTILE = [(b"host", b"a.test"), (b"cookie", b"stoker_session=s1; theme=dark"),
 @pytest.mark.parametrize("peer", ["192.0.2.1", "127.0.0.1"])
 def test_the_forwarded_view_has_one_cookie_line_and_no_session_or_override_fields(
         peer: str) -> None:
-    request = parse_request(scope(headers=HOSTILE, client=(peer, 5000)), "d",
+    request = parse_request(asgi_head(headers=HOSTILE, client=(peer, 5000)), "d",
                             TrustedProxies())
     assert request.headers == [(b"host", b"a.test"), (b"cookie", b"theme=dark; lang=fr"),
                                (b"x-forwarded-for", b"203.0.113.7")]
@@ -106,9 +110,9 @@ def test_the_forwarded_view_has_one_cookie_line_and_no_session_or_override_field
 
 def test_a_trusted_proxy_forwards_its_chain_and_keeps_only_the_kept_overrides() -> None:
     kept = {b"forwarded", b"x-original-url"}
-    trusted = parse_request(scope(headers=HOSTILE, client=("127.0.0.1", 1)), "d",
+    trusted = parse_request(asgi_head(headers=HOSTILE, client=("127.0.0.1", 1)), "d",
                             TrustedProxies(), kept=kept)
-    untrusted = parse_request(scope(headers=HOSTILE), "d", TrustedProxies(), kept=kept)
+    untrusted = parse_request(asgi_head(headers=HOSTILE), "d", TrustedProxies(), kept=kept)
     assert trusted.forwarded_for == ("203.0.113.7",) and trusted.client == "203.0.113.7"
     assert untrusted.forwarded_for == () and untrusted.client == "192.0.2.1"
     assert [name for name, _ in trusted.headers] == [
@@ -118,7 +122,7 @@ def test_a_trusted_proxy_forwards_its_chain_and_keeps_only_the_kept_overrides() 
 
 def test_the_context_carries_the_client_trusted_proxies_name() -> None:
     forwarded = [(b"host", b"a.test"), (b"x-forwarded-for", b"203.0.113.9")]
-    through_proxy = scope(headers=forwarded, client=("10.0.0.1", 5000))
+    through_proxy = asgi_head(headers=forwarded, client=("10.0.0.1", 5000))
     trusted = TrustedProxies(("10.0.0.0/8",))
     assert parse_request(through_proxy, "d", trusted).context.client == "203.0.113.9"
     assert parse_request(through_proxy, "d").context.client == "10.0.0.1"

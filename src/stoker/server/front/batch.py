@@ -9,7 +9,7 @@ hit itself.  Nothing waits longer than the rest of the iteration (one read at lo
 
 Invariant: per connection, bytes leave in the order the responses were made: a
 connection writes what it holds before anything it writes directly (the next read's
-answers, a ``400``, a close; :meth:`Holder.release`), and an ASGI response to a later
+answers, a ``400``, a close; :meth:`Holder.release`), and an exchange's response to a later
 request starts in a task, after this batch has been written.
 """
 

@@ -8,16 +8,18 @@ rendered by :func:`~stoker.server.front.render.reply_bytes`).
 A read that is the very bytes of a head answered as a hit before is not even parsed
 (:mod:`~stoker.server.front.heads`).  Where L2 must be waited for (Redis), the request's
 task reads it (:meth:`~stoker.adapters.hot_path.HotPath.reply_later`) and writes a fresh
-hit as those bytes too.  Everything else runs the listener's ASGI app
-(:class:`~stoker.server.front.exchange.Exchange`), told what was read.
+hit as those bytes too.  Everything else is an
+:class:`~stoker.server.front.exchange.Exchange`: served by the request core from its
+parsed head when the listener's app is Stoker's proxy (told what was read from L2), else
+run by the listener's ASGI app.
 
 Invariants:
 - Responses leave in the order of the requests, pipelining included: one request is
   answered at a time; the next is started once the previous response is complete
   (queued requests are answered in a loop, never by recursion), and reading stops while
   a request waits in the queue, so at most one read beyond it is buffered.
-- A hit is answered here only while the transport is not paused for writing: a client
-  that does not read its responses is left to ASGI, which waits for it.
+- A hit is written here only while the transport is not paused for writing: a client
+  that does not read its responses gets its hit through an exchange, which waits for it.
 - A head still incomplete after :data:`HEAD_LIMIT` bytes (not counting the read it
   began in) gets ``431``; a request the parser rejects gets ``400``; both close the
   connection once the responses before them are written.  A connection that sends no
@@ -44,10 +46,9 @@ from typing import TYPE_CHECKING, Any
 import httptools
 
 from stoker.adapters.hot_path import Wait
-from stoker.asgi import Scope, http_scope
-from stoker.proxy.request import MAX_HEADER_BYTES
+from stoker.proxy.request import MAX_HEADER_BYTES, RequestHead
 from stoker.server.front import heads
-from stoker.server.front.exchange import HIGH_WATER, Exchange
+from stoker.server.front.exchange import HIGH_WATER, Exchange, request_head
 from stoker.server.front.render import reply_bytes
 
 if TYPE_CHECKING:
@@ -100,7 +101,8 @@ ANSWERED = Answered()
 
 @dataclass(frozen=True, slots=True)
 class ReadFirst:
-    """A ``GET`` the fast path may answer once L2 has been read for ``primary``."""
+    """A ``GET`` the fast path may answer once the cache has been read for ``primary`` in
+    its task (L2 must be waited for, or the client must be)."""
 
     primary: str
 
@@ -217,9 +219,9 @@ class Connection(asyncio.Protocol):
         idle = self._active is None and not self._queue
         if idle:
             self._head_clock = False
-            if method == b"GET" and self.listener.hot is not None and not self.write_paused:
+            if method == b"GET" and self.listener.hot is not None:
                 hit = self._hit(version, self._url, self._headers, keep_alive,
-                                self._head_scope)
+                                self._head)
                 if isinstance(hit, list):  # answered from the head: no exchange needed
                     self._parsing = ANSWERED
                     self._send_hit(hit, close=not keep_alive)
@@ -242,11 +244,10 @@ class Connection(asyncio.Protocol):
         return Exchange(self, method, self._url, version, self._headers,
                         keep_alive=keep_alive, expect_continue=self._expect)
 
-    def _head_scope(self) -> Scope:
-        """The ASGI scope of the head just parsed (only within ``on_headers_complete``)."""
-        return http_scope(self._parser.get_method(), self._url,
-                          self._parser.get_http_version(), self._headers, scheme="http",
-                          client=self.client, server=self.server)
+    def _head(self) -> RequestHead:
+        """The head just parsed (only within ``on_headers_complete``)."""
+        return request_head(self._parser.get_method(), self._url,
+                            self._parser.get_http_version(), self._headers, self.client)
 
     def on_body(self, body: bytes) -> None:
         exchange = self._parsing
@@ -266,9 +267,9 @@ class Connection(asyncio.Protocol):
         """Answer ``exchange``, and the queued requests after it while they are hits."""
         hot = self.listener.hot
         while exchange is not None:
-            if hot is not None and exchange.method == b"GET" and not self.write_paused:
+            if hot is not None and exchange.method == b"GET":
                 hit = self._hit(exchange.http_version, exchange.target, exchange.headers,
-                                exchange.keep_alive, exchange.scope)
+                                exchange.keep_alive, exchange.head)
                 if isinstance(hit, list):
                     exchange = self._answered(exchange, hit)
                     continue
@@ -277,7 +278,7 @@ class Connection(asyncio.Protocol):
                     return
             self._active = exchange
             self.deadline = inf
-            self.listener.run(exchange.run(self.listener.app))
+            self.listener.run(self.listener.answer(exchange))
             return
 
     def _answered(self, exchange: Exchange, wire: list[bytes]) -> Exchange | None:
@@ -298,28 +299,30 @@ class Connection(asyncio.Protocol):
         self.listener.run(self._read_then_answer(exchange, primary))
 
     async def _read_then_answer(self, exchange: Exchange, primary: str) -> None:
-        """Send the fresh hit L2 holds for ``exchange``, else run the app, told what was
-        read."""
+        """Send the fresh hit L1 or L2 holds for ``exchange`` (through the exchange, which
+        waits for the client, while writing is paused), else have the request core answer
+        it, told what was read."""
         hot = self.listener.hot
         assert hot is not None
         looked_up: LookedUp | None = None
-        wire = None
+        reply = None
         try:
             reply, looked_up = await hot.reply_later(primary, exchange.headers)
-            if reply is not None and not self.write_paused:
-                wire = reply_bytes(reply, close=not exchange.keep_alive)
-        except Exception:  # the app, which reads again, answers (a 500 if it fails too)
+        except Exception:  # the core, which reads again, answers (a 500 if it fails too)
             log.exception("the fast path failed on GET %r", exchange.target)
         except asyncio.CancelledError:
             self.close()
             raise
         if exchange.disconnected:
             return
-        if wire is None:
-            await exchange.run(self.listener.app, looked_up)
+        if reply is None:
+            await self.listener.answer(exchange, looked_up)
             return
-        assert reply is not None
         hot.count(reply)
+        wire = None if self.write_paused else reply_bytes(reply, close=not exchange.keep_alive)
+        if wire is None:
+            await exchange.answer_with(reply)
+            return
         self._active = None
         self._start(self._answered(exchange, wire))
 
@@ -348,14 +351,18 @@ class Connection(asyncio.Protocol):
             self.deadline = self.loop.time() + HEAD_TIMEOUT
 
     def _hit(self, http_version: str, target: bytes, headers: list[tuple[bytes, bytes]],
-             keep_alive: bool, scope: Callable[[], Scope]) -> list[bytes] | ReadFirst | None:
+             keep_alive: bool, head: Callable[[], RequestHead]
+             ) -> list[bytes] | ReadFirst | None:
         """The bytes of the hit a ``GET`` of ``target`` is (remembering its head if it came
-        as one whole read), :class:`ReadFirst` where L2 must be waited for, or ``None``."""
+        as one whole read), :class:`ReadFirst` where L2 must be waited for or writing is
+        paused, or ``None``."""
         hot = self.listener.hot
         assert hot is not None
-        primary = hot.key_of(http_version, target, headers, "http", scope)
+        primary = hot.key_of(http_version, target, headers, "http", head)
         if primary is None:
             return None
+        if self.write_paused:  # its exchange writes the hit, waiting for the client
+            return ReadFirst(primary)
         close = not keep_alive
         wire = _hit_bytes(hot, primary, headers, close)
         whole, self._whole = self._whole, None

@@ -1,6 +1,8 @@
-"""One request and its response over ASGI, on a front connection (RFC 9112).
+"""One request and its response on a front connection (RFC 9112): answered by the request
+core straight from the parsed head (:meth:`Exchange.serve`, when the listener's app is
+Stoker's proxy: no ASGI scope or message is made), or by an ASGI app (:meth:`Exchange.run`).
 
-Invariants:
+Invariants (both ways write the response with the same methods, so the same bytes):
 - The response head is written by :func:`~stoker.http.wire.http1_head` (the one
   HTTP/1.1 head renderer; a name or value it refuses fails the response) followed by
   the framing this module adds: ``connection: close`` when the connection closes after
@@ -8,27 +10,37 @@ Invariants:
   HTTP/1.0 one is delimited by the close instead).
 - A body never exceeds its ``Content-Length``, and a response that ends short of it
   closes the connection; a ``HEAD`` response, a ``204`` and a ``304`` carry no body.
+- :meth:`Exchange.head` is the head the front parsed, as every server's requests are read
+  (:class:`~stoker.proxy.request.RequestHead`: the scope's ``raw_path``, ``query_string``,
+  ``http_version``, headers, scheme and peer, without a scope).
 - ``receive`` gives the request body as it arrives, in at most what one read brought,
   then waits, and gives ``http.disconnect`` once the response is complete or the client
   is gone (an app listening for the disconnect while it streams never spins); the
   connection reads no further while :data:`HIGH_WATER` bytes wait unread
   (``Expect: 100-continue`` is answered on the first ``receive``).
-- ``send`` waits while the transport is paused for writing, so a slow reader holds at
-  most the transport's buffer; once the client is gone it drops the messages.
-- An exception before the response starts becomes a ``500``; after, a closed connection.
+- ``send``, :meth:`Exchange.write_head` and :meth:`Exchange.write_body` wait while the
+  transport is paused for writing, so a slow reader holds at most the transport's buffer;
+  once the client is gone they drop what they are given.
+- An exception before the response starts becomes a ``500``; after, a closed connection;
+  so does a response left unended.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-from stoker.adapters.hot_path import LOOKED_UP
-from stoker.asgi import ASGIApp, Message, Scope, http_scope
+from stoker.adapters.core import reply_to, write_reply
+from stoker.asgi import ASGIApp, Message, Scope, http_scope, target_parts
 from stoker.http.wire import http1_head
+from stoker.proxy.request import RequestHead
+from stoker.proxy.request_body import asgi_body
 
 if TYPE_CHECKING:
+    from stoker.proxy.pipeline import Pipeline
+    from stoker.proxy.reply import Headers, Reply
     from stoker.proxy.request import LookedUp
     from stoker.server.front.connection import Connection
 
@@ -112,20 +124,47 @@ class Exchange:
         if self._arrived is not None:
             self._arrived.set()
 
+    def head(self) -> RequestHead:
+        """This request's head, as the request core reads it."""
+        return request_head(self.method, self.target, self.http_version, self.headers,
+                            self.connection.client)
+
     def scope(self) -> Scope:
         """This request's ASGI scope."""
         connection = self.connection
         return http_scope(self.method, self.target, self.http_version, self.headers,
                           scheme="http", client=connection.client, server=connection.server)
 
-    async def run(self, app: ASGIApp, looked_up: LookedUp | None = None) -> None:
-        """Run ``app`` for this request (``looked_up``: what the fast path read from L2 for
-        it, handed to the proxy in the scope); answer ``500`` or close when it fails."""
-        scope = self.scope()
-        if looked_up is not None:
-            scope["extensions"] = {LOOKED_UP: looked_up}
+    async def serve(self, pipeline: Pipeline, looked_up: LookedUp | None = None) -> None:
+        """Answer this request through ``pipeline`` (``looked_up``: what the fast path read
+        from L2 for it), its reply written here; ``500`` or close when that fails."""
+        await self._guarded(self._serve(pipeline, looked_up))
+
+    async def answer_with(self, reply: Reply) -> None:
+        """Write ``reply``, made already (a fresh hit read while writing was paused);
+        close when that fails."""
+        await self._guarded(self._deliver(reply))
+
+    async def _serve(self, pipeline: Pipeline, looked_up: LookedUp | None) -> None:
+        """The core's reply to the parsed head, the body read as it arrives, written."""
+        reply = await reply_to(pipeline, self.head(), asgi_body(self.receive),
+                               looked_up=looked_up)
+        await self._deliver(reply)
+
+    async def _deliver(self, reply: Reply) -> None:
+        """Write ``reply`` here, as :func:`~stoker.adapters.core.write_reply` does anywhere."""
+        await write_reply(reply, self, head=self.method == b"HEAD",
+                      http1=self.http_version.startswith("1"))
+
+    async def run(self, app: ASGIApp) -> None:
+        """Run ``app`` for this request; answer ``500`` or close when it fails."""
+        await self._guarded(app(self.scope(), self.receive, self.send))
+
+    async def _guarded(self, answering: Awaitable[None]) -> None:
+        """Await ``answering``; answer ``500`` or close when it fails or returns before the
+        response is complete."""
         try:
-            await app(scope, self.receive, self.send)
+            await answering
         except Exception:
             log.exception("the application failed on %s %r", self.method.decode(), self.target)
             self._fail()
@@ -173,10 +212,7 @@ class Exchange:
 
     async def send(self, message: Message) -> None:
         """Write ``message`` (``http.response.start``, then ``http.response.body``)."""
-        connection = self.connection
-        if connection.write_paused and not self.disconnected:
-            await connection.drained()
-        if self.disconnected:
+        if not await self._writable():
             return
         kind = message["type"]
         if not self.started:
@@ -189,6 +225,24 @@ class Exchange:
             raise RuntimeError(f"expected http.response.body, got {kind!r}")
         else:
             self._body(message.get("body", b""), more=message.get("more_body", False))
+
+    async def write_head(self, status: int, headers: Headers) -> None:
+        """Write the response's head (its framing added)."""
+        if await self._writable():
+            self._start(status, headers)
+
+    async def write_body(self, piece: bytes, *, more: bool) -> None:
+        """Write a piece of the response's body (``more``: not the last one)."""
+        if await self._writable():
+            self._body(piece, more=more)
+
+    async def _writable(self) -> bool:
+        """Wait while the transport is paused for writing; whether the client is still
+        there."""
+        connection = self.connection
+        if connection.write_paused and not self.disconnected:
+            await connection.drained()
+        return not self.disconnected
 
     def _start(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
         connection = self.connection
@@ -239,3 +293,13 @@ class Exchange:
             self.done = True
             self._wake()
             connection.response_done(self)
+
+
+def request_head(method: bytes, target: bytes, http_version: str,
+                 headers: list[tuple[bytes, bytes]],
+                 client: tuple[str, int] | None) -> RequestHead:
+    """The head of a request the front parsed from ``client`` (a plain-HTTP connection)."""
+    raw_path, query = target_parts(target)
+    return RequestHead(method.decode("ascii"), raw_path.decode("latin-1"),
+                       query.decode("latin-1"), http_version, headers, "http",
+                       client[0] if client else None)

@@ -17,15 +17,19 @@ import contextlib
 import logging
 from collections.abc import Coroutine
 from math import inf
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from stoker.adapters.hot_path import HotPath
 from stoker.asgi import ASGIApp
 from stoker.clock import SystemClock
 from stoker.http.dates import format_http_date
 from stoker.server.front.batch import WriteBatch
 from stoker.server.front.connection import Connection
 from stoker.server.front.heads import KnownHeads
+
+if TYPE_CHECKING:
+    from stoker.adapters.asgi_proxy import ProxyApp
+    from stoker.proxy.request import LookedUp
+    from stoker.server.front.exchange import Exchange
 
 log = logging.getLogger("stoker.server")
 
@@ -35,12 +39,16 @@ BACKLOG = 2048
 
 
 class Listener:
-    """What the connections of one listener share: the app, its fast path, the heads
-    remembered, the write batch, the live connections and the running requests."""
+    """What the connections of one listener share: the app (and, when it is Stoker's proxy,
+    the proxy's fast path and request core), the heads remembered, the write batch, the
+    live connections and the running requests."""
 
-    def __init__(self, app: ASGIApp, hot: HotPath | None, *, date_header: bool) -> None:
+    def __init__(self, app: ASGIApp, proxy: ProxyApp | None, *, date_header: bool) -> None:
         self.app = app
-        self.hot = hot
+        self.proxy = proxy
+        """``app`` when it is Stoker's proxy (bare): its requests are answered without
+        ASGI, fresh hits by its fast path, the rest by its request core."""
+        self.hot = proxy.hot if proxy is not None else None
         """The proxy's fast path, whose fresh hits are answered without ASGI."""
         self.loop = asyncio.get_running_loop()
         self.known = KnownHeads()
@@ -60,6 +68,14 @@ class Listener:
         if self._date[0] != second:
             self._date = (second, [(b"date", format_http_date(second).encode())])
         return self._date[1]
+
+    def answer(self, exchange: Exchange, looked_up: LookedUp | None = None
+               ) -> Coroutine[Any, Any, None]:
+        """``exchange``'s answer: by the proxy's request core (``looked_up``: what the fast
+        path read from L2 for it), else by the app over ASGI."""
+        if self.proxy is None:
+            return exchange.run(self.app)
+        return exchange.serve(self.proxy.pipeline, looked_up)
 
     def run(self, answering: Coroutine[Any, Any, None]) -> None:
         """Run ``answering`` (a request's answer: its exchange's ``run``, or the
@@ -83,16 +99,16 @@ class FrontServer:
 
     granian_ports: tuple[int, ...] = ()
 
-    def __init__(self, app: ASGIApp, host: str, port: int, *, hot: HotPath | None,
+    def __init__(self, app: ASGIApp, host: str, port: int, *, proxy: ProxyApp | None,
                  date_header: bool, grace: float | None = None, shared: bool = False) -> None:
         self._app, self._host, self._port = app, host, port
-        self._hot, self._date_header, self._grace = hot, date_header, grace
+        self._proxy, self._date_header, self._grace = proxy, date_header, grace
         self._shared = shared
         self._stopped = asyncio.Event()
 
     async def serve(self) -> None:
         """Accept connections until :meth:`stop`, then wind them down."""
-        listener = Listener(self._app, self._hot, date_header=self._date_header)
+        listener = Listener(self._app, self._proxy, date_header=self._date_header)
         server = await listener.loop.create_server(
             lambda: Connection(listener), self._host or None, self._port, backlog=BACKLOG,
             reuse_address=True, reuse_port=self._shared or None)

@@ -1,9 +1,10 @@
 """A :class:`~stoker.proxy.reply.Reply` with a whole body as HTTP/1.1 bytes: the front's
 one renderer of replies (the hits it answers without an exchange).
 
-Invariant: :func:`reply_bytes` writes byte for byte what the front's ASGI exchange
-(:mod:`~stoker.server.front.exchange`) writes for the same reply sent by the one ASGI renderer
-(:func:`~stoker.adapters.asgi_reply.send_reply`) on a proxy listener: the head of
+Invariant: :func:`reply_bytes` writes byte for byte what the front's exchange
+(:mod:`~stoker.server.front.exchange`) writes for the same reply on a proxy listener,
+delivered by :func:`~stoker.adapters.core.write_reply` (from the request core, or as the ASGI
+messages of :func:`~stoker.adapters.asgi_reply.send_reply`): the head of
 :func:`~stoker.http.wire.http1_head` for the reply's fields, ``Connection: close`` when
 the connection closes after it, then the body; a reply whose fields are a stored entry's
 own list reuses that entry's head (made once per entry), and one with a field that is
