@@ -17,6 +17,10 @@ Invariants:
   :meth:`Flight.began` (its leader, waiting on another member's fetch lease, saw a new
   fetch begin: its own after taking over a dead member's lease, or another waiter's),
   whichever is later.
+- A flight may land with its leader's exception instead (``error``; the function cache's
+  flights, :mod:`stoker.functions`: a failed call reaches every caller that waited for
+  it); its followers are handed ``None`` and read the exception from the flight.  The
+  proxy's flights never land with one (a failed fetch is ``None``: followers fetch).
 - A flight that has shared its answer no longer takes followers: a request arriving
   then leads a new flight (and finds a stored answer in the cache).
 """
@@ -32,8 +36,8 @@ from stoker.http.policy import shared_beyond_credentials
 class Flight:
     """One in-progress origin fetch that others may wait on."""
 
-    __slots__ = ("_began", "_future", "credentialed", "fell_back", "followers", "stored",
-                 "withheld")
+    __slots__ = ("_began", "_future", "credentialed", "error", "fell_back", "followers",
+                 "stored", "withheld")
 
     def __init__(self, *, credentialed: bool = False) -> None:
         self._future: asyncio.Future[CacheEntry | None] = (
@@ -53,6 +57,9 @@ class Flight:
         would get: followers fetch anew, on a flight of their own."""
         self.followers = 0
         """Requests that joined this flight after its leader."""
+        self.error: BaseException | None = None
+        """The exception the leader's call raised, when it landed with one (see the module
+        invariants)."""
 
     def share(self, entry: CacheEntry | None, *, stored: bool = False,
               fell_back: bool = False) -> None:
@@ -114,9 +121,12 @@ class Collapser:
         return key in self._flights
 
     def land(self, key: str, flight: Flight, entry: CacheEntry | None, *,
-             fell_back: bool = False) -> None:
-        """End the leader's flight: share ``entry`` (if not already) and forget it."""
-        flight.share(entry, fell_back=fell_back)
+             fell_back: bool = False, error: BaseException | None = None) -> None:
+        """End the leader's flight: share ``entry`` (if not already; with ``error``, none
+        and the leader's exception) and forget it."""
+        if error is not None and not flight.done():
+            flight.error = error
+        flight.share(entry if error is None else None, fell_back=fell_back)
         if self._flights.get(key) is flight:
             del self._flights[key]
 

@@ -228,8 +228,13 @@ def _strings(data: Mapping[Any, Any], name: str) -> list[str]:
     return value
 
 
+def is_tag(text: str) -> bool:
+    """Whether ``text`` can be a tag: non-empty, no whitespace or commas.  Pure."""
+    return bool(text) and _TAG_FORBIDDEN.search(text) is None
+
+
 def _tag(text: str, field: str) -> str:
-    if not text or _TAG_FORBIDDEN.search(text):
+    if not is_tag(text):
         raise PurgeRequestError(field, f"{text!r} is not a tag: tags are non-empty and contain "
                                        "no whitespace or commas")
     return text

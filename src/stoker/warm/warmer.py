@@ -204,11 +204,14 @@ class Warmer:
     async def on_purge(self, scope: PurgeScope, keys: Sequence[str],
                        urls: Sequence[str]) -> None:
         """Purge events: everything → a full run; URLs → debounced targeted re-warm,
-        recorded in the background (the purge call does not wait for them)."""
+        recorded in the background (the purge call does not wait for them).  Only web
+        pages are re-warmed: a tag purge's cached function results (``fn:…``,
+        :mod:`stoker.functions`) are called again when next asked for."""
         if scope.everything:
             await self.start("deploy" if scope.soft else "purge", None)
             return
-        self.rewarms.add(urls, self.clock.now())
+        self.rewarms.add([url for url in urls if url.startswith(("http://", "https://"))],
+                         self.clock.now())
 
     async def _arm_rewarm(self, count: int) -> Deadline:
         """After ``count`` purged URLs were recorded: arm the ``rewarm`` deadline due now
