@@ -9,12 +9,12 @@ import logging
 from typing import Any
 
 import pytest
+from tests.conftest import until
+from tests.unit.functions.conftest import Opened
 
 from stoker.cache.entry import CacheEntry
 from stoker.functions import PickleCodec, cached
 from stoker.purge.scope import PurgeScope
-from tests.conftest import until
-from tests.unit.functions.conftest import Opened
 
 
 class Calls:
@@ -215,7 +215,7 @@ async def test_a_plain_function_keeps_its_signature_and_runs_off_the_loop(
         seen.append(x)
         return x * x
 
-    with pytest.raises(RuntimeError, match="asyncio.to_thread"):
+    with pytest.raises(RuntimeError, match=r"asyncio\.to_thread"):
         square(3)
     await square.cache.bind()  # its runtime's loop: this one
     assert await asyncio.to_thread(square, 3) == 9
