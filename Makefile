@@ -45,6 +45,7 @@ bench: install
 	$(PY) bench/warm.py
 	$(PY) bench/hostile.py
 	$(PY) bench/cold_trace.py
+	$(PY) bench/decorator.py
 
 clean:
 	rm -rf $(VENV) .stoker .pytest_cache .mypy_cache .ruff_cache

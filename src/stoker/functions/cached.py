@@ -45,7 +45,7 @@ from stoker.cache.collapse import Collapser, Flight
 from stoker.cache.entry import CacheEntry
 from stoker.config.units import parse_duration
 from stoker.functions.codecs import Codec, JsonCodec, Unreadable
-from stoker.functions.decide import Step, Times, Windows, decide, falls_back
+from stoker.functions.decide import Step, Windows, decide, falls_back
 from stoker.functions.keys import Parameters, arguments, canonical, function_key, name_of
 from stoker.functions.runtime import Runtime, default_runtime, loop_for_plain
 from stoker.proxy.shared_flights import SharedFlights
@@ -187,8 +187,7 @@ class CachedFunction(Generic[P, R]):
         if entries is None:
             entries = await store.get(key)
         entry = self._ours(entries)
-        held = _times(entry) if entry is not None else None
-        step = decide(held, binding.clock.now(), in_flight=binding.collapser.busy(key))
+        step = decide(entry, binding.clock.now(), in_flight=binding.collapser.busy(key))
         if step is not Step.CALL:
             assert entry is not None
             try:
@@ -285,7 +284,7 @@ class CachedFunction(Generic[P, R]):
     def _fall_back(self, binding: Binding, key: str, held: CacheEntry | None,
                    error: BaseException) -> Any:
         """The stored result ``held`` if still within its windows, else ``error`` raised."""
-        if held is not None and falls_back(_times(held), binding.clock.now()):
+        if held is not None and falls_back(held, binding.clock.now()):
             try:
                 value = self.codec.decode(held.body or b"")
             except Unreadable:
@@ -356,10 +355,6 @@ class _Made:
     def __init__(self, value: Any, entry: CacheEntry) -> None:
         self.value = value
         self.entry = entry
-
-
-def _times(entry: CacheEntry) -> Times:
-    return Times(entry.fresh_until, entry.stale_until, entry.error_until, entry.keep_until)
 
 
 def _checked_tags(tags: Iterable[str]) -> tuple[str, ...]:

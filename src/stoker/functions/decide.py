@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Protocol
 
 
 class Step(enum.Enum):
@@ -68,7 +69,21 @@ class Times:
     keep_until: float
 
 
-def decide(held: Times | None, now: float, *, in_flight: bool) -> Step:
+class Held(Protocol):
+    """A stored result's windows (a :class:`Times`, or the
+    :class:`~stoker.cache.entry.CacheEntry` itself)."""
+
+    @property
+    def fresh_until(self) -> float: ...
+
+    @property
+    def stale_until(self) -> float: ...
+
+    @property
+    def error_until(self) -> float: ...
+
+
+def decide(held: Held | None, now: float, *, in_flight: bool) -> Step:
     """What a call of a key whose stored result has windows ``held`` (``None``: none)
     does at ``now``; ``in_flight``: a call of that key is running in this process."""
     if held is None:
@@ -80,7 +95,7 @@ def decide(held: Times | None, now: float, *, in_flight: bool) -> Step:
     return Step.CALL
 
 
-def falls_back(held: Times | None, now: float) -> bool:
+def falls_back(held: Held | None, now: float) -> bool:
     """Whether a call that failed at ``now`` answers with the stored result of windows
     ``held`` instead of its exception: it is still within one of its windows."""
     return held is not None and now < max(held.fresh_until, held.stale_until,

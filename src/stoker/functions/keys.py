@@ -74,10 +74,11 @@ def arguments(parameters: Parameters, args: Sequence[Any],
 def canonical(value: Any) -> str:
     """``value`` as canonical JSON (see the module invariants); :class:`TypeError` when it
     has no canonical form."""
-    if type(value) is list and all(type(item) in _SCALARS for item in value):
-        for item in value:  # the common case: no walk beyond this check
-            if type(item) is float and not math.isfinite(item):
-                _refuse(item, "a non-finite float")
+    if type(value) is list:  # the common case: arguments all scalars, no copy made
+        for item in value:
+            kind = type(item)
+            if kind not in _SCALARS or (kind is float and not math.isfinite(item)):
+                return _ENCODE(_checked(value))
         return _ENCODE(value)
     return _ENCODE(_checked(value))
 
