@@ -6,7 +6,7 @@ Each system decorates the same async function of two arguments returning a small
 after one call has stored it, a round times ``--calls`` awaited calls with the same
 arguments (every one a fresh hit), and gives the mean time per call.  Rounds interleave
 the systems; the figures are the medians of the rounds, with the ratios of Stoker's to
-each other system's taken within each round.  Goal: Stoker ≤ 1.0× the fastest of
+each other system's taken within each round.  Goal: Stoker ≤ 1.0x the fastest of
 cashews and aiocache.  Stoker's runtime is a Stoker opened on SQLite in a temporary
 ``data_dir`` (L1 in memory in front), no origin, the system clock.
 
