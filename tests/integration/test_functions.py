@@ -21,9 +21,14 @@ from stoker.functions.keys import Parameters, arguments, canonical, function_key
 WORKER = Path(__file__).with_name("functions_worker.py")
 
 
-def run(cwd: Path, *args: str, seed: str = "0") -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONHASHSEED": seed}
-    return subprocess.Popen([sys.executable, str(WORKER), *args], cwd=cwd, env=env,
+def run(cwd: Path, *args: str, seed: str = "0",
+        env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """The worker in ``cwd`` (its ``./.stoker``), with ``env`` added to this one's less
+    any ``STOKER_*`` variable."""
+    inherited = {name: value for name, value in os.environ.items()
+                 if not name.startswith("STOKER_")}
+    environment = {**inherited, **(env or {}), "PYTHONHASHSEED": seed}
+    return subprocess.Popen([sys.executable, str(WORKER), *args], cwd=cwd, env=environment,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

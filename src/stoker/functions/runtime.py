@@ -3,9 +3,10 @@
 A *runtime* is an async callable returning an opened :class:`~stoker.app.stoker.Stoker`
 (its tiered store, purger, cache version, clock and fetch leases).  An opened Stoker
 belongs to the event loop it was opened on.  :func:`default_runtime` is the one a
-``@cached`` function uses when given none: memory + SQLite in ``./.stoker``
-(:data:`DEFAULT_SETTINGS`), opened on first use, with no origin (:class:`NoOrigin`:
-function-only use never asks one; ``Stoker.open`` is unchanged).
+``@cached`` function uses when given none: configured as ``stoker serve`` is
+(:func:`default_settings`; with no configuration, memory + SQLite in ``./.stoker``),
+opened on first use, with no origin (:class:`NoOrigin`: function-only use never asks
+one; ``Stoker.open`` is unchanged).
 
 Invariants:
 - The default runtime is opened once per event loop that uses it, and only one at a time:
@@ -32,7 +33,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from stoker.app.stoker import Stoker
-from stoker.config.settings import Settings, settings_from
+from stoker.config.settings import Settings, load_settings
 from stoker.origin.context import RequestContext
 from stoker.origin.port import Body, Headers, OriginError, OriginResponse
 
@@ -43,9 +44,11 @@ Runtime = Callable[[], Awaitable[Stoker]]
 
 
 def default_settings() -> Settings:
-    """The default runtime's settings: a cache in ``./.stoker`` (``data_dir``), as
-    ``STOKER_*`` variables do not change (code that wants others passes a runtime)."""
-    return settings_from({"data_dir": ".stoker"})
+    """The default runtime's settings, read as ``stoker serve`` reads its own:
+    ``./stoker.toml`` (or ``STOKER_CONFIG``), then ``STOKER_*`` variables; with neither,
+    memory + SQLite in ``./.stoker`` (``STOKER_L2_URL``, ``STOKER_DATABASE_URL``: a store
+    shared by nodes)."""
+    return load_settings()
 
 
 class NoOrigin:
