@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import redis
-
 from tests.integration.test_functions import results, run
 from tests.job_backends import pg_schema, schema_url
 
