@@ -76,6 +76,11 @@ class Cached(Protocol[P, R_co]):
         """Hard-purge the call's stored result (see :meth:`CachedFunction.invalidate`)."""
         ...
 
+    @property
+    def cache(self) -> CachedFunction[P, Any]:
+        """The function's cache (:meth:`CachedFunction.bind`, :meth:`~CachedFunction.settle`)."""
+        ...
+
 
 class Binding:
     """What a cached function uses of one opened runtime, on the loop it belongs to."""

@@ -77,6 +77,7 @@ class DefaultRuntime:
         self._opened: _Opened | None = None
         self._opening: asyncio.Future[Stoker] | None = None
         self._lock = threading.Lock()
+        self._keeper: asyncio.Task[None] | None = None
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop | None:
@@ -114,7 +115,7 @@ class DefaultRuntime:
         self._opened = _Opened(stoker, loop)
         self._opening = None
         opening.set_result(stoker)
-        loop.create_task(self._keep(stoker), name="stoker-functions-keeper")
+        self._keeper = loop.create_task(self._keep(stoker), name="stoker-functions-keeper")
         return stoker
 
     async def _keep(self, stoker: Stoker) -> None:
@@ -123,6 +124,13 @@ class DefaultRuntime:
             await asyncio.Event().wait()
         finally:
             await self.close(stoker)
+
+    async def shutdown(self) -> None:
+        """Close the runtime by ending its keeper (call on its loop)."""
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            keeper.cancel()
+            await asyncio.wait([keeper])
 
     async def close(self, stoker: Stoker | None = None) -> None:
         """Close the runtime (``stoker``: only if it is still that one)."""
@@ -154,7 +162,7 @@ class LoopThread:
         self._thread = threading.Thread(target=self.loop.run_forever,
                                         name="stoker-functions", daemon=True)
         self._thread.start()
-        atexit.register(self.stop)
+        _at_exit(self.stop)
 
     def stop(self) -> None:
         """Close the default runtime if it runs here, then stop the loop."""
@@ -162,9 +170,24 @@ class LoopThread:
             return
         if DEFAULT.loop is self.loop:
             with contextlib.suppress(Exception):
-                asyncio.run_coroutine_threadsafe(DEFAULT.close(), self.loop).result(60)
+                asyncio.run_coroutine_threadsafe(DEFAULT.shutdown(), self.loop).result(60)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(5)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
+def _at_exit(stop: Callable[[], None]) -> None:
+    """Run ``stop`` at interpreter exit while thread pools still take work: before
+    :mod:`concurrent.futures` refuses new work (its hook runs from
+    ``threading._register_atexit``, before :mod:`atexit`'s; registered later, this one
+    runs first), where that hook exists, else at :mod:`atexit` (the SQLite stores then
+    cannot close: their queued writes are lost, as at a kill)."""
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:
+        atexit.register(stop)
+    else:
+        register(stop)
 
 
 _PRIVATE: LoopThread | None = None
