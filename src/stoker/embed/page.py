@@ -38,11 +38,20 @@ def page_tags(tags: TagsOf | None, params: Mapping[str, Any]) -> str | None:
     tags).  Raises ``ValueError`` naming ``tags`` for a tag that cannot be one."""
     if tags is None:
         return None
-    found = list(dict.fromkeys(tags(**params)))
+    found = list(dict.fromkeys(tags(**accepted(tags, params))))
     try:
         return " ".join(check_tag(str(tag), "tags") for tag in found) or None
     except PurgeRequestError as error:
         raise ValueError(str(error)) from None
+
+
+def accepted(function: Callable[..., Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """Those of ``params`` that ``function`` takes by name (all, if it takes ``**``)."""
+    taken = inspect.signature(function).parameters.values()
+    if any(each.kind is inspect.Parameter.VAR_KEYWORD for each in taken):
+        return dict(params)
+    names = {each.name for each in taken}
+    return {name: value for name, value in params.items() if name in names}
 
 
 def _seconds(value: str | float, name: str) -> float:
@@ -54,8 +63,8 @@ def _seconds(value: str | float, name: str) -> float:
 
 def page(*, ttl: str | float, swr: str | float = 0, sie: str | float = 0,
          tags: TagsOf | None = None, tag_header: str = "surrogate-key") -> Callable[[F], F]:
-    """Decorate one view (see the module invariants); ``tags`` is called with the
-    request's path parameters as keyword arguments."""
+    """Decorate one view (see the module invariants); ``tags`` is called with those of
+    the request's path parameters it names (all of them, with ``**params``)."""
     control = cache_control(_seconds(ttl, "ttl"), _seconds(swr, "swr"), _seconds(sie, "sie"))
     if tags is not None and not callable(tags):
         raise TypeError("tags must be a function of the path parameters, e.g. "

@@ -59,8 +59,8 @@ class Rule:
         """The rule as a ``[[rule]]`` table: the fields given (sequences as lists)."""
         table: dict[str, Any] = {}
         for each in fields(self):
-            value = getattr(self, each.name)
-            if each.name.startswith("_") or value is None or value is False or value == ():
+            value = getattr(self, each.name) if each.init else None
+            if value is None or value is False or value == ():
                 continue
             is_list = isinstance(value, Sequence) and not isinstance(value, str)
             table[each.name] = list(value) if is_list else value
