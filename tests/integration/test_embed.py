@@ -11,12 +11,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from examples.fastapi_site import make_app
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from examples.fastapi_site import make_app
 from stoker import PurgeRequestError, Rule, SettingsError, Stoker
 from stoker.asgi import ASGIApp
 
@@ -94,7 +94,7 @@ async def test_nothing_due_starts_no_batch(blog: tuple[Stoker, ASGIApp, dict[str
 
 async def test_the_admin_side_is_mounted_guarded_and_purges(
         blog: tuple[Stoker, ASGIApp, dict[str, str]]) -> None:
-    stoker, app, _ = blog
+    _, app, _ = blog
     token = {"authorization": "Bearer t0ken"}
     async with client(app) as browser:
         await browser.get("/posts/second")
@@ -179,3 +179,22 @@ async def test_hosts_are_the_apps_not_the_proxys_listener(
             await stoker.purge(tags="site")
     assert answer.status_code == 200 and answer.json()["unknown_hosts"] == []
     assert answer.json()["purged"] == 1 and "unknown_hosts" not in caplog.text
+
+
+async def test_cached_functions_use_the_stokers_store(tmp_path: Path) -> None:
+    """The wiring to the function cache (``stoker.functions``): ``Stoker.cached`` on this
+    store, ``stoker.cached`` on the default one."""
+    import stoker as package
+
+    calls: list[int] = []
+    stoker = Stoker(data_dir=str(tmp_path))
+
+    @stoker.cached(ttl="1m", tags=lambda n: [f"n-{n}"])
+    async def square(n: int) -> int:
+        calls.append(n)
+        return n * n
+
+    async with stoker:
+        assert [await square(3), await square(3)] == [9, 9]
+        assert calls == [3]
+    assert callable(package.cached(ttl="1m"))
