@@ -43,6 +43,7 @@ from stoker.embed.rules import compiled_rules
 from stoker.embed.runtime import Runtime
 from stoker.origin.asgi import AsgiOrigin
 from stoker.purge.audit import record_safely
+from stoker.purge.events import PurgeCallback
 from stoker.purge.purger import PurgeResult
 from stoker.purge.scope import PurgeRequestError, parse_purge_request
 from stoker.warm.run import Run
@@ -203,6 +204,12 @@ class Stoker:
         """What ``GET /api/status`` answers: requests by outcome, the cache's figures, the
         warm run, the job queue, the deadlines."""
         return await (await self.runtime()).status.compose()
+
+    async def on_purge(self, callback: PurgeCallback) -> Callable[[], None]:
+        """Call ``async callback(scope, keys, urls)`` after every purge took effect (the
+        API's, ``PURGE``'s, the admin side's, an unsafe request's invalidation, another
+        node's relayed here); the function returned unsubscribes."""
+        return (await self.core()).events.subscribe(callback)
 
     # -- decorators -------------------------------------------------------------------
 
