@@ -25,7 +25,7 @@ test-fast: install   # unit, contract and in-process core tests: no HTTP servers
 	$(PY) -m pytest -q -m "not services" tests/unit tests/contract tests/core
 
 lint: install
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 

@@ -99,9 +99,19 @@ async def _refuse(send: Send, refusal: Refusal) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _to_login(send: Send) -> None:
+def route_path(scope: Message) -> str:
+    """The request's path below where the admin side is mounted (``root_path``: an app
+    serving it at ``/stoker``), as its routes read it.  Pure."""
+    path, root = str(scope.get("path", "")), str(scope.get("root_path", ""))
+    if root and (path == root or path.startswith(root + "/")):
+        return path[len(root):] or "/"
+    return path
+
+
+async def _to_login(send: Send, root: str = "") -> None:
     await send({"type": "http.response.start", "status": 303,
-                "headers": [(b"location", LOGIN.encode()), (b"content-length", b"0")]})
+                "headers": [(b"location", (root + LOGIN).encode()),
+                            (b"content-length", b"0")]})
     await send({"type": "http.response.body", "body": b""})
 
 
@@ -215,7 +225,7 @@ class AdminGuard:
             await self._app(scope, receive, send)
             return
         send = no_store(send)
-        path = str(scope.get("path", ""))
+        path = route_path(scope)
         treated = kind(path)
         if treated != "open":
             await self._refusals.flush()
@@ -232,7 +242,7 @@ class AdminGuard:
             refusal = check(scope, self._token, decision, allowed=self._allowed,
                             by_cookie=session is not None)
             if refusal is not None and refusal.status == 401 and treated == "page":
-                await _to_login(send)
+                await _to_login(send, str(scope.get("root_path", "")))
                 return
             if refusal is not None:
                 await self._audit_refusal(scope, path, client, decision.actor, refusal)

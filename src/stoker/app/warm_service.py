@@ -294,16 +294,20 @@ class WarmService:
         if self.refresher is not None:
             tasks.append(self.refresher.run(stop))
         if settings.warm_jobs > 0:
-            worker = Worker(self.stores.queue, self.warmer.handle, self.stoker.clock,
-                            WorkerConfig(queue=QUEUE, concurrency=settings.warm_jobs,
-                                         job_timeout=settings.origin_timeout
-                                         * (len(settings.warm_variants) + 1) + 30,
-                                         shutdown_grace=settings.shutdown_timeout,
-                                         breaker=BreakerState(
-                                             cooldown=settings.outage_retry)),
-                            owner=self.warmer.owner)
-            tasks.append(worker.run(stop))
+            tasks.append(self.worker(settings.warm_jobs).run(stop))
         await asyncio.gather(*tasks)
+
+    def worker(self, concurrency: int) -> Worker:
+        """A worker of the ``warm`` queue running ``concurrency`` warm jobs at once (its
+        loop, :meth:`Worker.run`, or batches, :meth:`Worker.run_batch`)."""
+        settings = self.stoker.settings
+        return Worker(self.stores.queue, self.warmer.handle, self.stoker.clock,
+                      WorkerConfig(queue=QUEUE, concurrency=concurrency,
+                                   job_timeout=settings.origin_timeout
+                                   * (len(settings.warm_variants) + 1) + 30,
+                                   shutdown_grace=settings.shutdown_timeout,
+                                   breaker=BreakerState(cooldown=settings.outage_retry)),
+                      owner=self.warmer.owner)
 
     async def close(self, timeout: float = RECORD_TIMEOUT) -> None:
         """Stop listening to purges and to the origin's return, record the purged URLs

@@ -16,7 +16,7 @@ not change the page (``vary_ignore_cookies``) never splits a URL's variants.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
@@ -201,9 +201,10 @@ def _optional_text(table: dict[str, Any], key: str, where: str) -> str | None:
     return raw
 
 
-def parse_rule(table: Any, index: int) -> Rule:
-    """Validate one ``[[rule]]`` table (``index`` counts from 1 for messages)."""
-    where = f"[[rule]] #{index}"
+def parse_rule(table: Any, index: int, where: str | None = None) -> Rule:
+    """Validate one ``[[rule]]`` table (``index`` counts from 1 for messages; ``where``
+    names it in them instead, e.g. ``rules[0]`` for a rule given in code)."""
+    where = where or f"[[rule]] #{index}"
     if not isinstance(table, dict):
         raise ValueError(f"{where} must be a table")
     unknown = sorted(set(table) - _KEYS)
@@ -238,6 +239,26 @@ def parse_rule(table: Any, index: int) -> Rule:
                                  "cache_with_cookies"),
         query_has=_names(table.get("query_has", []), where, "query_has"),
     )
+
+
+def rules_from(value: object, argument: str = "rules") -> tuple[Rule, ...]:
+    """Rules as code gives them: a list (or tuple) of :class:`Rule` objects and rule
+    tables (mappings, validated as ``[[rule]]`` tables are).  Anything else raises
+    :class:`ValueError` naming ``argument`` and the item (``rules[2]``).  Pure."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise ValueError(f"{argument} must be a list of rules (Rule objects or dicts like "
+                         f"{{'path': '/', 'ttl': '5m'}}), got {type(value).__name__}")
+    found = []
+    for index, item in enumerate(value):
+        where = f"{argument}[{index}]"
+        if isinstance(item, Rule):
+            found.append(item)
+        elif isinstance(item, Mapping):
+            found.append(parse_rule(dict(item), index + 1, where))
+        else:
+            raise ValueError(f"{where} must be a Rule or a dict like {{'path': '/', "
+                             f"'ttl': '5m'}}, got {type(item).__name__}")
+    return tuple(found)
 
 
 def parse_rules(tables: Any, preset: str | None = None) -> tuple[Rule, ...]:

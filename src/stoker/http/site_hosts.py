@@ -15,6 +15,9 @@ Invariants:
 - :func:`listener_hosts` of a loopback or wildcard listener are its loopback names
   (``127.0.0.1``, ``localhost``, and ``[::1]`` for an IPv6 one) at its port, the names
   a visitor on this machine uses.
+- A site with :attr:`SiteHosts.any_host` (an app embedding Stoker that names no host of
+  its own: its hosts are whatever its server answers) knows every host; a path stands
+  for none of them (there is no own host to expand it on).
 - Pure: no I/O, no clock.
 """
 
@@ -75,16 +78,20 @@ class SiteHosts:
 
     own: tuple[str, ...]
     aliases: Aliases
+    any_host: bool = False
+    """Every host is the site's (an embedded Stoker naming none: see the invariants)."""
 
     @classmethod
-    def of(cls, *, site_urls: Iterable[str], purge_hosts: Iterable[str], listen: str,
+    def of(cls, *, site_urls: Iterable[str], purge_hosts: Iterable[str], listen: str | None,
            aliases: Iterable[str]) -> SiteHosts:
-        """The hosts of a configuration: ``site_url``'s, ``purge_hosts``, the listener's."""
+        """The hosts of a configuration: ``site_url``'s, ``purge_hosts``, the listener's
+        (``listen`` None: no listener of Stoker's own, an app's server answers; then
+        naming no host at all means every host is the site's)."""
         own = [normalise_host(parts.scheme, parts.netloc)
                for parts in (urlsplit(url) for url in site_urls)]
         own += (normalise_host("http", host) for host in purge_hosts)
-        own += listener_hosts(listen)
-        return cls(tuple(dict.fromkeys(own)), Aliases(aliases))
+        own += listener_hosts(listen) if listen is not None else ()
+        return cls(tuple(dict.fromkeys(own)), Aliases(aliases), any_host=not own)
 
     def covered(self, scheme: str, host: str) -> tuple[tuple[str, str], ...]:
         """The ``(scheme, host)`` pairs a purge naming ``host`` covers: the site's own hosts
@@ -106,4 +113,4 @@ class SiteHosts:
 
     def known(self, scheme: str, host: str) -> bool:
         """Whether ``host`` is one of the site's own hosts or an alias."""
-        return host in self.own or self.aliases.match(scheme, host)
+        return self.any_host or host in self.own or self.aliases.match(scheme, host)

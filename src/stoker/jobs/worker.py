@@ -16,6 +16,10 @@ Invariants:
   via ``on_abandoned``; so a lost probe cannot leave the breaker half-open.
 - Graceful shutdown releases every leased job not started, lets running ones
   finish for ``shutdown_grace`` seconds, then cancels and releases the rest.
+- :meth:`Worker.run_batch` is one bounded round without the loop (a process whose
+  traffic drives its work): it leases at most its ``limit`` (the breaker permitting),
+  runs them ``concurrency`` at once with heartbeats, records each ending as the loop
+  does, and returns; cancelled, it releases what it holds as a shutdown does.
 - An idle worker sleeps in ``JobQueue.wait_for_work`` (LISTEN/NOTIFY or the
   in-process signal), waking at least every ``poll_interval`` seconds.
 - A queue that does not answer (its database down or restarting) loses no result:
@@ -129,10 +133,35 @@ class Worker:
             stopping.cancel()
             await self._shutdown()
 
-    async def _fill(self) -> None:
-        """Lease when the buffer is empty, up to one running batch plus one waiting batch."""
+    async def run_batch(self, limit: int) -> int:
+        """Lease at most ``limit`` jobs, run them and record their endings (see the module
+        invariants); how many were leased."""
+        if self._buffer or self._running:
+            raise RuntimeError("run_batch: this worker is already running jobs")
+        await self._fill(limit)
+        leased = len(self._buffer)
+        if not leased:
+            return 0
+        beats = asyncio.create_task(self._heartbeat_loop())
+        try:
+            while self._buffer or self._running:
+                self._start_ready()
+                await asyncio.wait([task for _, task in self._running.values()],
+                                   return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            await self._shutdown()
+            raise
+        finally:
+            beats.cancel()
+        return leased
+
+    async def _fill(self, limit: int | None = None) -> None:
+        """Lease when the buffer is empty, up to one running batch plus one waiting batch
+        (``limit``: at most that many)."""
         now = self._clock.now()
         room = 2 * self._config.concurrency - len(self._running)
+        if limit is not None:
+            room = min(room, limit)
         if self._buffer or room < 1 or not breaker.may_lease(self.breaker, now):
             return
         n = breaker.lease_limit(self.breaker, room)

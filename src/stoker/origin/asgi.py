@@ -1,5 +1,8 @@
-"""An ``OriginClient`` that answers from a wrapped ASGI app (used by the middleware).
+"""An ``OriginClient`` that answers from wrapped ASGI apps (an embedded Stoker's origin).
 
+One Stoker may cache several apps: each origin request goes to the app its request came
+through (its :class:`~stoker.origin.context.RequestContext`'s ``app``); a request made for
+none (a warm visit, discovery) goes to the first app added (:meth:`AsgiOrigin.add`).
 The wrapped app sees the client's original scope (the one its request's
 :class:`~stoker.origin.context.RequestContext` carries; :data:`BARE_SCOPE` for a request
 made for no client's, or for one read without a scope, by Stoker's own front) with the
@@ -32,13 +35,27 @@ for one whose client request came without a scope (Stoker's own front)."""
 
 
 class AsgiOrigin:
-    """Calls ``app`` in-process as if it were the origin server."""
+    """Calls the wrapped apps in-process as if they were the origin server."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self._app = app
+    def __init__(self, app: ASGIApp | None = None) -> None:
+        self._apps: list[ASGIApp] = [] if app is None else [app]
+
+    def add(self, app: ASGIApp) -> None:
+        """Answer the requests that come through ``app`` from it too (the first app added
+        answers the requests made for none)."""
+        if app not in self._apps:
+            self._apps.append(app)
+
+    def _app_for(self, context: RequestContext | None) -> ASGIApp:
+        if context is not None and context.app is not None:
+            return context.app
+        if not self._apps:
+            raise OriginError("no app is wrapped yet: wrap one with stoker.asgi(app)")
+        return self._apps[0]
 
     async def fetch(self, method: str, target: str, headers: Headers, body: Body | None,
                     context: RequestContext | None = None) -> OriginResponse:
+        app = self._app_for(context)
         path, _, query = target.partition("?")
         scope = dict(context.scope) if context is not None and context.scope is not None else (
             dict(BARE_SCOPE))
@@ -57,7 +74,7 @@ class AsgiOrigin:
                 if not message.get("more_body", False):
                     await queue.put(_DONE)
 
-        task = asyncio.create_task(self._run(scope, _Receiver(body, finished), send, queue))
+        task = asyncio.create_task(_run(app, scope, _Receiver(body, finished), send, queue))
         task.add_done_callback(lambda done: _fail_start(started, done))
         try:
             status, response_headers = await started
@@ -76,18 +93,18 @@ class AsgiOrigin:
         return OriginResponse(status, [(k.lower(), v) for k, v in response_headers],
                               _drain(queue), close)
 
-    async def _run(self, scope: Scope, receive: Callable[[], Awaitable[Message]],
-                   send: Callable[[Message], Awaitable[None]],
-                   queue: asyncio.Queue[object]) -> None:
-        try:
-            await self._app(scope, receive, send)
-        except Exception as error:
-            await queue.put(OriginError(f"the wrapped app failed: {error!r}"))
-            raise
-        await queue.put(_DONE)
-
     async def close(self) -> None:
         return None
+
+
+async def _run(app: ASGIApp, scope: Scope, receive: Callable[[], Awaitable[Message]],
+               send: Callable[[Message], Awaitable[None]], queue: asyncio.Queue[object]) -> None:
+    try:
+        await app(scope, receive, send)
+    except Exception as error:
+        await queue.put(OriginError(f"the wrapped app failed: {error!r}"))
+        raise
+    await queue.put(_DONE)
 
 
 def _fail_start(started: asyncio.Future[tuple[int, Headers]], task: asyncio.Task[None]) -> None:

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from stoker.asgi import ASGIApp
+
 
 @dataclass(slots=True)
 class RequestContext:
@@ -23,9 +25,13 @@ class RequestContext:
     """For a warm visit: how many warm requests may reach the origin at once (``None``:
     a visitor's request, which takes a visitor's slot)."""
     scope: Mapping[str, Any] | None = None
-    """The client's ASGI scope, when the request came through ASGI (a wrapped app, as
-    :class:`~stoker.app.middleware.CacheMiddleware`'s origin, is called with it); ``None``
-    for a request Stoker's own front read, which makes no scope."""
+    """The client's ASGI scope, when the request came through ASGI (a wrapped app, as an
+    embedded Stoker's origin, is called with it); ``None`` for a request Stoker's own
+    front read, which makes no scope."""
+    app: ASGIApp | None = None
+    """The wrapped app the request came through (:class:`~stoker.origin.asgi.AsgiOrigin`
+    asks it, when one Stoker caches several apps); ``None``: the origin's own (a warm
+    visit's, a request to the proxy)."""
     origin_headers: tuple[tuple[bytes, bytes], ...] = ()
     """Headers every origin request made for it carries besides its own: a warm visit's
     credentials (never a visitor's request)."""

@@ -143,7 +143,7 @@ def parse_purge_request(data: object, *, sites: SiteHosts, allowed_hosts: Iterab
                       for field in ("urls", "prefixes"))
     unknown = _dedupe(item.unknown_host for items in expanded.values() for item in items
                       if item.unknown_host is not None)
-    tags = _dedupe(_tag(text, f"tags[{index}]")
+    tags = _dedupe(check_tag(text, f"tags[{index}]")
                    for index, text in enumerate(_strings(data, "tags")))
     if everything and (urls or prefixes or tags):
         raise PurgeRequestError("all", "cannot be combined with urls, prefixes or tags")
@@ -233,7 +233,8 @@ def is_tag(text: str) -> bool:
     return bool(text) and _TAG_FORBIDDEN.search(text) is None
 
 
-def _tag(text: str, field: str) -> str:
+def check_tag(text: str, field: str) -> str:
+    """``text`` if it can be a tag; else :class:`PurgeRequestError` naming ``field``."""
     if not is_tag(text):
         raise PurgeRequestError(field, f"{text!r} is not a tag: tags are non-empty and contain "
                                        "no whitespace or commas")

@@ -20,6 +20,11 @@ Invariants:
   start runs it: nothing armed is lost.
   Runs are at least once: a run whose outcome could not be stored (database
   down) runs again when its claim's lease ends.
+- :meth:`Ticker.run_due` is one pass without the loop (a process whose traffic drives its
+  work: an embedded Stoker): it claims and runs what is due, waits for those runs, and
+  returns the next wake time it knows (the store's, and what was armed meanwhile
+  through :meth:`Ticker.arm`).  :attr:`Ticker.armed_wake` is the earliest due time armed
+  through this ticker since the last pass, read without asking the store.
 - ``run`` returns promptly once ``stop`` is set: handlers in flight are
   cancelled (never a run whose outcome is being recorded), and it returns once
   their outcomes are recorded (or, the store not answering, given up on: those
@@ -101,6 +106,9 @@ class Ticker:
         self._poked = asyncio.Event()
         self._stop: asyncio.Event | None = None
         self._outage = outage.Outage()
+        self.armed_wake: float | None = None
+        """The earliest due time armed through :meth:`arm` since the last pass (``None``:
+        none), known without asking the store."""
 
     def register(self, name: str, handler: Handler, retry_delay: float, *,
                  lease: float = DEFAULT_LEASE) -> None:
@@ -122,8 +130,20 @@ class Ticker:
                   max_wait: float | None = None) -> Deadline:
         """Arm ``name`` in the store as of the clock's now, then poke the loop."""
         row = await self._store.arm(name, mode, self._clock.now(), delay, max_wait)
+        self.armed_wake = earliest(self.armed_wake, row.due_at)
         self.poke()
         return row
+
+    async def run_due(self) -> float | None:
+        """One pass without the loop: run every due deadline this ticker may claim, wait
+        for those runs (their failures recorded, not raised); the next wake time known
+        (``None``: nothing armed).  Not to be called while :meth:`run` loops."""
+        self.armed_wake = None
+        wake = await self._tick()
+        running = list(self._running.values())
+        if running:
+            await asyncio.wait(running)
+        return earliest(wake, self.armed_wake)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Claim and run due deadlines until ``stop`` is set; then cancel runs in flight."""
@@ -307,3 +327,10 @@ class Ticker:
         for _, task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+def earliest(first: float | None, second: float | None) -> float | None:
+    """The sooner of two wake times (``None``: no wake time).  Pure."""
+    if first is None:
+        return second
+    return first if second is None else min(first, second)

@@ -201,8 +201,11 @@ def test_preset_from_the_environment_expands_the_files_rules(tmp_path: Path) -> 
 
 def test_settings_from_keyword_arguments_expands_a_preset() -> None:
     assert settings_from({"preset": "django"}).rules == parse_rules([], "django")
-    with pytest.raises(SettingsError, match="parse_rules\\(tables, preset='django'\\)"):
+    with pytest.raises(SettingsError, match="cannot be applied to Rule objects: give the "
+                                            "rules as dicts"):
         settings_from({"preset": "django"}, parse_rules([{"ttl": 5}]))
+    assert settings_from({"preset": "django"}, [{"ttl": 5}]).rules == parse_rules(
+        [{"ttl": 5}], "django")
 
 
 def test_cli_prints_the_expansion_as_toml() -> None:

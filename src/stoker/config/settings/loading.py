@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from stoker.config.rules import Rule, parse_rules
+from stoker.config.rules import Rule, parse_rules, rules_from
 from stoker.config.settings.declared import ENV_PREFIX, FIELDS, Settings, SettingsError, flag_name
 
 # Variables read by client commands (purge, jobs), not by the server's settings.
@@ -113,20 +113,35 @@ def load_settings(
     return Settings(rules=rules, **values)
 
 
-def settings_from(values: Mapping[str, object], rules: tuple[Rule, ...] = ()) -> Settings:
-    """Settings from code (e.g. the middleware's keyword arguments), validated like a file.
+def settings_from(values: Mapping[str, object], rules: object = ()) -> Settings:
+    """Settings from code (e.g. keyword arguments), validated like a file.
 
-    A ``preset`` expands into the rules only when no ``rules`` are given: parsed rules
-    cannot take it, their tables can (``parse_rules(tables, preset=...)``).
+    ``rules``: :class:`Rule` objects and rule tables (dicts), validated at once
+    (:func:`~stoker.config.rules.rules_from`); anything else is a :class:`SettingsError`
+    naming ``rules``.  A ``preset`` expands into rules given as tables (or none), not
+    into parsed :class:`Rule` objects.
     """
     parsed: dict[str, Any] = {}
     for key, raw in values.items():
         _apply(parsed, key, raw, "keyword arguments")
+    try:
+        found = rules_from(rules)
+    except ValueError as error:
+        raise SettingsError(str(error)) from None
     preset = parsed.get("preset")
-    if preset is not None and rules:
-        raise SettingsError(
-            f"preset={preset!r} cannot be applied to parsed rules: pass "
-            f"rules=stoker.config.rules.parse_rules(tables, preset={preset!r}) instead")
     if preset is not None:
-        rules = parse_rules([], preset)
-    return Settings(rules=rules, **parsed)
+        found = _with_preset(rules, found, preset)
+    return Settings(rules=found, **parsed)
+
+
+def _with_preset(given: object, parsed: tuple[Rule, ...], preset: str) -> tuple[Rule, ...]:
+    """The rules ``given`` (all tables, or none) expanded by ``preset``."""
+    tables = list(given) if isinstance(given, list | tuple) else []
+    if not all(isinstance(table, Mapping) for table in tables):
+        raise SettingsError(f"preset={preset!r} cannot be applied to Rule objects: give "
+                            "the rules as dicts (rules=[{'path': '/', 'ttl': '5m'}]), or "
+                            "no rules")
+    try:
+        return parse_rules([dict(table) for table in tables], preset)
+    except ValueError as error:
+        raise SettingsError(f"rules: {error}") from None

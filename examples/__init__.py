@@ -1,0 +1,1 @@
+"""Runnable apps embedding Stoker (docs/python.md); each is exercised by a test."""
