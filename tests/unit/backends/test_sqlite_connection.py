@@ -82,3 +82,47 @@ async def test_a_thread_a_client_waits_on_runs_at_the_loops_priority(tmp_path: P
     finally:
         await db.close()
     assert worker == thread_priority()
+
+
+class _Contended:
+    """A connection whose switch to WAL another process holds up ``busy`` times."""
+
+    def __init__(self, busy: int, error: str = "database is locked") -> None:
+        self.busy, self.error, self.tries = busy, error, 0
+
+    def execute(self, sql: str) -> None:
+        assert sql == "PRAGMA journal_mode = WAL"
+        self.tries += 1
+        if self.tries <= self.busy:
+            raise sqlite3.OperationalError(self.error)
+
+
+def test_the_switch_to_wal_is_tried_again_while_another_process_makes_it() -> None:
+    """SQLite does not wait for that lock (``database is locked`` at once): processes
+    opening one new data_dir together, each switching it, try again."""
+    contended = _Contended(busy=3)
+    connection._into_wal(contended)  # type: ignore[arg-type]
+    assert contended.tries == 4
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+        connection._into_wal(_Contended(busy=1, error="disk I/O error"))  # type: ignore[arg-type]
+
+
+def test_processes_opening_one_new_database_together_all_open_it(tmp_path: Path) -> None:
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    for round_ in range(5):
+        path = tmp_path / f"{round_}.db"
+        barrier = context.Barrier(6)
+        processes = [context.Process(target=_open_at_once, args=(path, barrier))
+                     for _ in range(6)]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(30)
+        assert [process.exitcode for process in processes] == [0] * 6
+
+
+def _open_at_once(path: Path, barrier: object) -> None:
+    barrier.wait()  # type: ignore[attr-defined]
+    connection.connect(path).execute("CREATE TABLE IF NOT EXISTS t (x)").connection.close()

@@ -28,6 +28,7 @@ import os
 import sqlite3
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -72,11 +73,28 @@ def connect(path: Path | str, *, check_same_thread: bool = False) -> sqlite3.Con
         str(path), isolation_level=None, check_same_thread=check_same_thread, timeout=30
     )
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA journal_mode = WAL")
+    _into_wal(conn)
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     require_json(conn)
     return conn
+
+
+def _into_wal(conn: sqlite3.Connection) -> None:
+    """Put ``conn``'s database in WAL mode, trying again while another process does the
+    same: the switch of a new file needs an exclusive lock, for which SQLite does not wait
+    (``database is locked`` at once, whatever ``busy_timeout``), so processes opening one
+    new ``data_dir`` together (the function cache's first calls) would fail.  Gives up
+    after :data:`BUSY_TIMEOUT_MS`."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
 
 
 def json_array(items: Iterable[Any]) -> str:
