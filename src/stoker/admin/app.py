@@ -6,6 +6,12 @@ headers; every route but ``/healthz`` and ``/readyz`` passes
 :class:`~stoker.admin.guard.AdminGuard` (token or session, same-origin writes,
 loopback-only when no token is configured); ``/api/status`` and ``/api/events`` give the
 same composed status (:class:`~stoker.admin.status.StatusSource`).
+
+Mounted in an app (``Stoker.asgi(app, admin="/stoker")``, or any ASGI mount that sets
+``root_path``), every URL a page holds (links, forms, assets, API calls, the event
+stream) and every redirect is under that path (:func:`~stoker.admin.views.html.link`,
+``data-root`` for ``dashboard.js``); on the standalone listener ``root_path`` is empty
+and they are the root paths.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from stoker.admin.login_limit import LoginLimiter
 from stoker.admin.pages import page_routes
 from stoker.admin.sessions import Sessions
 from stoker.admin.status import StatusSource
+from stoker.admin.views.html import Rooted
 from stoker.admin.warm_api import warm_routes
 from stoker.admin.why import why_routes
 from stoker.asgi import ASGIApp, Message
@@ -89,7 +96,7 @@ def admin_side(stoker: RunningStoker, warm: RunningWarmer | None = None, *,
                             *page_routes(stoker, warm, hub, sessions, gate),
                             *api_routes(stoker), *why_routes(stoker), *warm_routes(warm),
                             *jobs_routes(warm)])
-    guarded = AdminGuard(PokeOnWrite(app, hub), token=stoker.settings.admin_token,
+    guarded = AdminGuard(PokeOnWrite(Rooted(app), hub), token=stoker.settings.admin_token,
                          gate=gate, sessions=sessions,
                          allowed_origins=stoker.settings.admin_allowed_origins,
                          trusted=stoker.pipeline.config.trusted)

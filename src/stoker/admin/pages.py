@@ -56,7 +56,7 @@ from stoker.admin.views import (
     warm,
     why,
 )
-from stoker.admin.views.html import shown
+from stoker.admin.views.html import link, shown, url_attr
 from stoker.purge.audit import record_safely
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
@@ -82,7 +82,7 @@ def nav_html(current: str) -> str:
     items = []
     for label, path in (("Overview", "/"), *((view.label, view.path) for view in VIEWS)):
         mark = ' aria-current="page"' if path == current else ""
-        items.append(f'<a href="{html.escape(path)}"{mark}>{html.escape(label)}</a>')
+        items.append(f'<a href="{html.escape(link(path))}"{mark}>{html.escape(label)}</a>')
     return "".join(items)
 
 
@@ -145,17 +145,18 @@ def overview_html(status: Mapping[str, Any]) -> str:
 def page_html(title: str, page: str, content: str, *, nav: bool, logout: bool) -> str:
     """A whole page around ``content`` (trusted HTML built here), with the page links
     (``nav``) and a log-out button (``logout``).  Pure."""
-    account = ('<form method="post" action="/logout" class="logout">'
+    account = (f'<form method="post" {url_attr("action", "/logout")} class="logout">'
                '<button type="submit">Log out</button></form>') if logout else ""
     return template("page.html").substitute(
-        title=html.escape(title), page=html.escape(page),
+        title=html.escape(title), page=html.escape(page), root=html.escape(link("")),
         nav=nav_html(page) if nav else "", account=account, content=content)
 
 
 def login_html(message: str = "") -> str:
     """The login page, with ``message`` (plain text) above the form.  Pure."""
     note = f'<p class="error" role="alert">{html.escape(message)}</p>' if message else ""
-    return page_html("Log in", "/login", template("login.html").substitute(message=note),
+    return page_html("Log in", "/login", template("login.html").substitute(message=note,
+                                                                       root=html.escape(link(""))),
                      nav=False, logout=False)
 
 
@@ -187,14 +188,14 @@ def page_routes(stoker: RunningStoker, warm: RunningWarmer | None, hub: StatusHu
         await record_safely(stoker.audit, actor=session.actor, action="login",
                             target={"client": client_of(request), "by": how, "with": actor},
                             count=None, outcome="ok")
-        response = RedirectResponse("/", status_code=303)
+        response = RedirectResponse(link("/"), status_code=303)
         response.headers["set-cookie"] = set_cookie(secret, max_age=sessions.lifetime,
                                                     secure=place.secure)
         return response
 
     async def login_form(request: Request) -> Response:
         if token is None:
-            return RedirectResponse("/", status_code=303)
+            return RedirectResponse(link("/"), status_code=303)
         code = request.query_params.get("once")
         if code is None:
             return HTMLResponse(login_html())
@@ -213,7 +214,7 @@ def page_routes(stoker: RunningStoker, warm: RunningWarmer | None, hub: StatusHu
 
     async def login(request: Request) -> Response:
         if token is None:
-            return RedirectResponse("/", status_code=303)
+            return RedirectResponse(link("/"), status_code=303)
         client = client_of(request)
         slot = limiter.reserve(client)  # before the form is awaited: guesses racing in wait
         if isinstance(slot, Refused):
@@ -237,7 +238,7 @@ def page_routes(stoker: RunningStoker, warm: RunningWarmer | None, hub: StatusHu
             await record_safely(stoker.audit, actor=ended.actor, action="logout",
                                 target={"client": client_of(request)}, count=None,
                                 outcome="ok")
-        response = RedirectResponse("/login", status_code=303)
+        response = RedirectResponse(link("/login"), status_code=303)
         response.headers["set-cookie"] = set_cookie("", max_age=0, secure=place.secure)
         return response
 

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 
 from stoker.admin.views import Sources, View
-from stoker.admin.views.html import Markup, esc, heading, moment, shown, table
+from stoker.admin.views.html import Markup, esc, heading, moment, shown, table, url_attr
 
 PAGE: Final = 50
 """Records a page shows."""
@@ -75,7 +75,8 @@ def filter_form(action: str) -> Markup:
     options = "".join(f'<option value="{esc(name)}"{" selected" if name == action else ""}>'
                       f"{esc(name)}</option>" for name in ACTIONS)
     return Markup(
-        '<form class="tool" method="get" action="/audit"><label>Action<select name="action">'
+        f'<form class="tool" method="get" {url_attr("action", "/audit")}><label>Action'
+        '<select name="action">'
         f'<option value="">every action</option>{options}</select></label>'
         '<label>or another<input name="other" placeholder="POST /api/warm" size="22" '
         f'value="{esc("" if known else action)}"></label>'
@@ -88,10 +89,10 @@ def pager_html(records: Sequence[Mapping[str, Any]], action: str, more: bool,
     query = {"action": action} if action else {}
     links = []
     if before is not None:
-        links.append(f'<a href="/audit?{esc(urlencode(query))}">Newest</a>')
+        links.append(f'<a {url_attr("href", "/audit?" + urlencode(query))}>Newest</a>')
     if more and records:
         older = urlencode({**query, "before": records[-1]["id"]})
-        links.append(f'<a href="/audit?{esc(older)}" rel="next">Older</a>')
+        links.append(f'<a {url_attr("href", "/audit?" + older)} rel="next">Older</a>')
     return Markup(f'<p class="pager">{" ".join(links)}</p>' if links else "")
 
 

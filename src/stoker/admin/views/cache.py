@@ -12,7 +12,18 @@ from starlette.requests import Request
 
 from stoker.admin.api import asked_urls, stored_keys
 from stoker.admin.views import Sources, View
-from stoker.admin.views.html import Markup, action, esc, facts, heading, moment, shown, span
+from stoker.admin.views.html import (
+    Markup,
+    action,
+    esc,
+    facts,
+    heading,
+    link,
+    moment,
+    shown,
+    span,
+    url_attr,
+)
 from stoker.purge.scope import PurgeRequestError
 
 STATES: Final[Mapping[str, tuple[str, str]]] = {
@@ -103,27 +114,29 @@ def key_html(found: Mapping[str, Any], now: float, node: str) -> Markup:
 def lookup_form(asked: str) -> Markup:
     """The GET form that looks a URL (or a path, on the site's hosts) up.  Pure."""
     return Markup(
-        '<form class="tool" method="get" action="/cache"><label>Look up a URL'
+        f'<form class="tool" method="get" {url_attr("action", "/cache")}><label>Look up a URL'
         f'<input name="url" value="{esc(asked)}" placeholder="/blog/ or https://host/path"'
         ' size="40"></label><button type="submit" class="act">Look up</button></form>')
 
 
-PURGE_FORM: Final = Markup(
-    '<form class="tool purge" data-api="/api/purge" data-confirm-label="Purge" data-confirm='
-    '"Purge these?[ URLs: {urls}.][ Prefixes: {prefixes}.][ Tags: {tags}.][{soft} Soft: '
-    'marked stale, served while they revalidate.]" data-done="Entries purged[{soft} (soft: '
-    'marked stale)]: {purged}.[ {!relayed}Not relayed to the other nodes yet.]" data-reset>'
-    "<h2>Purge</h2><p class=\"detail\">One a line (or separated by spaces). Hard: gone, the "
-    "next visitor waits for the origin; soft: marked stale, served while it revalidates.</p>"
-    '<label>URLs or paths<textarea name="urls" data-list rows="3" cols="40" '
-    'placeholder="https://host/page"></textarea></label>'
-    '<label>Prefixes<textarea name="prefixes" data-list rows="3" cols="30" '
-    'placeholder="/blog/"></textarea></label>'
-    '<label>Tags<textarea name="tags" data-list rows="3" cols="24" placeholder="product-42">'
-    "</textarea></label>"
-    '<label class="check"><input type="checkbox" name="soft"> Soft</label>'
-    '<button type="submit" class="danger">Purge…</button></form>')
-"""The purge form (kept out of the live regions: what is typed stays)."""
+def purge_form() -> Markup:
+    """The purge form (kept out of the live regions: what is typed stays)."""
+    return Markup(
+        f'<form class="tool purge" data-api="{link("/api/purge")}" data-confirm-label="Purge" '
+        'data-confirm='
+        '"Purge these?[ URLs: {urls}.][ Prefixes: {prefixes}.][ Tags: {tags}.][{soft} Soft: '
+        'marked stale, served while they revalidate.]" data-done="Entries purged[{soft} (soft: '
+        'marked stale)]: {purged}.[ {!relayed}Not relayed to the other nodes yet.]" data-reset>'
+        "<h2>Purge</h2><p class=\"detail\">One a line (or separated by spaces). Hard: gone, the "
+        "next visitor waits for the origin; soft: marked stale, served while it revalidates.</p>"
+        '<label>URLs or paths<textarea name="urls" data-list rows="3" cols="40" '
+        'placeholder="https://host/page"></textarea></label>'
+        '<label>Prefixes<textarea name="prefixes" data-list rows="3" cols="30" '
+        'placeholder="/blog/"></textarea></label>'
+        '<label>Tags<textarea name="tags" data-list rows="3" cols="24" placeholder="product-42">'
+        "</textarea></label>"
+        '<label class="check"><input type="checkbox" name="soft"> Soft</label>'
+        '<button type="submit" class="danger">Purge…</button></form>')
 
 
 def cache_html(status: Mapping[str, Any], node: str, asked: str, lookup: Markup) -> str:
@@ -132,7 +145,7 @@ def cache_html(status: Mapping[str, Any], node: str, asked: str, lookup: Markup)
     return (heading("Cache") + '<p class="lead">What the cache holds for a URL, and purges '
             "by URL, prefix or tag.</p>"
             f"<div data-live>{figures_html(status, node)}</div>{lookup_form(asked)}"
-            f"<div data-live>{lookup}</div>{PURGE_FORM}")
+            f"<div data-live>{lookup}</div>{purge_form()}")
 
 
 async def lookup_html(request: Request, sources: Sources, node: str) -> Markup:

@@ -12,7 +12,16 @@ from urllib.parse import quote
 from starlette.requests import Request
 
 from stoker.admin.views import Sources, View
-from stoker.admin.views.html import Markup, action, esc, heading, moment, no_warmer, table
+from stoker.admin.views.html import (
+    Markup,
+    action,
+    esc,
+    heading,
+    link,
+    moment,
+    no_warmer,
+    table,
+)
 from stoker.admin.warm_api import credentials_json
 
 TITLE: Final = "Warm credentials"
@@ -65,7 +74,7 @@ def set_form(name: str) -> Markup:
     """The form that sets one credential's value (sent, then cleared from the page).
     Pure."""
     return Markup(
-        f'<form class="tool credential" data-api="/api/warm/credentials/{{name}}" '
+        f'<form class="tool credential" data-api="{link("/api/warm/credentials")}/{{name}}" '
         f'data-method="PUT" data-done="Saved {{name}}: {{fingerprint}}." data-reset>'
         f'<input type="hidden" name="name" value="{esc(name)}">'
         f"<label><span>{name_html(name)}</span><input type=\"password\" name=\"value\" required "

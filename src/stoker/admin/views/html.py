@@ -12,7 +12,11 @@ import html
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any, Final
+from urllib.parse import quote
+
+from stoker.asgi import ASGIApp, Message, Receive, Send
 
 
 class Markup(str):
@@ -23,6 +27,45 @@ class Markup(str):
 
 Cell = str | Markup
 """A table cell: plain text (escaped) or :class:`Markup`."""
+
+ROOT: ContextVar[str] = ContextVar("stoker_admin_root", default="")
+"""Where the admin side is mounted for the request being answered (its ASGI
+``root_path``, URL-quoted, no trailing slash): ``""`` on the standalone admin listener,
+``/stoker`` in an app that mounts it there (:class:`Rooted` sets it)."""
+
+
+def root_of(scope: Message) -> str:
+    """The mount path of an ASGI request, ready for a URL or an attribute: its
+    ``root_path`` percent-quoted (so it holds no quote, ``&`` or ``<``), without a
+    trailing slash.  Pure."""
+    return quote(str(scope.get("root_path") or "").rstrip("/"), safe="/")
+
+
+def link(path: str) -> str:
+    """The URL of the admin route ``path`` (``/cache``, ``/api/purge``, ``/static/x``)
+    as the browser must ask for it: under the mount path of the request being answered.
+    Every link, form action, API call and asset of the pages is built with it."""
+    return ROOT.get() + path
+
+
+def url_attr(name: str, path: str) -> Markup:
+    """The attribute ``name`` (``href``, ``action``) holding :func:`link` of ``path``,
+    escaped.  Pure but for the mount path."""
+    return Markup(f'{name}="{esc(link(path))}"')
+
+
+class Rooted:
+    """ASGI wrapper: :data:`ROOT` is the request's mount path while ``app`` answers it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
+        token = ROOT.set(root_of(scope))
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            ROOT.reset(token)
 
 
 def esc(value: Any) -> Markup:
@@ -116,12 +159,13 @@ ACTION_FIELDS: Final = ("method", "confirm", "typed", "confirm-label", "done", "
 
 def action(label: str, api: str, *, body: Mapping[str, Any] | None = None,
            danger: bool = False, **options: str | bool) -> Markup:
-    """A button ``dashboard.js`` turns into an API call: ``api`` with the JSON ``body``.
+    """A button ``dashboard.js`` turns into an API call: ``api`` (an admin route, put
+    under the mount path here: :func:`link`) with the JSON ``body``.
     ``options`` (see :data:`ACTION_FIELDS`): ``method`` (default POST); ``confirm``, the
     question of a confirm dialog (Cancel focused); ``typed``, what the user must type
     there to be let through; ``confirm_label``; ``done``, what to say after; ``replace``,
     on a 409 offer to send it again with ``"replace": true``.  Pure."""
-    attrs = [f'data-api="{esc(api)}"']
+    attrs = [f'data-api="{esc(link(api))}"']
     if body is not None:
         attrs.append(f'data-body="{esc(json.dumps(body, separators=(",", ":")))}"')
     for name, value in options.items():

@@ -27,6 +27,7 @@ from stoker.admin.views.html import (
     no_warmer,
     shown,
     table,
+    url_attr,
 )
 from stoker.jobs.model import JOB_STATES
 from stoker.warm.warmer import RUN_FIELD
@@ -95,12 +96,13 @@ def pager(total: int, offset: int, limit: int = PAGE) -> Markup:
         return Markup("")
     links = []
     if offset > 0:
-        links.append(f'<a href="/jobs?offset={max(0, offset - limit)}" rel="prev">Prev</a>')
+        links.append(f'<a {url_attr("href", f"/jobs?offset={max(0, offset - limit)}")} '
+                     'rel="prev">Prev</a>')
     last = min(offset + limit, total)
     links.append(f"<span>{shown(offset + 1 if total else 0, 'count')} to {shown(last, 'count')} "
                  f"of {shown(total, 'count')}</span>")
     if offset + limit < total:
-        links.append(f'<a href="/jobs?offset={offset + limit}" rel="next">Next</a>')
+        links.append(f'<a {url_attr("href", f"/jobs?offset={offset + limit}")} rel="next">Next</a>')
     return Markup('<nav class="pager" aria-label="Dead jobs pages">' + "".join(links) + "</nav>")
 
 

@@ -27,6 +27,7 @@ from stoker.admin.views.html import (
     esc,
     facts,
     heading,
+    link,
     moment,
     no_warmer,
     shown,
@@ -212,15 +213,17 @@ def run_html(detail: Mapping[str, Any], url_map: Mapping[str, Any], now: float) 
                   + map_html(url_map["states"], detail["counts"]) + "</section>")
 
 
-CONTROLS: Final = Markup(
-    '<div class="controls">'
-    + action("Warm the whole site", "/api/warm", body={}, replace=True,
-             done="Warm run started.")
-    + '</div><form class="tool warm-urls" data-api="/api/warm" data-done="URLs queued." '
-    'data-reset><label>URLs to warm (one a line, on this site)<textarea name="urls" rows="2" '
-    'data-list required placeholder="https://www.example.com/page"></textarea></label>'
-    '<button type="submit">Warm these URLs</button></form>')
-"""Start a run: the whole site, or a list of URLs (merged into a run that is going)."""
+def controls() -> Markup:
+    """Start a run: the whole site, or a list of URLs (merged into a run that is going)."""
+    return Markup(
+        '<div class="controls">'
+        + action("Warm the whole site", "/api/warm", body={}, replace=True,
+                 done="Warm run started.")
+        + f'</div><form class="tool warm-urls" data-api="{link("/api/warm")}" '
+        'data-done="URLs queued." data-reset><label>URLs to warm (one a line, on this site)'
+        '<textarea name="urls" rows="2" '
+        'data-list required placeholder="https://www.example.com/page"></textarea></label>'
+        '<button type="submit">Warm these URLs</button></form>')
 
 
 def origins_html(listing: Mapping[str, Any], now: float) -> Markup:
@@ -251,7 +254,7 @@ def warm_html(listing: Mapping[str, Any], detail: Mapping[str, Any] | None,
     shown_run = (run_html(detail, url_map, now) if detail is not None and url_map is not None
                  else Markup('<p class="notice">No warm run yet: start one above.</p>'))
     return (heading("Warm") + '<p class="lead">The warmer visits the site\'s URLs '
-            "through the cache so visitors find them warm.</p>" + CONTROLS + "<div data-live>"
+            "through the cache so visitors find them warm.</p>" + controls() + "<div data-live>"
             + shown_run + origins_html(listing, now) + recent_html(listing["recent"], now)
             + "</div>")
 

@@ -12,7 +12,7 @@ from starlette.requests import Request
 
 from stoker.admin.api import asked_urls
 from stoker.admin.views import Sources, View
-from stoker.admin.views.html import Markup, esc, heading, moment, shown, table
+from stoker.admin.views.html import Markup, esc, heading, moment, shown, table, url_attr
 from stoker.admin.why import site_report, urls_report
 from stoker.purge.scope import PurgeRequestError
 
@@ -91,7 +91,8 @@ def url_html(found: Mapping[str, Any], now: float) -> Markup:
 def why_html(found: Mapping[str, Any], asked: str, lookup: Markup) -> str:
     """The page's content: the lookup form, the URL verdicts (``lookup``), the report.
     Pure."""
-    form = ('<form class="tool" method="get" action="/why"><label>Why is this URL not '
+    form = (f'<form class="tool" method="get" {url_attr("action", "/why")}><label>Why is this '
+            'URL not '
             f'cached?<input name="url" value="{esc(asked)}" placeholder="/blog/ or '
             'https://host/path" size="40"></label><button type="submit" class="act">Ask'
             "</button></form>")

@@ -7,11 +7,18 @@
 // The stream closes while the page is hidden or put away (pagehide) and opens again when
 // it is shown (visibilitychange, pageshow); after 5 errors in a row (or once the browser
 // gives the stream up) it asks /api/status, and a 401 there sends the browser to the
-// login page instead of retrying for ever.
+// login page instead of retrying for ever.  Under a mount path (body[data-root]) every
+// URL it builds itself is under that path.
 "use strict";
 
 (function () {
   const MAX_ERRORS = 5;
+  // Where the admin side is mounted ("" at the root, "/stoker" in an app mounting it
+  // there): every URL this script asks for itself is under it (the page's own links,
+  // forms and data-api URLs carry it already, rendered by the server).
+  // (The script is deferred: the body is there when it runs.)
+  const ROOT = (document.body && document.body.dataset.root) || "";
+  const atRoot = (path) => ROOT + path;
   let source = null;
   let errors = 0;
 
@@ -159,7 +166,7 @@
     try {
       const answer = await fetch(window.location.pathname + window.location.search,
         { credentials: "same-origin", headers: { "X-Stoker-Part": "1" } });
-      if (answer.redirected || answer.status === 401) { window.location.assign("/login"); return; }
+      if (answer.redirected || answer.status === 401) { window.location.assign(atRoot("/login")); return; }
       if (!answer.ok) return;
       const fresh = new DOMParser().parseFromString(await answer.text(), "text/html")
         .querySelectorAll("[data-live]");
@@ -234,7 +241,7 @@
         body: body === undefined ? undefined : JSON.stringify(body) });
       data = await answer.json().catch(() => null);
     } catch (e) { flash("Stoker did not answer: " + e, true); return; }
-    if (answer.status === 401) { window.location.assign("/login"); return; }
+    if (answer.status === 401) { window.location.assign(atRoot("/login")); return; }
     if (answer.status === 409 && spec.replace !== undefined) {
       flash(said(answer, data) + ".", true);
       const again = document.createElement("button");
@@ -302,8 +309,8 @@
   async function probe() {
     close();
     try {
-      const answer = await fetch("/api/status", { credentials: "same-origin" });
-      if (answer.status === 401) { window.location.assign("/login"); return; }
+      const answer = await fetch(atRoot("/api/status"), { credentials: "same-origin" });
+      if (answer.status === 401) { window.location.assign(atRoot("/login")); return; }
     } catch (e) { /* the listener is down: try the stream again below */ }
     errors = 0;
     setTimeout(open, 3000);
@@ -312,7 +319,7 @@
   function open() {
     if (source || document.visibilityState === "hidden") return;
     if (!document.querySelector("[data-path], [data-table], [data-live]")) return;
-    source = new EventSource("/api/events");
+    source = new EventSource(atRoot("/api/events"));
     source.addEventListener("status", (event) => {
       errors = 0;
       state("live", "live");
