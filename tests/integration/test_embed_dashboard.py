@@ -54,7 +54,7 @@ async def test_the_mounted_dashboard_keeps_every_url_under_its_mount_path(
         login = await browser.post(f"{MOUNT}/login", data={"token": TOKEN}, headers=same_origin)
         assert login.status_code == 303 and login.headers["location"] == f"{MOUNT}/"
         cookie = login.headers["set-cookie"]
-        assert "Path=/;" in cookie and "HttpOnly" in cookie  # host-wide: see docs/embedding
+        assert "Path=/;" in cookie and "HttpOnly" in cookie  # host-wide: see docs/python.md
         session = {"cookie": cookie.split(";")[0], **same_origin}
 
         overview = await browser.get(f"{MOUNT}/", headers=session)
