@@ -37,15 +37,11 @@ async def member(origin: Origin, data_dir: Path, name: str, clock: Clock | None 
     stoker = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(data_dir),
                                               **{"processes": 2, **settings}}), clock=clock,
                                member=name)
-    relay = await share_cache(stoker, name)
-    stop = asyncio.Event()
-    following = asyncio.create_task(relay.follow(stop))
+    sharing = await share_cache(stoker, name)
     try:
-        yield stoker, relay
+        yield stoker, sharing.relay
     finally:
-        stop.set()
-        await following
-        await relay.close()
+        await sharing.leave()
         await stoker.close()
 
 
