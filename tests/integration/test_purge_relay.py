@@ -24,7 +24,7 @@ from stoker.config.settings import settings_from
 from stoker.proxy.request_body import no_body
 from stoker.purge.bus import NOT_RELAYED, Relayed
 from stoker.purge.list import PurgeMark
-from stoker.purge.relay import PurgeRelay
+from stoker.purge.relay import HEARTBEAT, LONE_POLL, PurgeRelay
 from stoker.purge.scope import PurgeScope
 
 TAGGED = [("cache-control", "max-age=600"), ("cache-tag", "post-1")]
@@ -37,15 +37,11 @@ async def member(origin: Origin, data_dir: Path, name: str, clock: Clock | None 
     stoker = await Stoker.open(settings_from({"origin": origin.url, "data_dir": str(data_dir),
                                               **{"processes": 2, **settings}}), clock=clock,
                                member=name)
-    relay = await share_cache(stoker, name)
-    stop = asyncio.Event()
-    following = asyncio.create_task(relay.follow(stop))
+    sharing = await share_cache(stoker, name)
     try:
-        yield stoker, relay
+        yield stoker, sharing.relay
     finally:
-        stop.set()
-        await following
-        await relay.close()
+        await sharing.leave()
         await stoker.close()
 
 
@@ -321,3 +317,36 @@ async def test_a_purge_of_everything_without_its_version_record_purges_by_a_mark
             after = [await served(node, "/t") for node in (a, b)]
     assert result.version == "1" and result.unconfirmed == () and result.purged >= 1
     assert after == [(Kind.MISS, b"v2")] * 2
+
+
+class Counting(SqlitePurgeBus):
+    """A bus that counts its reads of what was relayed."""
+
+    reads = 0
+
+    async def since(self, number: int) -> Sequence[Relayed]:
+        self.reads += 1
+        return await super().since(number)
+
+
+async def test_a_member_alone_on_the_bus_reads_it_every_lone_poll(
+        origin: Origin, tmp_path: Path) -> None:
+    """Alone (an embedded worker, a single node): a read every ``LONE_POLL`` seconds, not
+    every ``POLL``; once another member is seen (its next heartbeat), every ``POLL``."""
+    settings = settings_from({"origin": origin.url, "data_dir": str(tmp_path)})
+    a, b = await Stoker.open(settings), await Stoker.open(settings)
+    counting = await Counting.open(settings.cache_path)
+    try:
+        async with following(a, counting, "a"):
+            await asyncio.sleep(LONE_POLL * 4)
+            alone = counting.reads
+            async with following(b, await SqlitePurgeBus.open(settings.cache_path), "b"):
+                await asyncio.sleep(HEARTBEAT + LONE_POLL)  # a's heartbeat sees b
+                counting.reads = 0
+                await asyncio.sleep(LONE_POLL * 4)
+                together = counting.reads
+    finally:
+        await a.close()
+        await b.close()
+    assert alone <= 6, "about one read every LONE_POLL seconds"
+    assert together >= 3 * alone, "every POLL seconds once another member is on the bus"

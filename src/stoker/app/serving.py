@@ -52,7 +52,6 @@ from stoker.config.settings import (
     require_safe_admin,
     require_tls_files,
 )
-from stoker.purge.relay import PurgeRelay
 from stoker.server.listeners import Tls, ensure_free, run_apps, silence_for, split_address
 from stoker.version import VERSION
 from stoker.warm.run import Run
@@ -103,7 +102,7 @@ async def run_service(settings: Settings, *, announce: Announce = print,
     member = (process.name if process else settings.node_id or default_node_id()) if (
         shares_cache(settings, process)) else None
     stoker, warm = await _open_with_warmer(settings, member)
-    relay = await share_cache(stoker, member) if member is not None else None
+    sharing = await share_cache(stoker, member) if member is not None else None
     apps: list[tuple[ASGIApp, str]] = [(proxy_app(stoker), settings.listen)]
     admin = admin_side(stoker, warm) if first else None
     if admin is not None:
@@ -126,9 +125,9 @@ async def run_service(settings: Settings, *, announce: Announce = print,
             await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(
                 settings.server, apps, stop, tls, grace=settings.shutdown_timeout,
                 silence=silence, shared=shared),
-                _beside(relay, admin, alongside, orphaned),
+                _beside(admin, alongside, orphaned),
                 warm_on_start=first,
-                before_close=relay.close if relay else None)
+                before_close=sharing.leave if sharing else None)
     finally:
         announce(f"stoker {VERSION}: stopped proxying {where}"
                  f"{process.described() if process else ''}")
@@ -174,17 +173,16 @@ def _orphan_watch(process: ServingProcess | None) -> Callable[[], Awaitable[None
     return lambda: watch_supervisor(supervisor)
 
 
-def _beside(relay: PurgeRelay | None, admin: AdminSide | None,
-            alongside: Alongside | None,
+def _beside(admin: AdminSide | None, alongside: Alongside | None,
             orphaned: Callable[[], Awaitable[None]] | None = None) -> Alongside | None:
-    """What runs beside the servers: ``alongside``, the relay following the bus, the
-    admin side's status hub, and the watch of a supervisor the kernel cannot watch."""
-    if relay is None and admin is None and orphaned is None:
+    """What runs beside the servers: ``alongside``, the admin side's status hub, and the
+    watch of a supervisor the kernel cannot watch (the relay follows the bus in a task of
+    its own, :class:`~stoker.app.sharing.Sharing`)."""
+    if admin is None and orphaned is None:
         return alongside
 
     async def all_of(warm: WarmService) -> None:
-        await asyncio.gather(*([relay.follow(asyncio.Event())] if relay is not None else []),
-                             *([admin.hub.run()] if admin is not None else []),
+        await asyncio.gather(*([admin.hub.run()] if admin is not None else []),
                              *([orphaned()] if orphaned is not None else []),
                              *([alongside(warm)] if alongside is not None else []))
 

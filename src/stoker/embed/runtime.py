@@ -1,10 +1,13 @@
 """What an opened embedded Stoker holds: the request core's Stoker (one store, one
 purger, one pipeline whose origin is the wrapped apps), its warmer driven by traffic
-(``warm=True``), its status, and its admin side once asked for.
+(``warm=True``), its status, its membership of the purge bus of its store (the other
+worker processes on one ``data_dir`` or ``database_url`` hear of its purges, and it of
+theirs: :func:`stoker.app.sharing.open_embedded`), and its admin side once asked for.
 
 Invariants: :meth:`Runtime.open` returns a ready runtime or raises with nothing left
 open; :meth:`Runtime.close` closes in the serving order (warm work cancelled and its
-stores closed, then the cache flushed and closed) within one ``shutdown_timeout``.
+stores closed, then the bus left, then the cache flushed and closed) within one
+``shutdown_timeout``.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from dataclasses import dataclass, field
 
 from stoker.admin.app import AdminSide, admin_side
 from stoker.admin.status import StatusSource
+from stoker.app.sharing import Sharing, open_embedded
 from stoker.app.stoker import Stoker as Core
 from stoker.app.traffic_warm import TrafficWarm
 from stoker.app.warm_service import WarmService
@@ -28,6 +32,7 @@ class Runtime:
     core: Core
     traffic: TrafficWarm | None
     status: StatusSource
+    sharing: Sharing
     _admin: AdminSide | None = field(default=None)
 
     @classmethod
@@ -35,8 +40,8 @@ class Runtime:
                    warm_budget: int | None) -> Runtime:
         """Open the stores (``warm_budget``: warm on traffic, that many jobs a batch;
         ``None``: no warming here)."""
-        core = await Core.open(settings, clock=clock, origin=origin,
-                               evict_loop=warm_budget is None)
+        core, sharing = await open_embedded(settings, clock=clock, origin=origin,
+                                            evict_loop=warm_budget is None)
         traffic = None
         try:
             if warm_budget is not None:
@@ -46,10 +51,11 @@ class Runtime:
         except BaseException:
             if traffic is not None:
                 await traffic.close(0.0)
+            await sharing.leave()
             await core.close()
             raise
         warm = traffic.service if traffic is not None else None
-        return cls(core, traffic, StatusSource(core, warm))
+        return cls(core, traffic, StatusSource(core, warm), sharing)
 
     @property
     def warm(self) -> WarmService | None:
@@ -74,4 +80,7 @@ class Runtime:
             if self.traffic is not None:
                 await self.traffic.close(budget.left())
         finally:
-            await self.core.close()
+            try:
+                await self.sharing.leave()
+            finally:
+                await self.core.close()

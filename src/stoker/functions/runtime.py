@@ -6,7 +6,9 @@ belongs to the event loop it was opened on.  :func:`default_runtime` is the one 
 ``@cached`` function uses when given none: configured as ``stoker serve`` is
 (:func:`default_settings`; with no configuration, memory + SQLite in ``./.stoker``),
 opened on first use, with no origin (:class:`NoOrigin`: function-only use never asks
-one; ``Stoker.open`` is unchanged).
+one; ``Stoker.open`` is unchanged), on the purge bus of its store
+(:func:`stoker.app.sharing.open_embedded`: a purge in one worker process reaches the
+memory tier of the others on the same ``data_dir`` or ``database_url``).
 
 Invariants:
 - The default runtime is opened once per event loop that uses it, and only one at a time:
@@ -32,6 +34,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from stoker.app.sharing import Sharing, open_embedded
 from stoker.app.stoker import Stoker
 from stoker.config.settings import Settings, load_settings
 from stoker.origin.context import RequestContext
@@ -66,6 +69,7 @@ class NoOrigin:
 @dataclass
 class _Opened:
     stoker: Stoker
+    sharing: Sharing
     loop: asyncio.AbstractEventLoop
 
 
@@ -106,13 +110,13 @@ class DefaultRuntime:
             self._opened = None  # its loop is gone: its keeper closed it, or nothing can
             self._opening = opening = loop.create_future()
         try:
-            stoker = await Stoker.open(self._settings(), origin=NoOrigin())
+            stoker, sharing = await open_embedded(self._settings(), origin=NoOrigin())
         except BaseException as error:
             opening.set_exception(error)
             opening.exception()  # retrieved: the awaiters that come get it raised
             self._opening = None
             raise
-        self._opened = _Opened(stoker, loop)
+        self._opened = _Opened(stoker, sharing, loop)
         self._opening = None
         opening.set_result(stoker)
         self._keeper = loop.create_task(self._keep(stoker), name="stoker-functions-keeper")
@@ -138,7 +142,10 @@ class DefaultRuntime:
         if opened is None or (stoker is not None and opened.stoker is not stoker):
             return
         self._opened = None
-        await opened.stoker.close()
+        try:
+            await opened.sharing.leave()
+        finally:
+            await opened.stoker.close()
 
 
 def _alive(loop: asyncio.AbstractEventLoop) -> bool:

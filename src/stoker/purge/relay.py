@@ -14,7 +14,8 @@ purge list's bans, :mod:`stoker.purge.bans`), so what a purge's L2 lookup missed
 - :meth:`PurgeRelay.follow` reads what the others relayed when the
   :class:`~stoker.cache.notifier.Notifier` says something was published, and at the
   latest every :data:`POLL` seconds (:data:`SLOW_POLL` while a notifier reaching the
-  other processes is connected), and puts each in force here as this process's own
+  other processes is connected, :data:`LONE_POLL` while no other live member is on the
+  bus, as its last heartbeat found), and puts each in force here as this process's own
   purge of the same scope (recorded in its purge list, applied to both tiers: a fetch of
   this process that raced the other's purge may have written the shared tier after the
   other's lookups), a new cache version adopted as it is; then it confirms the number,
@@ -83,6 +84,13 @@ POLL: Final = 0.02
 SLOW_POLL: Final = 0.25
 """Most seconds between two reads of the bus while a notifier reaching the others is
 connected: they poke when they publish or confirm, this read is for a poke lost."""
+LONE_POLL: Final = 0.25
+"""Most seconds between two reads of the bus while this process is alone on it (no other
+member seen live at its last heartbeat): a lone process (an embedded worker, a single
+node) costs four reads a second, not fifty.  Another member joining is seen at the next
+heartbeat, so for at most :data:`HEARTBEAT` + ``LONE_POLL`` seconds after it joined its
+purges reach this process within ``LONE_POLL`` (its purge waits for the confirmation
+meanwhile, as for any member), and within :data:`POLL` from then on."""
 HEARTBEAT: Final = 1.0
 """Longest time between two confirmations."""
 KEPT: Final = 600.0
@@ -122,6 +130,8 @@ class PurgeRelay:
         self._progress = asyncio.Condition()
         self._kicked: asyncio.Task[None] | None = None
         self._figures = figures
+        self._alone = False
+        """No other live member was on the bus at the last heartbeat (:data:`LONE_POLL`)."""
 
     async def join(self) -> None:
         """Start at the bus's newest number, with what the bus still keeps in force for
@@ -144,6 +154,8 @@ class PurgeRelay:
             heard = self.notifier.rung("confirmed")
             waiting = unconfirmed(await self._bus.members(), number, self.me,
                                   self._clock.now(), self._node_timeout)
+            if waiting:
+                self._alone = False  # someone joined since the heartbeat: poll at POLL
             left = deadline - self._clock.monotonic()
             if not waiting or left <= 0:
                 if waiting:
@@ -283,7 +295,9 @@ class PurgeRelay:
     def _poll(self) -> float:
         """The most seconds between two looks at the bus now (see :data:`SLOW_POLL`)."""
         notifier = self.notifier
-        return SLOW_POLL if notifier.reaches_others and notifier.connected else POLL
+        if notifier.reaches_others and notifier.connected:
+            return SLOW_POLL
+        return LONE_POLL if self._alone else POLL
 
     async def _pause(self, stop: asyncio.Event, poked: int) -> None:
         """Until a poke of ``"published"`` beyond ``poked``, the poll, or ``stop``."""
@@ -316,9 +330,14 @@ class PurgeRelay:
                              "not applied to the cache tiers here") from error
 
     async def _confirm(self) -> None:
+        """Confirm the position (the heartbeat), and look whether others are on the bus."""
         said = self._figures() if self._figures is not None else None
-        await self._bus.confirm(self.me, self._position, self._clock.now(), said)
+        now = self._clock.now()
+        await self._bus.confirm(self.me, self._position, now, said)
         self._confirmed_at = self._clock.monotonic()
+        self._alone = not any(member.name != self.me
+                              and now - member.seen_at <= self._node_timeout
+                              for member in await self._bus.members())
 
 
 async def open_relay(bus: PurgeBus, me: str, purger: Purger, l1: MemoryStore, clock: Clock,
