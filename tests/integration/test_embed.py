@@ -69,6 +69,9 @@ async def test_a_sitemap_site_is_warmed_purged_and_rewarmed_by_its_own_traffic(
         edited = await browser.post("/posts/hello", params={"text": "Edited."})
         assert edited.json()["purged"] == 2  # the post and the home page
         assert await cached_urls(stoker) == {f"{SITE}/posts/second"}
+        runtime = await stoker.runtime()
+        assert runtime.warm is not None  # the purge records its URLs in the background:
+        await runtime.warm.warmer.rewarms.settle()  # the next batch must find them
         await ordinary_requests(stoker, browser, 3)
         assert await cached_urls(stoker) == {f"{SITE}/", f"{SITE}/posts/hello",
                                              f"{SITE}/posts/second"}
