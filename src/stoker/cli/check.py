@@ -3,21 +3,25 @@
 The settings are read as ``stoker serve`` reads them, with its flags; a configuration
 error (a bad value, an unknown key, no origin, an admin API open without a token) is one
 ``error:`` line naming the setting, exit 2.  Then each :class:`Check` tries one thing
-serving needs from the machine: the origin answers, ``data_dir`` is writable, the
-databases open and migrate, Redis's ``maxmemory-policy`` keeps Stoker's keys (with
-``l2_url``), the listeners can be bound; and what the stores say of warming: the last
+serving needs from the machine, reading only (:mod:`stoker.cli.check_readonly`): the
+origin answers (a warning when it does not: serving stale copies through an outage is
+what Stoker is for), ``data_dir`` is writable (or can be created), the databases and
+Redis answer (and whether their migrations are applied), Redis's ``maxmemory-policy``
+keeps Stoker's keys (with ``l2_url``), the listeners can be bound; and what the stores
+say of warming (when they exist and are migrated): the last
 warm run that ended did its job (:mod:`stoker.warm.verdict`) and the warmed origins are
 those visitors use (:mod:`stoker.warm.origins`) — each a warning on its line, never a
 failure.
 
 Invariants: every check runs, whatever the ones before it found (but one whose failure
 would only repeat another's: :attr:`Check.needs`), and prints one line (``ok``, ``FAIL``
-or ``skip``, what it checked, what it found) on stdout, then one summary line; the exit
-status is 0 only when every check passed, else 1.  No line shows the password of
-``database_url``.  Nothing is left bound; what is left on disk is what ``stoker serve``
-would create at start (``data_dir``, its migrated databases, created private); an
-existing ``data_dir`` other users may enter is warned about on its line, its mode left
-as it is (``stoker serve`` tightens it).
+``warn`` or ``skip``, what it checked, what it found) on stdout, then one summary line;
+the exit status is 0 when no check failed (warnings included), else 1.  No line shows
+the password of ``database_url``.  Nothing is left bound, and nothing is created or
+changed: no ``data_dir``, no SQLite file, no table or schema in PostgreSQL, no Redis key
+(``stoker migrate`` and ``stoker serve`` create them); an existing ``data_dir`` other
+users may enter is warned about on its line, its mode left as it is (``stoker serve``
+tightens it).
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from rich.text import Text
 from stoker import backends
 from stoker.backends.choice import choose
 from stoker.cache.hits import SeenOrigin
+from stoker.cli import check_readonly as readonly
+from stoker.cli.check_readonly import Unusable
 from stoker.cli.common import (
     AdminListenOpt,
     ConfigOpt,
@@ -74,11 +80,9 @@ ORIGIN_TIMEOUT: Final = 5.0
 PASSED: Final = "ok"
 FAILED: Final = "FAIL"
 NOT_TRIED: Final = "skip"
-COLOURS: Final = {PASSED: "green", FAILED: "red", NOT_TRIED: "yellow"}
-
-
-class Unusable(Exception):
-    """What a check found wrong with what it checked, in words for the user."""
+WARNED: Final = "warn"
+COLOURS: Final = {PASSED: "green", FAILED: "red", NOT_TRIED: "yellow", WARNED: "yellow"}
+USABLE: Final = (PASSED, WARNED)
 
 
 @dataclass(frozen=True)
@@ -86,12 +90,14 @@ class Check:
     """One thing to try: ``probe`` returns what it found when ``target`` (of ``subject``)
     is usable, and raises (any exception: its text is the reason) when it is not.  A check
     that ``needs`` another (by its subject, checked before) is not tried when that one
-    did not pass: its failure would only repeat the other's."""
+    did not pass: its failure would only repeat the other's.  One that ``warns`` is
+    marked :data:`WARNED`, not :data:`FAILED`, when ``probe`` raises."""
 
     subject: str
     target: str
     probe: Callable[[], Awaitable[str]]
     needs: str | None = None
+    warns: bool = False
 
 
 def check(
@@ -102,12 +108,14 @@ def check(
     """Check the setup without serving (as nginx -t).
 
     Reads the settings as `stoker serve` does (the same flags, stoker.toml and STOKER_*
-    variables), then checks that the origin answers, that data_dir is writable and its
-    databases (and database_url's) open and migrate, that Redis (l2_url) will not evict
-    Stoker's keys (maxmemory-policy), that listen and admin_listen can be bound, and how
-    the last warm run went (a warning when it found or warmed too few URLs); one
-    line per check. Exit status: 0 when everything is usable, 1 when a
-    check failed, 2 for a configuration error."""
+    variables), then checks that the origin answers (a warning, not a failure, when it
+    does not: Stoker serves stale copies through an outage), that data_dir is writable
+    (or can be created), that its databases (and database_url's, and Redis's) can be
+    read, that Redis (l2_url) will not evict Stoker's keys (maxmemory-policy), that listen
+    and admin_listen can be bound, and how the last warm run went (a warning when it
+    found or warmed too few URLs); one line per check. It creates and changes nothing.
+    Exit status: 0 when no check failed (warnings included), 1 when a check failed, 2
+    for a configuration error."""
     settings = settings_or_exit(config, origin=origin, listen=listen, admin_listen=admin_listen,
                                 data_dir=data_dir, admin_token=admin_token, server=server)
     try:
@@ -138,6 +146,42 @@ def store_checks(settings: Settings) -> list[Check]:
         Check("purge bus", place(settings.database_url, settings.cache_path),
               partial(purge_bus_opens, settings), needs=shared_db),
     ]
+
+
+def read_only_store_checks(settings: Settings) -> list[Check]:
+    """Every store ``stoker serve`` with ``settings`` opens, looked at without creating or
+    migrating anything (:mod:`stoker.cli.check_readonly`)."""
+    shared_db = None if settings.database_url else "data_dir"
+    database = place(settings.database_url, settings.sqlite_path)
+    on_cache = place(settings.database_url, settings.cache_path)
+    if settings.l2_url:
+        tier = Check("cache tier", place(settings.l2_url, settings.cache_path),
+                     partial(readonly.redis_answers, settings.l2_url))
+    else:
+        tier = Check("cache tier", str(settings.cache_path),
+                     partial(stored, settings, settings.cache_path, ("cache",)),
+                     needs="data_dir")
+    return [
+        Check("data_dir", str(settings.data_dir), partial(data_dir_usable, settings)),
+        tier,
+        Check("job queue", database,
+              partial(stored, settings, settings.sqlite_path, readonly.WARM_COMPONENTS),
+              needs=shared_db),
+        Check("audit log", database, partial(stored, settings, settings.sqlite_path, ("audit",)),
+              needs=shared_db),
+        Check("purge bus", on_cache, partial(stored, settings, settings.cache_path, ("bus",)),
+              needs=shared_db),
+    ]
+
+
+async def data_dir_usable(settings: Settings) -> str:
+    """:func:`stoker.cli.check_readonly.data_dir_usable`, as a probe."""
+    return readonly.data_dir_usable(settings)
+
+
+async def stored(settings: Settings, path: Path, components: Sequence[str]) -> str:
+    """:func:`stoker.cli.check_readonly.store_state`, as a probe."""
+    return await readonly.store_state(settings, path, components)
 
 
 def warm_checks(settings: Settings) -> list[Check]:
@@ -178,10 +222,12 @@ def place(url: str | None, path: Path) -> str:
 
 
 def summary(marks: Sequence[str]) -> str:
-    """``all 8 checks passed``, or how many failed (and were not tried)."""
-    failed, not_tried = marks.count(FAILED), marks.count(NOT_TRIED)
+    """``all 8 checks passed`` (and how many with a warning), or how many failed (and
+    were not tried)."""
+    failed, not_tried, warned = marks.count(FAILED), marks.count(NOT_TRIED), marks.count(WARNED)
     if not failed:
-        return f"all {len(marks)} checks passed"
+        return f"all {len(marks)} checks passed" + (
+            f", {warned} with a warning" if warned else "")
     return f"{failed} of {len(marks)} checks failed" + (
         f", {not_tried} not tried" if not_tried else "")
 
@@ -191,8 +237,9 @@ def checks_for(settings: Settings, config_file: Path | None) -> list[Check]:
     checks = [
         Check("configuration", str(config_file or "(defaults, STOKER_* variables, flags)"),
               partial(configuration, settings)),
-        Check("origin", require_origin(settings), partial(origin_answers, settings)),
-        *store_checks(settings),
+        Check("origin", require_origin(settings), partial(origin_answers, settings),
+              warns=True),
+        *read_only_store_checks(settings),
         *([Check("Redis eviction", place(settings.l2_url, settings.cache_path),
                  partial(redis_keeps_keys, settings.l2_url), needs="cache tier")]
           if settings.l2_url else []),
@@ -213,7 +260,7 @@ async def run_checks(checks: Sequence[Check], secrets: Sequence[str]) -> list[st
     out = output()
     marks: dict[str, str] = {}
     for one in checks:
-        if one.needs is not None and marks[one.needs] != PASSED:
+        if one.needs is not None and marks[one.needs] not in USABLE:
             mark, found = NOT_TRIED, f"not tried: {one.needs} is not usable"
         else:
             mark, found = await outcome(one)
@@ -224,12 +271,14 @@ async def run_checks(checks: Sequence[Check], secrets: Sequence[str]) -> list[st
 
 
 async def outcome(one: Check) -> tuple[str, str]:
-    """``one``'s mark (:data:`PASSED` or :data:`FAILED`) and what it found (on failure:
-    the reason)."""
+    """``one``'s mark (:data:`PASSED`, or :data:`FAILED` or, when it ``warns``,
+    :data:`WARNED`) and what it found (else the reason)."""
     try:
         return PASSED, await one.probe()
     except Exception as error:  # whatever goes wrong is this check's finding, never the end
-        return FAILED, str(error) or type(error).__name__
+        reason = str(error) or type(error).__name__
+        return (WARNED, f"{reason} (stoker serve starts, and serves stale copies)") \
+            if one.warns else (FAILED, reason)
 
 
 def secrets_of(settings: Settings) -> tuple[str, ...]:
@@ -344,7 +393,10 @@ async def job_queue_opens(settings: Settings) -> str:
 
 async def last_warm_run(settings: Settings) -> str:
     """The newest warm run that ended ``done`` or ``failed`` and how it went; a warning
-    (never a failure: the next run may do better) when :mod:`stoker.warm.verdict` has one."""
+    (never a failure: the next run may do better) when :mod:`stoker.warm.verdict` has one;
+    not looked at while the stores are not created and migrated (opening them would)."""
+    if not await readonly.warm_stores_ready(settings):
+        return "no warm run recorded (the database is not created or migrated yet)"
     stores = await backends.open_database(settings, SystemClock())
     try:
         ended = [run for run in await stores.runs.recent(RECENT_RUNS)
@@ -365,6 +417,8 @@ async def last_warm_run(settings: Settings) -> str:
 async def warmed_origins(settings: Settings) -> str:
     """The origins warm runs fill, against those visitors arrive on (the hit statistics'
     table, :mod:`stoker.warm.origins`): a difference is a warning."""
+    if not await readonly.warm_stores_ready(settings):
+        return origins_verdict(settings, [], SystemClock().now())
     stores = await backends.open_database(settings, SystemClock())
     try:
         seen = await stores.hits.origins()
@@ -409,13 +463,18 @@ def notifier_checks(settings: Settings) -> list[Check]:
         return []
     where = (f"Redis pub/sub {place(settings.l2_url, settings.cache_path)}" if kind == "redis"
              else f"LISTEN/NOTIFY {place(settings.database_url, settings.cache_path)}")
-    return [Check("notifier", where, partial(notifier_subscribes, settings))]
+    return [Check("notifier", where, partial(notifier_subscribes, settings, kind))]
 
 
-async def notifier_subscribes(settings: Settings) -> str:
-    """The notifier subscribes to its channel, as a serving process subscribes."""
-    async with every_port(settings):
+async def notifier_subscribes(settings: Settings, kind: str) -> str:
+    """The notifier's server takes a subscription (Redis answers, PostgreSQL takes a
+    ``LISTEN``), storing nothing."""
+    if kind == "redis":
+        assert settings.l2_url is not None
+        await readonly.redis_answers(settings.l2_url)
         return "subscribed"
+    assert settings.database_url is not None
+    return await readonly.postgres_listens(settings.database_url)
 
 
 async def tls_files_readable(settings: Settings) -> str:
