@@ -295,7 +295,7 @@ async def test_stoker_purge_cli(origin: Origin, tmp_path: Path) -> None:
     nothing = await asyncio.to_thread(_cli, "purge")
     assert by_tag.exit_code == 0, by_tag.output
     assert by_tag.output.startswith(f"stoker at {admin.url}:\n")  # the one it talked to
-    assert "purged 1 entries (deleted)" in by_tag.output and f"{proxy.url}/c" in by_tag.output
+    assert "purged 1 entry (deleted)" in by_tag.output and f"{proxy.url}/c" in by_tag.output
     assert by_env.exit_code == 0 and "made stale" in by_env.output
     assert refused.exit_code == 1 and "--admin-token" in refused.output
     assert invalid.exit_code == 1 and "tags[0]" in invalid.output

@@ -130,7 +130,7 @@ def test_the_rows_without_requests_show_no_ratio_and_an_idle_origin() -> None:
     assert rows["hit ratio"] == ("—", "")
     assert rows["state"] == ("up", "")
     assert rows["in flight"] == ("0", "")
-    assert rows["L1 memory"] == ("1 entries, 512 B", "")
+    assert rows["L1 memory"] == ("1 entry, 512 B", "")
     assert rows["L2 SQLite"] == ("2 entries, 3.0 MiB", "")
     assert "L2 writes dropped" not in rows
     assert [title for title, _ in sections(summary(Sample(status(), 0.0, 1e9)))] == [
@@ -169,7 +169,7 @@ def test_the_skipped_reasons_and_the_last_runs_warning_are_shown() -> None:
     last["counts"] = {**last["counts"], "skipped": 2}
     rows = rows_of(summary(Sample(status(warm={"active": active, "last": last}), 0.0, 1e9)))
     assert rows["skipped"] == ("54 (other_host: 50, feed: 4)", "")
-    assert rows["last run"] == ("6 (manual, site): done, 1 URLs, 1 warmed", "")
+    assert rows["last run"] == ("6 (manual, site): done, 1 URL, 1 warmed", "")
     assert rows["last run skipped"] == ("2 (admin: 2)", "")
     assert rows["last run warning"] == ("found only 1 URL (2 skipped (admin: 2))", "")
     alone = rows_of(summary(Sample(status(warm={"active": None, "last": last}), 0.0, 1e9)))

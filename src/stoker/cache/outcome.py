@@ -76,10 +76,11 @@ class Outcome:
 
     @property
     def reason(self) -> str:
-        """Why the cache was left out: ``fwd`` for a bypass, ``detail`` for a pass, ``""``
+        """Why the cache was left out: ``detail``, else ``fwd``, for a bypass (a personal
+        cookie's bypass is ``cookie``, not its ``fwd=bypass``), ``detail`` for a pass, ``""``
         for the other kinds (a label for counting outcomes)."""
         if self.kind is Kind.BYPASS:
-            return self.fwd or ""
+            return self.detail or self.fwd or ""
         if self.kind is Kind.PASS:
             return self.detail or ""
         return ""

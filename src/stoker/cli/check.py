@@ -69,6 +69,7 @@ from stoker.config.settings import (
     require_tls_files,
 )
 from stoker.server.listeners import AddressInUse, ensure_free
+from stoker.text import plural
 from stoker.warm.origins import verdict, warm_origins
 from stoker.warm.verdict import warmed_count
 from stoker.warm.warmer import judged
@@ -411,7 +412,7 @@ async def last_warm_run(settings: Settings) -> str:
     which = f"run {last.id} ({last.reason}, {last.scope}) {last.phase}"
     if said is not None:
         return f"warning: {which}: {said}"
-    return f"{which}: {counts.total} URLs, {warmed_count(last)} warmed"
+    return f"{which}: {plural(counts.total, 'URL')}, {warmed_count(last)} warmed"
 
 
 async def warmed_origins(settings: Settings) -> str:

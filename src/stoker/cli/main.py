@@ -50,6 +50,7 @@ from stoker.config.settings import (
     require_safe_admin,
 )
 from stoker.config.settings.rendering import markdown_table, settings_toml
+from stoker.text import plural
 from stoker.version import VERSION
 
 app = typer.Typer(
@@ -169,10 +170,11 @@ def purge(
     out.print(f"stoker at {client.base_url}:")
     how = "made stale" if result["soft"] else "deleted"
     if result["scope"]["all"] and not result["soft"]:
+        old = plural(result["purged"], "old entry", "old entries")
         out.print(f"purged everything: cache version is now {result['version']}; "
-                  f"{result['purged']} old entries are reclaimed in the background")
+                  f"{old} left to reclaim in the background")
         return
-    out.print(f"purged {result['purged']} entries ({how})")
+    out.print(f"purged {plural(result['purged'], 'entry', 'entries')} ({how})")
     if result.get("unknown_hosts"):
         out.print(f"note: {', '.join(result['unknown_hosts'])} is not a host of this site "
                   "(site_url, purge_hosts, the listener) nor in site_aliases: if it is the "
@@ -180,7 +182,7 @@ def purge(
     for shown in result["urls"]:
         out.print(f"  {shown}", highlight=False)
     if result["urls_total"] > len(result["urls"]):
-        out.print(f"  … and {result['urls_total'] - len(result['urls'])} more URLs")
+        out.print(f"  … and {plural(result['urls_total'] - len(result['urls']), 'more URL')}")
 
 
 @app.command()

@@ -37,6 +37,7 @@ from stoker.cli.common import (
     usage_error,
 )
 from stoker.clock import SystemClock
+from stoker.text import plural
 
 NONE: Final = "—"
 """What a cell shows for a value that cannot be known yet (a rate from one sample)."""
@@ -249,8 +250,9 @@ def warm_rows(view: Mapping[str, Any]) -> list[Row]:
     rows = _active_rows(active, view.get("warm_progress")) if active else []
     if last:
         counts = last["counts"]
+        urls = plural(counts["total"], "URL", figure=_count)
         rows.append(("last run", f"{last['id']} ({last['reason']}, {last['scope']}): "
-                                 f"{last['phase']}, {_count(counts['total'])} URLs, "
+                                 f"{last['phase']}, {urls}, "
                                  f"{_count(counts['warmed'] + counts['rewarmed'])} warmed", ""))
         rows += _skipped_rows(last, "last run skipped")
         if last.get("warning"):
@@ -313,7 +315,7 @@ def _percent(share: float | None) -> str:
 def _fill(entries: int | None, size: int | None) -> str:
     if entries is None or size is None:
         return NONE
-    return f"{_count(entries)} entries, {_bytes(size)}"
+    return f"{plural(entries, 'entry', 'entries', figure=_count)}, {_bytes(size)}"
 
 
 def _bytes(size: int) -> str:

@@ -29,6 +29,7 @@ from stoker.cli.common import (
     fail,
     output,
 )
+from stoker.text import plural
 
 KIND_LABELS: Final[Mapping[str, str]] = {
     "change": "change", "origin": "at the origin", "right": "right as is"}
@@ -64,7 +65,7 @@ def reason_lines(found: Mapping[str, Any], *, urls: int) -> list[str]:
     lines = [f"{found['reason']} ({found['count']:,})"]
     lines += [f"  {item['url']} ({item['count']:,})" for item in shown]
     if len(found["urls"]) > len(shown):
-        lines.append(f"  … and {len(found['urls']) - len(shown)} more URLs")
+        lines.append(f"  … and {plural(len(found['urls']) - len(shown), 'more URL')}")
     lines += [f"  {KIND_LABELS.get(advice['kind'], advice['kind'])}: {advice['text']}"
               for advice in found["advice"]]
     return lines

@@ -45,6 +45,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, NamedTuple, get_args
 
+from stoker.text import plural
+
 Reason = Literal["manual", "purge", "edit", "deploy", "daily", "recovery"]
 Scope = Literal["site", "urls"]
 Phase = Literal["collect", "warm", "done", "failed", "cancelled"]
@@ -340,7 +342,7 @@ def finish(run: Run, phase: Phase, now: float, error: str | None = None) -> Run 
         return None
     if phase == "done" and not all_settled(run):
         raise ValueError(
-            f"warm run {run.id} cannot be done: {run.counts.open} URLs are still open")
+            f"warm run {run.id} cannot be done: {plural(run.counts.open, 'URL')} still open")
     return dataclasses.replace(run, phase=phase, finished_at=now, error=error)
 
 

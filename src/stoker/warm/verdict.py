@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from stoker.text import plural
 from stoker.warm.run import Run
 from stoker.warm.run_store import most_first, not_stored_text, skipped_text
 
@@ -62,7 +63,7 @@ def _found_too_few(run: Run, skipped: Mapping[str, int]) -> list[str]:
     reasons = most_first(skipped)
     hint = "; if a host they name is the site's, add it to site_aliases" \
         if next(iter(reasons), "") in OTHER_HOSTS else ""
-    return [f"found only {total} URL{'' if total == 1 else 's'} "
+    return [f"found only {plural(total, 'URL')} "
             f"({skipped_text(sum(reasons.values()), reasons)}{hint})"]
 
 
@@ -75,5 +76,5 @@ def _warmed_too_few(run: Run, not_stored: Mapping[str, int]) -> list[str]:
         if counts.not_stored else []
     why += [f"{getattr(counts, name)} {name.replace('_', ' ')}"
             for name in ("failed", "gave_up") if getattr(counts, name)]
-    return [f"warmed only {warmed} of {counts.total} URLs"
+    return [f"warmed only {warmed} of {plural(counts.total, 'URL')}"
             + (f" ({', '.join(why)})" if why else "")]

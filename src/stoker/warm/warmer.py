@@ -69,6 +69,7 @@ from stoker.jobs.model import Job, NewJob
 from stoker.purge.scope import PurgeScope
 from stoker.schedule.store import ArmMode, Deadline
 from stoker.schedule.ticker import RetryIn
+from stoker.text import plural
 from stoker.warm.discovery import Discovery, DiscoveryError
 from stoker.warm.recovery import RECENT, backoff, down_status, to_retry
 from stoker.warm.rewarms import RewarmRecorder
@@ -261,8 +262,8 @@ class Warmer:
         probe = await self._throttled(ordered[0], self.config.variants[0])
         if probe.outcome == "failed" and down_status(probe.status):
             raise RetryIn(self.backoff(max(1, row.attempts)),
-                          f"{len(ordered)} URLs wait for the origin: {ordered[0]} answered "
-                          f"{probe.status}")
+                          f"{plural(len(ordered), 'URL')} waiting for the origin: "
+                          f"{ordered[0]} answered {probe.status}")
         await self.start("recovery", ordered, replace=True)
 
     async def _ended(self, run: Run) -> None:
@@ -456,7 +457,8 @@ async def judged(runs: RunStore, run: Run) -> str | None:
 def summary(run: Run, reasons: Mapping[str, int]) -> str:
     """One line for a run that ended, with its ``reasons`` for pages not stored."""
     counts = run.counts
-    return (f"{counts.total} URLs, {counts.warmed} warmed, {counts.not_modified} not modified, "
+    return (f"{plural(counts.total, 'URL')}, {counts.warmed} warmed, "
+            f"{counts.not_modified} not modified, "
             f"{not_stored_text(counts.not_stored, reasons)}, {counts.failed} failed, "
             f"{counts.rewarmed} rewarmed, {counts.gave_up} gave up"
             + (f"; {run.error}" if run.error else ""))

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.config.settings import FIELDS, SettingsError, describe, load_settings
+from stoker.config.settings.loading import closest_setting
 from stoker.config.units import format_duration, format_size, parse_duration, parse_size
 
 
@@ -45,6 +46,32 @@ def test_unknown_key_in_file_names_it(tmp_path: Path) -> None:
 def test_unknown_environment_variable_names_it() -> None:
     with pytest.raises(SettingsError, match="STOKER_LISTN"):
         load_settings(env={"STOKER_LISTN": "x"})
+
+
+@pytest.mark.parametrize(("key", "meant"), [
+    ("orgin_host", "origin_host"), ("origin_hots", "origin_host"), ("listne", "listen"),
+    ("admin_listn", "admin_listen"), ("rules", "rule"), ("zzqq", None), ("", None),
+])
+def test_closest_setting_suggests_a_close_known_key(key: str, meant: str | None) -> None:
+    assert closest_setting(key, [*FIELDS, "rule"]) == meant
+
+
+def test_unknown_key_in_file_says_what_it_may_have_meant(tmp_path: Path) -> None:
+    path = write(tmp_path, 'orgin_host = "x"\n')
+    with pytest.raises(SettingsError, match="did you mean 'origin_host'\\?"):
+        load_settings(config_path=path, env={})
+
+
+def test_unknown_environment_variable_suggests_the_variable() -> None:
+    with pytest.raises(SettingsError, match="did you mean 'STOKER_LISTEN'\\?"):
+        load_settings(env={"STOKER_LISTN": "x"})
+
+
+def test_an_unknown_key_nothing_is_close_to_gets_no_suggestion(tmp_path: Path) -> None:
+    path = write(tmp_path, 'zzqq = 1\n')
+    with pytest.raises(SettingsError) as raised:
+        load_settings(config_path=path, env={})
+    assert "did you mean" not in str(raised.value)
 
 
 @pytest.mark.parametrize(("key", "value", "words"), [

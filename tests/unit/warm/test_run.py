@@ -268,7 +268,7 @@ def test_a_done_run_takes_no_more_urls() -> None:
 
 def test_finish_done_needs_every_url_settled() -> None:
     run, _ = warming("/a")
-    with pytest.raises(ValueError, match="1 URLs are still open"):
+    with pytest.raises(ValueError, match="1 URL still open"):
         machine.finish(run, "done", NOW)
     with pytest.raises(ValueError, match="'cancelled'"):
         machine.finish(run, "cancelled", NOW)

@@ -33,7 +33,7 @@ def test_a_run_that_warmed_too_few_says_what_happened_to_the_rest() -> None:
 
 def test_both_at_once_and_an_empty_site() -> None:
     assert warning(ended(1, not_stored=1), {}, {"private": 1}) == (
-        "found only 1 URL (0 skipped); warmed only 0 of 1 URLs (1 not stored (private: 1))")
+        "found only 1 URL (0 skipped); warmed only 0 of 1 URL (1 not stored (private: 1))")
     assert warning(ended(0)) == "found only 0 URLs (0 skipped)"
 
 

@@ -372,7 +372,7 @@ async def test_while_the_first_url_still_fails_the_recovery_waits_longer_each_ti
     assert row is not None
     delays = []
     for attempts in (1, 2, 3, 9):
-        with pytest.raises(RetryIn, match="1 URLs wait for the origin") as retry:
+        with pytest.raises(RetryIn, match="1 URL waiting for the origin") as retry:
             await bench.warmer.on_recover_due(dataclasses.replace(row, attempts=attempts))
         delays.append(retry.value.delay)
     assert delays == [30.0, 60.0, 120.0, 1800.0]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Final
 
 from starlette.requests import Request
@@ -35,10 +36,14 @@ from stoker.admin.views.html import (
     table,
 )
 from stoker.admin.warm_api import MAP_MOST, run_detail, runs_listing, url_map_of
+from stoker.text import plural
 from stoker.warm.run import URL_STATES
 
 MAP_CELLS: Final = MAP_MOST
 """The most cells the map shows, and the most URLs of each state it reads."""
+
+_figure: Final = partial(shown, style="count")
+"""A count as the pages write it (for :func:`~stoker.text.plural`)."""
 STATE_LABELS: Final[Mapping[str, str]] = {
     "queued": "queued", "stopgap": "stopgap, revisit pending", "warmed": "warmed",
     "not_modified": "not modified (was fresh)", "not_stored": "not stored", "failed": "failed",
@@ -86,7 +91,7 @@ def progress_html(run: Mapping[str, Any], now: float) -> Markup:
     rate, eta = pace(run, now)
     if total:
         bar = f'<progress id="warm-progress" value="{settled}" max="{total}"></progress>'
-        said = f"{shown(settled, 'count')} of {shown(total, 'count')} URLs settled " \
+        said = f"{shown(settled, 'count')} of {plural(total, 'URL', figure=_figure)} settled " \
                f"({shown(settled / total, 'percent')})"
     else:
         bar, said = '<progress id="warm-progress"></progress>', "finding the site's URLs…"
@@ -120,7 +125,7 @@ def reasons_html(reasons: Mapping[str, int], urls: Mapping[str, Sequence[str]]) 
         more = f" and {shown(count - len(some), 'count')} more" if count > len(some) else ""
         listed = "".join(f"<li>{esc(url)}</li>" for url in some)
         items.append(f"<li><strong>{esc(reason or 'no reason given')}</strong>: "
-                     f"{shown(count, 'count')} URL{'s' if count != 1 else ''}{esc(more)}"
+                     f"{plural(count, 'URL', figure=_figure)}{esc(more)}"
                      f'<ul class="detail">{listed}</ul></li>')
     return Markup('<h2>Not stored, by reason</h2><ul class="reasons">' + "".join(items)
                   + "</ul>")
@@ -166,8 +171,8 @@ def map_html(states: Mapping[str, Sequence[str]], counts: Mapping[str, int],
     grid = "".join(f'<span class="cell s-{esc(state)}" title="{esc(url)} — '
                    f'{esc(STATE_LABELS.get(state, state))}"></span>'
                    for url, state in cells[:most])
-    note = (f"{shown(most, 'count')} of {shown(total, 'count')} URLs shown"
-            if total > most else f"{shown(total, 'count')} URLs")
+    urls = plural(total, "URL", figure=_figure)
+    note = f"{shown(most, 'count')} of {urls} shown" if total > most else urls
     return Markup(f'<h2>Map of the run <span class="detail">{esc(note)}</span></h2>'
                   f'<ul class="legend">{legend}</ul>'
                   f'<div class="warm-map" role="img" aria-label="One cell per URL, coloured by '
@@ -180,7 +185,7 @@ def counts_text(counts: Mapping[str, int]) -> str:
     parts += [f"{shown(counts[key], 'count')} {name}" for key, name in (
         ("not_modified", "not modified"), ("not_stored", "not stored"), ("failed", "failed"),
         ("gave_up", "gave up")) if counts[key]]
-    return f"{shown(counts['total'], 'count')} URLs: " + ", ".join(parts)
+    return f"{plural(counts['total'], 'URL', figure=_figure)}: " + ", ".join(parts)
 
 
 def recent_html(runs: Sequence[Mapping[str, Any]], now: float) -> Markup:

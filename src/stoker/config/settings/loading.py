@@ -5,16 +5,18 @@ values, environment strings and CLI values alike, so a setting means the same th
 wherever it comes from.
 
 Invariants: an unknown key (in the file or as a ``STOKER_*`` variable) or a bad value
-raises :class:`SettingsError` whose message names the setting and where it came from;
+raises :class:`SettingsError` whose message names the setting and where it came from
+(an unknown key also the closest known one, :func:`closest_setting`, when one is close);
 a returned :class:`Settings` is fully validated (parsers, then the cross-field checks
 its construction runs).
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +43,29 @@ def admin_url(settings: Settings, env: Mapping[str, str] | None = None) -> str:
     return f"http://{host}:{port}"
 
 
+def closest_setting(key: str, known: Iterable[str]) -> str | None:
+    """The known setting ``key`` was most likely meant to be (``difflib``'s closest
+    match), or ``None`` when none is close.  Pure."""
+    found = difflib.get_close_matches(key, list(known), n=1)
+    return found[0] if found else None
+
+
+def _unknown(key: str, source: str) -> SettingsError:
+    """The error for unknown setting ``key`` from ``source``: what it may have meant
+    (spelled as the source spells names: ``STOKER_*`` for a variable), then the known."""
+    known = sorted([*FIELDS, "rule"])
+    meant = closest_setting(key, known)
+    if meant is not None and source.startswith("environment variable "):
+        meant = ENV_PREFIX + meant.upper()
+    hint = f"— did you mean {meant!r}? " if meant is not None else ""
+    return SettingsError(f"unknown setting {key!r} in {source} {hint}"
+                         f"(known settings: {', '.join(known)})")
+
+
 def _apply(values: dict[str, Any], key: str, raw: Any, source: str) -> None:
     spec = FIELDS.get(key)
     if spec is None:
-        known = ", ".join(sorted([*FIELDS, "rule"]))
-        raise SettingsError(f"unknown setting {key!r} in {source} (known settings: {known})")
+        raise _unknown(key, source)
     try:
         values[key] = spec.parse(raw)
     except ValueError as error:
