@@ -44,6 +44,10 @@ PRIVATE_FILE = 0o600
 """The mode of every database file: they hold the cache, the audit log and credentials."""
 MIGRATIONS = "stoker.backends.sqlite.migrations"
 """The package holding every component's migrations."""
+WAL_PAUSE = 0.005
+"""Seconds between two tries of the switch to WAL while another process makes it."""
+WAL_ATTEMPTS = int(BUSY_TIMEOUT_MS / 1000 / WAL_PAUSE)
+"""Tries of the switch to WAL before giving up: ``busy_timeout``'s worth of pauses."""
 
 _LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -85,16 +89,15 @@ def _into_wal(conn: sqlite3.Connection) -> None:
     same: the switch of a new file needs an exclusive lock, for which SQLite does not wait
     (``database is locked`` at once, whatever ``busy_timeout``), so processes opening one
     new ``data_dir`` together (the function cache's first calls) would fail.  Gives up
-    after :data:`BUSY_TIMEOUT_MS`."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    while True:
+    after :data:`WAL_ATTEMPTS` tries :data:`WAL_PAUSE` apart (``busy_timeout``'s worth)."""
+    for attempt in range(WAL_ATTEMPTS):
         try:
             conn.execute("PRAGMA journal_mode = WAL")
             return
         except sqlite3.OperationalError as error:
-            if "locked" not in str(error) or time.monotonic() >= deadline:
+            if "locked" not in str(error) or attempt == WAL_ATTEMPTS - 1:
                 raise
-            time.sleep(0.005)
+            time.sleep(WAL_PAUSE)
 
 
 def json_array(items: Iterable[Any]) -> str:
