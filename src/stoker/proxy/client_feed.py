@@ -178,7 +178,8 @@ class Feed(Protocol):
         """Stop now (the caller gave up); nothing more reaches the client."""
 
 
-def feed_for(directory: Path, *, length: int | None, hold_last: bool = False) -> Feed:
+def feed_for(directory: Path, *, length: int | None,
+             hold_last: bool = False) -> WholeBody | ClientFeed:
     """A :class:`WholeBody` for a body declared to fit in :data:`MEMORY` (most pages: a
     task and a buffer would cost more than they save), else a :class:`ClientFeed`."""
     if sends_whole(length):

@@ -34,7 +34,7 @@ from stoker.http.conditional import (
 )
 from stoker.http.headers import get_header, without
 from stoker.http.ranges import FULL, RangeDecision, decide_range
-from stoker.proxy.client_feed import ClientFeed, WholeBody
+from stoker.proxy.client_feed import WholeBody, feed_for
 from stoker.proxy.codings import Codings
 from stoker.proxy.fetched import FetchKind, FetchResult, Relayed
 from stoker.proxy.hit import form_for
@@ -96,14 +96,13 @@ class Deliverer:
     async def relayed(self, sink: ReplySink, relayed: Relayed) -> FetchResult | None:
         """Give ``relayed`` to the client while its body is pumped (and stored as decided);
         how its fetch ended (see the module invariants)."""
-        if relayed.whole:
-            whole = WholeBody()
-            result = await relayed.pump(whole)
-            await whole.finished()
+        feed = feed_for(self.directory, length=relayed.length, hold_last=relayed.hold_last)
+        if isinstance(feed, WholeBody):
+            result = await relayed.pump(feed)
+            await feed.finished()
             outcome = _after_store(relayed.outcome, result)
-            sink.whole(relayed.status, [*relayed.headers, sink.stamp(outcome)], whole.body)
+            sink.whole(relayed.status, [*relayed.headers, sink.stamp(outcome)], feed.body)
             return result
-        feed = ClientFeed(self.directory, hold_last=relayed.hold_last)
         sink.stream(relayed.status, [*relayed.headers,
                                      sink.stamp(relayed.outcome, shown=relayed.shown())], feed)
         try:

@@ -22,7 +22,7 @@ from enum import StrEnum
 
 from stoker.cache.entry import CacheEntry
 from stoker.cache.outcome import Outcome
-from stoker.proxy.client_feed import Feed, sends_whole
+from stoker.proxy.client_feed import Feed
 
 Header = tuple[bytes, bytes]
 
@@ -105,17 +105,10 @@ class Relayed:
     """Send the body's last piece only once the copy has ended (stored first, so the
     client's next request is a hit)."""
 
-    @property
-    def whole(self) -> bool:
-        """The body is read whole before the head goes out (declared small)."""
-        return sends_whole(self.length)
-
     def shown(self) -> Outcome:
         """What the ``Cache-Status`` may claim when the head goes out before the body has
-        been read: never ``stored``, unless the body is read first."""
-        if self.whole or not self.outcome.stored:
-            return self.outcome
-        return replace(self.outcome, stored=False)
+        been read: never ``stored``."""
+        return replace(self.outcome, stored=False) if self.outcome.stored else self.outcome
 
     async def pump(self, feed: Feed | None) -> FetchResult | None:
         """Read the body into ``feed`` (None: nobody waits for it); how the fetch ended."""
