@@ -336,9 +336,9 @@ class Pipeline:
             if txn.upload is not None:
                 txn.upload.close()
             if txn.flight is not None:
-                self._land(txn.flight_key, txn.flight, txn.result)
+                assert txn.lookup is not None
+                self._land(txn.lookup.flight_key(txn.variant), txn.flight, txn.result)
                 if txn.lease is not None:
-                    assert txn.lookup is not None
                     await txn.lease.release(txn.lookup.primary)
 
     # -- the steps -----------------------------------------------------------
@@ -453,7 +453,7 @@ class Pipeline:
         assert lookup is not None
         if lookup.personal:  # a personalised answer is never shared with waiting requests
             return Step.FETCH
-        key = f"{lookup.primary}\n{txn.variant}"
+        key = lookup.flight_key(txn.variant)
         flight, leader = self._join(key, lookup.request)
         if not leader:
             return await self._follow(txn, flight)
@@ -471,7 +471,7 @@ class Pipeline:
                     ttl=elsewhere.ttl(self.clock.now())))
             if not leased.holds(lookup.primary):
                 leased = None  # it gave up waiting: fetch ourselves, holding no lease
-        txn.flight, txn.flight_key, txn.lease = flight, key, leased
+        txn.flight, txn.lease = flight, leased
         return Step.FETCH
 
     async def _follow(self, txn: Transaction, flight: Flight) -> Step:
@@ -723,7 +723,7 @@ class Pipeline:
 
 
     def _revalidate_in_background(self, lookup: Lookup, entry: CacheEntry) -> None:
-        key = f"{lookup.primary}\n{entry.variant}"
+        key = lookup.flight_key(entry.variant)
         if self.collapser.busy(key):
             return
         flight, _ = self._join(key, lookup.request)

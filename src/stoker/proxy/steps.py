@@ -74,6 +74,10 @@ class Lookup:
     siblings: Sequence[CacheEntry] = ()
     personal: Sequence[str] = ()
 
+    def flight_key(self, variant: str) -> str:
+        """The key of the flight that fetches ``variant`` of this request's URL."""
+        return f"{self.primary}\n{variant}"
+
     def may_reuse(self, entry: CacheEntry) -> bool:
         """False when the request has credentials or personal cookies the entry
         may not be shared with."""
@@ -139,7 +143,6 @@ class Transaction:
     """A follower whose leader's answer was withheld may collapse once more."""
     flight: Flight | None = None
     """The flight this request's fetch lands (its followers get what it shares)."""
-    flight_key: str = ""
     lease: SharedFlights | None = None
     """The fetch lease it holds on its key, given back when it is done."""
     reply: FromCache | Relayed | None = None
