@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint settings-table bench clean
+.PHONY: install demo test test-fast lint reference bench clean
 
 install: $(STAMP)
 
@@ -29,8 +29,8 @@ lint: install
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-settings-table: install   # the README's settings table, from the settings' declaration
-	$(PY) -m stoker.config.settings.readme README.md
+reference: install   # the generated reference: docs/configuration.md's settings table, docs/cli.md
+	$(PY) -m stoker.cli.reference
 
 bench: install
 	$(PY) bench/hit_path/run.py --rounds 5 --duration 8

@@ -1,5 +1,5 @@
 """A real Django site (sessions, auth, CSRF, ``Vary: Cookie``) behind Stoker, configured
-with the README's Django / Wagtail example read from README.md itself.
+with the Django / Wagtail guide's example read from docs/guides/django-wagtail.md itself.
 
 What must hold: anonymous pages are cached once per site, not once per visitor
 (``csrftoken``, ``_ga``, ``_gid`` do not split them); forms keep working, also from a
@@ -27,7 +27,7 @@ from tests.integration.conftest import proxy_for
 from stoker.asgi import Message, Receive, Send
 from stoker.config.settings import Settings, load_settings
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "django-wagtail.md"
 PASSWORDS = {"alice": "alice-password", "bob": "bob-password"}
 ANALYTICS = {"_ga": "GA1.1.111.222", "_gid": "GA1.1.333.444"}
 TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
@@ -35,20 +35,20 @@ TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 Browser = httpx.AsyncClient
 
 
-def readme_django_example() -> str:
-    """The TOML of the README's "Django / Wagtail:" example."""
-    text = README.read_text(encoding="utf-8")
+def guide_django_example() -> str:
+    """The TOML of the guide's "Django / Wagtail:" example."""
+    text = GUIDE.read_text(encoding="utf-8")
     _, found, after = text.partition("Django / Wagtail:")
     _, fence, block = after.partition("```toml\n")
     if not found or not fence:
-        raise AssertionError("README.md has no ```toml block after 'Django / Wagtail:'")
+        raise AssertionError("the guide has no ```toml block after 'Django / Wagtail:'")
     return block.partition("```")[0]
 
 
-def readme_settings(origin_url: str, tmp_path: Path) -> Settings:
-    """Settings from the README example, with the test's origin and data directory."""
+def guide_settings(origin_url: str, tmp_path: Path) -> Settings:
+    """Settings from the guide's example, with the test's origin and data directory."""
     path = tmp_path / "stoker.toml"
-    path.write_text(readme_django_example(), encoding="utf-8")
+    path.write_text(guide_django_example(), encoding="utf-8")
     return load_settings(config_path=path, env={},
                          cli={"origin": origin_url, "data_dir": str(tmp_path / "data")})
 
@@ -91,12 +91,12 @@ def django_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ASGIHandler
 
 @pytest.fixture
 async def site(django_app: ASGIHandler, tmp_path: Path) -> AsyncIterator[Site]:
-    """Django on uvicorn, Stoker in front as the README says, and a browser factory."""
+    """Django on uvicorn, Stoker in front as the guide says, and a browser factory."""
     origin = CountingOrigin(django_app)
     async with AsyncExitStack() as stack:
         origin_url = await stack.enter_async_context(serving(origin, kind="uvicorn"))
         proxy = await stack.enter_async_context(
-            proxy_for(readme_settings(origin_url, tmp_path)))
+            proxy_for(guide_settings(origin_url, tmp_path)))
 
         def browser() -> Browser:
             client = Browser(base_url=proxy.url, timeout=30)

@@ -1,5 +1,5 @@
 """Honest warm runs against a real ``stoker serve`` and a WordPress-like origin, the tester's
-cases of issue 36: the README's WordPress setup (``origin_host``, no ``site_url``) whose
+cases of issue 36: the WordPress guide's setup (``origin_host``, no ``site_url``) whose
 links and sitemap name WordPress's own host; a site whose home page links to feeds, admin
 pages, files and searches only.
 
@@ -74,7 +74,7 @@ class WordPressSite:
 @asynccontextmanager
 async def wordpress(site: WordPressSite, tmp_path: Path,
                     **settings: Any) -> AsyncIterator[tuple[str, str, str]]:
-    """``stoker serve`` as the README's WordPress example sets it up (``origin_host``, the
+    """``stoker serve`` as the WordPress guide's example sets it up (``origin_host``, the
     site on the listener); ``(origin URL, proxy URL, admin URL)``."""
     port = free_port()
     async with serving(site) as origin_url:

@@ -1,4 +1,4 @@
-"""The README's purge-events example runs as printed."""
+"""The purge-events example of docs/purging.md runs as printed."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from pathlib import Path
 
 from tests.integration.warm_site import SRC
 
-README = SRC.parent / "README.md"
+PURGING = SRC.parent / "docs" / "purging.md"
 
 
 def example() -> str:
-    section = README.read_text().split("### Purge events (Python)", 1)[1]
+    section = PURGING.read_text().split("## Purge events (Python)", 1)[1]
     match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match is not None, "the README's purge-events section lost its example"
+    assert match is not None, "docs/purging.md's purge-events section lost its example"
     return match.group(1)
 
 

@@ -1,6 +1,7 @@
 """Every relative link in the project's markdown points at a file (and heading) that exists.
 
-Covers README.md, BENCHMARKS.md, docs/*.md, docs/decisions/*.md and the benchmark history.
+Covers README.md, CHANGELOG.md, BENCHMARKS.md, docs/*.md, docs/guides/*.md,
+docs/decisions/*.md and the benchmark history.
 Links inside code (fenced blocks, inline code) are not links; absolute URLs are not checked.
 """
 
@@ -18,6 +19,8 @@ DOCS = sorted([
     ROOT / "BENCHMARKS.md",
     ROOT / "bench" / "results" / "history.md",
     *(ROOT / "docs").glob("*.md"),
+    *(ROOT / "docs" / "guides").glob("*.md"),
+    ROOT / "CHANGELOG.md",
     *(ROOT / "docs" / "decisions").glob("*.md"),
 ])
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)

@@ -1,6 +1,6 @@
 """Admin API authentication: bearer tokens, fingerprints, loopback checks.  Pure.
 
-Rule (documented in the README): when ``admin_token`` is configured, every
+Rule (documented in docs/admin.md): when ``admin_token`` is configured, every
 ``/api`` route requires ``Authorization: Bearer <token>``; when none is
 configured the admin listener must be on a loopback address (enforced at
 start-up) and the API is open to local clients only.

@@ -2,7 +2,7 @@
 
     Rule(path="/blog/", ttl="5m", swr="30s")
 
-The fields are the keys of a ``[[rule]]`` table in ``stoker.toml`` (README, "Cache
+The fields are the keys of a ``[[rule]]`` table in ``stoker.toml`` (docs/configuration.md, "Cache
 rules"), with the same meaning and the same parser.
 
 Invariants: a :class:`Rule` that exists is valid (its construction parses it as a

@@ -6,7 +6,7 @@ their stale windows) instead of deleting them.  A request that does not say
 ``soft`` follows the ``purge_mode`` setting (:func:`purge_is_soft`): CMS purge
 clients cannot ask for a soft purge, so ``purge_mode = "soft"`` makes theirs soft.
 
-URL rules (documented for users in the README):
+URL rules (documented for users in docs/admin.md):
 - An absolute URL must be ``http://`` or ``https://`` with a host; when
   ``allowed_hosts`` (the ``purge_hosts`` setting) is non-empty, its host
   (port included, default port dropped) must be one of them or an alias.  Empty

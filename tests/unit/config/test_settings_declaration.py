@@ -15,12 +15,12 @@ from stoker.config.settings import FIELDS, Settings, SettingsError, load_setting
 from stoker.config.settings.declared import flag_name
 from stoker.config.settings.rendering import TABLE_BEGIN, TABLE_END, markdown_table, with_table
 
-README = Path(__file__).parents[3] / "README.md"
+CONFIGURATION = Path(__file__).parents[3] / "docs" / "configuration.md"
 
 
-def test_the_readme_table_is_the_generated_one() -> None:
-    readme = README.read_text(encoding="utf-8")
-    assert with_table(readme, markdown_table()) == readme, "run make settings-table"
+def test_the_documented_table_is_the_generated_one() -> None:
+    documented = CONFIGURATION.read_text(encoding="utf-8")
+    assert with_table(documented, markdown_table()) == documented, "run make reference"
 
 
 def test_the_table_has_one_row_per_setting_and_its_flag() -> None:

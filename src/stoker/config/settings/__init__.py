@@ -3,7 +3,7 @@
 Every setting is declared once, as a field of :class:`Settings` (``declared.py``) with
 its type, default, parser, help and flag; ``values.py`` holds the parsers, ``loading.py``
 reads the sources, ``checks.py`` holds the checks a command asks for, ``rendering.py``
-shows the declaration (``stoker settings``, the README's table).
+shows the declaration (``stoker settings``, docs/configuration.md's table).
 
 Invariants: a returned :class:`Settings` is fully validated (every value by its parser,
 then the cross-field checks its construction runs); an error names the setting.

@@ -58,7 +58,7 @@ class Setting:
     """How one setting is read and explained.
 
     ``help`` is one line (``stoker settings``, the ``--flag``'s help); ``doc`` and
-    ``default_doc`` are what the README's table says of it and of its default when the
+    ``default_doc`` are what docs/configuration.md's table says of it and of its default when the
     help, or the default as written, would not do; ``reload``: a running Stoker takes a
     new value on ``SIGHUP`` (:mod:`stoker.config.reload`), else it needs a restart."""
 
