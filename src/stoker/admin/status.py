@@ -25,6 +25,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from stoker.admin.hit_ratio import answered, hit_ratio, uncacheable_reasons
 from stoker.admin.history import History, Sample, quantile
 from stoker.admin.jobs_api import counts_json
 from stoker.admin.metrics import Figures, member_summary, or_none, own, shares
@@ -75,16 +76,20 @@ def node_figures(outcomes: Mapping[tuple[str, str, bool], int], origin_up: bool,
                  timing: Sequence[int], failures: int, cache_bytes: int) -> dict[str, Any]:
     """One node's line of the overview: its shares, bytes from cache, origin state and
     latency.  Pure."""
-    return {**shares(outcomes), "cache_bytes": cache_bytes, "origin_up": origin_up,
+    split = shares(outcomes)
+    return {**split, "hit_ratio": hit_ratio(split), "cache_bytes": cache_bytes,
+            "origin_up": origin_up,
             "origin_failures": failures,
             "origin_p50": quantile(timing, 0.5), "origin_p99": quantile(timing, 0.99)}
 
 
 def fractions(served_by: Mapping[str, int]) -> dict[str, float]:
-    """The shares of visitors' requests answered by the cache and by the origin.  Pure."""
-    total = served_by["cache"] + served_by["origin"] + served_by["error"]
+    """The shares of the visitors' requests answered (:func:`~stoker.admin.hit_ratio.answered`)
+    that the cache (the hit ratio), the origin and an origin failure answered; 0 before
+    any.  Pure."""
+    total = answered(served_by)
     return {where: round(served_by[where] / total, 4) if total else 0.0
-            for where in ("cache", "origin")}
+            for where in ("cache", "origin", "origin_failure")}
 
 
 def outcome_rows(outcomes: Mapping[tuple[str, str, bool], int]) -> list[dict[str, Any]]:
@@ -97,8 +102,7 @@ def outcome_rows(outcomes: Mapping[tuple[str, str, bool], int]) -> list[dict[str
 def sample_of(figures: Figures, now: float) -> Sample:
     """The cumulative counters the history keeps, from ``figures``.  Pure."""
     split = shares(figures.outcomes)
-    return Sample(at=now, requests=split["cache"] + split["origin"] + split["error"],
-                  cache=split["cache"], errors=figures.timing.failures,
+    return Sample(at=now, requests=answered(split), cache=split["cache"], errors=figures.timing.failures,
                   served=figures.cache_bytes, timing=tuple(figures.timing.counts))
 
 
@@ -182,6 +186,8 @@ class StatusSource:
             "origin_down_since": pipeline.health.down_since, "version": pipeline.keying.version,
             "requests": dict(pipeline.stats), "outcomes": outcome_rows(figures.outcomes),
             "served_by": served_by, "share": fractions(served_by),
+            "hit_ratio": hit_ratio(served_by),
+            "uncacheable": uncacheable_reasons(figures.outcomes),
             "cache_bytes": figures.cache_bytes, "origin_bytes": figures.origin_bytes,
             "requests_per_second": round(self.history.rate(current), 3),
             "origin_timing": {"answers": timing.answers, "failures": timing.failures,

@@ -8,14 +8,17 @@ from stoker.admin.status import fractions, outcome_rows, said_figures, shares
 
 OUTCOMES = {("hit", "", False): 6, ("stale-while-revalidate", "", False): 1,
             ("miss", "", False): 2, ("bypass", "cookie", False): 3,
-            ("pass", "no-freshness", False): 1, ("error", "", False): 1,
+            ("pass", "no-freshness", False): 1, ("error", "bad-request", False): 1,
+            ("error", "origin-down", False): 2,
             ("miss", "", True): 9, ("bypass", "rule", False): 0}
 
 
 def test_shares_count_visitors_by_where_the_body_came_from() -> None:
-    assert shares(OUTCOMES) == {"cache": 7, "origin": 6, "error": 1, "warm": 9}
-    assert fractions(shares(OUTCOMES)) == {"cache": 0.5, "origin": round(6 / 14, 4)}
-    assert fractions(shares({})) == {"cache": 0.0, "origin": 0.0}
+    assert shares(OUTCOMES) == {"cache": 7, "origin": 6, "miss": 2, "uncacheable": 4,
+                                "origin_failure": 2, "error": 1, "warm": 9}
+    assert fractions(shares(OUTCOMES)) == {"cache": 0.4667, "origin": 0.4,
+                                           "origin_failure": 0.1333}  # of 15: no refusal
+    assert fractions(shares({})) == {"cache": 0.0, "origin": 0.0, "origin_failure": 0.0}
 
 
 def test_outcomes_stay_apart_by_kind_reason_and_source() -> None:
@@ -24,7 +27,7 @@ def test_outcomes_stay_apart_by_kind_reason_and_source() -> None:
     keys = {(r["kind"], r["reason"], r["source"]) for r in rows}
     assert ("bypass", "cookie", "visitor") in keys and ("pass", "no-freshness", "visitor") in keys
     assert ("bypass", "rule", "visitor") not in keys  # nothing counted: no row
-    assert len(rows) == 7
+    assert len(rows) == 8
 
 
 def test_a_member_line_from_what_it_said_or_none() -> None:
