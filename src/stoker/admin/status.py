@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -33,10 +34,12 @@ from stoker.admin.warm_api import origins_json, run_json
 from stoker.admin.why import cookie_bypass_report
 from stoker.clock import Clock
 from stoker.purge.bus import Member
+from stoker.schedule.store import Deadline
 from stoker.server.heap import heap_status
 from stoker.warm.run import Run
 from stoker.warm.run_store import RunStore
 from stoker.warm.verdict import warning
+from stoker.warm.warmer import RECOVER, REFRESH, REWARM
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.admin.facade import RunningStoker, RunningWarmer
@@ -45,6 +48,11 @@ LAST_RUN_AMONG: Final = 20
 """The newest warm runs looked at for the last one that ended."""
 MEMO: Final = 1.0
 """Seconds the stores' figures are reused for."""
+COLD_SHOWN: Final = 5
+"""The pending re-warm URLs the overview names (the rest are counted)."""
+WARM_DEADLINES: Final = frozenset({REWARM, REFRESH, RECOVER})
+"""The deadlines that start a warm run (the re-warm of purges, the daily refresh, the
+outage recovery)."""
 
 
 def members_json(members: Sequence[Member], now: float,
@@ -113,6 +121,18 @@ async def ended_json(runs: RunStore, run: Run) -> dict[str, Any]:
             "warning": warning(run, skipped, await runs.not_stored_reasons(run.id))}
 
 
+def cold_json(pending: int, oldest: Sequence[str],
+              deadlines: Sequence[Deadline]) -> dict[str, Any]:
+    """What is cold now, as the overview shows it: the purged URLs waiting for their
+    re-warm (``pending``, the ``oldest`` few), and the next warm due (``next_warm``: the
+    armed warm deadline due first, by name, or ``None``).  Pure."""
+    armed = [d for d in deadlines if d.name in WARM_DEADLINES and d.due_at is not None]
+    first = min(armed, key=lambda d: d.due_at or 0.0, default=None)
+    return {"pending": pending, "urls": list(oldest),
+            "next_warm": None if first is None else {"name": first.name,
+                                                     "due_at": first.due_at}}
+
+
 async def warm_status(warm: RunningWarmer) -> dict[str, Any]:
     """The active warm run (with why discovery skipped URLs), the last run that ended (with
     its warning), the origins visitors arrive on against those runs fill, the job queue's
@@ -123,12 +143,15 @@ async def warm_status(warm: RunningWarmer) -> dict[str, Any]:
     last = next((run for run in await runs.recent(LAST_RUN_AMONG)
                  if run.phase in ("done", "failed")), None)
     deadlines = await warm.ticker.status()
+    pending = await warm.stores.pending.count()
     return {"active": {**run_json(active), "skipped_reasons": await runs.skipped_reasons(active.id)}
             if active else None,
             "last": await ended_json(runs, last) if last else None,
             **origins_json(warm.stoker.settings.site_urls, await warm.stores.hits.origins(),
                            warm.stoker.clock.now()),
-            "pending_rewarm": await warm.stores.pending.count(),
+            "pending_rewarm": pending,
+            "cold": cold_json(pending, await warm.stores.pending.oldest(COLD_SHOWN)
+                              if pending else (), deadlines),
             "jobs": counts_json(await warm.stores.queue.counts()),
             "deadlines": [{"name": d.name, "due_at": d.due_at, "last_error": d.last_error}
                           for d in deadlines]}
@@ -166,9 +189,15 @@ class StatusSource:
         status["nodes"] = stored.get("members") or [self._own_node()]
         return status
 
+    def node_name(self) -> str:
+        """This process's name: on the purge bus, else ``node_id``, else the host's."""
+        relay = self._stoker.purger.relay
+        return relay.me if relay is not None else (
+            self._stoker.settings.node_id or socket.gethostname())
+
     def _own_node(self) -> dict[str, Any]:
         figures = own(self._stoker)
-        return {"name": self._stoker.settings.node_id or "this process", "live": True,
+        return {"name": self.node_name(), "live": True,
                 "figures": node_figures(figures.outcomes, figures.origin_up,
                                         figures.timing.counts, figures.timing.failures,
                                         figures.cache_bytes)}
@@ -182,11 +211,13 @@ class StatusSource:
         timing, breaker = figures.timing, pipeline.health.state
         served_by = shares(figures.outcomes)
         return {
-            "now": now, "origin": stoker.settings.origin,
+            "now": now, "origin": stoker.settings.origin, "node": self.node_name(),
+            "proxy_url": stoker.settings.site_urls[0],
             "origin_down_since": pipeline.health.down_since, "version": pipeline.keying.version,
             "requests": dict(pipeline.stats), "outcomes": outcome_rows(figures.outcomes),
             "served_by": served_by, "share": fractions(served_by),
             "hit_ratio": hit_ratio(served_by),
+            "stale_if_error": figures.outcomes.get(("stale-if-error", "", False), 0),
             "uncacheable": uncacheable_reasons(figures.outcomes),
             "cache_bytes": figures.cache_bytes, "origin_bytes": figures.origin_bytes,
             "requests_per_second": round(self.history.rate(current), 3),
@@ -200,7 +231,7 @@ class StatusSource:
             "pending_l2_writes": store.pending(),
             "in_flight": figures.in_flight,
             "cookie_bypasses": cookie_bypass_report(pipeline.cookie_bypasses, pipeline.stats),
-            "history": self.history.minutes(current), "gc": heap_status(),
+            "history": self.history.windows(current), "gc": heap_status(),
             "refresh_ahead": None if pipeline.reads is None else {
                 "tracked": len(pipeline.reads), "refreshed": figures.refreshed,
                 "not_modified": figures.refresh_not_modified, "failed": figures.refresh_failed},

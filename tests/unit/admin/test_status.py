@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from stoker.admin.status import fractions, outcome_rows, said_figures, shares
+from stoker.admin.status import cold_json, fractions, outcome_rows, said_figures, shares
+from stoker.schedule.store import Deadline
 
 OUTCOMES = {("hit", "", False): 6, ("stale-while-revalidate", "", False): 1,
             ("miss", "", False): 2, ("bypass", "cookie", False): 3,
@@ -38,3 +39,12 @@ def test_a_member_line_from_what_it_said_or_none() -> None:
         4, 1, 2)
     assert line["origin_up"] and line["origin_p50"] is not None
     assert said_figures("{}") is None and said_figures("not json") is None
+
+
+def test_cold_now_names_a_few_pending_urls_and_the_warm_deadline_due_first() -> None:
+    deadlines = [Deadline("stats-flush", due_at=5.0), Deadline("refresh", due_at=900.0),
+                 Deadline("rewarm", due_at=60.0), Deadline("recover")]
+    assert cold_json(12, ["https://s/a", "https://s/b"], deadlines) == {
+        "pending": 12, "urls": ["https://s/a", "https://s/b"],
+        "next_warm": {"name": "rewarm", "due_at": 60.0}}  # stats-flush warms nothing
+    assert cold_json(0, [], [Deadline("recover")])["next_warm"] is None  # not armed
