@@ -29,8 +29,8 @@ from stoker.origin.timing import BUCKETS
 POINTS: Final = 60
 """Slots each window shows."""
 WINDOWS: Final = {"5m": 5.0, "1h": 60.0, "1d": 1440.0}
-"""Each window the charts offer: its name → its slot's length in seconds (× :data:`POINTS`:
-5 minutes, an hour, a day)."""
+"""Each window the charts offer: its name → its slot's length in seconds (times
+:data:`POINTS`: 5 minutes, an hour, a day)."""
 RATE_WINDOW: Final = 10.0
 """Seconds the request rate is averaged over."""
 

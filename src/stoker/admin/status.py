@@ -26,8 +26,8 @@ import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from stoker.admin.hit_ratio import answered, hit_ratio, uncacheable_reasons
 from stoker.admin.history import History, Sample, quantile
+from stoker.admin.hit_ratio import answered, hit_ratio, uncacheable_reasons
 from stoker.admin.jobs_api import counts_json
 from stoker.admin.metrics import Figures, member_summary, or_none, own, shares
 from stoker.admin.warm_api import origins_json, run_json
@@ -110,7 +110,8 @@ def outcome_rows(outcomes: Mapping[tuple[str, str, bool], int]) -> list[dict[str
 def sample_of(figures: Figures, now: float) -> Sample:
     """The cumulative counters the history keeps, from ``figures``.  Pure."""
     split = shares(figures.outcomes)
-    return Sample(at=now, requests=answered(split), cache=split["cache"], errors=figures.timing.failures,
+    return Sample(at=now, requests=answered(split), cache=split["cache"],
+                  errors=figures.timing.failures,
                   served=figures.cache_bytes, timing=tuple(figures.timing.counts))
 
 

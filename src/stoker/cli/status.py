@@ -27,6 +27,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from stoker.admin.hit_ratio import hit_ratio
 from stoker.cli.common import (
     AdminTokenOpt,
     AdminUrlOpt,
@@ -36,7 +37,6 @@ from stoker.cli.common import (
     output,
     usage_error,
 )
-from stoker.admin.hit_ratio import hit_ratio
 from stoker.clock import SystemClock
 from stoker.text import plural
 
