@@ -90,6 +90,7 @@ def test_the_hit_ratio_is_the_visitors_one_and_warm_visits_show_apart() -> None:
     assert view["hit_ratio"] == 0.6  # 6 of 10: warm visits and refusals are not in it
     assert rows_of(view)["hit ratio"] == ("60.0%", "")
     assert rows_of(view)["warm visits (not in the ratio)"] == ("30", "")
+    assert rows_of(view)["uncacheable (pass, bypass)"] == ("2", "")
 
 
 def test_warm_progress_is_known_only_while_a_run_with_urls_is_active() -> None:

@@ -169,6 +169,8 @@ def request_rows(view: Mapping[str, Any]) -> list[Row]:
     return [*(row(kind, kind) for kind in kinds),
             ("all", _count(view["requests_total"]), _per_second(view["requests_per_second"])),
             ("hit ratio", _percent(view["hit_ratio"]), ""),
+            *([("uncacheable (pass, bypass)", _count(view["served_by"]["uncacheable"]), "")]
+              if view.get("served_by", {}).get("uncacheable") else []),
             *([("warm visits (not in the ratio)", _count(view["warm_visits"]), "")]
               if view.get("warm_visits") else []),
             *(row(name, f"{name} (among the above)") for name in extra)]

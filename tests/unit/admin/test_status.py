@@ -48,3 +48,11 @@ def test_cold_now_names_a_few_pending_urls_and_the_warm_deadline_due_first() -> 
         "pending": 12, "urls": ["https://s/a", "https://s/b"],
         "next_warm": {"name": "rewarm", "due_at": 60.0}}  # stats-flush warms nothing
     assert cold_json(0, [], [Deadline("recover")])["next_warm"] is None  # not armed
+
+
+def test_a_member_line_has_its_own_hit_ratio() -> None:
+    said = json.dumps({"outcomes": [["hit", "", False, 3], ["miss", "", False, 1],
+                                    ["miss", "", True, 50]],
+                       "origin_up": True, "timing": {"counts": [0] * 15, "failures": 0}})
+    line = said_figures(said)
+    assert line is not None and line["hit_ratio"] == 0.75  # its warm visits apart

@@ -235,7 +235,7 @@
     const [nodes, x] = frame(now, step, tick, top ? shown(top, "ms") : "");
     series.forEach(([key, cls]) => {
       const points = rows.filter((r) => r[key] !== null && r[key] !== undefined)
-        .map((r) => [x(r.at + step / 2), TOP + PLOT - (r[key] / top) * PLOT]);
+        .map((r) => [Math.min(x(r.at + step / 2), W - 3), TOP + PLOT - (r[key] / top) * PLOT]);
       if (!points.length) return;
       nodes.push(shape("polyline", { class: cls, fill: "none",
         points: points.map(([px, py]) => px.toFixed(1) + "," + py.toFixed(1)).join(" ") }));
