@@ -155,8 +155,9 @@ def sections(view: Mapping[str, Any]) -> list[Section]:
 
 
 def request_rows(view: Mapping[str, Any]) -> list[Row]:
-    """A row per request counter (the four kinds always, first), then all of them and the
-    hit ratio; the counters that count requests among the kinds come last, said so."""
+    """A row per request counter (the four kinds always, first), then all of them, the
+    hit ratio (visitors only), the uncacheable requests and the warm visits (when any);
+    the counters that count requests among the kinds come last, said so."""
     requests: Mapping[str, int] = view.get("requests", {})
     rates: Mapping[str, float] | None = view.get("request_rates")
     kinds = _counted_kinds()
