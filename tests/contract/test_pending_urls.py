@@ -54,6 +54,9 @@ async def test_a_url_is_pending_once_and_keeps_its_first_time(pending: PendingUr
 async def test_take_is_oldest_first_and_bounded(pending: PendingUrls) -> None:
     await pending.add(["https://s/late"], 30.0)
     await pending.add(["https://s/early"], 10.0)
+    assert await pending.oldest(1) == ["https://s/early"]  # looked at, left pending
+    assert await pending.oldest(5) == ["https://s/early", "https://s/late"]
+    assert await pending.oldest(0) == []
     assert await pending.take(1) == ["https://s/early"]
     assert await pending.take(5) == ["https://s/late"]
 

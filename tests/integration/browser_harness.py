@@ -59,13 +59,14 @@ def console_errors(page: Page) -> list[str]:
     return errors
 
 
-async def shoot(page: Page, name: str) -> None:
-    """Screenshots of ``page`` at every size; none may scroll sideways."""
+async def shoot(page: Page, name: str, pattern: str = "dashboard-{name}-{size}.png") -> None:
+    """Screenshots of ``page`` at every size, named by ``pattern`` (``{name}``, ``{size}``,
+    ``{width}``); none may scroll sideways."""
     ARTIFACTS.mkdir(exist_ok=True)
     for size, viewport in SIZES.items():
         await page.set_viewport_size(viewport)
-        await page.screenshot(path=str(ARTIFACTS / f"dashboard-{name}-{size}.png"),
-                              full_page=True)
+        shot = pattern.format(name=name, size=size, width=viewport["width"])
+        await page.screenshot(path=str(ARTIFACTS / shot), full_page=True)
         width = await page.evaluate("document.documentElement.scrollWidth")
         assert width <= viewport["width"], f"{name} scrolls sideways at {size}: {width}px"
     await page.set_viewport_size(SIZES["desktop"])

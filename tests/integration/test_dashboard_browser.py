@@ -38,8 +38,8 @@ async def test_log_in_watch_the_overview_live_and_log_out(origin: Origin, tmp_pa
         await shoot(page, "login")
         await log_in(page, dash.url)
         await expect(page.locator("#live")).to_have_text("live", timeout=10_000)
-        cache_share = page.locator('[data-path="share.cache"]')
-        await expect(cache_share).to_have_text("0.0 %")
+        cache_share = page.locator('[data-path="hit_ratio"]')
+        await expect(cache_share).to_have_text("—")  # no request yet
         for _ in range(4):
             await dash.proxy.client.get("/page")  # a miss, then hits
         await expect(cache_share).to_have_text("75.0 %", timeout=10_000)  # pushed, no reload

@@ -13,7 +13,6 @@ from rich.console import Console
 from stoker.cli.status import (
     Sample,
     counter_rates,
-    hit_ratio,
     member_rows,
     rate,
     render,
@@ -77,14 +76,21 @@ def test_the_total_counts_each_request_once() -> None:
     assert total_requests(requests) == 10  # collapsed and error are among the misses
 
 
-def test_the_hit_ratio_is_none_before_any_request() -> None:
-    assert hit_ratio({}) is None
-    assert hit_ratio({"hit": 0, "miss": 0, "collapsed": 0}) is None
+def test_the_hit_ratio_is_none_before_any_visitors_request() -> None:
+    assert summary(Sample(status(), 5.0, 1e9))["hit_ratio"] is None  # an older Stoker
+    assert summary(Sample(status(served_by={"warm": 9, "error": 1}), 5.0, 1e9))[
+        "hit_ratio"] is None
 
 
-def test_the_hit_ratio_counts_fresh_and_stale_answers_from_the_cache() -> None:
-    assert hit_ratio({"hit": 6, "stale": 2, "miss": 1, "bypass": 1}) == 0.8
-    assert hit_ratio({"miss": 3}) == 0.0
+def test_the_hit_ratio_is_the_visitors_one_and_warm_visits_show_apart() -> None:
+    served_by = {"cache": 6, "miss": 1, "uncacheable": 2, "origin_failure": 1, "error": 4,
+                 "warm": 30}
+    view = summary(Sample(status(requests={"hit": 6, "miss": 31}, served_by=served_by),
+                          5.0, 1e9))
+    assert view["hit_ratio"] == 0.6  # 6 of 10: warm visits and refusals are not in it
+    assert rows_of(view)["hit ratio"] == ("60.0%", "")
+    assert rows_of(view)["warm visits (not in the ratio)"] == ("30", "")
+    assert rows_of(view)["uncacheable (pass, bypass)"] == ("2", "")
 
 
 def test_warm_progress_is_known_only_while_a_run_with_urls_is_active() -> None:
@@ -95,7 +101,8 @@ def test_warm_progress_is_known_only_while_a_run_with_urls_is_active() -> None:
 
 
 def test_one_sample_has_no_rates() -> None:
-    view = summary(Sample(status(requests={"hit": 3, "miss": 1}), 5.0, 1e9))
+    view = summary(Sample(status(requests={"hit": 3, "miss": 1},
+                                 served_by={"cache": 3, "miss": 1}), 5.0, 1e9))
     assert (view["requests_total"], view["hit_ratio"]) == (4, 0.75)
     assert view["requests_per_second"] is view["request_rates"] is view["sampled_over"] is None
     assert rows_of(view)["hit"] == ("3", "—")
@@ -103,7 +110,8 @@ def test_one_sample_has_no_rates() -> None:
 
 
 def test_two_samples_give_the_rates_between_them_and_keep_the_status_as_fetched() -> None:
-    fetched = status(requests={"hit": 30, "miss": 5, "collapsed": 2})
+    fetched = status(requests={"hit": 30, "miss": 5, "collapsed": 2},
+                     served_by={"cache": 30, "miss": 5})
     view = summary(Sample(fetched, 12.0, 1e9), Sample(status(requests={"hit": 10}), 10.0, 1e9))
     assert {key: view[key] for key in fetched} == fetched
     assert view["sampled_over"] == 2.0

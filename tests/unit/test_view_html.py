@@ -27,7 +27,7 @@ def test_markup_passes_through_and_none_is_empty() -> None:
 
 
 @pytest.mark.parametrize(("value", "style", "said"), [
-    (None, "count", "—"), (0.4567, "percent", "45.7 %"), (2.25, "rate", "2.2"),
+    (None, "count", "—"), (0.4567, "percent", "45.7 %"), (2.25, "rate", "2.2 req/s"),
     (0.0123, "ms", "12 ms"), (512, "bytes", "512 B"), (1536, "bytes", "1.5 KiB"),
     (5 * 1024 ** 5, "bytes", "5120.0 TiB"), (1234567, "count", "1 234 567"),
     ("open", "text", "open")])

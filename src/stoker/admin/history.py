@@ -1,16 +1,18 @@
-"""The last hour of the overview's figures, per minute, kept in memory.
+"""The overview's figures over three windows (the last 5 minutes, hour and day), kept in
+memory.
 
 The counters Stoker keeps anyway only grow; :class:`History` takes a :class:`Sample` of
-them now and then (the status hub, every second) and remembers the first sample of each
-minute, so a minute's figure is the difference between the next minute's first sample
-and its own (the current minute's, between now and its first).
+them now and then (the status hub, every second) and, for each window of :data:`WINDOWS`,
+remembers the first sample of each of its slots (5 s, 1 min, 24 min), so a slot's figure
+is the difference between the next slot's first sample and its own (the current slot's,
+between now and its first).
 
 Invariants:
-- At most :data:`MINUTES` + 1 minute samples and the samples of the last
-  :data:`RATE_WINDOW` seconds are kept, whatever the traffic.
-- A minute no sample was taken in shows as none (never a made-up figure); a counter
-  that went back (the pipeline was replaced) counts as 0 for that minute.
-- Pure but for the two bounded deques; ``now`` is always an argument.
+- Memory is bounded whatever the traffic or the uptime: at most :data:`POINTS` + 1
+  samples per window and the samples of the last :data:`RATE_WINDOW` seconds.
+- A slot no sample was taken in shows as none (never a made-up figure); a counter that
+  went back (the pipeline was replaced) counts as 0 for that slot.
+- Pure but for the bounded deques; ``now`` is always an argument.
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ from typing import Any, Final
 
 from stoker.origin.timing import BUCKETS
 
-MINUTES: Final = 60
-"""Minutes of history the charts show."""
+POINTS: Final = 60
+"""Slots each window shows."""
+WINDOWS: Final = {"5m": 5.0, "1h": 60.0, "1d": 1440.0}
+"""Each window the charts offer: its name → its slot's length in seconds (times
+:data:`POINTS`: 5 minutes, an hour, a day)."""
 RATE_WINDOW: Final = 10.0
 """Seconds the request rate is averaged over."""
 
@@ -36,7 +41,7 @@ class Sample:
 
     at: float
     requests: int
-    """Visitors' requests answered."""
+    """Visitors' requests answered (:func:`~stoker.admin.hit_ratio.answered`)."""
     cache: int
     """… of them answered from the cache."""
     errors: int
@@ -47,9 +52,10 @@ class Sample:
     """The origin answer-time histogram's bucket counts (see ``OriginTiming``)."""
 
 
-def minute_of(at: float) -> int:
-    """The minute (epoch seconds, a multiple of 60) ``at`` falls in.  Pure."""
-    return int(at // 60) * 60
+def slot_of(at: float, step: float) -> float:
+    """The start (epoch seconds, a multiple of ``step``) of the slot ``at`` falls in.
+    Pure."""
+    return math.floor(at / step) * step
 
 
 def quantile(counts: Sequence[int], q: float) -> float | None:
@@ -77,39 +83,60 @@ def _delta(later: Sequence[int], earlier: Sequence[int]) -> list[int]:
     return [max(0, b - a) for a, b in zip(earlier, later, strict=True)]
 
 
-def minute_figures(start: Sample, end: Sample) -> dict[str, Any]:
-    """The figures of the minute that began with ``start``, up to ``end``.  Pure."""
+def slot_figures(start: Sample, end: Sample, step: float) -> dict[str, Any]:
+    """The figures of the ``step``-long slot that began with ``start``, up to ``end``.
+    Pure."""
     requests = max(0, end.requests - start.requests)
     cache = min(requests, max(0, end.cache - start.cache))
     timing = _delta(end.timing, start.timing)
-    return {"minute": minute_of(start.at), "requests": requests, "cache": cache,
+    return {"at": slot_of(start.at, step), "requests": requests, "cache": cache,
             "origin": requests - cache, "errors": max(0, end.errors - start.errors),
             "served": max(0, end.served - start.served),
             "p50": quantile(timing, 0.5), "p99": quantile(timing, 0.99)}
 
 
+class Ring:
+    """The first sample of each of the last :data:`POINTS` slots of ``step`` seconds."""
+
+    def __init__(self, step: float) -> None:
+        self.step = step
+        self._firsts: deque[Sample] = deque(maxlen=POINTS + 1)
+
+    def observe(self, sample: Sample) -> None:
+        """Keep ``sample`` if it is its slot's first (samples come in time order)."""
+        last = self._firsts[-1] if self._firsts else None
+        if last is None or slot_of(last.at, self.step) != slot_of(sample.at, self.step):
+            self._firsts.append(sample)
+
+    def rows(self, now: Sample) -> list[dict[str, Any]]:
+        """Each slot of the window that had a sample, oldest first, ``now`` closing the
+        current one."""
+        samples = [*self._firsts, now]
+        step = self.step
+        rows = [slot_figures(start, end, step) for start, end in pairwise(samples)
+                if slot_of(end.at, step) - slot_of(start.at, step) <= step]
+        return [row for row in rows if row["at"] > slot_of(now.at, step) - POINTS * step]
+
+
 class History:
-    """The minute samples of the last hour and the samples of the last seconds."""
+    """A :class:`Ring` per window of :data:`WINDOWS` and the samples of the last seconds."""
 
     def __init__(self) -> None:
-        self._minutes: deque[Sample] = deque(maxlen=MINUTES + 1)
+        self._rings = {name: Ring(step) for name, step in WINDOWS.items()}
         self._recent: deque[Sample] = deque()
 
     def observe(self, sample: Sample) -> None:
         """Take ``sample`` (samples come in time order)."""
-        if not self._minutes or minute_of(self._minutes[-1].at) != minute_of(sample.at):
-            self._minutes.append(sample)
+        for ring in self._rings.values():
+            ring.observe(sample)
         self._recent.append(sample)
         while self._recent and self._recent[0].at < sample.at - RATE_WINDOW:
             self._recent.popleft()
 
-    def minutes(self, now: Sample) -> list[dict[str, Any]]:
-        """Each minute of the last hour that had a sample, oldest first, with ``now``
-        closing the current one."""
-        samples = [*self._minutes, now]
-        rows = [minute_figures(start, end) for start, end in pairwise(samples)
-                if minute_of(end.at) - minute_of(start.at) <= 60]
-        return [row for row in rows if row["minute"] > minute_of(now.at) - MINUTES * 60]
+    def windows(self, now: Sample) -> dict[str, dict[str, Any]]:
+        """Each window's slot length (``step``, seconds) and rows (:meth:`Ring.rows`)."""
+        return {name: {"step": ring.step, "rows": ring.rows(now)}
+                for name, ring in self._rings.items()}
 
     def rate(self, now: Sample) -> float:
         """Visitors' requests per second over the last :data:`RATE_WINDOW` seconds."""

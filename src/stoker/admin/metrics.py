@@ -43,6 +43,7 @@ from prometheus_client.core import (
     Metric,
 )
 
+from stoker.admin.hit_ratio import hit_ratio, places
 from stoker.origin.timing import OriginTiming
 from stoker.purge.bus import Member
 from stoker.purge.list import L1, L2
@@ -55,11 +56,6 @@ T = TypeVar("T")
 
 REQUEST_KINDS = ("hit", "stale", "miss", "bypass")
 """Counters of ``Pipeline.stats`` that together count every request answered."""
-CACHE_KINDS: Final = frozenset({"hit", "stale-while-revalidate", "stale-if-error",
-                                "revalidated"})
-"""Outcomes whose body came from the cache (a revalidation: the origin said 304)."""
-ORIGIN_KINDS: Final = frozenset({"miss", "collapsed", "pass", "bypass"})
-"""Outcomes whose body came from the origin (a collapsed request: another's fetch)."""
 
 log = logging.getLogger("stoker.admin")
 
@@ -193,14 +189,12 @@ def said(figures: Figures) -> str:
 
 
 def shares(outcomes: Mapping[tuple[str, str, bool], int]) -> dict[str, int]:
-    """Visitors' requests answered by the cache, by the origin, by Stoker itself (errors),
-    and warm visits, from outcome counts.  Pure."""
-    found = {"cache": 0, "origin": 0, "error": 0, "warm": 0}
-    for (kind, _, warm), count in outcomes.items():
-        where = "warm" if warm else ("cache" if kind in CACHE_KINDS else
-                                     "origin" if kind in ORIGIN_KINDS else "error")
-        found[where] += count
-    return found
+    """Visitors' requests by where they were answered (:func:`~stoker.admin.hit_ratio.places`:
+    ``cache``, ``miss``, ``uncacheable``, ``origin_failure``, ``error`` for Stoker's own
+    refusals), ``origin`` (the bodies the origin gave: ``miss`` + ``uncacheable``) and
+    warm visits (``warm``), from outcome counts.  Pure."""
+    split = places(outcomes)
+    return {**split, "origin": split["miss"] + split["uncacheable"]}
 
 
 def member_summary(said_json: str | None) -> dict[str, Any]:
@@ -212,11 +206,10 @@ def member_summary(said_json: str | None) -> dict[str, Any]:
     node, l1 = told.get("node", {}), told.get("l1", {})
     split = shares({(kind, reason, warm): count
                     for kind, reason, warm, count in told.get("outcomes", ())})
-    requests, cached = split["cache"] + split["origin"] + split["error"], split["cache"]
+    requests = sum(count for where, count in split.items() if where not in ("origin", "warm"))
     return {"release": node.get("release"), "cache_version": node.get("cache_version"),
             "warm_workers": node.get("warm_workers"),
-            "requests": requests if told else None,
-            "hit_ratio": round(cached / requests, 4) if requests else None,
+            "requests": requests if told else None, "hit_ratio": hit_ratio(split),
             "l1_entries": l1.get("entries"), "l1_bytes": l1.get("bytes")}
 
 
@@ -386,7 +379,26 @@ def _request_families(figures: Figures) -> Iterable[Metric]:
         labels=["cookie"])
     for name, count in sorted(figures.cookie_bypasses.items()):
         cookies.add_metric([name], count)
-    return requests, cookies
+    return requests, cookies, *_visitor_families(figures)
+
+
+VISITOR_COUNTERS: Final = (
+    ("stoker_cache_hits", "cache", "Visitors' requests answered from the cache (fresh, stale "
+     "or revalidated). Hit ratio = hits / (hits + misses + passes + origin failure replies)"),
+    ("stoker_cache_misses", "miss", "Visitors' cacheable requests the origin answered (misses "
+     "and collapsed requests)"),
+    ("stoker_cache_passes", "uncacheable", "Visitors' requests forwarded past the cache "
+     "(passes and bypasses: uncacheable)"),
+    ("stoker_origin_failure_replies", "origin_failure", "Visitors' requests Stoker answered "
+     "502, 503 or 504 because the origin failed"),
+    ("stoker_warm_requests", "warm", "The warmer's own requests (never in the hit ratio)"))
+"""The varnishstat-like counters of :func:`shares`: metric name, share, help."""
+
+
+def _visitor_families(figures: Figures) -> Iterable[Metric]:
+    split = shares(figures.outcomes)
+    return [CounterMetricFamily(name, text, value=split[where])
+            for name, where, text in VISITOR_COUNTERS]
 
 
 def _origin_families(figures: Figures) -> Iterable[Metric]:

@@ -43,6 +43,7 @@ from stoker.admin.api import read_limited
 from stoker.admin.auth import authenticate
 from stoker.admin.events import StatusHub
 from stoker.admin.guard import Gate
+from stoker.admin.hit_ratio import answered
 from stoker.admin.login_limit import Refused, retry_seconds
 from stoker.admin.sessions import Sessions, cookie_value, place_of, set_cookie
 from stoker.admin.views import (
@@ -57,6 +58,13 @@ from stoker.admin.views import (
     why,
 )
 from stoker.admin.views.html import link, shown, url_attr
+from stoker.admin.views.overview import (
+    banner_text,
+    cold_urls_html,
+    next_warm_html,
+    reasons_html,
+    warm_link,
+)
 from stoker.purge.audit import record_safely
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
@@ -93,8 +101,10 @@ def _at(status: Mapping[str, Any], path: str) -> Any:
     return value
 
 
-FIELDS: Final = {"rate": ("requests_per_second", "rate"), "cache_share": ("share.cache", "percent"),
-                 "origin_share": ("share.origin", "percent"),
+FIELDS: Final = {"rate": ("requests_per_second", "rate"), "hit_ratio": ("hit_ratio", "percent"),
+                 "cache": ("served_by.cache", "count"), "miss": ("served_by.miss", "count"),
+                 "uncacheable": ("served_by.uncacheable", "count"),
+                 "origin_failure": ("served_by.origin_failure", "count"),
                  "errors": ("served_by.error", "count"), "warm": ("served_by.warm", "count"),
                  "cache_bytes": ("cache_bytes", "bytes"),
                  "origin_bytes": ("origin_bytes", "bytes"),
@@ -104,7 +114,9 @@ FIELDS: Final = {"rate": ("requests_per_second", "rate"), "cache_share": ("share
                  "failures": ("origin_timing.failures", "count"),
                  "l1_entries": ("l1.entries", "count"), "l1_bytes": ("l1.bytes", "bytes"),
                  "l2_entries": ("store.entries", "count"), "l2_bytes": ("store.bytes", "bytes"),
-                 "pending": ("pending_l2_writes", "count")}
+                 "pending": ("pending_l2_writes", "count"),
+                 "cold_pending": ("warm.cold.pending", "count"), "node": ("node", "text"),
+                 "proxy_url": ("proxy_url", "text")}
 """The overview's figures: template name → (path in the status, format)."""
 
 
@@ -126,9 +138,10 @@ def node_rows_html(status: Mapping[str, Any]) -> str:
     for node in status.get("nodes", ()):
         figures = node.get("figures") or {}
         up = figures.get("origin_up")
-        rows.append(_row([(node["name"], False), ("live" if node.get("live") else "gone", False),
-                          (shown(figures.get("cache"), "count"), True),
-                          (shown(figures.get("origin"), "count"), True),
+        name = node["name"] + (" (this one)" if node["name"] == status.get("node") else "")
+        rows.append(_row([(name, False), ("live" if node.get("live") else "gone", False),
+                          (shown(answered(figures) if figures else None, "count"), True),
+                          (shown(figures.get("hit_ratio"), "percent"), True),
                           ("—" if up is None else "up" if up else "down", False),
                           (shown(figures.get("origin_p50"), "ms"), True)]))
     return "".join(rows)
@@ -137,9 +150,14 @@ def node_rows_html(status: Mapping[str, Any]) -> str:
 def overview_html(status: Mapping[str, Any]) -> str:
     """The overview's content, rendered from a composed status.  Pure."""
     values = {name: shown(_at(status, path), style) for name, (path, style) in FIELDS.items()}
+    banner = banner_text(status)
     return template("overview.html").substitute(
         {name: html.escape(value) for name, value in values.items()},
-        outcomes=outcome_rows_html(status), nodes=node_rows_html(status))
+        outcomes=outcome_rows_html(status), nodes=node_rows_html(status),
+        banner=html.escape(banner), banner_hidden="" if banner else "hidden",
+        empty_hidden="hidden" if status.get("hit_ratio") is not None else "",
+        uncacheable_reasons=reasons_html(status), cold_urls=cold_urls_html(status),
+        next_warm=next_warm_html(status), warm_link=html.escape(warm_link()))
 
 
 def page_html(title: str, page: str, content: str, *, nav: bool, logout: bool) -> str:

@@ -22,20 +22,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from stoker.admin.history import History, Sample, quantile
+from stoker.admin.hit_ratio import answered, hit_ratio, uncacheable_reasons
 from stoker.admin.jobs_api import counts_json
 from stoker.admin.metrics import Figures, member_summary, or_none, own, shares
 from stoker.admin.warm_api import origins_json, run_json
 from stoker.admin.why import cookie_bypass_report
 from stoker.clock import Clock
 from stoker.purge.bus import Member
+from stoker.schedule.store import Deadline
 from stoker.server.heap import heap_status
 from stoker.warm.run import Run
 from stoker.warm.run_store import RunStore
 from stoker.warm.verdict import warning
+from stoker.warm.warmer import RECOVER, REFRESH, REWARM
 
 if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.admin.facade import RunningStoker, RunningWarmer
@@ -44,6 +48,11 @@ LAST_RUN_AMONG: Final = 20
 """The newest warm runs looked at for the last one that ended."""
 MEMO: Final = 1.0
 """Seconds the stores' figures are reused for."""
+COLD_SHOWN: Final = 5
+"""The pending re-warm URLs the overview names (the rest are counted)."""
+WARM_DEADLINES: Final = frozenset({REWARM, REFRESH, RECOVER})
+"""The deadlines that start a warm run (the re-warm of purges, the daily refresh, the
+outage recovery)."""
 
 
 def members_json(members: Sequence[Member], now: float,
@@ -75,16 +84,20 @@ def node_figures(outcomes: Mapping[tuple[str, str, bool], int], origin_up: bool,
                  timing: Sequence[int], failures: int, cache_bytes: int) -> dict[str, Any]:
     """One node's line of the overview: its shares, bytes from cache, origin state and
     latency.  Pure."""
-    return {**shares(outcomes), "cache_bytes": cache_bytes, "origin_up": origin_up,
+    split = shares(outcomes)
+    return {**split, "hit_ratio": hit_ratio(split), "cache_bytes": cache_bytes,
+            "origin_up": origin_up,
             "origin_failures": failures,
             "origin_p50": quantile(timing, 0.5), "origin_p99": quantile(timing, 0.99)}
 
 
 def fractions(served_by: Mapping[str, int]) -> dict[str, float]:
-    """The shares of visitors' requests answered by the cache and by the origin.  Pure."""
-    total = served_by["cache"] + served_by["origin"] + served_by["error"]
+    """The shares of the visitors' requests answered (:func:`~stoker.admin.hit_ratio.answered`)
+    that the cache (the hit ratio), the origin and an origin failure answered; 0 before
+    any.  Pure."""
+    total = answered(served_by)
     return {where: round(served_by[where] / total, 4) if total else 0.0
-            for where in ("cache", "origin")}
+            for where in ("cache", "origin", "origin_failure")}
 
 
 def outcome_rows(outcomes: Mapping[tuple[str, str, bool], int]) -> list[dict[str, Any]]:
@@ -97,8 +110,8 @@ def outcome_rows(outcomes: Mapping[tuple[str, str, bool], int]) -> list[dict[str
 def sample_of(figures: Figures, now: float) -> Sample:
     """The cumulative counters the history keeps, from ``figures``.  Pure."""
     split = shares(figures.outcomes)
-    return Sample(at=now, requests=split["cache"] + split["origin"] + split["error"],
-                  cache=split["cache"], errors=figures.timing.failures,
+    return Sample(at=now, requests=answered(split), cache=split["cache"],
+                  errors=figures.timing.failures,
                   served=figures.cache_bytes, timing=tuple(figures.timing.counts))
 
 
@@ -107,6 +120,18 @@ async def ended_json(runs: RunStore, run: Run) -> dict[str, Any]:
     skipped = await runs.skipped_reasons(run.id)
     return {**run_json(run), "skipped_reasons": skipped,
             "warning": warning(run, skipped, await runs.not_stored_reasons(run.id))}
+
+
+def cold_json(pending: int, oldest: Sequence[str],
+              deadlines: Sequence[Deadline]) -> dict[str, Any]:
+    """What is cold now, as the overview shows it: the purged URLs waiting for their
+    re-warm (``pending``, the ``oldest`` few), and the next warm due (``next_warm``: the
+    armed warm deadline due first, by name, or ``None``).  Pure."""
+    armed = [d for d in deadlines if d.name in WARM_DEADLINES and d.due_at is not None]
+    first = min(armed, key=lambda d: d.due_at or 0.0, default=None)
+    return {"pending": pending, "urls": list(oldest),
+            "next_warm": None if first is None else {"name": first.name,
+                                                     "due_at": first.due_at}}
 
 
 async def warm_status(warm: RunningWarmer) -> dict[str, Any]:
@@ -119,12 +144,15 @@ async def warm_status(warm: RunningWarmer) -> dict[str, Any]:
     last = next((run for run in await runs.recent(LAST_RUN_AMONG)
                  if run.phase in ("done", "failed")), None)
     deadlines = await warm.ticker.status()
+    pending = await warm.stores.pending.count()
     return {"active": {**run_json(active), "skipped_reasons": await runs.skipped_reasons(active.id)}
             if active else None,
             "last": await ended_json(runs, last) if last else None,
             **origins_json(warm.stoker.settings.site_urls, await warm.stores.hits.origins(),
                            warm.stoker.clock.now()),
-            "pending_rewarm": await warm.stores.pending.count(),
+            "pending_rewarm": pending,
+            "cold": cold_json(pending, await warm.stores.pending.oldest(COLD_SHOWN)
+                              if pending else (), deadlines),
             "jobs": counts_json(await warm.stores.queue.counts()),
             "deadlines": [{"name": d.name, "due_at": d.due_at, "last_error": d.last_error}
                           for d in deadlines]}
@@ -162,9 +190,15 @@ class StatusSource:
         status["nodes"] = stored.get("members") or [self._own_node()]
         return status
 
+    def node_name(self) -> str:
+        """This process's name: on the purge bus, else ``node_id``, else the host's."""
+        relay = self._stoker.purger.relay
+        return relay.me if relay is not None else (
+            self._stoker.settings.node_id or socket.gethostname())
+
     def _own_node(self) -> dict[str, Any]:
         figures = own(self._stoker)
-        return {"name": self._stoker.settings.node_id or "this process", "live": True,
+        return {"name": self.node_name(), "live": True,
                 "figures": node_figures(figures.outcomes, figures.origin_up,
                                         figures.timing.counts, figures.timing.failures,
                                         figures.cache_bytes)}
@@ -178,10 +212,14 @@ class StatusSource:
         timing, breaker = figures.timing, pipeline.health.state
         served_by = shares(figures.outcomes)
         return {
-            "now": now, "origin": stoker.settings.origin,
+            "now": now, "origin": stoker.settings.origin, "node": self.node_name(),
+            "proxy_url": stoker.settings.site_urls[0],
             "origin_down_since": pipeline.health.down_since, "version": pipeline.keying.version,
             "requests": dict(pipeline.stats), "outcomes": outcome_rows(figures.outcomes),
             "served_by": served_by, "share": fractions(served_by),
+            "hit_ratio": hit_ratio(served_by),
+            "stale_if_error": figures.outcomes.get(("stale-if-error", "", False), 0),
+            "uncacheable": uncacheable_reasons(figures.outcomes),
             "cache_bytes": figures.cache_bytes, "origin_bytes": figures.origin_bytes,
             "requests_per_second": round(self.history.rate(current), 3),
             "origin_timing": {"answers": timing.answers, "failures": timing.failures,
@@ -194,7 +232,7 @@ class StatusSource:
             "pending_l2_writes": store.pending(),
             "in_flight": figures.in_flight,
             "cookie_bypasses": cookie_bypass_report(pipeline.cookie_bypasses, pipeline.stats),
-            "history": self.history.minutes(current), "gc": heap_status(),
+            "history": self.history.windows(current), "gc": heap_status(),
             "refresh_ahead": None if pipeline.reads is None else {
                 "tracked": len(pipeline.reads), "refreshed": figures.refreshed,
                 "not_modified": figures.refresh_not_modified, "failed": figures.refresh_failed},

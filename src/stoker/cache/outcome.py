@@ -77,11 +77,12 @@ class Outcome:
     @property
     def reason(self) -> str:
         """Why the cache was left out: ``detail``, else ``fwd``, for a bypass (a personal
-        cookie's bypass is ``cookie``, not its ``fwd=bypass``), ``detail`` for a pass, ``""``
-        for the other kinds (a label for counting outcomes)."""
+        cookie's bypass is ``cookie``, not its ``fwd=bypass``), ``detail`` for a pass and for
+        Stoker's own answer (``origin-down``, ``bad-request``…), ``""`` for the other kinds
+        (a label for counting outcomes)."""
         if self.kind is Kind.BYPASS:
             return self.detail or self.fwd or ""
-        if self.kind is Kind.PASS:
+        if self.kind is Kind.PASS or self.kind is Kind.ERROR:
             return self.detail or ""
         return ""
 

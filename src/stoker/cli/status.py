@@ -27,6 +27,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from stoker.admin.hit_ratio import hit_ratio
 from stoker.cli.common import (
     AdminTokenOpt,
     AdminUrlOpt,
@@ -90,15 +91,6 @@ def total_requests(requests: Mapping[str, int]) -> int:
     return sum(requests.get(kind, 0) for kind in _counted_kinds())
 
 
-def hit_ratio(requests: Mapping[str, int]) -> float | None:
-    """The share (0 to 1) of requests answered from the cache, fresh (hit) or stale; ``None``
-    while no request has been counted."""
-    total = total_requests(requests)
-    if not total:
-        return None
-    return (requests.get("hit", 0) + requests.get("stale", 0)) / total
-
-
 def warm_progress(status: Mapping[str, Any]) -> float | None:
     """The share (0 to 1) of the active warm run's URLs that are settled; ``None`` when no
     run is active (or no warmer runs) or the run has no URLs yet."""
@@ -111,14 +103,17 @@ def warm_progress(status: Mapping[str, Any]) -> float | None:
 
 def summary(after: Sample, before: Sample | None = None) -> dict[str, Any]:
     """``after``'s status as fetched, plus what the view computes: ``requests_total``,
-    ``hit_ratio``, the :func:`rates_between` the samples, ``origin_down_for`` (seconds,
+    ``hit_ratio`` (visitors only: :func:`stoker.admin.hit_ratio.hit_ratio` of the
+    status's ``served_by``), ``warm_visits``, the :func:`rates_between` the samples,
+    ``origin_down_for`` (seconds,
     ``None`` while the origin is up) and ``warm_progress``."""
     requests: Mapping[str, int] = after.status.get("requests", {})
     down_since = after.status.get("origin_down_since")
     return {
         **after.status,
         "requests_total": total_requests(requests),
-        "hit_ratio": _rounded(hit_ratio(requests), 4),
+        "hit_ratio": hit_ratio(after.status.get("served_by", {})),
+        "warm_visits": after.status.get("served_by", {}).get("warm"),
         **rates_between(before, after),
         "origin_down_for": None if down_since is None else round(
             max(after.wall - down_since, 0.0), 1),
@@ -160,8 +155,9 @@ def sections(view: Mapping[str, Any]) -> list[Section]:
 
 
 def request_rows(view: Mapping[str, Any]) -> list[Row]:
-    """A row per request counter (the four kinds always, first), then all of them and the
-    hit ratio; the counters that count requests among the kinds come last, said so."""
+    """A row per request counter (the four kinds always, first), then all of them, the
+    hit ratio (visitors only), the uncacheable requests and the warm visits (when any);
+    the counters that count requests among the kinds come last, said so."""
     requests: Mapping[str, int] = view.get("requests", {})
     rates: Mapping[str, float] | None = view.get("request_rates")
     kinds = _counted_kinds()
@@ -174,6 +170,10 @@ def request_rows(view: Mapping[str, Any]) -> list[Row]:
     return [*(row(kind, kind) for kind in kinds),
             ("all", _count(view["requests_total"]), _per_second(view["requests_per_second"])),
             ("hit ratio", _percent(view["hit_ratio"]), ""),
+            *([("uncacheable (pass, bypass)", _count(view["served_by"]["uncacheable"]), "")]
+              if view.get("served_by", {}).get("uncacheable") else []),
+            *([("warm visits (not in the ratio)", _count(view["warm_visits"]), "")]
+              if view.get("warm_visits") else []),
             *(row(name, f"{name} (among the above)") for name in extra)]
 
 

@@ -31,5 +31,9 @@ class PendingUrls(Protocol):
     async def count(self) -> int:
         """How many URLs are pending."""
 
+    async def oldest(self, limit: int) -> list[str]:
+        """Up to ``limit`` pending URLs, the longest pending first, left pending (one index
+        range read: the overview's "cold now")."""
+
     async def aclose(self) -> None:
         """Release connections (idempotent)."""

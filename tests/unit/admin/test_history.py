@@ -1,4 +1,5 @@
-"""The overview's last hour per minute, the request rate and latency quantiles (pure)."""
+"""The overview's windows (5 minutes, an hour, a day, each in 60 slots), the request rate
+and latency quantiles (pure)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.admin.history import MINUTES, History, Sample, minute_figures, quantile
+from stoker.admin.history import POINTS, WINDOWS, History, Sample, quantile, slot_figures
 from stoker.origin.timing import BUCKETS, OriginTiming
 
 T0 = 1_700_000_040.0  # a minute's start
@@ -42,32 +43,54 @@ def sample(at: float, requests: int, cache: int = 0, errors: int = 0) -> Sample:
     return Sample(at=at, requests=requests, cache=cache, errors=errors)
 
 
-def test_minutes_are_differences_of_the_first_samples_of_each_minute() -> None:
+def hour(history: History, now: Sample) -> list[dict[str, object]]:
+    return history.windows(now)["1h"]["rows"]  # type: ignore[no-any-return]
+
+
+def test_slots_are_differences_of_the_first_samples_of_each_slot() -> None:
     history = History()
     for second, requests in ((0, 0), (30, 50), (60, 100), (61, 110), (120, 130)):
         history.observe(sample(T0 + second, requests, cache=requests // 2))
-    rows = history.minutes(sample(T0 + 150, 160, cache=80))
-    assert [(r["minute"], r["requests"], r["cache"], r["origin"]) for r in rows] == [
+    rows = hour(history, sample(T0 + 150, 160, cache=80))
+    assert [(r["at"], r["requests"], r["cache"], r["origin"]) for r in rows] == [
         (T0, 100, 50, 50), (T0 + 60, 30, 15, 15), (T0 + 120, 30, 15, 15)]
+    assert history.windows(sample(T0 + 150, 160))["5m"]["rows"] == []  # slots 30 s apart
 
 
-def test_a_minute_without_a_sample_is_left_out_not_made_up() -> None:
+def test_the_five_minute_window_has_five_second_slots() -> None:
+    history = History()
+    for second in range(12):  # sampled every second, as the hub does
+        history.observe(sample(T0 + second, second * 2, cache=second))
+    five = history.windows(sample(T0 + 12, 24, cache=12))["5m"]
+    assert five["step"] == 5.0
+    assert [(r["at"], r["requests"], r["cache"]) for r in five["rows"]] == [
+        (T0, 10, 5), (T0 + 5, 10, 5), (T0 + 10, 4, 2)]
+
+
+def test_a_slot_without_a_sample_is_left_out_not_made_up() -> None:
     history = History()
     history.observe(sample(T0, 0))
     history.observe(sample(T0 + 300, 500))  # nobody sampled for five minutes
-    assert [r["minute"] for r in history.minutes(sample(T0 + 310, 510))] == [T0 + 300]
+    assert [r["at"] for r in hour(history, sample(T0 + 310, 510))] == [T0 + 300]
 
 
-def test_only_the_last_hour_is_kept() -> None:
+@given(st.sampled_from(sorted(WINDOWS)), st.integers(min_value=1, max_value=5))
+def test_each_window_keeps_its_last_points_only_whatever_the_uptime(name: str,
+                                                                    laps: int) -> None:
+    step, start = WINDOWS[name], 1440.0 * 1_200_000  # a start every slot length divides
     history = History()
-    for minute in range(MINUTES * 2):
-        history.observe(sample(T0 + minute * 60, minute))
-    rows = history.minutes(sample(T0 + MINUTES * 2 * 60 - 1, MINUTES * 2))
-    assert len(rows) == MINUTES and rows[-1]["minute"] == T0 + (MINUTES * 2 - 1) * 60
+    slots = POINTS * (laps + 1)
+    for slot in range(slots):
+        history.observe(sample(start + slot * step, slot))
+    window = history.windows(sample(start + slots * step - 1, slots))[name]
+    assert len(window["rows"]) == POINTS  # bounded: no more than the window shows
+    assert window["rows"][-1]["at"] == start + (slots - 1) * step
+    assert all(r["requests"] == 1 for r in window["rows"])
+    assert all(len(ring._firsts) <= POINTS + 1 for ring in history._rings.values())
 
 
 def test_a_counter_that_went_back_counts_zero() -> None:
-    assert minute_figures(sample(T0, 100, 50), sample(T0 + 30, 10, 5))["requests"] == 0
+    assert slot_figures(sample(T0, 100, 50), sample(T0 + 30, 10, 5), 60.0)["requests"] == 0
 
 
 def test_rate_over_the_last_seconds() -> None:

@@ -82,7 +82,7 @@ def shown(value: Any, style: str) -> str:
     if style == "percent":
         return f"{float(value) * 100:.1f} %"
     if style == "rate":
-        return f"{float(value):.1f}"
+        return f"{float(value):.1f} req/s"
     if style == "ms":
         return f"{float(value) * 1000:.0f} ms"
     if style == "bytes":

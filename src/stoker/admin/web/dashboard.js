@@ -30,7 +30,7 @@
     if (value === null || value === undefined) return "—";
     switch (style) {
       case "percent": return (value * 100).toFixed(1) + " %";
-      case "rate": return Number(value).toFixed(1);
+      case "rate": return Number(value).toFixed(1) + " req/s";
       case "ms": return (value * 1000).toFixed(0) + " ms";
       case "count": return Math.trunc(value).toLocaleString("en-US").replace(/,/g, " ");
       case "bytes": {
@@ -69,71 +69,210 @@
     body.replaceChildren(...fresh);
   }
 
-  const SVG = "http://www.w3.org/2000/svg";
-  const W = 360, H = 90;
+  // ---- the overview: words for time, the banner, the lists ----
+  function span(seconds) {  // as stoker.admin.views.html.span
+    const s = Math.abs(seconds);
+    if (s < 60) return s.toFixed(0) + " s";
+    if (s < 3600) return Math.floor(s / 60) + " min";
+    if (s < 86400) {
+      const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60);
+      return m ? h + " h " + m + " min" : h + " h";
+    }
+    return Math.floor(s / 86400) + " d";
+  }
 
-  function svg(children) {
+  function moment(at, now) {
+    if (at === null || at === undefined) return "—";
+    return at > now ? "in " + span(at - now) : span(now - at) + " ago";
+  }
+
+  function bannerText(status) {  // as stoker.admin.views.overview.banner_text
+    const breaker = status.breaker || {};
+    const since = status.origin_down_since;
+    if ((since === null || since === undefined) && (breaker.phase || "closed") === "closed") return "";
+    const when = since === null || since === undefined ? "" : " (for " + span(status.now - since) + ")";
+    const stale = status.stale_if_error || 0;
+    const served = stale
+      ? "Stoker answers from stale copies where it has them (" + shown(stale, "count") + " so far) and 503 where it has none."
+      : "Stoker answers 503 where it has no stale copy.";
+    const probing = breaker.phase === "half_open" ? " Its breaker is half-open: Stoker is trying it again." : "";
+    return "The origin is down" + when + "." + probing + " " + served;
+  }
+
+  function item(text, cls, tag) {
+    const li = document.createElement("li");
+    if (cls) li.className = cls;
+    const inner = tag ? document.createElement(tag) : li;
+    inner.textContent = text;
+    if (tag) li.appendChild(inner);
+    return li;
+  }
+
+  function fillList(name, items) {
+    const list = document.querySelector('[data-list="' + name + '"]');
+    if (list) list.replaceChildren(...items);
+  }
+
+  function overviewParts(status) {
+    const banner = document.getElementById("origin-banner");
+    if (banner) { const text = bannerText(status); banner.textContent = text; banner.hidden = !text; }
+    const empty = document.getElementById("empty-note");
+    if (empty) empty.hidden = status.hit_ratio !== null && status.hit_ratio !== undefined;
+    const reasons = Object.entries(status.uncacheable || {}).slice(0, 5);
+    fillList("uncacheable", reasons.length ? reasons.map(([reason, count]) => {
+      const li = item(reason + " ", "", "span");
+      const b = document.createElement("b"); b.textContent = shown(count, "count");
+      li.appendChild(b);
+      return li;
+    }) : [item("No uncacheable requests.", "detail")]);
+    const cold = (status.warm || {}).cold;
+    let urls = [item("No warmer runs in this process.", "detail")];
+    if (cold && cold.urls.length === 0) urls = [item("Nothing purged is waiting for a re-warm.", "detail")];
+    if (cold && cold.urls.length) {
+      urls = cold.urls.map((url) => item(url, "", "code"));
+      if (cold.pending > cold.urls.length) urls.push(item("and " + shown(cold.pending - cold.urls.length, "count") + " more", "detail"));
+    }
+    fillList("cold", urls);
+    const next = document.getElementById("next-warm");
+    const due = cold && cold.next_warm;
+    if (next) next.textContent = due ? due.name + " " + moment(due.due_at, status.now) : "—";
+  }
+
+  // ---- the overview's charts: a window (5 min, hour, day) of 60 slots, a time axis ----
+  const SVG = "http://www.w3.org/2000/svg";
+  const H = 110, TOP = 12, AXIS = 16, PLOT = H - TOP - AXIS;
+  let W = 360;  // each chart is drawn at its box's width (text stays at its size)
+  const POINTS = 60;
+  const WINDOWS = { "5m": { tick: 60, word: "per 5 s", empty: "the last 5 minutes" },
+                    "1h": { tick: 600, word: "per minute", empty: "the last hour" },
+                    "1d": { tick: 4 * 3600, word: "per 24 min", empty: "the last day" } };
+  const STORED = "stoker.window";
+  let windowName = chosenWindow();
+  let lastStatus = null;
+
+  function chosenWindow() {  // the URL's #window=…, else the last choice, else the hour
+    const hashed = new URLSearchParams(window.location.hash.slice(1)).get("window");
+    let stored = null;
+    try { stored = window.localStorage.getItem(STORED); } catch (e) { /* storage off */ }
+    return [hashed, stored].find((name) => name && WINDOWS[name]) || "1h";
+  }
+
+  function choose(name) {
+    windowName = name;
+    try { window.localStorage.setItem(STORED, name); } catch (e) { /* storage off */ }
+    history.replaceState(null, "", "#window=" + name);
+    if (lastStatus) charts(lastStatus);
+  }
+
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-window]");
+    if (button) choose(button.dataset.window);
+  });
+  window.addEventListener("resize", () => { if (lastStatus) charts(lastStatus); });
+
+  function svg(children, label) {
     const root = document.createElementNS(SVG, "svg");
     root.setAttribute("viewBox", "0 0 " + W + " " + H);
     root.setAttribute("role", "img");
+    root.setAttribute("aria-label", label);
     children.forEach((child) => root.appendChild(child));
     return root;
   }
 
-  function shape(kind, attrs) {
+  function shape(kind, attrs, text) {
     const node = document.createElementNS(SVG, kind);
     Object.entries(attrs).forEach(([k, v]) => node.setAttribute(k, String(v)));
+    if (text !== undefined) node.textContent = text;
     return node;
   }
 
-  function bars(history, stacks) {
-    const top = Math.max(1, ...history.map((m) => stacks.reduce((s, [k]) => s + (m[k] || 0), 0)));
-    const width = W / 60;
-    const newest = history.length ? history[history.length - 1].minute : 0;
-    const nodes = [];
-    history.forEach((m) => {
-      const x = W - ((newest - m.minute) / 60 + 1) * width;
-      let y = H;
-      stacks.forEach(([key, cls]) => {
-        const h = ((m[key] || 0) / top) * (H - 4);
+  function clock(at) {
+    const d = new Date(at * 1000);
+    return String(d.getHours()).padStart(2, "0") + ":" + String(d.getMinutes()).padStart(2, "0");
+  }
+
+  function frame(now, step, tick, topText) {  // the axes: time ticks below, the top value
+    const start = now - POINTS * step;
+    const x = (at) => ((at - start) / (POINTS * step)) * W;
+    const nodes = [shape("line", { x1: 0, x2: W, y1: TOP + PLOT, y2: TOP + PLOT, class: "axis" })];
+    for (let t = Math.ceil(start / tick) * tick; t <= now; t += tick) {
+      const px = x(t);
+      nodes.push(shape("line", { x1: px, x2: px, y1: TOP + PLOT, y2: TOP + PLOT + 3, class: "axis" }));
+      if (px > 16 && px < W - 16) {
+        nodes.push(shape("text", { x: px, y: H - 3, class: "tick", "text-anchor": "middle" }, clock(t)));
+      }
+    }
+    nodes.push(shape("text", { x: 2, y: 9, class: "scale" }, topText));
+    return [nodes, x];
+  }
+
+  function emptyChart(nodes, words) {
+    nodes.push(shape("text", { x: W / 2, y: TOP + PLOT / 2, class: "empty", "text-anchor": "middle" }, words));
+  }
+
+  function bars(rows, series, now, step, tick, per, unit, empty) {
+    const value = (r, key) => (r[key] || 0) / per;
+    const top = Math.max(0, ...rows.map((r) => series.reduce((sum, [key]) => sum + value(r, key), 0)));
+    const [nodes, x] = frame(now, step, tick, top ? unit(top) : "");
+    const width = W / POINTS;
+    rows.forEach((r) => {
+      let y = TOP + PLOT;
+      series.forEach(([key, cls]) => {
+        const h = top ? (value(r, key) / top) * PLOT : 0;
         y -= h;
-        const rect = shape("rect", { x: x + 0.5, y: y, width: Math.max(1, width - 1), height: h, class: cls });
-        const title = document.createElementNS(SVG, "title");
-        title.textContent = new Date(m.minute * 1000).toLocaleTimeString() + ": " + (m[key] || 0) + " " + key;
-        rect.appendChild(title);
+        if (h <= 0) return;
+        const rect = shape("rect", { x: x(r.at) + 0.5, y: y, width: Math.max(1, width - 1), height: h, class: cls });
+        rect.appendChild(shape("title", {}, clock(r.at) + ": " + unit(value(r, key)) + " " + key));
         nodes.push(rect);
       });
     });
-    nodes.push(shape("text", { x: 2, y: 10, class: "scale" }));
-    nodes[nodes.length - 1].textContent = String(top);
-    return svg(nodes);
+    if (!top) emptyChart(nodes, empty);
+    return nodes;
   }
 
-  function lines(history, keys) {
-    const values = history.flatMap((m) => keys.map(([k]) => m[k] || 0));
-    const top = Math.max(0.001, ...values);
-    const newest = history.length ? history[history.length - 1].minute : 0;
-    const nodes = keys.flatMap(([key, cls]) => {
-      const points = history.filter((m) => m[key] !== null).map((m) => [
-        W - ((newest - m.minute) / 60) * (W / 60) - W / 120, H - (m[key] / top) * (H - 4)]);
-      const line = shape("polyline", { class: cls, fill: "none",
-        points: points.map(([x, y]) => x.toFixed(1) + "," + y.toFixed(1)).join(" ") });
-      return [line, ...points.map(([x, y]) => shape("circle", { cx: x, cy: y, r: 2, class: cls }))];
+  function lines(rows, series, now, step, tick, empty) {
+    const top = Math.max(0, ...rows.flatMap((r) => series.map(([key]) => r[key] || 0)));
+    const [nodes, x] = frame(now, step, tick, top ? shown(top, "ms") : "");
+    series.forEach(([key, cls]) => {
+      const points = rows.filter((r) => r[key] !== null && r[key] !== undefined)
+        .map((r) => [Math.min(x(r.at + step / 2), W - 3), TOP + PLOT - (r[key] / top) * PLOT]);
+      if (!points.length) return;
+      nodes.push(shape("polyline", { class: cls, fill: "none",
+        points: points.map(([px, py]) => px.toFixed(1) + "," + py.toFixed(1)).join(" ") }));
+      points.forEach(([px, py]) => nodes.push(shape("circle", { cx: px, cy: py, r: 1.8, class: cls })));
     });
-    const scale = shape("text", { x: 2, y: 10, class: "scale" });
-    scale.textContent = (top * 1000).toFixed(0) + " ms";
-    nodes.push(scale);
-    return svg(nodes);
+    if (!top) emptyChart(nodes, empty);
+    return nodes;
   }
 
-  function charts(history) {
-    const draw = { requests: () => bars(history, [["cache", "cache"], ["origin", "origin"]]),
-                   latency: () => lines(history, [["p50", "p50"], ["p99", "p99"]]),
-                   errors: () => bars(history, [["errors", "errors"]]),
-                   served: () => bars(history, [["served", "cache"]]) };
+  function perSecond(value) {
+    return value >= 10 ? value.toFixed(0) : value >= 1 ? value.toFixed(1) : value.toFixed(2);
+  }
+
+  function charts(status) {
+    const win = WINDOWS[windowName];
+    const data = (status.history || {})[windowName] || { step: 60, rows: [] };
+    const rows = data.rows, step = data.step, now = status.now || Date.now() / 1000;
+    const span = win.empty;
+    const draw = {
+      requests: () => bars(rows, [["cache", "cache"], ["origin", "origin"]], now, step, win.tick, step,
+                           (v) => perSecond(v) + " req/s", "No requests in " + span),
+      latency: () => lines(rows, [["p50", "p50"], ["p99", "p99"]], now, step, win.tick,
+                           "No origin answers in " + span),
+      errors: () => bars(rows, [["errors", "errors"]], now, step, win.tick, 1,
+                         (v) => shown(v, "count"), "Every origin request answered in " + span),
+      served: () => bars(rows, [["served", "cache"]], now, step, win.tick, step,
+                         (v) => (v < 10 ? v.toFixed(1) + " B" : shown(v, "bytes")) + "/s",
+                         "Nothing served from cache in " + span) };
     document.querySelectorAll("[data-chart]").forEach((box) => {
       const make = draw[box.dataset.chart];
-      if (make) box.replaceChildren(make());
+      if (!make) return;
+      W = Math.max(200, Math.round(box.clientWidth) || 360);
+      box.replaceChildren(svg(make(), box.parentElement.querySelector("figcaption").textContent));
+    });
+    document.querySelectorAll("[data-slot]").forEach((node) => { node.textContent = win.word; });
+    document.querySelectorAll("button[data-window]").forEach((button) => {
+      button.setAttribute("aria-pressed", String(button.dataset.window === windowName));
     });
   }
 
@@ -145,14 +284,20 @@
     if (phase) phase.dataset.phase = (status.breaker || {}).phase || "";
     fillTable("outcomes", (status.outcomes || []).map((r) => [
       [r.kind, false], [r.reason || "—", false], [r.source, false], [shown(r.count, "count"), true]]),
-      "no requests yet");
+      "No requests yet");
     fillTable("nodes", (status.nodes || []).map((n) => {
       const f = n.figures || {};
       const up = f.origin_up === undefined ? "—" : (f.origin_up ? "up" : "down");
-      return [[n.name, false], [n.live ? "live" : "gone", false], [shown(f.cache, "count"), true],
-              [shown(f.origin, "count"), true], [up, false], [shown(f.origin_p50, "ms"), true]];
+      const answered = n.figures ? (f.cache || 0) + (f.miss || 0) + (f.uncacheable || 0) + (f.origin_failure || 0) : null;
+      return [[n.name + (n.name === status.node ? " (this one)" : ""), false], [n.live ? "live" : "gone", false],
+              [shown(answered, "count"), true], [shown(f.hit_ratio, "percent"), true],
+              [up, false], [shown(f.origin_p50, "ms"), true]];
     }));
-    charts(status.history || []);
+    if (document.querySelector("[data-chart]")) {
+      lastStatus = status;
+      overviewParts(status);
+      charts(status);
+    }
     refresh();
   }
 

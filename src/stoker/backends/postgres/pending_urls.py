@@ -20,6 +20,7 @@ DELETE FROM warm_pending WHERE url IN (
 ) RETURNING url, added_at
 """
 COUNT = "SELECT count(*) FROM warm_pending"
+OLDEST = "SELECT url FROM warm_pending ORDER BY added_at, url LIMIT $1"
 
 
 class PostgresPendingUrls:
@@ -41,6 +42,10 @@ class PostgresPendingUrls:
 
     async def count(self) -> int:
         return int(await self._db.executor.fetchval(COUNT))
+
+    async def oldest(self, limit: int) -> list[str]:
+        rows = await self._db.executor.fetch(OLDEST, max(0, limit))
+        return [row["url"] for row in rows]
 
     async def aclose(self) -> None:
         if self._owns and not self._closed:

@@ -22,6 +22,7 @@ DELETE FROM warm_pending WHERE url IN (
 ) RETURNING url, added_at
 """
 COUNT = "SELECT count(*) FROM warm_pending"
+OLDEST = "SELECT url FROM warm_pending ORDER BY added_at, url LIMIT ?"
 
 
 class SqlitePendingUrls:
@@ -48,6 +49,10 @@ class SqlitePendingUrls:
 
     async def count(self) -> int:
         return int(await self._db.run(lambda conn: conn.execute(COUNT).fetchone()[0]))
+
+    async def oldest(self, limit: int) -> list[str]:
+        rows = await self._db.run(lambda conn: conn.execute(OLDEST, (max(0, limit),)).fetchall())
+        return [url for (url,) in rows]
 
     async def aclose(self) -> None:
         if self._owns:
