@@ -55,6 +55,7 @@ ServerOpt = Annotated[str | None, setting_option("server")]
 LogFormatOpt = Annotated[str | None, setting_option("log_format")]
 ProcessesOpt = Annotated[str | None, setting_option("processes")]
 NodeIdOpt = Annotated[str | None, setting_option("node_id")]
+ErrorPageOpt = Annotated[Path | None, setting_option("error_page")]
 AdminUrlOpt = Annotated[str | None, typer.Option(
     "--admin-url", envvar="STOKER_ADMIN_URL",
     help="Admin API of the running Stoker [http://<admin_listen>]")]
