@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,9 @@ class Demo:
         return probe
 
 
-@pytest.fixture
-async def demo(tmp_path: Path) -> AsyncIterator[Demo]:
+@asynccontextmanager
+async def running_demo(tmp_path: Path, delay: float = 0.0) -> AsyncIterator[Demo]:
+    """``stoker demo`` on free ports, its origin taking ``delay`` seconds a page."""
     ports = {name: free_port() for name in ("listen", "admin_listen", "origin")}
     settings = settings_from({
         "origin": f"http://127.0.0.1:{ports['origin']}", "data_dir": str(tmp_path / "demo"),
@@ -47,7 +49,7 @@ async def demo(tmp_path: Path) -> AsyncIterator[Demo]:
     lines: list[str] = []
     stop = asyncio.Event()
     task = asyncio.create_task(run_demo(settings, f"127.0.0.1:{ports['origin']}", pages=PAGES,
-                                        delay=0.0, announce=lines.append, stop=stop))
+                                        delay=delay, announce=lines.append, stop=stop))
     try:
         for port in ports.values():
             await wait_listening(port)
@@ -59,6 +61,12 @@ async def demo(tmp_path: Path) -> AsyncIterator[Demo]:
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)
+
+
+@pytest.fixture
+async def demo(tmp_path: Path) -> AsyncIterator[Demo]:
+    async with running_demo(tmp_path) as running:
+        yield running
 
 
 async def eventually(probe: Callable[[], Awaitable[Any]], what: str) -> Any:

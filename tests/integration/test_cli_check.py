@@ -27,8 +27,8 @@ from tests.job_backends import PG_URL, pg_schema, schema_url
 UNREACHABLE = "http://127.0.0.1:1"
 REDIS_URL = "redis://127.0.0.1:6379/13"  # a database of this module's own
 SUBJECTS = ("configuration", "origin", "data_dir", "cache tier", "job queue", "audit log",
-            "purge bus", "Redis eviction", "notifier", "last warm run", "warmed origins", "listen",
-            "admin_listen")
+            "purge bus", "Redis eviction", "notifier", "last warm run", "warmed origins",
+            "error_page", "listen", "admin_listen")
 
 
 def check(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -120,6 +120,20 @@ def test_an_origin_that_does_not_answer_is_a_warning_and_creates_nothing(
         "ok"] * 10
     assert result.stdout.splitlines()[-1] == "stoker check: all 11 checks passed, 1 with a warning"
     assert tree(tmp_path) == before  # no data_dir, no SQLite file
+
+
+def test_the_error_page_is_checked_when_set(tmp_path: Path) -> None:
+    page = tmp_path / "502.html"
+    page.write_text("<h1>down</h1>")
+    args = ("--origin", UNREACHABLE, "--data-dir", str(tmp_path / "data"))
+    good = check(*args, *listeners(), cwd=tmp_path, STOKER_ERROR_PAGE=str(page))
+    missing = check(*args, *listeners(), cwd=tmp_path,
+                    STOKER_ERROR_PAGE=str(tmp_path / "gone.html"))
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert lines(good)["error_page"] == f"ok error_page {page}: readable, 13 bytes"
+    assert missing.returncode == 1
+    assert lines(missing)["error_page"].startswith(
+        f"FAIL error_page {tmp_path / 'gone.html'}: error_page: ")
 
 
 async def test_check_of_an_existing_data_dir_changes_nothing_in_it(

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import pty
+import re
 import signal
 import sys
 from pathlib import Path
@@ -29,11 +32,12 @@ async def status_cli(*args: str) -> tuple[int, str, str]:
 
 
 def table_row(table: str, name: str) -> list[str]:
-    """The cells of the row called ``name`` in a printed table (borders left out)."""
+    """The cells of the row called ``name`` in the plain view (columns two spaces apart or
+    more)."""
     for line in table.splitlines():
-        cells = [cell.strip() for cell in line.split("│")]
+        cells = re.split(r"\s{2,}", line.strip())
         if name in cells:
-            return [cell for cell in cells if cell]
+            return cells
     raise AssertionError(f"no row {name!r} in:\n{table}")
 
 
@@ -59,25 +63,56 @@ async def test_once_shows_the_hits_as_json_and_as_a_table(origin: Origin,
     assert shown["store"]["l1_entries"] == 1
     assert (table_code, table_err) == (0, "")
     assert table.startswith(f"stoker at {admin.url}\n")
-    assert table_row(table, "hit") == ["requests", "hit", "3", "0.0"]
-    assert table_row(table, "hit ratio") == ["hit ratio", "75.0%"]
-    assert table_row(table, "state") == ["state", "up"]
+    assert table_row(table, "hit") == ["requests", "hit", "3", "0.0/s"]
+    assert table_row(table, "hit ratio") == ["requests", "hit ratio", "75.0%"]
+    assert table_row(table, "state") == ["origin", "state", "up"]
+    assert "\x1b" not in table and "│" not in table  # plain text: no escapes, no box
 
 
-async def test_without_once_it_refreshes_until_ctrl_c(origin: Origin, tmp_path: Path) -> None:
+async def test_into_a_pipe_without_once_it_prints_one_plain_snapshot_and_exits(
+        origin: Origin, tmp_path: Path) -> None:
     async with purging(origin.url, tmp_path / "d") as (_, admin):
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "stoker", "status", "--interval", "0.2", "--admin-url",
-            admin.url, "--admin-token", TOKEN, env=stoker_env(), stdout=PIPE, stderr=PIPE)
-        assert proc.stdout is not None
-        frames = 0
-        while frames < 2:  # the second has rates: two samples
-            line = await asyncio.wait_for(proc.stdout.readline(), DEADLINE)
-            assert line, "stoker status ended on its own"
-            frames += line.decode().strip() == "every 0.2 s, Ctrl-C to stop"
+        code, out, err = await status_cli("--interval", "0.2", "--admin-url", admin.url,
+                                          "--admin-token", TOKEN)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == f"stoker at {admin.url}" and lines[-1] == "rates over 0.2 s"
+    assert table_row(out, "all") == ["requests", "all", "0", "0.0/s"]  # two samples: rates
+    assert "\x1b" not in out and "│" not in out
+
+
+async def terminal_frames(admin_url: str, frames: int, **env: str) -> bytes:
+    """What ``stoker status`` shows on a terminal (a pseudo-terminal) until ``frames``
+    views were drawn, then Ctrl-C; it must end with exit 0."""
+    leader, follower = pty.openpty()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "stoker", "status", "--interval", "0.2", "--admin-url",
+        admin_url, "--admin-token", TOKEN, env={**stoker_env(), "TERM": "xterm", **env},
+        stdin=follower, stdout=follower, stderr=follower)
+    os.close(follower)
+    shown = b""
+    try:
+        while shown.count(b"Ctrl-C to stop") < frames:
+            piece = await asyncio.wait_for(asyncio.to_thread(os.read, leader, 65536), DEADLINE)
+            assert piece, "stoker status ended on its own"
+            shown += piece
         proc.send_signal(signal.SIGINT)
-        _, err = await asyncio.wait_for(proc.communicate(), DEADLINE)
-    assert (proc.returncode, err) == (0, b"")  # Ctrl-C is how it ends: no traceback
+        assert await asyncio.wait_for(proc.wait(), DEADLINE) == 0  # no traceback exit
+    finally:
+        os.close(leader)
+    return shown
+
+
+async def test_on_a_terminal_it_refreshes_in_place_until_ctrl_c_and_honours_no_color(
+        origin: Origin, tmp_path: Path) -> None:
+    async with purging(origin.url, tmp_path / "d") as (_, admin):
+        styled = await terminal_frames(admin.url, 2)
+        uncoloured = await terminal_frames(admin.url, 2, NO_COLOR="1")
+    bold = b"\x1b[1m"
+    assert bold in styled and "│".encode() in styled  # the table, styled
+    assert b"\x1b[?25l" in styled  # the live view hides the cursor to redraw in place
+    assert bold not in uncoloured and b"\x1b[3m" not in uncoloured  # no styles at all
+    assert "│".encode() in uncoloured  # the same table, redrawn
 
 
 async def test_an_active_warm_run_shows_its_progress(tmp_path: Path) -> None:
@@ -102,7 +137,7 @@ async def test_an_active_warm_run_shows_its_progress(tmp_path: Path) -> None:
     assert shown["warm_progress"] == 0.0  # every visit is held at the origin
     assert table_code == 0
     assert table_row(table, "run") == ["warm", "run", f"{run_id} (manual, urls): warm"]
-    assert table_row(table, "settled") == ["settled", "0/5 (0.0%)"]
+    assert table_row(table, "settled") == ["warm", "settled", "0/5 (0.0%)"]
 
 
 async def test_a_stoker_it_cannot_talk_to_is_one_sentence_and_exit_1(

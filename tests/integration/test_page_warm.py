@@ -1,5 +1,6 @@
 """The Warm page over a running warmer: logged in (session or bearer) it shows the latest
-run's progress, counts, why pages were not stored (with their URLs), the map and the
+run's progress, counts, why pages were not stored (with their URLs), a list's URLs by
+name with their results, the map and the
 recent runs; without a login it sends the browser to /login; ``X-Stoker-Part`` gives the
 content alone."""
 
@@ -51,6 +52,10 @@ async def test_the_warm_page_shows_the_latest_run(origin: Origin, tmp_path: Path
     cells = dict(re.findall(r'class="cell s-(\w+)" title="([^"]*) — ', text))
     assert cells == {"warmed": f"{SITE}/ok", "not_stored": f"{SITE}/cookie",
                      "failed": f"{SITE}/gone"}
+    named = re.findall(r'<td data-label="URL"><span class="detail">([^<]*)</span></td>'
+                       r'<td data-label="Result"><span class="tag \w*">([^<]*)</span>', text)
+    assert named == [(f"{SITE}/cookie", "not stored"), (f"{SITE}/gone", "failed"),
+                     (f"{SITE}/ok", "warmed")]  # a list's URLs by name, with their results
     assert "3 URLs: 1 warmed, 1 not stored, 1 failed" in text  # the recent runs
     assert "/cancel" not in text  # the run ended
     assert part.status_code == 200 and "<html" not in part.text

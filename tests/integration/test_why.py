@@ -15,6 +15,7 @@ from tests.integration.conftest import Origin, Proxy
 from tests.integration.serve_process import Serve, eventually_two
 from tests.integration.warm_site import stoker_env
 
+from stoker.admin.why import NOT_REQUESTED
 from stoker.config.rules import parse_rules
 from stoker.purge.relay import HEARTBEAT
 
@@ -130,7 +131,7 @@ async def test_one_url_says_why_it_is_not_cached_or_that_it_is(
     assert kept["variants"][0]["state"] == "fresh"
     [never] = unknown["urls"]
     assert never["cached"] is False and never["last"] is None
-    assert never["verdict"].startswith("not cached, and no record of why")
+    assert never["verdict"] == NOT_REQUESTED and never["seen"] is False
     assert bad.status_code == 400 and bad.json()["field"] == "url"
 
 
@@ -218,3 +219,23 @@ async def test_a_miss_that_found_only_other_variants_is_counted_by_their_vary(
     assert (found["reason"], found["count"]) == ("vary-miss", 2)  # chrome, then safari
     assert found["details"] == [{"name": "user-agent", "count": 2}]
     assert found["advice"][0]["kind"] == "origin"
+
+
+async def test_a_path_shows_the_hosts_it_was_seen_on_and_every_host_only_when_none(
+        origin: Origin, tmp_path: Path) -> None:
+    script(origin)
+    async with purging(origin.url, tmp_path / "d", rules=RULES) as (proxy, admin):
+        # On the proxy's own address (not the configured listener the site's hosts name):
+        await proxy.client.get("/kept")  # stored
+        await proxy.client.get("/cart")  # not stored: a record of why
+        looked = {path: (await admin.client.get("/api/why", params={"url": path})).json()
+                  for path in ("/kept", "/cart", "/never")}
+    assert [item["url"] for item in looked["/kept"]["urls"]] == [f"{proxy.url}/kept"]
+    assert looked["/kept"]["urls"][0]["cached"] is True
+    [cart] = looked["/cart"]["urls"]
+    assert cart["url"] == f"{proxy.url}/cart" and cart["last"]["reason"] == "set-cookie"
+    never = looked["/never"]["urls"]
+    assert [item["url"] for item in never] == [  # the site's hosts: the configured listener's
+        f"{scheme}://{host}:8080/never" for host in ("127.0.0.1", "localhost")
+        for scheme in ("http", "https")]
+    assert all((item["seen"], item["verdict"]) == (False, NOT_REQUESTED) for item in never)

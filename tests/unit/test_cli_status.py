@@ -14,6 +14,7 @@ from stoker.cli.status import (
     Sample,
     counter_rates,
     member_rows,
+    plain,
     rate,
     render,
     sections,
@@ -228,3 +229,16 @@ def test_refresh_ahead_shows_in_the_warm_section_while_on() -> None:
     assert rows_of(view)["refresh ahead"] == (
         "1,200 read, 4 refreshed, 380 not modified, 2 failed", "")
     assert "refresh ahead" not in rows_of(summary(Sample(status(refresh_ahead=None), 0.0, 1e9)))
+
+
+def test_the_plain_view_is_a_whole_line_per_row_with_no_escape_or_border() -> None:
+    before = Sample(status(requests={"hit": 1}), 0.0, 1e9)
+    after = Sample(status(origin="http://[bold]x", requests={"hit": 3, "miss": 1}), 2.0, 1e9)
+    shown = plain(summary(after, before), title="stoker at x", caption="rates over 2.0 s")
+    lines = shown.splitlines()
+    assert (lines[0], lines[-1]) == ("stoker at x", "rates over 2.0 s")
+    assert "requests  hit    " in lines[1] and lines[1].endswith("  3  1.0/s")
+    assert any(line.startswith("origin    url") and line.endswith("  http://[bold]x")
+               for line in lines)
+    assert not any(char in shown for char in "\x1b│─━")
+    assert len(lines) == 2 + sum(len(rows) for _, rows in sections(summary(after, before)))

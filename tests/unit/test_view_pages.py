@@ -8,6 +8,7 @@ from typing import Any
 from stoker.admin.views.html import Markup
 from stoker.admin.views.schedule import outcome, schedule_html
 from stoker.admin.views.why import prose, report_html, url_html, why_html
+from stoker.admin.why import NOT_REQUESTED
 
 NOW = 1_800_000_000.0
 
@@ -44,7 +45,7 @@ def test_back_quotes_become_code_and_a_lone_one_stays_text() -> None:
 
 
 def test_a_url_verdict_gives_the_last_record_and_its_advice() -> None:
-    out = url_html({"url": "https://s.test/p?<q>", "cached": False,
+    out = url_html({"url": "https://s.test/p?<q>", "cached": False, "seen": True,
                     "verdict": "not cached: the response sets a cookie (set-cookie)",
                     "last": {"reason": "set-cookie", "description": "sets a cookie",
                              "at": NOW - 30, "seen_by": "node-1", "status": 200,
@@ -52,9 +53,16 @@ def test_a_url_verdict_gives_the_last_record_and_its_advice() -> None:
                     "advice": [{"kind": "right", "text": "right", "config": None}]}, NOW)
     assert "https://s.test/p?&lt;q&gt;" in out and 'class="tag failed"' in out
     assert "30 s ago" in out and "node-1" in out and "right not to cache" in out
-    cached = url_html({"url": "u", "cached": True, "verdict": "cached: 1 variant",
+    cached = url_html({"url": "u", "cached": True, "seen": True, "verdict": "cached: 1 variant",
                        "last": None, "advice": []}, NOW)
     assert 'class="tag ok"' in cached and "Last:" not in cached
+
+
+def test_a_url_not_requested_yet_is_said_calmly_not_as_a_failure() -> None:
+    out = url_html({"url": "u", "cached": False, "seen": False, "verdict": NOT_REQUESTED,
+                    "last": None, "advice": []}, NOW)
+    assert f'<span class="detail">{NOT_REQUESTED}</span>' in out
+    assert 'class="tag' not in out
 
 
 def test_the_why_page_keeps_the_asked_url_in_its_form_escaped() -> None:

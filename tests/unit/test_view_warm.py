@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from stoker.admin.views.warm import (
+    listed,
     map_html,
     origins_html,
     pace,
@@ -16,6 +17,7 @@ from stoker.admin.views.warm import (
     reasons_html,
     recent_html,
     state_counts,
+    urls_html,
     warm_html,
 )
 from stoker.warm.run import URL_STATES
@@ -198,3 +200,29 @@ def test_the_origins_section_before_any_visitor() -> None:
     html = origins_html(LISTING, NOW)
     assert "no visitor counted yet" in html and "none stored yet" in html
     assert "notice" not in html
+
+
+def test_a_rewarm_names_its_urls_with_their_results_the_first_few_and_how_many_more() -> None:
+    states = {"warmed": [f"https://s.test/page/{n}" for n in (10, 2)],
+              "failed": [EVIL], "queued": ["https://s.test/page/1"]}
+    out = urls_html(states, counts(total=30, warmed=2, failed=1), most=3)
+    rows = re.findall(r'<td data-label="URL"><span class="detail">(.*?)</span></td>'
+                      r'<td data-label="Result"><span class="tag (\w*)">(.*?)</span>', out)
+    assert rows == [("http://www.example.test/&lt;script&gt;alert(1)&lt;/script&gt;", "failed",
+                     "failed"), ("https://s.test/page/1", "running", "queued"),
+                    ("https://s.test/page/2", "ok", "warmed")]
+    assert "and 27 more URLs" in out
+    every = urls_html({"not_stored": ["https://s.test/a"]}, counts(total=1, not_stored=1))
+    assert 'class="tag ">not stored' in every and "more URL" not in every
+
+
+def test_only_rewarms_and_url_lists_are_named_on_the_page() -> None:
+    assert listed({**run(), "reason": "purge"}) and listed({**run(), "reason": "edit"})
+    assert listed({**run(), "scope": "urls"})
+    assert not listed(run())  # a manual run of the whole site: counts and the map
+    states = {"states": {"warmed": ["https://s.test/page/7"]}}
+    rewarm = warm_html(LISTING, {**detail(total=1, warmed=1), "reason": "edit",
+                                 "scope": "urls"}, states, NOW)
+    site = warm_html(LISTING, detail(total=1, warmed=1), states, NOW)
+    assert 'id="warm-urls"' in rewarm and "https://s.test/page/7</span>" in rewarm
+    assert 'id="warm-urls"' not in site

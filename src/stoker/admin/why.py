@@ -6,10 +6,12 @@ every admin response):
   cache, most counted first: its count and share of all requests, a description, its
   details (cookie names, statuses, …), top URLs and sections, and the advice
   (:func:`~stoker.admin.why_advice.advise`).
-- ``GET /api/why?url=…`` (``&host=`` for a path) → for each URL it stands for: what the
-  cache holds for it (as ``GET /api/entry``), the last record for it (why its last
-  response was not stored, or its request bypassed), a verdict and the advice for that
-  reason.
+- ``GET /api/why?url=…`` (``&host=`` for a path) → for each URL it stands for that was
+  seen (:func:`seen_only`: stored, or with a last record; all of them when none was):
+  what the cache holds for it (as ``GET /api/entry``), the last record for it (why its
+  last response was not stored, or its request bypassed), a verdict and the advice for
+  that reason.  The URLs looked up are the site's hosts' (a bounded set of keys, read
+  from the store one key each), never a scan of the store.
 
 Invariants:
 - The figures are those of every process serving from this cache: this one's, plus what
@@ -23,7 +25,8 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
@@ -63,6 +66,14 @@ DESCRIPTIONS: Final[Mapping[str, str]] = {
     "vary-miss": "only copies for other variants were stored (Vary)",
 }
 """What each reason means, in a few words."""
+NOT_REQUESTED: Final = ("not requested yet: nothing stored and no record of it since this "
+                        "process started (or forgotten among many others); request it, "
+                        "then ask again")
+"""The verdict on a URL the cache knows nothing of: no fault, just nothing to tell yet."""
+HOSTS_SEEN: Final = 16
+"""Most other hosts a path's lookup adds from the memory tier, and from the records."""
+SCAN_CHUNK: Final = 4096
+"""Memory-tier keys a path's lookup reads between two yields to the event loop."""
 
 
 def total_requests(stats: Mapping[str, int]) -> int:
@@ -123,17 +134,51 @@ def url_report(url: str, key: Mapping[str, Any], last: LastSeen | None, seen_by:
     elif variants:
         verdict = "not cached now: stored variants, none stored since the last refusal"
     else:
-        verdict = "not cached, and no record of why: not requested since this process " \
-                  "started (or forgotten among many others); request it, then ask again"
+        verdict = NOT_REQUESTED
     advice = [] if cached or last is None else [item.as_json() for item in advise({
         "reason": last.reason, "count": 1, "details": dict.fromkeys(last.details, 1),
         "sections": [[section_of(url), 1, 0, 1]]}, Site(site.rules, 0, site.size_setting,
                                                        site.size_limit))]
-    return {"url": url, "cached": cached, "verdict": verdict,
+    return {"url": url, "cached": cached, "seen": bool(variants) or last is not None,
+            "verdict": verdict,
             "last": None if last is None else {**last.as_json(),
                                                "description": describe(last.reason),
                                                "seen_by": seen_by},
             "key": key["key"], "variants": variants, "advice": advice}
+
+
+def split_origin(url: str) -> tuple[str, str]:
+    """``(scheme://host, /path?query)`` of an absolute URL as keys and records hold it."""
+    at = url.find("/", url.find("://") + 3)
+    return (url, "/") if at < 0 else (url[:at], url[at:])
+
+
+def origins_seen(urls: Iterable[str], target: str, limit: int) -> list[str]:
+    """The ``scheme://host`` of each of ``urls`` whose path and query are ``target``,
+    first seen first, at most ``limit`` of them.  Pure."""
+    found: dict[str, None] = {}
+    for url in urls:
+        if url.endswith(target):
+            origin, rest = split_origin(url)
+            if rest == target:
+                found[origin] = None
+                if len(found) == limit:
+                    break
+    return list(found)
+
+
+def stored_urls(keys: Iterable[str], version: str) -> Iterator[str]:
+    """The absolute URL of each of the primary ``keys`` of cache ``version``.  Pure."""
+    prefix = f"{version}|"
+    return (key[len(prefix):] for key in keys if key.startswith(prefix))
+
+
+def seen_only(found: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Of the :func:`url_report` of each URL a lookup stands for (a path on each of the
+    site's hosts), those seen (``seen``: a stored variant or a last record), in order;
+    every one of them when none was seen (the path was not requested yet on any host).
+    Pure."""
+    return [item for item in found if item["seen"]] or list(found)
 
 
 # -- reading the process (I/O) ------------------------------------------------------------
@@ -180,15 +225,53 @@ async def site_report(stoker: RunningStoker) -> dict[str, Any]:
     return {"now": stoker.clock.now(), **report(figures.snapshot, site, figures.processes)}
 
 
-async def urls_report(stoker: RunningStoker, urls: tuple[str, ...]) -> dict[str, Any]:
-    """What the report says of each of the absolute ``urls`` (:func:`url_report`)."""
+async def hosts_seen(stoker: RunningStoker, model: Mapping[str, Any], asked: str) -> list[str]:
+    """The URLs of the path that ``model`` (the key of the path on one of the site's
+    hosts, as :func:`~stoker.admin.api.stored_keys` gives it) stands for, on the other
+    hosts it was seen on: those the memory tier holds it for (its keys scanned
+    :data:`SCAN_CHUNK` at a time, the loop free in between), and those this process's
+    last records name (``asked``, the path as asked); at most :data:`HOSTS_SEEN` of each."""
+    version, _, url = model["key"].partition("|")
+    target = split_origin(url)[1]
+    keys = stoker.store.l1.primary_keys_nowait()
+    stored: dict[str, None] = {}
+    for start in range(0, len(keys), SCAN_CHUNK):
+        if start:
+            await asyncio.sleep(0)
+        chunk = stored_urls(keys[start:start + SCAN_CHUNK], version)
+        stored.update(dict.fromkeys(origins_seen(chunk, target, HOSTS_SEEN - len(stored))))
+        if len(stored) == HOSTS_SEEN:
+            break
+    recorded = origins_seen(stoker.pipeline.not_cached.recent_urls(), asked, HOSTS_SEEN)
+    return [*(origin + target for origin in stored), *(origin + asked for origin in recorded)]
+
+
+async def urls_report(stoker: RunningStoker, urls: tuple[str, ...],
+                      path: str | None = None) -> dict[str, Any]:
+    """What the report says of each of the absolute ``urls`` (:func:`url_report`), and,
+    for a ``path`` asked without a host, of that path on every host it was seen on
+    (:func:`hosts_seen`); only those seen, unless none was (:func:`seen_only`)."""
     figures, site = await gathered(stoker)
     now = stoker.clock.now()
+    keys = await stored_keys(stoker, urls, now)
+    if path is not None and keys:
+        more = [url for url in await hosts_seen(stoker, keys[0], path) if url not in urls]
+        keys += await stored_keys(stoker, tuple(dict.fromkeys(more)), now)
     log = stoker.pipeline.not_cached
     me = figures.processes[0]
-    return {"now": now, "processes": figures.processes, "urls": [
+    unique = {key["key"]: key for key in reversed(keys)}  # the first of each key kept
+    return {"now": now, "processes": figures.processes, "urls": seen_only([
         url_report(key["url"], key, log.last(key["url"]), me, site)
-        for key in await stored_keys(stoker, urls, now)]}
+        for key in keys if unique[key["key"]] is key])}
+
+
+async def url_lookup(stoker: RunningStoker, request: Request) -> dict[str, Any]:
+    """:func:`urls_report` for ``?url=`` (and ``&host=``); ``PurgeRequestError`` naming
+    the field when they stand for no URL."""
+    asked = request.query_params.get("url", "")
+    path = asked.partition("#")[0] if asked.startswith("/") and not asked.startswith(
+        "//") and "host" not in request.query_params else None
+    return await urls_report(stoker, asked_urls(request, stoker), path)
 
 
 def why_routes(stoker: RunningStoker) -> list[Route]:
@@ -198,9 +281,8 @@ def why_routes(stoker: RunningStoker) -> list[Route]:
         if "url" not in request.query_params:
             return JSONResponse(await site_report(stoker))
         try:
-            urls = asked_urls(request, stoker)
+            return JSONResponse(await url_lookup(stoker, request))
         except PurgeRequestError as error:
             return error_response(400, error.field, str(error))
-        return JSONResponse(await urls_report(stoker, urls))
 
     return [Route("/api/why", why, methods=["GET"])]

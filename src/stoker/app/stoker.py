@@ -56,6 +56,7 @@ from stoker.config.settings import (
     Settings,
     SettingsError,
     make_data_dir_private,
+    read_error_page,
     require_data_dir,
     require_origin,
 )
@@ -113,7 +114,8 @@ def fetch_config(settings: Settings) -> FetchConfig:
 
 def pipeline_config(settings: Settings, memory: MemoryBudget) -> PipelineConfig:
     """The pipeline's settings derived from :class:`Settings` (``memory``: its share of
-    ``l1_max_bytes``)."""
+    ``l1_max_bytes``); ``error_page`` is read here (a :class:`SettingsError` naming it
+    when it cannot be)."""
     return PipelineConfig(rules=settings.rules, collapse_timeout=settings.collapse_timeout,
                           honor_client_no_cache=settings.honor_client_no_cache,
                           default_host=settings.listen.rpartition(":")[0],
@@ -123,7 +125,8 @@ def pipeline_config(settings: Settings, memory: MemoryBudget) -> PipelineConfig:
                           client_body_timeout=settings.client_body_timeout,
                           client_max_body_size=settings.client_max_body_size,
                           refresh_ahead=settings.refresh_ahead,
-                          refresh_window=settings.refresh_window)
+                          refresh_window=settings.refresh_window,
+                          error_page=read_error_page(settings))
 
 
 def rewarm_also(settings: Settings) -> tuple[str, ...]:
@@ -283,12 +286,12 @@ class Stoker:
         """Take what of ``wanted`` a running process can (:mod:`stoker.config.reload`):
         the request core answers every request from now on under the new rules,
         lifetimes and storage settings; the cache, the connections and what needs a
-        restart stay as they are.  Returns the plan, for the log."""
+        restart stay as they are; the ``error_page`` file is read again (its new content
+        taken even when its path is unchanged).  Returns the plan, for the log."""
         change = plan(self.settings, wanted)
-        if change.applied:
-            memory = self.pipeline.config.memory
-            self.pipeline.reconfigure(pipeline_config(change.settings, memory),
-                                      fetch_config(change.settings))
+        config = pipeline_config(change.settings, self.pipeline.config.memory)
+        if change.applied or config.error_page != self.pipeline.config.error_page:
+            self.pipeline.reconfigure(config, fetch_config(change.settings))
             self.settings = change.settings
         return change
 

@@ -157,6 +157,10 @@ class NotCachedLog:
         found = self._last.get(cut(url))
         return found[0] if found is not None else None
 
+    def recent_urls(self) -> list[str]:
+        """The URLs with a last record (at most :data:`LAST_KEPT`), oldest first."""
+        return list(self._last)
+
     def snapshot(self) -> Snapshot:
         """Every reason's figures now (see :data:`Snapshot`); the same object again while
         nothing was recorded since."""

@@ -63,6 +63,7 @@ from stoker.config.settings import (
     SettingsError,
     find_config,
     looser_data_dir,
+    read_error_page,
     require_data_dir,
     require_origin,
     require_safe_admin,
@@ -250,6 +251,9 @@ def checks_for(settings: Settings, config_file: Path | None) -> list[Check]:
     if settings.tls_cert is not None:
         checks.append(Check("tls_cert, tls_key", f"{settings.tls_cert}, {settings.tls_key}",
                             partial(tls_files_readable, settings)))
+    if settings.error_page is not None:
+        checks.append(Check("error_page", str(settings.error_page),
+                            partial(error_page_readable, settings)))
     return [*checks, *(Check(name, address, partial(bindable, name, address))
                        for name, address in (("listen", settings.listen),
                                              ("admin_listen", settings.admin_listen)))]
@@ -476,6 +480,11 @@ async def notifier_subscribes(settings: Settings, kind: str) -> str:
         return "subscribed"
     assert settings.database_url is not None
     return await readonly.postgres_listens(settings.database_url)
+
+
+async def error_page_readable(settings: Settings) -> str:
+    """``error_page`` is a readable file of at most 1 MiB: its size."""
+    return f"readable, {plural(len(read_error_page(settings) or b''), 'byte')}"
 
 
 async def tls_files_readable(settings: Settings) -> str:

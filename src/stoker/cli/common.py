@@ -9,9 +9,10 @@ the consoles here have markup off, and :func:`print_error` colours its prefix on
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import typer
 from rich.console import Console
@@ -24,7 +25,13 @@ from stoker.server.listeners import run_async
 
 T = TypeVar("T")
 
-console = Console(stderr=True, markup=False, soft_wrap=True)
+def color_system() -> Literal["auto"] | None:
+    """Rich's colour system for a console: none at all (no colour, no bold, no italics)
+    while ``NO_COLOR`` is set and not empty (https://no-color.org), else detected."""
+    return None if os.environ.get("NO_COLOR") else "auto"
+
+
+console = Console(stderr=True, markup=False, soft_wrap=True, color_system=color_system())
 DEMO_DATA_DIR = Path(".stoker/demo")
 """Where ``stoker demo`` keeps its data by default (not the site's ``./.stoker``)."""
 
@@ -48,6 +55,7 @@ ServerOpt = Annotated[str | None, setting_option("server")]
 LogFormatOpt = Annotated[str | None, setting_option("log_format")]
 ProcessesOpt = Annotated[str | None, setting_option("processes")]
 NodeIdOpt = Annotated[str | None, setting_option("node_id")]
+ErrorPageOpt = Annotated[Path | None, setting_option("error_page")]
 AdminUrlOpt = Annotated[str | None, typer.Option(
     "--admin-url", envvar="STOKER_ADMIN_URL",
     help="Admin API of the running Stoker [http://<admin_listen>]")]
@@ -91,8 +99,9 @@ def admin_client(config: Path | None, url: str | None, token: str | None) -> Any
 
 
 def output() -> Console:
-    """A console for a command's output on stdout (markup off, as every console here)."""
-    return Console(markup=False, soft_wrap=True)
+    """A console for a command's output on stdout (markup off, as every console here;
+    :func:`color_system`)."""
+    return Console(markup=False, soft_wrap=True, color_system=color_system())
 
 
 def print_error(message: object, to: Console = console) -> None:

@@ -25,6 +25,7 @@ from stoker.cli.common import (
     AdminUrlOpt,
     ConfigOpt,
     DataDirOpt,
+    ErrorPageOpt,
     HostOpt,
     ListenOpt,
     LogFormatOpt,
@@ -75,6 +76,7 @@ def serve(
     admin_listen: AdminListenOpt = None, data_dir: DataDirOpt = None,
     admin_token: TokenOpt = None, server: ServerOpt = None, log_format: LogFormatOpt = None,
     processes: ProcessesOpt = None, node_id: NodeIdOpt = None,
+    error_page: ErrorPageOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging")] = False,
     process_index: Annotated[int | None, typer.Option(INDEX_FLAG, hidden=True)] = None,
     supervisor: Annotated[int | None, typer.Option(SUPERVISOR_FLAG, hidden=True)] = None,
@@ -92,7 +94,7 @@ def serve(
 
     flags = dict(origin=origin, listen=listen, admin_listen=admin_listen, data_dir=data_dir,
                  admin_token=admin_token, server=server, log_format=log_format,
-                 processes=processes, node_id=node_id)
+                 processes=processes, node_id=node_id, error_page=error_page)
     settings = settings_or_exit(config, **flags)
     try:
         require_origin(settings)

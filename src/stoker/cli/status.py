@@ -10,8 +10,9 @@ Invariants: a rate is never negative and never made up from one sample (a counte
 went down was reset, Stoker restarted, and counts from zero again, as Prometheus's
 ``rate`` assumes); the hit ratio is ``None`` while no request has been counted;
 ``--once --json`` writes exactly one JSON document to stdout and nothing else (errors go
-to stderr); a Stoker that cannot be reached is one ``error:`` line and exit 1, as for
-every command that talks to a running Stoker.
+to stderr); into a pipe or a file the view is one plain-text snapshot (no escape
+sequence, no redraw) and the command exits; a Stoker that cannot be reached is one
+``error:`` line and exit 1, as for every command that talks to a running Stoker.
 """
 
 from __future__ import annotations
@@ -300,6 +301,19 @@ def render(view: Mapping[str, Any], *, title: str, caption: str | None = None) -
     return table
 
 
+def plain(view: Mapping[str, Any], *, title: str, caption: str | None = None) -> str:
+    """The view as plain text, for a pipe or a file: the title, then a line per row (section,
+    name, value, per second) in aligned columns, then the caption.  No escape sequence, no
+    box drawing, no wrapping: every line is whole, ready for ``grep`` and ``awk``, and the
+    section is repeated on each of its rows."""
+    lines = [(name, *row) for name, rows in sections(view) for row in rows]
+    widths = [max((len(line[column]) for line in lines), default=0) for column in range(3)]
+    table = [f"{section:<{widths[0]}}  {name:<{widths[1]}}  {value:>{widths[2]}}"
+             + (f"  {per_second}/s" if per_second else "")
+             for section, name, value, per_second in lines]
+    return "\n".join([title, *table, *([caption] if caption else [])])
+
+
 def _count(value: int) -> str:
     return f"{value:,}"
 
@@ -348,7 +362,8 @@ def status(
              "is the increase over the last interval")] = 1.0,
     once: Annotated[bool, typer.Option(
         "--once", help="Print the view once and exit. It takes two samples --interval "
-                       "apart, so that req/s is known")] = False,
+                       "apart, so that req/s is known. Implied when stdout is not a "
+                       "terminal")] = False,
     as_json: Annotated[bool, typer.Option(
         "--json", help="With --once: print one JSON document instead of the table: "
                        "GET /api/status as fetched (the second sample), plus requests_total, "
@@ -360,7 +375,12 @@ def status(
     """Show a running Stoker's counters live, like varnishstat, until Ctrl-C: requests per
     second and by outcome (hit, stale, miss, bypass, ...), the hit ratio (hits and stale
     answers, of all requests), the origin's state and fetches in flight, the fill of L1
-    and L2, the pending L2 writes, and the warm run's progress while one is active."""
+    and L2, the pending L2 writes, and the warm run's progress while one is active.
+
+    Into a pipe or a file (stdout not a terminal) it prints one snapshot as plain text
+    and exits, as varnishstat -1 does: a line per counter, no colours, no redrawing; run
+    it again (or under watch) for another.  NO_COLOR=1 turns colours and styles off on a
+    terminal too."""
     from stoker.admin.client import AdminClientError
 
     if as_json and not once:
@@ -385,7 +405,8 @@ def _title(client: Any) -> str:
 
 
 def _print_once(client: Any, interval: float, as_json: bool) -> None:
-    """Two samples ``interval`` apart, then the view of the second (JSON or a table)."""
+    """Two samples ``interval`` apart, then the view of the second: JSON, a table on a
+    terminal, plain text (:func:`plain`) into a pipe or a file."""
     clock = SystemClock()
     before = _sample(client, clock)
     time.sleep(interval)  # a synchronous CLI: blocking is what it should do here
@@ -393,23 +414,25 @@ def _print_once(client: Any, interval: float, as_json: bool) -> None:
     if as_json:
         print(json.dumps(view, indent=2))
         return
-    output().print(render(view, title=_title(client),
-                          caption=f"rates over {view['sampled_over']:.1f} s"))
+    caption = f"rates over {view['sampled_over']:.1f} s"
+    out = output()
+    if out.is_terminal:
+        out.print(render(view, title=_title(client), caption=caption))
+    else:
+        print(plain(view, title=_title(client), caption=caption))
 
 
 def _watch(client: Any, interval: float) -> None:
-    """A new view every ``interval`` seconds until Ctrl-C (exit 0): redrawn in place on a
-    terminal, one table after another into a pipe or a file."""
+    """A new view every ``interval`` seconds, redrawn in place on the terminal, until
+    Ctrl-C (exit 0); into a pipe or a file, one plain snapshot (:func:`_print_once`)."""
     out = output()
-    frames = _frames(client, interval, SystemClock())
+    if not out.is_terminal:
+        _print_once(client, interval, as_json=False)
+        return
     try:
-        if out.is_terminal:
-            with Live(console=out, auto_refresh=False) as live:
-                for frame in frames:
-                    live.update(frame, refresh=True)
-        else:
-            for frame in frames:
-                out.print(frame)
+        with Live(console=out, auto_refresh=False) as live:
+            for frame in _frames(client, interval, SystemClock()):
+                live.update(frame, refresh=True)
     except KeyboardInterrupt:
         return
 

@@ -31,11 +31,15 @@ Routes (every one waits ``delay`` seconds first, except ``/health`` and ``/__sta
 - ``/health`` answers at once, uncacheable.
 - ``GET /__stats`` → ``{"total", "paths", "statuses"}``; ``POST /__stats/reset`` zeroes it.
 
-Invariants: a page's body is a pure function of ``(n, version)``, so a strong ETag is
-valid; Last-Modified strictly increases on every edit; every request except the
-``/__stats`` endpoints is counted once, by path (query excluded), when it arrives; an
-edit is recorded whether or not its purge succeeds (a failed purge is logged and shown,
-never raised).
+Every HTML page has a viewport and a one-column style readable on a phone; the cacheable
+ones (home, collections, pages) say how Stoker answered them, as the browser can tell
+(:data:`ANSWERED`).
+
+Invariants: a page's body is a pure function of ``(n, version)`` (and the origin's fixed
+``delay``), so a strong ETag is valid; Last-Modified strictly increases on every edit;
+every request except the ``/__stats`` endpoints is counted once, by path (query
+excluded), when it arrives; an edit is recorded whether or not its purge succeeds (a
+failed purge is logged and shown, never raised).
 Absolute URLs (robots.txt, sitemaps) use the request's scheme and Host header.
 """
 
@@ -132,11 +136,61 @@ def _filler(seed: int, size: int) -> str:
     return "".join(parts)
 
 
-def _html(title: str, body: str) -> bytes:
+STYLE = (
+    "<style>body{font:1rem/1.5 system-ui,sans-serif;max-width:42rem;margin:0 auto;"
+    "padding:1rem;color:#222;overflow-wrap:anywhere}h1{font-size:1.5rem;line-height:1.25}"
+    "nav a,li a{display:inline-block;padding:.25rem 0}button{font:inherit;padding:.4rem .8rem}"
+    ".answered{background:#f2f5f8;border-left:4px solid #4a7;padding:.5rem .75rem}"
+    "#asked{display:block}</style>"
+)
+"""Readable on a phone and on a desktop: one column, system font, wrapping long words."""
+ANSWERED = """<p class="answered"><span id="answered">How Stoker answered this page shows here \
+(with JavaScript on).</span> <button type="button" id="ask">Ask Stoker again</button> \
+<span id="asked"></span></p>
+<script>
+(() => {
+  const slow = %(delay_ms)d;
+  const nav = performance.getEntriesByType("navigation")[0];
+  const said = document.getElementById("answered");
+  if (nav && nav.responseStart > 0) {
+    const ms = Math.round(nav.responseStart - nav.requestStart);
+    said.textContent = nav.transferSize === 0 ? "This view came from your browser's own cache."
+      : slow === 0 ? `This page arrived in ${ms} ms (the demo origin answers at once, so \
+the time cannot tell a hit from a miss: ask Stoker).`
+      : ms < slow ? `This page arrived in ${ms} ms, faster than the demo origin's ${slow} \
+ms: Stoker answered it from its cache (a hit).`
+      : `This page arrived in ${ms} ms; the demo origin takes ${slow} ms: Stoker asked \
+the origin (a miss, or a revalidation).`;
+  }
+  document.getElementById("ask").addEventListener("click", async () => {
+    const asked = document.getElementById("asked");
+    try {
+      const answer = await fetch(location.href, {method: "HEAD"});
+      const status = answer.headers.get("cache-status");
+      asked.textContent = status ? `Now: Cache-Status: ${status}` : "Now: no Cache-Status \
+(not through Stoker?)";
+    } catch (error) {
+      asked.textContent = `Could not ask: ${error}`;
+    }
+  });
+})();
+</script>
+"""
+"""What a cacheable page says of how it was answered.  The origin cannot know (Stoker
+answers hits without it), so the browser tells: the time to the page's first byte
+against the origin's ``delay`` (a hit is faster than the origin), and, on request, the
+``Cache-Status`` of a ``HEAD`` of the same URL asked now."""
+
+
+def _html(title: str, body: str, *, delay: float | None = None) -> bytes:
+    """A demo page: ``title``, ``body``; with the origin's ``delay`` (seconds), the note on
+    how Stoker answered it (:data:`ANSWERED`: for cacheable pages only)."""
+    answered = "" if delay is None else ANSWERED % {"delay_ms": round(delay * 1000)}
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html_escape(title)}</title></head>\n<body>\n"
-        f"<h1>{html_escape(title)}</h1>\n{body}</body></html>\n"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html_escape(title)}</title>{STYLE}</head>\n<body>\n"
+        f"<h1>{html_escape(title)}</h1>\n{answered}{body}</body></html>\n"
     ).encode()
 
 
@@ -270,7 +324,8 @@ class DemoOrigin:
             f"<nav>{' | '.join(nav)}</nav>\n<p>Revision {version}.</p>\n{edit}"
             f'<ul class="related">{links}</ul>\n'
         )
-        return _html(_page_title(n), body + _filler(n * 1_000_003 + version, _page_size(n)))
+        return _html(_page_title(n), body + _filler(n * 1_000_003 + version, _page_size(n)),
+                     delay=self.delay)
 
     def saved_body(self, n: int, purge: str) -> bytes:
         """The page an edit redirects to: the new revision and what Stoker does next."""
@@ -287,7 +342,8 @@ class DemoOrigin:
             f'<li><a href="/page/{n}">{html_escape(_page_title(n))}</a></li>'
             for n in range(1, min(HOME_PAGE_LINKS, self.pages) + 1)
         )
-        return _html("Stoker demo", f"<ul>{collections}</ul>\n<ul>{pages}</ul>\n")
+        return _html("Stoker demo", f"<ul>{collections}</ul>\n<ul>{pages}</ul>\n",
+                     delay=self.delay)
 
     def collection_body(self, c: int) -> bytes:
         first = c if c > 0 else COLLECTIONS
@@ -295,7 +351,8 @@ class DemoOrigin:
             f'<li><a href="/page/{n}">{html_escape(_page_title(n))}</a></li>'
             for n in range(first, self.pages + 1, COLLECTIONS)
         )
-        return _html(f"Collection {c}", f'<p><a href="/">Home</a></p>\n<ul>{items}</ul>\n')
+        return _html(f"Collection {c}", f'<p><a href="/">Home</a></p>\n<ul>{items}</ul>\n',
+                     delay=self.delay)
 
     def sitemap_index(self, base: str) -> bytes:
         entries = "".join(

@@ -129,11 +129,13 @@ def _weights(accept_encoding: str) -> dict[str, float]:
         if not name:
             continue
         name = ALIASES.get(name, name)
-        weights[name] = min(_q(params), weights.get(name, 1.0))
+        weights[name] = min(q_value(params), weights.get(name, 1.0))
     return weights
 
 
-def _q(params: str) -> float:
+def q_value(params: str) -> float:
+    """The q-value among a member's ``;``-separated parameters: 1 without one, 0 for a
+    malformed one or one outside 0-1 (refusal is the safe side)."""
     for param in params.split(";"):
         key, _, value = param.partition("=")
         if key.strip().lower() == "q":

@@ -136,6 +136,7 @@ from stoker.proxy.client_feed import Feed, carry
 from stoker.proxy.codings import Codings
 from stoker.proxy.decide import decide, may_take
 from stoker.proxy.deliver import Deliverer, needs_coding
+from stoker.proxy.error_page import with_error_page
 from stoker.proxy.fetch import Fetch, FetchConfig, Fetcher
 from stoker.proxy.fetched import (
     RENEWED,
@@ -200,6 +201,9 @@ class PipelineConfig:
     """Refresh ahead's lead (0: off, nothing is tracked)."""
     refresh_window: float = Settings.refresh_window
     """How long a visitor's read keeps its entry refreshed."""
+    error_page: bytes | None = None
+    """The body of Stoker's own answers to origin failures for clients that accept HTML
+    (``error_page``, read when the configuration is: :func:`with_error_page`)."""
 
 
 class Pipeline:
@@ -312,7 +316,7 @@ class Pipeline:
         except OriginError as error:  # broke off mid-body: the body stream raised it
             log.warning("response to %s truncated: %s", request.url, error)
             if not sink.started:
-                self._give(sink, _failure(502, "uri-miss", str(error)))
+                self._give(sink, _failure(502, "uri-miss", str(error)), request)
         except BaseException as error:
             sink.fail(error)
             if not isinstance(error, Exception):
@@ -551,10 +555,14 @@ class Pipeline:
     async def _synth(self, txn: Transaction) -> Step:
         """Give :attr:`Transaction.synth`, Stoker's own answer, to the client."""
         assert txn.synth is not None
-        self._give(txn.sink, txn.synth)
+        self._give(txn.sink, txn.synth, txn.request)
         return Step.DONE
 
-    def _give(self, sink: ReplySink, synth: Synth) -> None:
+    def _give(self, sink: ReplySink, synth: Synth, request: RequestInfo | None = None) -> None:
+        """Give ``synth`` (with the configured error page for ``request``, when it
+        answers an origin failure: :func:`with_error_page`)."""
+        if request is not None:
+            synth = with_error_page(synth, self.config.error_page, request.headers)
         if synth.reason:
             log.info("answering %d: %s", synth.status, synth.reason)
         headers = synth.headers if synth.outcome is None else [

@@ -6,9 +6,14 @@ from typing import Any
 
 from stoker.admin.why import (
     DESCRIPTIONS,
+    NOT_REQUESTED,
     cookie_bypass_report,
     describe,
+    origins_seen,
     report,
+    seen_only,
+    split_origin,
+    stored_urls,
     total_requests,
     url_report,
 )
@@ -76,8 +81,20 @@ def test_a_url_refused_after_it_was_stored_is_not_cached_now() -> None:
 
 def test_a_url_never_seen_says_so() -> None:
     found = url_report(f"{SITE}/a", {"key": "k", "variants": []}, None, "me", Site())
-    assert (found["cached"], found["last"], found["advice"]) == (False, None, [])
-    assert found["verdict"].startswith("not cached, and no record of why")
+    assert (found["cached"], found["seen"], found["last"], found["advice"]) == (
+        False, False, None, [])
+    assert found["verdict"] == NOT_REQUESTED
+
+
+def test_a_lookup_shows_the_urls_seen_and_every_one_only_when_none_was() -> None:
+    never = url_report(f"{SITE}/a", {"key": "k1", "variants": []}, None, "me", Site())
+    refused = url_report("http://localhost:8080/a", {"key": "k2", "variants": []},
+                         LastSeen("private", 3.0, 200), "me", Site())
+    stored = url_report("https://127.0.0.1:8080/a", key(5.0), None, "me", Site())
+    assert (refused["seen"], stored["seen"]) == (True, True)
+    assert seen_only([never, refused, never, stored]) == [refused, stored]
+    assert seen_only([never, never]) == [never, never]
+    assert seen_only([]) == []
 
 
 def test_an_unknown_reason_is_described_by_its_name() -> None:
@@ -92,3 +109,17 @@ def test_cookie_bypasses_are_ranked_with_their_share_of_all_requests() -> None:
         {"cookie": "a", "requests": 2, "share": 0.2},
         {"cookie": "b", "requests": 2, "share": 0.2}]
     assert cookie_bypass_report({"a": 1}, {})[0]["share"] == 0.0
+
+
+def test_the_origins_a_path_was_seen_on_are_those_of_urls_with_exactly_that_path() -> None:
+    urls = ["http://a:1/p?x=1", "https://b/p?x=1", "http://c/q/p?x=1", "http://a:1/p?x=1",
+            "http://d/p?x=12", "http://e/p?x=1"]
+    assert origins_seen(urls, "/p?x=1", 16) == ["http://a:1", "https://b", "http://e"]
+    assert origins_seen(urls, "/p?x=1", 2) == ["http://a:1", "https://b"]
+    assert origins_seen([], "/p", 16) == []
+    assert split_origin("https://h:8443/a/b?c") == ("https://h:8443", "/a/b?c")
+
+
+def test_stored_urls_are_those_of_the_current_cache_version() -> None:
+    keys = ["3|http://a/p", "2|http://b/p", "3|https://c/p?q", "30|http://d/p"]
+    assert list(stored_urls(keys, "3")) == ["http://a/p", "https://c/p?q"]

@@ -118,6 +118,8 @@ def test_the_oldest_urls_leave_the_last_records_first() -> None:
     assert log.last(f"{SITE}/p/2") is not None and log.last(f"{SITE}/p/new") is not None
     [found] = log.snapshot()["reasons"]
     assert found["sections"][0][3] == LAST_KEPT  # pages: the URLs still remembered
+    recent = log.recent_urls()
+    assert len(recent) == LAST_KEPT and recent[-2:] == [f"{SITE}/p/2", f"{SITE}/p/new"]
 
 
 def test_long_urls_and_details_are_cut() -> None:

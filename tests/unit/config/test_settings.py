@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.config.settings import FIELDS, SettingsError, describe, load_settings
+from stoker.config.settings import (
+    FIELDS,
+    SettingsError,
+    describe,
+    load_settings,
+    read_error_page,
+)
+from stoker.config.settings.checks import ERROR_PAGE_MAX
 from stoker.config.settings.loading import closest_setting
 from stoker.config.units import format_duration, format_size, parse_duration, parse_size
 
@@ -240,3 +247,19 @@ def test_refresh_ahead_settings_default_parse_and_name_themselves(tmp_path: Path
         load_settings(config_path=None, env={"STOKER_REFRESH_WINDOW": "0"}, cli={})
     with pytest.raises(SettingsError, match="refresh_ahead"):
         load_settings(config_path=None, env={"STOKER_REFRESH_AHEAD": "-1s"}, cli={})
+
+
+def test_the_error_page_is_read_whole_once_and_a_bad_one_names_the_setting(
+        tmp_path: Path) -> None:
+    page = tmp_path / "502.html"
+    page.write_bytes(b"<h1>down</h1>")
+    assert read_error_page(load_settings(cli={"error_page": None})) is None
+    assert read_error_page(load_settings(cli={"error_page": str(page)})) == b"<h1>down</h1>"
+    page.write_bytes(b"x" * ERROR_PAGE_MAX)  # the most accepted
+    assert len(read_error_page(load_settings(cli={"error_page": str(page)})) or b"") == (
+        ERROR_PAGE_MAX)
+    page.write_bytes(b"x" * (ERROR_PAGE_MAX + 1))
+    for bad, words in ((page, "larger than 1 MiB"), (tmp_path / "gone.html", "not a readable"),
+                       (tmp_path, "not a readable")):
+        with pytest.raises(SettingsError, match=f"^error_page: {bad} .*{words}"):
+            read_error_page(load_settings(cli={"error_page": str(bad)}))

@@ -1,6 +1,7 @@
 """The Warm page: the active (or else the latest) warm run live, its progress, pace and
 counts, its warning once ended (:mod:`stoker.warm.verdict`), why discovery skipped URLs,
-why pages were not stored, a map of its URLs as coloured cells, the origins visitors
+why pages were not stored, a re-warm's URLs by name with each one's result, a map of its
+URLs as coloured cells, the origins visitors
 arrive on against those warm runs fill (and the warmed entries visitors read), the
 recent runs;
 start a run (the whole site, or a list of URLs) and cancel one.
@@ -54,6 +55,14 @@ PHASE_LABELS: Final[Mapping[str, str]] = {
     "cancelled": "cancelled"}
 TAG_OF_PHASE: Final[Mapping[str, str]] = {"collect": "running", "warm": "running",
                                           "done": "ok", "failed": "failed"}
+TAG_OF_STATE: Final[Mapping[str, str]] = {
+    "queued": "running", "stopgap": "running", "warmed": "ok", "not_modified": "ok",
+    "rewarmed": "ok", "failed": "failed", "gave_up": "failed"}
+"""The tag's colour of each URL state (``not_stored``: none, grey)."""
+LISTED_REASONS: Final = frozenset({"purge", "edit"})
+"""The runs whose URLs the page lists by name: the re-warms of what a purge took."""
+URLS_LISTED: Final = 20
+"""The most URLs of a run the page lists by name."""
 
 
 def pace(run: Mapping[str, Any], now: float) -> tuple[float | None, float | None]:
@@ -179,6 +188,32 @@ def map_html(states: Mapping[str, Sequence[str]], counts: Mapping[str, int],
                   f'state">{grid}</div>')
 
 
+def listed(run: Mapping[str, Any]) -> bool:
+    """Whether the page names ``run``'s URLs one by one: a re-warm after a purge or an
+    edit, or a run of a list of URLs (a handful, where counts alone say too little).
+    Pure."""
+    return run["reason"] in LISTED_REASONS or run["scope"] == "urls"
+
+
+def urls_html(states: Mapping[str, Sequence[str]], counts: Mapping[str, int],
+              most: int = URLS_LISTED) -> Markup:
+    """The run's URLs one a row with each one's result (``/page/2`` before ``/page/10``),
+    the first ``most`` of them, then how many more the run has.  Pure."""
+    rows = sorted(((url, state) for state, urls in states.items() for url in urls),
+                  key=lambda row: natural(row[0]))[:most]
+    more = counts["total"] - len(rows)
+    note = f"and {plural(more, 'more URL', figure=_figure)}" if more > 0 else ""
+    return Markup(
+        '<h2 id="warm-urls">URLs of the run</h2>'
+        + table(("URL", "Result"),
+                [(Markup(f'<span class="detail">{esc(url)}</span>'),
+                  Markup(f'<span class="tag {TAG_OF_STATE.get(state, "")}">'
+                         f"{esc(STATE_LABELS.get(state, state))}</span>"))
+                 for url, state in rows],
+                empty="no URL yet", label="URLs of the run")
+        + (f'<p class="detail">{esc(note)}</p>' if note else ""))
+
+
 def counts_text(counts: Mapping[str, int]) -> str:
     """A run's counts in a few words.  Pure."""
     parts = [f"{shown(counts['warmed'] + counts['rewarmed'], 'count')} warmed"]
@@ -202,7 +237,8 @@ def recent_html(runs: Sequence[Mapping[str, Any]], now: float) -> Markup:
 
 
 def run_html(detail: Mapping[str, Any], url_map: Mapping[str, Any], now: float) -> Markup:
-    """The shown run: heading, cancel while it is active, progress, reasons, map.  Pure."""
+    """The shown run: heading, cancel while it is active, progress, reasons, its URLs by
+    name with their results (a re-warm's, a list's: :func:`listed`), map.  Pure."""
     active = detail["finished_at"] is None
     which = "Current run" if active else "Latest run"
     cancel = action("Cancel run", f"/api/warm/{detail['id']}/cancel", danger=True,
@@ -215,6 +251,7 @@ def run_html(detail: Mapping[str, Any], url_map: Mapping[str, Any], now: float) 
                   + warning_html(detail) + progress_html(detail, now)
                   + skipped_html(detail["skipped_reasons"])
                   + reasons_html(detail["not_stored_reasons"], detail["not_stored_urls"])
+                  + (urls_html(url_map["states"], detail["counts"]) if listed(detail) else "")
                   + map_html(url_map["states"], detail["counts"]) + "</section>")
 
 

@@ -10,10 +10,9 @@ from typing import Any, Final
 
 from starlette.requests import Request
 
-from stoker.admin.api import asked_urls
 from stoker.admin.views import Sources, View
 from stoker.admin.views.html import Markup, esc, heading, moment, shown, table, url_attr
-from stoker.admin.why import site_report, urls_report
+from stoker.admin.why import site_report, url_lookup
 from stoker.purge.scope import PurgeRequestError
 
 URLS_SHOWN: Final = 5
@@ -77,14 +76,17 @@ def report_html(found: Mapping[str, Any]) -> Markup:
 
 
 def url_html(found: Mapping[str, Any], now: float) -> Markup:
-    """The verdict on one URL: cached or why not, the last record, the advice.  Pure."""
+    """The verdict on one URL: cached or why not, the last record, the advice; a URL not
+    requested yet is said calmly (plain muted text, not a red tag).  Pure."""
     last = found["last"]
     record = "" if last is None else (
         f'<p>Last: <code>{esc(last["reason"])}</code> ({esc(last["description"])}), '
         f"{esc(moment(last['at'], now))}, seen by {esc(last['seen_by'])}</p>")
-    tone = "ok" if found["cached"] else "failed"
+    verdict = (f'<span class="tag {"ok" if found["cached"] else "failed"}">'
+               f'{esc(found["verdict"])}</span>' if found["seen"]
+               else f'<span class="detail">{esc(found["verdict"])}</span>')
     return Markup(f'<article class="card verdict"><h2 class="detail">{esc(found["url"])}</h2>'
-                  f'<p><span class="tag {tone}">{esc(found["verdict"])}</span></p>{record}'
+                  f'<p>{verdict}</p>{record}'
                   f'{advice_html(found["advice"])}</article>')
 
 
@@ -109,7 +111,7 @@ async def content(request: Request, sources: Sources) -> str:
     lookup = Markup("")
     if asked:
         try:
-            verdicts = await urls_report(stoker, asked_urls(request, stoker))
+            verdicts = await url_lookup(stoker, request)
             lookup = Markup("".join(url_html(found, verdicts["now"])
                                     for found in verdicts["urls"]))
         except PurgeRequestError as error:

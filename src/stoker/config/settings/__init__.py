@@ -14,6 +14,7 @@ from stoker.config.settings.checks import (
     is_loopback_listen,
     looser_data_dir,
     make_data_dir_private,
+    read_error_page,
     refuse_data_dir_under_a_file,
     require_data_dir,
     require_origin,
@@ -35,7 +36,7 @@ __all__ = [
     "DEFAULT_VARIANTS", "ENV_PREFIX", "FIELDS", "Described", "Setting", "Settings",
     "SettingsError", "admin_url", "describe", "find_config", "is_loopback_host",
     "is_loopback_listen", "load_settings", "looser_data_dir", "make_data_dir_private",
-    "markdown_table", "refuse_data_dir_under_a_file",
+    "markdown_table", "read_error_page", "refuse_data_dir_under_a_file",
     "require_data_dir", "require_origin", "require_safe_admin", "require_tls_files",
     "settings_from", "toml_value",
 ]

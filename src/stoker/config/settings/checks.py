@@ -30,6 +30,8 @@ PRIVATE_DIR: Final = 0o700
 PRIVATE_FILE: Final = 0o600
 """The mode of the SQLite files in ``data_dir`` (created so by the SQLite backend)."""
 SIDE_FILES: Final = ("", "-wal", "-shm")
+ERROR_PAGE_MAX: Final = 1024 * 1024
+"""The largest ``error_page`` accepted, in bytes."""
 
 
 def require_origin(settings: Settings) -> str:
@@ -113,6 +115,26 @@ def require_tls_files(settings: Settings) -> None:
     for name, path in (("tls_cert", settings.tls_cert), ("tls_key", settings.tls_key)):
         if path is not None and not path.is_file():
             raise SettingsError(f"{name}: {path} is not a readable file")
+
+
+def read_error_page(settings: Settings) -> bytes | None:
+    """The bytes of ``error_page`` (``None`` when it is not set): a readable file of at
+    most :data:`ERROR_PAGE_MAX` bytes, read whole once."""
+    page = settings.error_page
+    if page is None:
+        return None
+    try:
+        with page.open("rb") as file:
+            body = file.read(ERROR_PAGE_MAX + 1)
+    except OSError as error:
+        why = error.strerror or type(error).__name__
+        raise SettingsError(f"error_page: {page} is not a readable file ({why}); point "
+                            "error_page (or --error-page, STOKER_ERROR_PAGE) at an HTML "
+                            "file") from None
+    if len(body) > ERROR_PAGE_MAX:
+        raise SettingsError(f"error_page: {page} is larger than 1 MiB; an error page should "
+                            "be small (inline its styles, link its images)")
+    return body
 
 
 def require_safe_admin(settings: Settings) -> None:

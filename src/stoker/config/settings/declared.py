@@ -585,6 +585,17 @@ class Settings:
         None, optional(path),
         "PEM private key of tls_cert",
         doc="PEM private key of `tls_cert` (the two go together)")
+    error_page: Path | None = setting(
+        None, optional(path),
+        "HTML file sent as the body of Stoker's own 502/503/504 when the origin fails and no "
+        "stale copy can answer (at most 1 MiB; read at start and on reload)",
+        doc="An HTML file (at most 1 MiB) sent as the body of the `502`, `503` or `504` Stoker "
+            "answers itself when the origin fails and no stale copy can stand in, to clients "
+            "that accept HTML (`Content-Type: text/html; charset=utf-8`, `Cache-Control: "
+            "no-store`, the status and `Retry-After` unchanged); other clients, and every "
+            "answer without it, get the short plain-text one. Read when Stoker starts and "
+            "on each reload, never per request",
+        flag=True, reload=True)
     compress: bool = setting(
         True, boolean,
         "Store br and gzip forms of compressible responses (text, JSON, JS, SVG, XML over 1 "
