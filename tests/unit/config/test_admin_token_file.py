@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from stoker.config.settings import SettingsError, load_settings, settings_from
 from stoker.config.settings.loading import token_path
+from stoker.config.settings.rendering import settings_toml
 
 
 def token_file(directory: Path, text: str = "s3cret-token\n") -> Path:
@@ -70,3 +71,15 @@ def test_token_path_reads_relative_paths_in_the_credentials_directory_only(
     env = {"CREDENTIALS_DIRECTORY": directory} if directory else {}
     assert token_path(Path(name), env) == (Path(directory) / name if directory else Path(name))
     assert token_path(Path("/etc/stoker") / name, env) == Path("/etc/stoker") / name
+
+
+def test_stoker_settings_names_the_file_never_the_token_it_holds(tmp_path: Path) -> None:
+    path = token_file(tmp_path)
+    config = tmp_path / "stoker.toml"
+    config.write_text(f'admin_token_file = "{path}"\n')
+    shown = settings_toml(load_settings(config_path=config, env={}), config)
+    assert "s3cret-token" not in shown
+    assert "# admin_token = (not set)" in shown
+    again = tmp_path / "again.toml"
+    again.write_text(shown)
+    assert load_settings(config_path=again, env={}).admin_token == "s3cret-token"
