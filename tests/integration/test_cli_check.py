@@ -26,9 +26,9 @@ from tests.job_backends import PG_URL, pg_schema, schema_url
 
 UNREACHABLE = "http://127.0.0.1:1"
 REDIS_URL = "redis://127.0.0.1:6379/13"  # a database of this module's own
-SUBJECTS = ("configuration", "origin", "data_dir", "cache tier", "job queue", "audit log",
-            "purge bus", "Redis eviction", "notifier", "last warm run", "warmed origins",
-            "error_page", "listen", "admin_listen")
+SUBJECTS = ("configuration", "drivers", "origin", "data_dir", "cache tier", "job queue",
+            "audit log", "purge bus", "Redis eviction", "notifier", "last warm run",
+            "warmed origins", "error_page", "listen", "admin_listen")
 
 
 def check(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:

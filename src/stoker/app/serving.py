@@ -23,10 +23,9 @@ import secrets
 import signal
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import httpx
-import redis.asyncio as aioredis
 
 from stoker.adapters.access_log import AccessLogApp, open_stream
 from stoker.adapters.asgi_proxy import ProxyApp
@@ -42,7 +41,6 @@ from stoker.app.sharing import share_cache, shares_cache
 from stoker.app.stoker import Stoker
 from stoker.app.warm_service import WarmService
 from stoker.asgi import ASGIApp
-from stoker.backends.redis.eviction import SAFE, client_verdict
 from stoker.clock import Clock
 from stoker.config.settings import (
     Settings,
@@ -57,6 +55,9 @@ from stoker.version import VERSION
 from stoker.warm.run import Run
 from stoker.warm.run_store import not_stored_text
 from stoker.warm.warmer import judged
+
+if TYPE_CHECKING:
+    import redis.asyncio as aioredis
 
 Announce = Callable[[str], None]
 Alongside = Callable[[WarmService], Coroutine[Any, Any, None]]
@@ -137,6 +138,8 @@ async def say_eviction(client: aioredis.Redis) -> None:
     """Log what the ``maxmemory-policy`` of the Redis ``client`` talks to (the tier's)
     may evict of Stoker's keys (:mod:`stoker.backends.redis.eviction`): a warning unless
     it is safe."""
+    from stoker.backends.redis.eviction import SAFE, client_verdict
+
     try:
         found = await client_verdict(client)
     except Exception as error:

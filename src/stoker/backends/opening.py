@@ -8,7 +8,8 @@ With ``database_url`` every PostgreSQL port shares ONE asyncpg pool
 subscription is a connection of its own, as pub/sub needs).  SQLite ports keep their
 own connection each (their files in ``data_dir``: each a writer thread of its own).
 :func:`open_database` opens the job queue and the warmer's other stores alone (the
-CLI's), without the cache tier.  Drivers are imported when a backend is opened.
+CLI's), without the cache tier.  Drivers are imported when a backend is opened, and one
+not installed is refused first (:mod:`stoker.backends.drivers`).
 
 Invariants: :func:`open` returns every port or raises with nothing left open;
 :meth:`Backends.close` closes every port, then the pool and the client, in the reverse
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from stoker.backends.choice import Choice, choose
+from stoker.backends.drivers import require_drivers
 from stoker.backends.warm_stores import WarmStores, warm_stores_on_file, warm_stores_on_pool
 from stoker.config.settings import Settings, require_data_dir
 from stoker.warm.run import RevisitPolicy
@@ -109,8 +111,10 @@ class Backends:
 async def open(settings: Settings, clock: Clock, bodies: BodyStore) -> Backends:
     """Open (and migrate) every port ``settings`` choose (:func:`~stoker.backends.choice.
     choose`); the cache tier keeps large bodies in ``bodies``.  Raises with nothing left
-    open; a setting it cannot use is a :class:`SettingsError` naming it."""
+    open; a setting it cannot use, or whose driver is not installed, is a
+    :class:`SettingsError` naming it."""
     choice = choose(settings)
+    require_drivers(settings)
     closing = Closing()
     try:
         return await _open(settings, clock, bodies, choice, closing)
@@ -161,6 +165,7 @@ async def open_database(settings: Settings, clock: Clock) -> WarmStores:
     """The job queue and the warmer's other stores alone, on a handle of their own that
     their ``aclose`` closes (the CLI's: no cache tier, nothing else opened or made)."""
     policy = RevisitPolicy(delay=settings.stopgap_delay)
+    require_drivers(settings)
     if choose(settings).database == "postgres":
         from stoker.backends.postgres.connection import create_pool
 

@@ -4,6 +4,7 @@ The settings are read as ``stoker serve`` reads them, with its flags; a configur
 error (a bad value, an unknown key, no origin, an admin API open without a token) is one
 ``error:`` line naming the setting, exit 2.  Then each :class:`Check` tries one thing
 serving needs from the machine, reading only (:mod:`stoker.cli.check_readonly`): the
+drivers of PostgreSQL and Redis are installed when the settings ask for them, the
 origin answers (a warning when it does not: serving stale copies through an outage is
 what Stoker is for), ``data_dir`` is writable (or can be created), the databases and
 Redis answer (and whether their migrations are applied), Redis's ``maxmemory-policy``
@@ -41,6 +42,7 @@ from rich.text import Text
 
 from stoker import backends
 from stoker.backends.choice import choose
+from stoker.backends.drivers import installed, missing, needed, require_drivers
 from stoker.cache.hits import SeenOrigin
 from stoker.cli import check_readonly as readonly
 from stoker.cli.check_readonly import Unusable
@@ -52,6 +54,7 @@ from stoker.cli.common import (
     ListenOpt,
     OriginOpt,
     ServerOpt,
+    TokenFileOpt,
     TokenOpt,
     output,
     settings_or_exit,
@@ -85,6 +88,8 @@ NOT_TRIED: Final = "skip"
 WARNED: Final = "warn"
 COLOURS: Final = {PASSED: "green", FAILED: "red", NOT_TRIED: "yellow", WARNED: "yellow"}
 USABLE: Final = (PASSED, WARNED)
+DRIVERS: Final = "drivers"
+"""The check of PostgreSQL's and Redis's drivers, which their stores' checks need."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +110,8 @@ class Check:
 def check(
     config: ConfigOpt = None, origin: OriginOpt = None, listen: ListenOpt = None,
     admin_listen: AdminListenOpt = None, data_dir: DataDirOpt = None,
-    admin_token: TokenOpt = None, server: ServerOpt = None,
+    admin_token: TokenOpt = None, admin_token_file: TokenFileOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """Check the setup without serving (as nginx -t).
 
@@ -119,7 +125,8 @@ def check(
     Exit status: 0 when no check failed (warnings included), 1 when a check failed, 2
     for a configuration error."""
     settings = settings_or_exit(config, origin=origin, listen=listen, admin_listen=admin_listen,
-                                data_dir=data_dir, admin_token=admin_token, server=server)
+                                data_dir=data_dir, admin_token=admin_token,
+                                admin_token_file=admin_token_file, server=server)
     try:
         require_origin(settings)
         require_safe_admin(settings)
@@ -152,13 +159,14 @@ def store_checks(settings: Settings) -> list[Check]:
 
 def read_only_store_checks(settings: Settings) -> list[Check]:
     """Every store ``stoker serve`` with ``settings`` opens, looked at without creating or
-    migrating anything (:mod:`stoker.cli.check_readonly`)."""
-    shared_db = None if settings.database_url else "data_dir"
+    migrating anything (:mod:`stoker.cli.check_readonly`); PostgreSQL's and Redis's
+    after their drivers (:func:`driver_checks`)."""
+    shared_db = DRIVERS if settings.database_url else "data_dir"
     database = place(settings.database_url, settings.sqlite_path)
     on_cache = place(settings.database_url, settings.cache_path)
     if settings.l2_url:
         tier = Check("cache tier", place(settings.l2_url, settings.cache_path),
-                     partial(readonly.redis_answers, settings.l2_url))
+                     partial(readonly.redis_answers, settings.l2_url), needs=DRIVERS)
     else:
         tier = Check("cache tier", str(settings.cache_path),
                      partial(stored, settings, settings.cache_path, ("cache",)),
@@ -186,6 +194,25 @@ async def stored(settings: Settings, path: Path, components: Sequence[str]) -> s
     return await readonly.store_state(settings, path, components)
 
 
+def driver_checks(settings: Settings) -> list[Check]:
+    """The drivers the chosen backends need are installed (none for SQLite alone: no
+    check): a missing one fails naming the setting and the fix
+    (:mod:`stoker.backends.drivers`)."""
+    wanted = needed(settings, choose(settings))
+    if not wanted:
+        return []
+    modules = ", ".join(driver.module for driver, _ in wanted)
+    return [Check(DRIVERS, modules, partial(drivers_installed, settings))]
+
+
+async def drivers_installed(settings: Settings) -> str:
+    """:func:`stoker.backends.drivers.missing`, as a probe."""
+    found = missing(settings, choose(settings), installed)
+    if found is not None:
+        raise Unusable(found)
+    return "installed"
+
+
 def warm_checks(settings: Settings) -> list[Check]:
     """What the stores say about warming: the last warm run that ended, and the origins
     warm runs fill against those visitors arrive on."""
@@ -207,7 +234,7 @@ def migrate(
     when one could not be opened, 2 for a configuration error."""
     settings = settings_or_exit(config, data_dir=data_dir, database_url=database_url)
     try:
-        choose(settings)  # a backend setting it cannot use
+        require_drivers(settings)  # a backend setting it cannot use, or its driver missing
     except SettingsError as error:
         raise usage_error(error) from None
     marks = asyncio.run(run_checks(store_checks(settings), secrets_of(settings)))
@@ -239,6 +266,7 @@ def checks_for(settings: Settings, config_file: Path | None) -> list[Check]:
     checks = [
         Check("configuration", str(config_file or "(defaults, STOKER_* variables, flags)"),
               partial(configuration, settings)),
+        *driver_checks(settings),
         Check("origin", require_origin(settings), partial(origin_answers, settings),
               warns=True),
         *read_only_store_checks(settings),
@@ -468,7 +496,8 @@ def notifier_checks(settings: Settings) -> list[Check]:
         return []
     where = (f"Redis pub/sub {place(settings.l2_url, settings.cache_path)}" if kind == "redis"
              else f"LISTEN/NOTIFY {place(settings.database_url, settings.cache_path)}")
-    return [Check("notifier", where, partial(notifier_subscribes, settings, kind))]
+    return [Check("notifier", where, partial(notifier_subscribes, settings, kind),
+                  needs=DRIVERS)]
 
 
 async def notifier_subscribes(settings: Settings, kind: str) -> str:

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from stoker.app.processes import INDEX_FLAG, SUPERVISOR_FLAG, ServingProcess, default_node_id
+from stoker.backends.drivers import require_drivers
 from stoker.cli.common import (
     DEMO_DATA_DIR,
     AdminListenOpt,
@@ -33,6 +34,7 @@ from stoker.cli.common import (
     OriginOpt,
     ProcessesOpt,
     ServerOpt,
+    TokenFileOpt,
     TokenOpt,
     admin_client,
     announcer,
@@ -74,7 +76,8 @@ def _root(version: Annotated[bool, typer.Option(
 def serve(
     config: ConfigOpt = None, origin: OriginOpt = None, listen: ListenOpt = None,
     admin_listen: AdminListenOpt = None, data_dir: DataDirOpt = None,
-    admin_token: TokenOpt = None, server: ServerOpt = None, log_format: LogFormatOpt = None,
+    admin_token: TokenOpt = None, admin_token_file: TokenFileOpt = None,
+    server: ServerOpt = None, log_format: LogFormatOpt = None,
     processes: ProcessesOpt = None, node_id: NodeIdOpt = None,
     error_page: ErrorPageOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging")] = False,
@@ -93,12 +96,14 @@ def serve(
     from stoker.app.serving import run_service, supervise
 
     flags = dict(origin=origin, listen=listen, admin_listen=admin_listen, data_dir=data_dir,
-                 admin_token=admin_token, server=server, log_format=log_format,
-                 processes=processes, node_id=node_id, error_page=error_page)
+                 admin_token=admin_token, admin_token_file=admin_token_file, server=server,
+                 log_format=log_format, processes=processes, node_id=node_id,
+                 error_page=error_page)
     settings = settings_or_exit(config, **flags)
     try:
         require_origin(settings)
         require_safe_admin(settings)
+        require_drivers(settings)
     except SettingsError as error:
         raise usage_error(error) from None
     setup_logging(verbose, settings.log_format)

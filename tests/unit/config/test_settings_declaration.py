@@ -26,7 +26,7 @@ def test_the_documented_table_is_the_generated_one() -> None:
 def test_the_table_has_one_row_per_setting_and_its_flag() -> None:
     rows = markdown_table().splitlines()[3:-1]
     assert [row.split(" | ")[0] for row in rows] == [f"| `{key}`" for key in FIELDS]
-    assert rows[0].endswith("(`--origin`) |") and "`STOKER_L1_MAX_BYTES` | `256MiB` |" in rows[8]
+    assert rows[0].endswith("(`--origin`) |") and "`STOKER_L1_MAX_BYTES` | `256MiB` |" in rows[9]
 
 
 def test_with_table_replaces_only_between_the_markers() -> None:

@@ -11,17 +11,20 @@ Invariants:
   (the later one waits, then sees the ledger row and skips).
 - ``schema`` (optional) becomes the connections' ``search_path``: tests and
   benchmarks isolate themselves in a schema of their own.
+- asyncpg is imported by :func:`create_pool` alone: :func:`describe` and
+  :func:`lock_key` work without the driver (``stoker check`` names stores with them).
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from typing import Any
-
-import asyncpg
+from typing import TYPE_CHECKING, Any
 
 from stoker.backends.migrations import Migration, migration_files
+
+if TYPE_CHECKING:
+    import asyncpg
 
 MIGRATIONS = "stoker.backends.postgres.migrations"
 """The package holding every component's migrations."""
@@ -56,6 +59,8 @@ async def create_pool(
     **options: Any,
 ) -> asyncpg.Pool:
     """A pool on ``url``; fails with a sentence naming the URL's host when unreachable."""
+    import asyncpg
+
     try:
         return await asyncpg.create_pool(
             url, min_size=min_size, max_size=max_size,

@@ -143,8 +143,8 @@ def require_safe_admin(settings: Settings) -> None:
         raise SettingsError(
             f"admin_listen is {settings.admin_listen}, which is not a loopback address, and "
             "no admin_token is set: anyone who can reach it could purge the cache. Set "
-            "--admin-token / STOKER_ADMIN_TOKEN / admin_token in stoker.toml, or listen on "
-            "127.0.0.1")
+            "--admin-token / STOKER_ADMIN_TOKEN / admin_token in stoker.toml (or a file holding "
+            "it: admin_token_file), or listen on 127.0.0.1")
 
 
 def is_loopback_listen(address: str) -> bool:

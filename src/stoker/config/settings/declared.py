@@ -119,6 +119,14 @@ class Settings:
         None, optional(text),
         "Bearer token required by the admin API",
         flag=True)
+    admin_token_file: Path | None = setting(
+        None, optional(path),
+        "File holding admin_token (instead of it); relative: in $CREDENTIALS_DIRECTORY",
+        doc="A file holding the admin API's bearer token, read at start and on `SIGHUP` "
+            "(leading and trailing whitespace dropped), instead of `admin_token` (set one of "
+            "the two). A relative path is read in `$CREDENTIALS_DIRECTORY` when that is set "
+            "(systemd's `LoadCredential=`, docs/deploy.md), else in the working directory",
+        flag=True)
     data_dir: Path = setting(
         Path(".stoker"), path,
         "Directory for the SQLite files and large cached bodies",

@@ -129,8 +129,37 @@ def load_settings(
     for key, raw in (cli or {}).items():
         if raw is not None:
             _apply(values, key, raw, flag_name(key))
+    _token_from_file(values, env)
     rules = _parse_rules(tables, values.get("preset"), path)
     return Settings(rules=rules, **values)
+
+
+def token_path(file: Path, env: Mapping[str, str]) -> Path:
+    """Where ``admin_token_file`` is read: a relative path in ``$CREDENTIALS_DIRECTORY``
+    when that is set (systemd's credentials), else as given.  Pure."""
+    directory = env.get("CREDENTIALS_DIRECTORY")
+    return Path(directory) / file if directory and not file.is_absolute() else file
+
+
+def _token_from_file(values: dict[str, Any], env: Mapping[str, str]) -> None:
+    """Set ``admin_token`` to the content of ``admin_token_file`` (stripped), when that is
+    set; both set, an unreadable file or an empty one is a :class:`SettingsError` naming
+    them."""
+    file = values.get("admin_token_file")
+    if file is None:
+        return
+    if values.get("admin_token") is not None:
+        raise SettingsError("admin_token and admin_token_file are both set: keep one (the "
+                            "token, or the file holding it)")
+    where = token_path(file, env)
+    try:
+        token = where.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise SettingsError(f"admin_token_file: cannot read {where}: {reason}") from None
+    if not token:
+        raise SettingsError(f"admin_token_file: {where} is empty; put the admin token in it")
+    values["admin_token"] = token
 
 
 def settings_from(values: Mapping[str, object], rules: object = ()) -> Settings:
@@ -144,6 +173,7 @@ def settings_from(values: Mapping[str, object], rules: object = ()) -> Settings:
     parsed: dict[str, Any] = {}
     for key, raw in values.items():
         _apply(parsed, key, raw, "keyword arguments")
+    _token_from_file(parsed, os.environ)
     try:
         found = rules_from(rules)
     except ValueError as error:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -78,7 +79,11 @@ def _toml(value: Any) -> str:
 
 
 def settings_toml(settings: Settings | None, source: Path | None) -> str:
-    """The ``stoker settings`` text: valid TOML, one commented block per setting."""
+    """The ``stoker settings`` text: valid TOML, one commented block per setting (with
+    ``admin_token_file``, ``admin_token`` shows as not set: the file is its source, and
+    the text, read as stoker.toml, must not set both)."""
+    if settings is not None and settings.admin_token_file is not None:
+        settings = replace(settings, admin_token=None)
     lines = [f"# Stoker's settings: the effective values of {source} and the environment"
              if source is not None else "# Stoker's settings and their defaults",
              "# (each also as its STOKER_ variable, or a command's --flag)", ""]
