@@ -123,7 +123,8 @@ def pipeline_config(settings: Settings, memory: MemoryBudget) -> PipelineConfig:
                           client_body_timeout=settings.client_body_timeout,
                           client_max_body_size=settings.client_max_body_size,
                           refresh_ahead=settings.refresh_ahead,
-                          refresh_window=settings.refresh_window)
+                          refresh_window=settings.refresh_window,
+                          log_redact_query=settings.log_redact_query)
 
 
 def rewarm_also(settings: Settings) -> tuple[str, ...]:
