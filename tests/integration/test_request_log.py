@@ -15,12 +15,12 @@ from typing import Any
 
 import httpx
 import pytest
-
-from stoker.admin.client import sse_events
 from tests.integration.admin_harness import CACHEABLE, TOKEN, Admin, eventually, purging
 from tests.integration.conftest import Origin, Proxy
 from tests.integration.serve_process import Serve
 from tests.integration.warm_site import stoker_env
+
+from stoker.admin.client import sse_events
 
 PIPE = asyncio.subprocess.PIPE
 DEADLINE = 30.0

@@ -29,8 +29,9 @@ from stoker.cache.outcome import FROM_CACHE, Kind, Outcome
 from stoker.clock import Clock
 from stoker.http.forwarded import TrustedProxies
 from stoker.origin.context import RequestContext
-from stoker.proxy.log_record import REDACTED, redact_query
+from stoker.proxy.log_record import redact_query
 from stoker.proxy.request import request_client, request_path
+
 
 @dataclass(frozen=True, slots=True)
 class Entry:

@@ -104,7 +104,7 @@ class AdminClient:
 def sse_events(lines: Iterable[str]) -> Iterator[tuple[str, Any]]:
     """The ``(event, data)`` of a Server-Sent Events stream's ``lines``, ``data`` read as
     JSON (comments and fields other than ``event`` and ``data`` skipped).  Pure."""
-    event, data = "message", []
+    event, data = "message", list[str]()
     for line in lines:
         if not line:
             if data:

@@ -14,6 +14,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from dataclasses import dataclass
 from typing import Final
@@ -67,10 +68,8 @@ class Watch:
     async def next(self, timeout: float) -> Batch:
         """The next batch, waiting up to ``timeout`` seconds for one (empty after it)."""
         if not self._ready.is_set():
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._ready.wait(), timeout)
-            except TimeoutError:
-                pass
         return self.take()
 
 
