@@ -17,7 +17,7 @@ import httpx
 import pytest
 from tests.integration.admin_harness import CACHEABLE, TOKEN, Admin, eventually, purging
 from tests.integration.conftest import Origin, Proxy
-from tests.integration.serve_process import Serve
+from tests.integration.serve_process import Serve, eventually_two
 from tests.integration.warm_site import stoker_env
 
 from stoker.admin.client import sse_events
@@ -80,7 +80,7 @@ async def test_a_watcher_sees_a_miss_then_a_hit_of_its_path_only(
         await proxy.client.get("/blog/a?token=secret&x=1")
         await proxy.client.get("/blog/a?token=secret&x=1")
         miss, hit = await requests_seen(events, 2)
-    assert hello == ("hello", {"filter": "path /blog*", "processes": 1})
+    assert hello == ("hello", {"filter": "path /blog*", "processes": 1, "shown": 1})
     assert (miss["outcome"], hit["outcome"]) == ("miss", "hit")
     assert miss["path"] == hit["path"] == "/blog/a?token=REDACTED&x=1"
     assert (miss["status"], miss["bytes"], miss["method"]) == (200, 100, "GET")
@@ -190,3 +190,32 @@ async def test_stoker_log_says_what_is_wrong(origin: Origin, tmp_path: Path) -> 
     assert wrong.returncode == 1 and b"refused the token" in results[0][1]
     assert bad.returncode == 2 and b"--status: expected a code" in results[1][1]
     assert gone.returncode == 1 and b"cannot reach Stoker's admin API" in gone_err
+
+
+async def test_two_processes_show_every_request(origin: Origin, tmp_path: Path) -> None:
+    origin.app.set("/n", body=b"n")
+    serve = Serve(origin, tmp_path, "--processes", "2", "--admin-token", TOKEN)
+    serve.config.write_text('warm_on_start = "never"\n')
+    marker = tmp_path / "data" / "log-watched"
+    async with serve, httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{serve.admin_port}", timeout=DEADLINE,
+            headers={"authorization": f"Bearer {TOKEN}"}) as admin:
+        await eventually_two(serve)
+        async with admin.stream("GET", "/api/log", params={"path": "/n"}) as response:
+            lines = response.aiter_lines()
+            hello = [await anext(lines) for _ in range(3)]
+            await eventually(marker.exists, "the first process marked the log watched")
+            await asyncio.sleep(1.5)  # the other looks for the mark every second
+            for i in range(40):  # each on a connection of its own: the kernel spreads them
+                async with httpx.AsyncClient() as client:
+                    await client.get(f"http://127.0.0.1:{serve.port}/n?i={i}")
+            seen: set[str] = set()
+            read: list[str] = []
+            while len(seen) < 40:
+                read.append(await asyncio.wait_for(anext(lines), DEADLINE))
+                seen |= {data["path"] for event, data in sse_events(read)
+                         if event == "request"}
+        await eventually(lambda: not marker.exists(), "the mark gone with the watcher")
+    assert list(sse_events(hello)) == [
+        ("hello", {"filter": "path /n*", "processes": 2, "shown": 2})]
+    assert seen == {f"/n?i={i}" for i in range(40)}  # ~half answered by the other process

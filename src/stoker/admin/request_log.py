@@ -2,7 +2,8 @@
 
 Query: ``outcome``, ``status``, ``path``, ``client``, ``host``
 (:mod:`~stoker.proxy.log_filter`).  Events: one ``hello`` first (the filter in words;
-``processes``: the serving processes, of which only this one's requests are shown),
+``processes``: the serving processes; ``shown``: how many of them send their requests
+here, this one included: :mod:`~stoker.app.log_relay`),
 then an ``request`` per request answered that matches (:meth:`LogRecord.as_json`), a
 ``dropped`` (``{"dropped": n}``) where a reader too slow lost lines, and a keep-alive
 comment after :data:`KEEPALIVE` seconds without an event.
@@ -63,7 +64,8 @@ def log_routes(stoker: RunningStoker, sessions: Sessions) -> list[Route]:
         if watch is None:
             return JSONResponse({"error": "too many request logs open"}, status_code=503)
         session: Session | None = request.scope.get("state", {}).get("session")
-        hello = {"filter": describe(wanted), "processes": stoker.settings.processes}
+        hello = {"filter": describe(wanted), "processes": stoker.settings.processes,
+                 "shown": 1 + tap.others}
 
         async def stream() -> AsyncIterator[bytes]:
             try:

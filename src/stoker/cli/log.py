@@ -37,11 +37,11 @@ def line(record: dict[str, Any]) -> str:
 
 def hello_line(hello: dict[str, Any]) -> str:
     """What the stream says it shows, before the first request.  Pure."""
-    shown = f"showing {hello['filter']}, Ctrl-C to stop"
-    if hello["processes"] > 1:
-        shown += (f"; only the requests of the process serving the admin API "
-                  f"(1 of {hello['processes']})")
-    return shown
+    said = f"showing {hello['filter']}, Ctrl-C to stop"
+    if hello["shown"] < hello["processes"]:
+        said += (f"; only the requests of {hello['shown']} of the {hello['processes']} "
+                 "serving processes")
+    return said
 
 
 def dropped_line(dropped: int) -> str:
@@ -70,9 +70,8 @@ def log(
 ) -> None:
     """Tail the requests a running Stoker answers, live, until Ctrl-C: time, client,
     method, host and path, status, outcome (hit, miss, pass, bypass, error, ... and why),
-    duration and bytes. Filters narrow what is shown; nothing is logged, nor costs
-    anything, while nobody watches. With `--processes N`, only the requests of the
-    process serving the admin API are shown."""
+    duration and bytes, of every serving process. Filters narrow what is shown; nothing
+    is logged, nor costs anything, while nobody watches."""
     from stoker.admin.client import AdminClientError
 
     params = {name: value for name, value in (

@@ -114,3 +114,16 @@ def fast_hit(reply: Reply, client: str | None, *, at: float,
                      target=shown_target(path, query, redact), status=reply.status,
                      outcome=reply.outcome.kind.value, reason="", duration=None,
                      size=reply_size(reply))
+
+
+def from_json(data: dict[str, Any]) -> LogRecord:
+    """The record :meth:`LogRecord.as_json` gave ``data`` for (``ValueError``,
+    ``KeyError`` or ``TypeError`` for anything else)."""
+    duration = data["duration_ms"]
+    size = data["bytes"]
+    return LogRecord(at=float(data["time"]), client=str(data["client"]),
+                     method=str(data["method"]), host=str(data["host"]),
+                     target=str(data["path"]), status=int(data["status"]),
+                     outcome=str(data["outcome"]), reason=str(data["reason"]),
+                     duration=None if duration is None else float(duration) / 1000,
+                     size=None if size is None else int(size))

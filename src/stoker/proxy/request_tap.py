@@ -79,6 +79,9 @@ class RequestTap:
     def __init__(self) -> None:
         self.watched = False
         """Whether anyone watches: the one thing serving code reads when nobody does."""
+        self.others = 0
+        """The other serving processes whose requests are published here too
+        (:mod:`~stoker.app.log_relay`), besides this process's own."""
         self._watches: tuple[Watch, ...] = ()
 
     @property

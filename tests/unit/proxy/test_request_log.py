@@ -24,7 +24,7 @@ from stoker.proxy.log_filter import (
     matches,
     parse_filter,
 )
-from stoker.proxy.log_record import LogRecord, url_parts
+from stoker.proxy.log_record import LogRecord, from_json, url_parts
 from stoker.proxy.request_tap import MAX_WATCHES, RequestTap, Watch
 
 RECORD = LogRecord(at=1_764_504_000.25, client="203.0.113.7", method="GET",
@@ -107,6 +107,11 @@ def test_stale_stands_for_both_stale_kinds_and_clients_match_by_network() -> Non
                        replace(RECORD, client="-"))
 
 
+@given(records)
+def test_a_record_survives_its_json(record: LogRecord) -> None:
+    assert from_json(record.as_json()) == record
+
+
 def test_url_parts_splits_an_entrys_url() -> None:
     assert url_parts("http://a.test:8080/p/q?x=1&y") == ("a.test:8080", "/p/q", "x=1&y")
     assert url_parts("https://a.test") == ("a.test", "/", "")
@@ -160,8 +165,10 @@ def test_events_and_lines() -> None:
               "duration_ms": None, "bytes": None}
     assert line(passed).endswith(" 200 pass (no-store) - -")
     assert dropped_line(1) == "… 1 line dropped (the reader fell behind)"
-    assert hello_line({"filter": "everything", "processes": 1}) == (
+    assert hello_line({"filter": "everything", "processes": 1, "shown": 1}) == (
         "showing everything, Ctrl-C to stop")
-    assert hello_line({"filter": "status 5xx", "processes": 4}).endswith(
-        "only the requests of the process serving the admin API (1 of 4)")
+    assert hello_line({"filter": "everything", "processes": 4, "shown": 4}) == (
+        "showing everything, Ctrl-C to stop")
+    assert hello_line({"filter": "status 5xx", "processes": 4, "shown": 1}).endswith(
+        "; only the requests of 1 of the 4 serving processes")
 

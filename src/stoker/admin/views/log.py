@@ -35,7 +35,8 @@ HINTS: Final[Mapping[str, tuple[str, str]]] = {
 def filter_form(values: Mapping[str, str]) -> Markup:
     """The filter's GET form, holding ``values``.  Pure."""
     inputs = "".join(
-        f'<label>{esc(name.capitalize())}<input name="{esc(name)}" value="{esc(values.get(name, ""))}" '
+        f'<label>{esc(name.capitalize())}<input name="{esc(name)}" '
+        f'value="{esc(values.get(name, ""))}" '
         f'title="{esc(HINTS[name][0])}" placeholder="{esc(HINTS[name][1])}" size="14" '
         'autocomplete="off"></label>' for name in FIELDS)
     return Markup(f'<form class="tool log-filter" method="get" {url_attr("action", "/log")}>'
@@ -43,17 +44,17 @@ def filter_form(values: Mapping[str, str]) -> Markup:
                   f'<a class="clear" {url_attr("href", "/log")}>Clear</a></form>')
 
 
-def log_html(values: Mapping[str, str], processes: int) -> str:
-    """The page's content for the filter ``values`` under ``processes`` serving
-    processes.  Pure."""
+def log_html(values: Mapping[str, str], processes: int, shown: int) -> str:
+    """The page's content for the filter ``values``, ``shown`` of the ``processes``
+    serving processes sending their requests here.  Pure."""
     try:
         wanted = parse_filter(values)
     except FilterError as error:
         return (heading("Log", live=False) + filter_form(values)
                 + f'<p class="error" role="alert">{esc(error)}</p>')
     query = urlencode({name: value for name, value in values.items() if value})
-    note = (f'<p class="notice">Only the requests of the process serving this dashboard '
-            f"show here: 1 of the {processes} serving processes.</p>") if processes > 1 else ""
+    note = (f'<p class="notice">Only the requests of {shown} of the {processes} serving '
+            "processes show here.</p>") if shown < processes else ""
     return (heading("Log", live=False)
             + '<p class="lead">Each request Stoker answers, as it answers it, newest first: '
             "when, what the cache did, the status, the URL, the client, the time it took "
@@ -71,7 +72,8 @@ def log_html(values: Mapping[str, str], processes: int) -> str:
 async def content(request: Request, sources: Sources) -> str:
     """The page for ``?outcome=&status=&path=&client=&host=``."""
     values = {name: request.query_params.get(name, "").strip() for name in FIELDS}
-    return log_html(values, sources.stoker.settings.processes)
+    stoker = sources.stoker
+    return log_html(values, stoker.settings.processes, 1 + stoker.pipeline.tap.others)
 
 
 VIEW: Final = View("Log", "/log", content)
