@@ -219,3 +219,20 @@ async def test_two_processes_show_every_request(origin: Origin, tmp_path: Path) 
     assert list(sse_events(hello)) == [
         ("hello", {"filter": "path /n*", "processes": 2, "shown": 2})]
     assert seen == {f"/n?i={i}" for i in range(40)}  # ~half answered by the other process
+
+
+async def test_a_request_the_core_refuses_shows_as_an_error(origin: Origin,
+                                                            tmp_path: Path) -> None:
+    async with purging(origin.url, tmp_path / "d", kind="stoker") as (proxy, admin), \
+            watching(admin, proxy, status="4xx") as events:
+        port = int(proxy.url.rsplit(":", 1)[1])
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /twice?key=k HTTP/1.1\r\nhost: a.test\r\nhost: b.test\r\n\r\n")
+        assert (await asyncio.wait_for(reader.readline(), DEADLINE)).startswith(
+            b"HTTP/1.1 400")
+        writer.close()
+        refused, = await requests_seen(events, 1)
+    assert (refused["outcome"], refused["reason"], refused["status"]) == (
+        "error", "bad-request", 400)
+    assert (refused["host"], refused["path"], refused["client"]) == (
+        "a.test", "/twice?key=REDACTED", "127.0.0.1")  # redacted by default

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from stoker.cache.outcome import Outcome
 from stoker.proxy.reply import Reply
-from stoker.proxy.request import RequestInfo
+from stoker.proxy.request import RequestHead, RequestInfo
 
 REDACTED: Final = "REDACTED"
 
@@ -127,3 +127,15 @@ def from_json(data: dict[str, Any]) -> LogRecord:
                      outcome=str(data["outcome"]), reason=str(data["reason"]),
                      duration=None if duration is None else float(duration) / 1000,
                      size=None if size is None else int(size))
+
+
+def refused(head: RequestHead, reply: Reply, client: str | None, *, at: float,
+            redact: Sequence[str]) -> LogRecord:
+    """The record of a request the core refused to read (``reply``: its refusal), as its
+    head says it."""
+    host = next((value.decode("latin-1") for name, value in head.headers if name == b"host"),
+                "-")
+    return LogRecord(at=at, client=client or "-", method=head.method, host=host,
+                     target=shown_target(head.target, head.query, redact), status=reply.status,
+                     outcome=reply.outcome.kind.value, reason=reply.outcome.detail or "",
+                     duration=None, size=reply_size(reply))
