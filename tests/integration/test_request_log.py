@@ -236,3 +236,24 @@ async def test_a_request_the_core_refuses_shows_as_an_error(origin: Origin,
         "error", "bad-request", 400)
     assert (refused["host"], refused["path"], refused["client"]) == (
         "a.test", "/twice?key=REDACTED", "127.0.0.1")  # redacted by default
+
+
+async def test_stoker_log_prints_readable_lines(origin: Origin, tmp_path: Path) -> None:
+    origin.app.set("/t", headers=CACHEABLE, body=b"t" * 7)
+    async with serve_one(origin, tmp_path) as serve, \
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{serve.port}") as client:
+        proc = await log_cli("--outcome", "miss", "--admin-url",
+                             f"http://127.0.0.1:{serve.admin_port}", "--admin-token", TOKEN)
+        assert proc.stdout is not None and proc.stderr is not None
+        hello = await asyncio.wait_for(proc.stderr.readline(), DEADLINE)
+        await client.get("/t")
+        await client.get("/t")  # a hit: not shown
+        shown = await asyncio.wait_for(proc.stdout.readline(), DEADLINE)
+        proc.send_signal(signal.SIGINT)
+        rest, err = await asyncio.wait_for(proc.communicate(), DEADLINE)
+    assert hello == b"showing outcome miss, Ctrl-C to stop\n"
+    assert (proc.returncode, rest, err) == (0, b"", b"")
+    words = shown.decode().split()
+    assert words[1:] == ["127.0.0.1", "GET", f"127.0.0.1:{serve.port}/t", "200", "miss",
+                         words[-2], "7B"]
+    assert words[-2].endswith("ms")
