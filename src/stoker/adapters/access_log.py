@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import IO, Final
+from typing import IO
 
 from stoker.adapters.asgi_proxy import ProxyApp
 from stoker.asgi import Message, Receive, Send
@@ -29,9 +29,10 @@ from stoker.cache.outcome import FROM_CACHE, Kind, Outcome
 from stoker.clock import Clock
 from stoker.http.forwarded import TrustedProxies
 from stoker.origin.context import RequestContext
+from stoker.proxy.log_record import redact_query
 from stoker.proxy.request import request_client, request_path
 
-REDACTED: Final = "REDACTED"
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """What one line says."""
@@ -57,18 +58,6 @@ class _Seen:
     status: int = 0
     size: int = 0
     cache: str = "miss"
-
-
-def redact_query(query: str, names: Sequence[str]) -> str:
-    """``query`` with the values of parameters in ``names`` replaced by ``REDACTED``."""
-    if not query or not names:
-        return query
-    wanted = {name.lower() for name in names}
-    members = []
-    for member in query.split("&"):
-        name, sep, _ = member.partition("=")
-        members.append(f"{name}={REDACTED}" if sep and name.lower() in wanted else member)
-    return "&".join(members)
 
 
 def cache_outcome(outcome: Outcome) -> str:

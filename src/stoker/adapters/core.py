@@ -5,7 +5,8 @@
 (:class:`~stoker.server.front.exchange.Exchange`).
 
 Invariants: a head the core cannot read gets the core's refusal
-(:meth:`~stoker.proxy.pipeline.Pipeline.refusal`), never an exception; a HEAD's reply is
+(:meth:`~stoker.proxy.pipeline.Pipeline.refusal`), never an exception, shown to the live
+request log's watchers, if any; a HEAD's reply is
 delivered without its body (a streamed one is closed unread); a reply's body is delivered
 at the pace the writer takes it and its stream is closed however the delivery ends; a
 client gone away (the writer raises ``OSError`` or ``RuntimeError``) ends the delivery
@@ -21,9 +22,16 @@ from typing import Protocol
 
 from stoker.origin.context import RequestContext
 from stoker.origin.port import OriginError
+from stoker.proxy.log_record import refused
 from stoker.proxy.pipeline import Pipeline
 from stoker.proxy.reply import Headers, Reply
-from stoker.proxy.request import BadRequest, LookedUp, RequestHead, parse_request
+from stoker.proxy.request import (
+    BadRequest,
+    LookedUp,
+    RequestHead,
+    parse_request,
+    visitor_address,
+)
 
 CLOSE = (b"connection", b"close")
 
@@ -39,7 +47,12 @@ async def reply_to(pipeline: Pipeline, head: RequestHead, body: AsyncIterator[by
         request = parse_request(head, config.default_host, config.trusted, context=context,
                                 looked_up=looked_up, kept=config.kept_overrides)
     except BadRequest as error:
-        return pipeline.refusal(error)
+        reply = pipeline.refusal(error)
+        if pipeline.tap.watched:
+            pipeline.tap.publish(refused(
+                head, reply, visitor_address(head.peer, head.headers, config.trusted),
+                at=pipeline.clock.now(), redact=config.log_redact_query))
+        return reply
     return await pipeline.serve(request, body)
 
 

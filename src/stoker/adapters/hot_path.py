@@ -40,6 +40,7 @@ from stoker.cache.entry import CacheEntry
 from stoker.config.rules import match_rule
 from stoker.http.headers import lower_joined
 from stoker.proxy.hit import FAST_HIT, hit_reply
+from stoker.proxy.log_record import fast_hit
 from stoker.proxy.pipeline import Pipeline
 from stoker.proxy.reply import Reply
 from stoker.proxy.request import (
@@ -51,6 +52,8 @@ from stoker.proxy.request import (
     RequestHead,
     head_of,
     parse_request,
+    peer_of,
+    visitor_address,
     visitor_scheme,
 )
 
@@ -128,7 +131,7 @@ class HotPath:
             reply = self._reply(scope["headers"], entries)
         if reply is None:
             return Attempt(False, looked_up) if looked_up is not None else NOT_SERVED
-        self.count(reply)
+        self.count(reply, scope["headers"], peer_of(scope))
         await send_reply(send, reply, head=False, http1=scope["http_version"].startswith("1"))
         return SERVED
 
@@ -193,11 +196,17 @@ class HotPath:
             scheme = visitor_scheme(scheme, head().peer, headers, self._pipeline.config.trusted)
         return self._primary_key(scheme, host, target, head)
 
-    def count(self, reply: Reply) -> None:
-        """Count ``reply``, sent, as a visitor's hit (:meth:`Pipeline.count`; Vary-less:
-        no header selected it)."""
+    def count(self, reply: Reply, headers: list[tuple[bytes, bytes]], peer: str | None) -> None:
+        """Count ``reply``, sent to ``peer`` for a request with ``headers``, as a visitor's
+        hit (:meth:`Pipeline.count`; Vary-less: no header selected it), and show it to the
+        live request log's watchers, if any (unwatched: one attribute read)."""
         assert reply.entry is not None
-        self._pipeline.count(FAST_HIT, "hit", reply.entry, reply.entry.url, False, (), self._now)
+        pipeline = self._pipeline
+        pipeline.count(FAST_HIT, "hit", reply.entry, reply.entry.url, False, (), self._now)
+        if pipeline.tap.watched:
+            config = pipeline.config
+            pipeline.tap.publish(fast_hit(reply, visitor_address(peer, headers, config.trusted),
+                                          at=self._now, redact=config.log_redact_query))
 
     def _primary_key(self, scheme: str, host: bytes, target: bytes,
                      head: Callable[[], RequestHead]) -> str | None:

@@ -31,6 +31,7 @@ from stoker.admin.guard import AdminGuard, Gate
 from stoker.admin.jobs_api import jobs_routes
 from stoker.admin.login_limit import LoginLimiter
 from stoker.admin.pages import page_routes
+from stoker.admin.request_log import log_routes
 from stoker.admin.sessions import Sessions
 from stoker.admin.status import StatusSource
 from stoker.admin.views.html import Rooted
@@ -94,7 +95,8 @@ def admin_side(stoker: RunningStoker, warm: RunningWarmer | None = None, *,
                             Route("/metrics", scrape), Route("/api/status", status),
                             Route("/api/events", events_endpoint(hub, sessions)),
                             *page_routes(stoker, warm, hub, sessions, gate),
-                            *api_routes(stoker), *why_routes(stoker), *warm_routes(warm),
+                            *api_routes(stoker), *log_routes(stoker, sessions),
+                            *why_routes(stoker), *warm_routes(warm),
                             *jobs_routes(warm)])
     guarded = AdminGuard(PokeOnWrite(Rooted(app), hub), token=stoker.settings.admin_token,
                          gate=gate, sessions=sessions,

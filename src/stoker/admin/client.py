@@ -8,6 +8,8 @@ never part of a message.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import httpx
@@ -57,14 +59,33 @@ class AdminClient:
         """``GET /api/status``: the process's figures."""
         return self._call("GET", "/api/status")
 
+    def log(self, params: dict[str, str]) -> Iterator[tuple[str, Any]]:
+        """``GET /api/log``: its events as ``(name, data)``, as they come, until the
+        stream ends (never, but for a server that stops)."""
+        try:
+            with self._client.stream("GET", "/api/log", params=params,
+                                     timeout=httpx.Timeout(10.0, read=None)) as response:
+                if response.status_code != 200:
+                    response.read()
+                    self._check("GET", "/api/log", response)
+                yield from sse_events(response.iter_lines())
+        except httpx.TransportError as error:
+            raise self._unreachable(error) from None
+
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         try:
             response = self._client.request(method, path, **kwargs)
         except httpx.TransportError as error:
-            raise AdminClientError(
-                f"cannot reach Stoker's admin API at {self.base_url} ({type(error).__name__}) — "
-                "is `stoker serve` running? Point to it with --admin-url or STOKER_ADMIN_URL"
-            ) from None
+            raise self._unreachable(error) from None
+        return self._check(method, path, response)
+
+    def _unreachable(self, error: Exception) -> AdminClientError:
+        return AdminClientError(
+            f"cannot reach Stoker's admin API at {self.base_url} ({type(error).__name__}) — "
+            "is `stoker serve` running? Point to it with --admin-url or STOKER_ADMIN_URL")
+
+    def _check(self, method: str, path: str, response: httpx.Response) -> dict[str, Any]:
+        """``response``'s JSON object; :class:`AdminClientError` for a refusal."""
         try:
             data = response.json()
         except ValueError:
@@ -78,3 +99,18 @@ class AdminClient:
             raise AdminClientError(f"{method} {path} failed with HTTP {response.status_code}: "
                                    f"{detail}")
         return data
+
+
+def sse_events(lines: Iterable[str]) -> Iterator[tuple[str, Any]]:
+    """The ``(event, data)`` of a Server-Sent Events stream's ``lines``, ``data`` read as
+    JSON (comments and fields other than ``event`` and ``data`` skipped).  Pure."""
+    event, data = "message", list[str]()
+    for line in lines:
+        if not line:
+            if data:
+                yield event, json.loads("\n".join(data))
+            event, data = "message", []
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))

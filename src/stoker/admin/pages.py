@@ -53,6 +53,7 @@ from stoker.admin.views import (
     cache,
     credentials,
     jobs,
+    log,
     schedule,
     warm,
     why,
@@ -73,8 +74,8 @@ if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
 WEB: Final = files("stoker.admin") / "web"
 ASSETS: Final = {"dashboard.js": "text/javascript; charset=utf-8",
                  "dashboard.css": "text/css; charset=utf-8", "favicon.svg": "image/svg+xml"}
-VIEWS: Final[tuple[View, ...]] = (warm.VIEW, jobs.VIEW, cache.VIEW, why.VIEW, schedule.VIEW,
-                                   audit.VIEW, credentials.VIEW)
+VIEWS: Final[tuple[View, ...]] = (warm.VIEW, jobs.VIEW, cache.VIEW, log.VIEW, why.VIEW,
+                                   schedule.VIEW, audit.VIEW, credentials.VIEW)
 """The pages past the overview, in the navigation's order."""
 PART: Final = "x-stoker-part"
 """The request header with which ``dashboard.js`` asks for a page's content alone."""

@@ -30,6 +30,7 @@ import httpx
 from stoker.adapters.access_log import AccessLogApp, open_stream
 from stoker.adapters.asgi_proxy import ProxyApp
 from stoker.admin.app import AdminSide, admin_side
+from stoker.app import log_relay
 from stoker.app.processes import (
     ServingProcess,
     Supervisor,
@@ -126,7 +127,7 @@ async def run_service(settings: Settings, *, announce: Announce = print,
             await _run_with_warmer(stoker, warm, stop, lambda stop: run_apps(
                 settings.server, apps, stop, tls, grace=settings.shutdown_timeout,
                 silence=silence, shared=shared),
-                _beside(admin, alongside, orphaned),
+                _beside(admin, alongside, orphaned, _log_relay(stoker, process)),
                 warm_on_start=first,
                 before_close=sharing.leave if sharing else None)
     finally:
@@ -177,19 +178,34 @@ def _orphan_watch(process: ServingProcess | None) -> Callable[[], Awaitable[None
 
 
 def _beside(admin: AdminSide | None, alongside: Alongside | None,
-            orphaned: Callable[[], Awaitable[None]] | None = None) -> Alongside | None:
-    """What runs beside the servers: ``alongside``, the admin side's status hub, and the
-    watch of a supervisor the kernel cannot watch (the relay follows the bus in a task of
-    its own, :class:`~stoker.app.sharing.Sharing`)."""
-    if admin is None and orphaned is None:
+            orphaned: Callable[[], Awaitable[None]] | None = None,
+            log_relay: Callable[[], Awaitable[None]] | None = None) -> Alongside | None:
+    """What runs beside the servers: ``alongside``, the admin side's status hub, the
+    watch of a supervisor the kernel cannot watch and the live request log's relay
+    between processes (the purge relay follows the bus in a task of its own,
+    :class:`~stoker.app.sharing.Sharing`)."""
+    beside = [task for task in (orphaned, log_relay) if task is not None]
+    if admin is None and not beside:
         return alongside
 
     async def all_of(warm: WarmService) -> None:
         await asyncio.gather(*([admin.hub.run()] if admin is not None else []),
-                             *([orphaned()] if orphaned is not None else []),
+                             *(task() for task in beside),
                              *([alongside(warm)] if alongside is not None else []))
 
     return all_of
+
+
+def _log_relay(stoker: Stoker, process: ServingProcess | None
+               ) -> Callable[[], Awaitable[None]] | None:
+    """The live request log's relay of one of several serving processes
+    (:mod:`~stoker.app.log_relay`): the first gathers, the others send."""
+    if process is None or process.count < 2:
+        return None
+    tap, data_dir, clock = stoker.pipeline.tap, stoker.settings.data_dir, stoker.clock
+    if process.index == 0:
+        return lambda: log_relay.gather(tap, data_dir, process.count - 1, clock)
+    return lambda: log_relay.send(tap, data_dir, clock)
 
 
 def _process_name(process: ServingProcess | None) -> str:

@@ -126,7 +126,8 @@ def pipeline_config(settings: Settings, memory: MemoryBudget) -> PipelineConfig:
                           client_max_body_size=settings.client_max_body_size,
                           refresh_ahead=settings.refresh_ahead,
                           refresh_window=settings.refresh_window,
-                          error_page=read_error_page(settings))
+                          error_page=read_error_page(settings),
+                          log_redact_query=settings.log_redact_query)
 
 
 def rewarm_also(settings: Settings) -> tuple[str, ...]:

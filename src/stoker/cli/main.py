@@ -256,7 +256,7 @@ def show_settings(
 
 
 def _mount_subcommands() -> None:
-    from stoker.cli import status, why
+    from stoker.cli import log, status, why
     from stoker.cli.check import check, migrate
     from stoker.cli.jobs import jobs_app
     from stoker.cli.warm import mount
@@ -266,6 +266,7 @@ def _mount_subcommands() -> None:
     app.add_typer(jobs_app, name="jobs")
     mount(app)
     status.mount(app)
+    log.mount(app)
     why.mount(app)
 
 

@@ -148,9 +148,11 @@ from stoker.proxy.fetched import (
 )
 from stoker.proxy.forwarding import client_response_headers, origin_request_headers
 from stoker.proxy.keying import Keying
+from stoker.proxy.log_record import served
 from stoker.proxy.reply import Reply, ReplySink
 from stoker.proxy.request import BadRequest, RequestInfo
 from stoker.proxy.request_body import discard_body, read_body
+from stoker.proxy.request_tap import RequestTap
 from stoker.proxy.shared_flights import SharedFlights
 from stoker.proxy.steps import FromCache, Lookup, Step, Synth, Transaction, synthetic
 from stoker.purge.method import Answer
@@ -204,6 +206,8 @@ class PipelineConfig:
     error_page: bytes | None = None
     """The body of Stoker's own answers to origin failures for clients that accept HTML
     (``error_page``, read when the configuration is: :func:`with_error_page`)."""
+    log_redact_query: tuple[str, ...] = ()
+    """Query parameters whose values the live request log shows as ``REDACTED``."""
 
 
 class Pipeline:
@@ -227,6 +231,8 @@ class Pipeline:
         self.keying = keying
         """The cache version and the key function (shared with the purger)."""
         self.collapser = Collapser()
+        self.tap = RequestTap()
+        """The live request log's watchers: each visitor's reply, once answered."""
         self.codings = Codings(store)
         """Compressed forms of stored entries, made when first wanted."""
         self.stats: Counter[str] = Counter()
@@ -305,6 +311,8 @@ class Pipeline:
 
     async def _produce(self, request: RequestInfo, body: AsyncIterator[bytes],
                        sink: ReplySink) -> None:
+        tap = self.tap
+        started = self.clock.monotonic() if tap.watched else None
         rule = match_rule(self.config.rules, request.host, request.path, request.query)
         txn = Transaction(request, body, sink, rule)
         try:
@@ -325,8 +333,14 @@ class Pipeline:
         else:
             sink.fail(RuntimeError("the pipeline gave no reply"))
         finally:  # none stamped: a failure Stoker answered
-            self.count(sink.outcome or GENERATED, sink.tally, sink.entry, request.url,
-                       request.warm, request.headers, self.clock.now())
+            outcome = sink.outcome or GENERATED
+            self.count(outcome, sink.tally, sink.entry, request.url, request.warm,
+                       request.headers, self.clock.now())
+            if tap.watched and not request.warm:
+                tap.publish(served(
+                    request, outcome, sink.given, at=self.clock.now(),
+                    duration=None if started is None else self.clock.monotonic() - started,
+                    redact=self.config.log_redact_query))
 
     async def _run(self, txn: Transaction) -> None:
         """Run ``txn``'s steps from :attr:`Step.RECV` to :attr:`Step.DONE`; then land the

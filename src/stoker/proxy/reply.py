@@ -95,6 +95,11 @@ class ReplySink:
         return self._reply is not None
 
     @property
+    def given(self) -> Reply | None:
+        """The reply given out, if any."""
+        return self._reply
+
+    @property
     def entry(self) -> CacheEntry | None:
         """The cache entry the reply given out was served from, if any."""
         return self._reply.entry if self._reply is not None else None

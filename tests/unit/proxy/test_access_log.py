@@ -8,15 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.adapters.access_log import (
-    REDACTED,
-    Entry,
-    cache_outcome,
-    combined_line,
-    json_line,
-    redact_query,
-)
+from stoker.adapters.access_log import Entry, cache_outcome, combined_line, json_line
 from stoker.cache.outcome import GENERATED, Kind, Outcome
+from stoker.proxy.log_record import REDACTED, redact_query
 
 ENTRY = Entry(at=1_764_504_000.0, client="203.0.113.7", method="GET", target="/a?b=1",
               protocol="HTTP/1.1", status=200, size=20480, duration=0.0123, origin=0.0101,

@@ -484,6 +484,103 @@
   window.addEventListener("pagehide", close);
   window.addEventListener("pageshow", open);
   document.addEventListener("DOMContentLoaded", open);
+  // The Log page (ol#log-lines[data-log]): the requests answered, from /api/log, newest
+  // first, at most data-kept lines; built as text, never as HTML. Pause holds new lines
+  // (counted) until Resume; the stream closes while the page is hidden.
+  const logList = document.getElementById("log-lines");
+  let logSource = null;
+  let paused = false;
+  let held = [];
+  const logState = (text) => { const s = document.getElementById("log-state"); if (s) s.textContent = text; };
+  let shownFilter = "";
+
+  function logItem(r) {
+    const li = document.createElement("li");
+    const part = (cls, text, tag) => {
+      const el = document.createElement(tag || "span");
+      el.className = cls;
+      el.textContent = text;
+      li.appendChild(el);
+      return el;
+    };
+    const when = new Date(r.time * 1000);
+    part("when", when.toISOString().slice(11, 23), "time").dateTime = when.toISOString();
+    const tone = r.outcome === "hit" || r.outcome.startsWith("stale") ? "ok"
+      : r.outcome === "error" || r.status >= 500 ? "failed" : "running";
+    part("tag " + tone, r.outcome + (r.reason ? " (" + r.reason + ")" : ""));
+    part("status" + (r.status >= 500 ? " bad" : ""), String(r.status));
+    part("method", r.method);
+    part("url", r.host + r.path).title = r.host + r.path;
+    const took = r.duration_ms === null ? "" : " · " + r.duration_ms.toFixed(1) + " ms";
+    const size = r.bytes === null ? "" : " · " + shown(r.bytes, "bytes");
+    part("meta", r.client + took + size);
+    return li;
+  }
+
+  function logNote(text) {
+    const li = document.createElement("li");
+    li.className = "note";
+    li.textContent = text;
+    return li;
+  }
+
+  function logAdd(items) {
+    const empty = logList.querySelector(".empty");
+    if (empty) empty.remove();
+    for (const item of items) logList.insertBefore(item, logList.firstChild);
+    const kept = Number(logList.dataset.kept) || 500;
+    while (logList.children.length > kept) logList.lastChild.remove();
+  }
+
+  function logTake(item) {
+    if (paused) { held.push(item); logState("Paused: " + held.length + " new, held."); }
+    else logAdd([item]);
+  }
+
+  function logClose() { if (logSource) { logSource.close(); logSource = null; } }
+
+  function logOpen() {
+    if (!logList || logSource || document.visibilityState === "hidden") return;
+    logSource = new EventSource(logList.dataset.log);
+    logSource.addEventListener("hello", (event) => {
+      shownFilter = JSON.parse(event.data).filter;
+      if (!paused) logState("Live: showing " + shownFilter + ".");
+    });
+    logSource.addEventListener("request", (event) => logTake(logItem(JSON.parse(event.data))));
+    logSource.addEventListener("dropped", (event) => {
+      const n = JSON.parse(event.data).dropped;
+      logTake(logNote("… " + n + (n === 1 ? " line" : " lines") + " dropped (this page fell behind)"));
+    });
+    logSource.onerror = async () => {
+      logState("Reconnecting…");
+      if (logSource.readyState !== EventSource.CLOSED) return;
+      logClose();
+      try {
+        const answer = await fetch(atRoot("/api/status"), { credentials: "same-origin" });
+        if (answer.status === 401) { window.location.assign(atRoot("/login")); return; }
+      } catch (e) { /* the listener is down: try again below */ }
+      setTimeout(logOpen, 3000);
+    };
+  }
+
+  if (logList) {
+    const pause = document.getElementById("log-pause");
+    pause.addEventListener("click", () => {
+      paused = !paused;
+      pause.textContent = paused ? "Resume" : "Pause";
+      pause.setAttribute("aria-pressed", String(paused));
+      if (paused) { logState("Paused: " + held.length + " new, held."); return; }
+      logAdd(held);
+      held = [];
+      logState("Live: showing " + shownFilter + ".");
+    });
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "hidden") logClose(); else logOpen();
+    });
+    window.addEventListener("pagehide", logClose);
+    window.addEventListener("pageshow", logOpen);
+    logOpen();
+  }
   function showCurrentPage() {  // on a phone the page links scroll: keep the current one in view
     const current = document.querySelector("nav [aria-current]");
     if (current) current.parentElement.scrollLeft = current.offsetLeft - current.parentElement.offsetLeft - 16;

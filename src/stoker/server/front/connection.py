@@ -116,6 +116,8 @@ class Connection(asyncio.Protocol):
         self.listener = listener
         self.loop = listener.loop
         self.client: tuple[str, int] | None = None
+        self.peer: str | None = None
+        """The client's address (:attr:`client`'s host)."""
         self.server: tuple[str, int] | None = None
         self.write_paused = False
         self.deadline = inf
@@ -152,6 +154,7 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
         self.client = _address(transport.get_extra_info("peername"))
+        self.peer = self.client[0] if self.client is not None else None
         self.server = _address(transport.get_extra_info("sockname"))
         self.deadline = self.loop.time() + HEAD_TIMEOUT
         self.listener.connections.add(self)
@@ -318,7 +321,7 @@ class Connection(asyncio.Protocol):
         if reply is None:
             await self.listener.answer(exchange, looked_up)
             return
-        hot.count(reply)
+        hot.count(reply, exchange.headers, self.peer)
         wire = None if self.write_paused else reply_bytes(reply, close=not exchange.keep_alive)
         if wire is None:
             await exchange.answer_with(reply)
@@ -364,7 +367,7 @@ class Connection(asyncio.Protocol):
         if self.write_paused:  # its exchange writes the hit, waiting for the client
             return ReadFirst(primary)
         close = not keep_alive
-        wire = _hit_bytes(hot, primary, headers, close)
+        wire = _hit_bytes(hot, primary, headers, close, self.peer)
         whole, self._whole = self._whole, None
         if isinstance(wire, Wait):
             return ReadFirst(primary)
@@ -379,7 +382,7 @@ class Connection(asyncio.Protocol):
         assert hot is not None
         if self.write_paused or head.keying != hot.keying:
             return False
-        wire = _hit_bytes(hot, head.primary, head.headers, head.close)
+        wire = _hit_bytes(hot, head.primary, head.headers, head.close, self.peer)
         if not isinstance(wire, list):  # not a hit, or L2 must be waited for: parse it
             return False
         self._send_hit(wire, close=head.close)
@@ -486,13 +489,14 @@ def _address(value: Any) -> tuple[str, int] | None:
 
 
 def _hit_bytes(hot: HotPath, primary: str, headers: list[tuple[bytes, bytes]],
-               close: bool) -> list[bytes] | Wait | None:
-    """The bytes of the fresh hit a request for ``primary`` with ``headers`` is (counted),
+               close: bool, peer: str | None) -> list[bytes] | Wait | None:
+    """The bytes of the fresh hit a request from ``peer`` for ``primary`` with ``headers``
+    is (counted),
     :data:`~stoker.adapters.hot_path.WAIT` where L2 must be waited for, else ``None``."""
     reply = hot.reply_now(primary, headers)
     if reply is None or isinstance(reply, Wait):
         return reply
     wire = reply_bytes(reply, close=close)
     if wire is not None:
-        hot.count(reply)
+        hot.count(reply, headers, peer)
     return wire
