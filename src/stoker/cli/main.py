@@ -241,7 +241,7 @@ def show_settings(
     preset: Annotated[str | None, typer.Option(
         help="Print the [[rule]] tables this preset expands to, instead")] = None,
     markdown: Annotated[bool, typer.Option(
-        "--markdown", help="Print the settings table of docs/configuration.md (markdown), instead")] = False,
+        "--markdown", help="Print the settings table of docs/configuration.md (markdown)")] = False,
 ) -> None:
     """Every setting as stoker.toml lines: its meaning, its variable, its default (with
     --config: the effective value, and the default where it differs)."""
