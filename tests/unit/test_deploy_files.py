@@ -60,7 +60,8 @@ def test_the_image_exposes_the_ports_its_listeners_bind_on_every_interface() -> 
 
 def test_the_image_runs_stoker_serve_as_a_user_with_the_cluster_drivers() -> None:
     text = CONTAINERFILE.read_text()
-    assert re.search(r"^FROM python:3\.11-slim\b", text, re.M)
+    assert re.search(r"^ARG BASE=python:3\.11-slim$", text, re.M)
+    assert re.findall(r"^FROM (\S+)", text, re.M) == ["${BASE}", "${BASE}"]
     assert "'.[cluster]'" in text
     user = re.findall(r"^USER\s+(\S+)", text, re.M)
     assert user and user[-1] not in ("root", "0")
