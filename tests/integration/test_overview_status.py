@@ -30,6 +30,7 @@ async def test_api_status_says_what_is_cold_and_when_the_next_warm_is_due(
     assert cold["urls"] == [f"{SITE}{page(n)}" for n in range(1, 6)]  # the oldest five
     due = cold["next_warm"]
     assert due["name"] == "rewarm" and due["due_at"] > status["now"] + 200  # rewarm_max_wait
+    assert status["expired"] == {"count": 0, "urls": []}  # read, and all still fresh
     assert status["node"] == "edge-1" and status["proxy_url"] == SITE
     assert [node["name"] for node in status["nodes"]] == ["edge-1"]
     assert status["hit_ratio"] == 0.5 == status["share"]["cache"]  # 8 hits of 16

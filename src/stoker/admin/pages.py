@@ -116,7 +116,8 @@ FIELDS: Final = {"rate": ("requests_per_second", "rate"), "hit_ratio": ("hit_rat
                  "l1_entries": ("l1.entries", "count"), "l1_bytes": ("l1.bytes", "bytes"),
                  "l2_entries": ("store.entries", "count"), "l2_bytes": ("store.bytes", "bytes"),
                  "pending": ("pending_l2_writes", "count"),
-                 "cold_pending": ("warm.cold.pending", "count"), "node": ("node", "text"),
+                 "cold_pending": ("warm.cold.pending", "count"),
+                 "cold_expired": ("expired.count", "count"), "node": ("node", "text"),
                  "proxy_url": ("proxy_url", "text")}
 """The overview's figures: template name → (path in the status, format)."""
 

@@ -134,6 +134,12 @@ def cold_json(pending: int, oldest: Sequence[str],
                                                      "due_at": first.due_at}}
 
 
+def expired_json(count: int, urls: Sequence[str]) -> dict[str, Any]:
+    """What else is cold now: the entries visitors read within ``refresh_window`` that
+    went stale without a refresh (``count``, the most requested ``urls``).  Pure."""
+    return {"count": count, "urls": list(urls)}
+
+
 async def warm_status(warm: RunningWarmer) -> dict[str, Any]:
     """The active warm run (with why discovery skipped URLs), the last run that ended (with
     its warning), the origins visitors arrive on against those runs fill, the job queue's
@@ -236,6 +242,8 @@ class StatusSource:
             "refresh_ahead": None if pipeline.reads is None else {
                 "tracked": len(pipeline.reads), "refreshed": figures.refreshed,
                 "not_modified": figures.refresh_not_modified, "failed": figures.refresh_failed},
+            "expired": None if pipeline.reads is None else expired_json(
+                *pipeline.reads.expired(now, COLD_SHOWN)),
         }
 
     async def _stores(self) -> dict[str, Any]:

@@ -179,6 +179,18 @@ class ReadTracker:
         if entry.fresh_until > read.fresh_until:
             self._renew(key, read, entry)
 
+    def expired(self, now: float, limit: int) -> tuple[int, list[str]]:
+        """The reads a visitor made within ``window`` of ``now`` whose entry is no longer
+        fresh and was not renewed since (refresh ahead has not got to it, or gave up on
+        it): their next visitor waits for the origin, or gets a stale copy.  Counted, with
+        the URLs of the ``limit`` most requested.  Its cost is the table's (at most
+        ``max_entries`` reads), so it is for the admin side's status, not the hit path."""
+        since = now - self.window
+        stale = [read for read in self._reads.values()
+                 if read.fresh_until <= now and read.last_read >= since]
+        return len(stale), [read.url for read in
+                            heapq.nlargest(limit, stale, key=lambda read: read.count)]
+
     def renewed(self, entry: CacheEntry) -> None:
         """A fetch stored ``entry`` (a refresh, a warm visit, a revalidation)."""
         key = read_key(entry)

@@ -210,3 +210,16 @@ def test_covered_reads_wait_while_told_and_are_handed_out_after() -> None:
     assert held.next_at is not None and held.next_at > NOW + 570  # no busy ticks for it
     assert tracker.due(NOW + 571, limit=10, covered=False).keys == []
     assert tracker.due(NOW + 572, limit=10).keys == [read_key(covered)]  # waited, not lost
+
+
+def test_expired_counts_the_reads_gone_stale_unrenewed_most_requested_first() -> None:
+    tracker = ReadTracker(10, WINDOW, AHEAD)
+    tracker.read(page("/short", fresh=60.0), [], NOW)
+    for _ in range(3):
+        tracker.read(page("/often", fresh=60.0), [], NOW)
+    tracker.read(page("/long", fresh=6000.0), [], NOW)
+    assert tracker.expired(NOW + 59, limit=5) == (0, [])
+    assert tracker.expired(NOW + 60, limit=1) == (2, ["https://example.com/often"])
+    tracker.renewed(page("/often", fresh=60.0, at=NOW + 61))
+    assert tracker.expired(NOW + 100, limit=5) == (1, ["https://example.com/short"])
+    assert tracker.expired(NOW + 60 + WINDOW + 1, limit=5) == (0, [])  # nobody read it since
