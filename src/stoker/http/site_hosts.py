@@ -49,9 +49,10 @@ class Aliases:
         self._hosts = frozenset(_alias_host(alias) for alias in aliases)
 
     def match(self, scheme: str, netloc: str) -> bool:
-        """Whether ``netloc`` (``host[:port]``) of a ``scheme`` URL names an alias."""
-        parts = urlsplit(f"{scheme}://{netloc}")
+        """Whether ``netloc`` (``host[:port]``) of a ``scheme`` URL names an alias; never
+        one that does not parse (a bad port, brackets that hold no IP address)."""
         try:
+            parts = urlsplit(f"{scheme}://{netloc}")
             port = parts.port
         except ValueError:
             return False

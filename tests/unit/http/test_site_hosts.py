@@ -18,6 +18,8 @@ from stoker.http.site_hosts import Aliases, SiteHosts, listener_hosts
     ("[::1]:8000", "http", "[::1]:8000", True),
     ("cms.internal", "http", "www.cms.internal", False),
     ("cms.internal", "http", "cms.internal:notaport", False),
+    ("cms.internal", "http", "][::", False),  # brackets holding no IP address (hypothesis)
+    ("[::1]", "http", "[not-an-ip]", False),
 ])
 def test_alias_matching(alias: str, scheme: str, netloc: str, matches: bool) -> None:
     assert Aliases([alias]).match(scheme, netloc) is matches
