@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
+from stoker.admin.hit_ratio import total_requests
 from stoker.cli.status import (
     Sample,
     counter_rates,
@@ -19,7 +20,6 @@ from stoker.cli.status import (
     render,
     sections,
     summary,
-    total_requests,
     warm_progress,
     warm_reads_row,
 )

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from stoker.cache.outcome import ORIGIN_FAILURES
+
 CACHE_KINDS: Final = frozenset({"hit", "stale-while-revalidate", "stale-if-error",
                                 "revalidated"})
 """Outcomes whose body came from the cache (a revalidation: the origin said 304)."""
@@ -30,8 +32,9 @@ UNCACHEABLE_KINDS: Final = frozenset({"pass", "bypass"})
 be cached; the reason says why."""
 ORIGIN_KINDS: Final = MISS_KINDS | UNCACHEABLE_KINDS
 """Outcomes whose body came from the origin."""
-ORIGIN_FAILURES: Final = frozenset({"origin-timeout", "origin-down", "origin-error"})
-"""Reasons of the ``error`` outcomes that are the origin's failure (504, 503, 502)."""
+REQUEST_KINDS: Final = ("hit", "stale", "miss", "bypass")
+"""Counters of ``Pipeline.stats`` that together count every request answered (the others,
+collapsed and error, count requests among them)."""
 PLACES: Final = ("cache", "miss", "uncacheable", "origin_failure", "error", "warm")
 """Where :func:`place` puts a request."""
 ANSWERED: Final = ("cache", "miss", "uncacheable", "origin_failure")
@@ -57,6 +60,12 @@ def places(outcomes: Mapping[tuple[str, str, bool], int]) -> dict[str, int]:
     for (kind, reason, warm), count in outcomes.items():
         found[place(kind, reason, warm)] += count
     return found
+
+
+def total_requests(stats: Mapping[str, int]) -> int:
+    """Requests answered, of ``Pipeline.stats``' counters: the sum of
+    :data:`REQUEST_KINDS`, which count each request once.  Pure."""
+    return sum(stats.get(kind, 0) for kind in REQUEST_KINDS)
 
 
 def answered(split: Mapping[str, int]) -> int:

@@ -43,7 +43,7 @@ from prometheus_client.core import (
     Metric,
 )
 
-from stoker.admin.hit_ratio import hit_ratio, places
+from stoker.admin.hit_ratio import hit_ratio, places, total_requests
 from stoker.origin.timing import OriginTiming
 from stoker.purge.bus import Member
 from stoker.purge.list import L1, L2
@@ -53,9 +53,6 @@ if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.admin.facade import RunningStoker, RunningWarmer
 
 T = TypeVar("T")
-
-REQUEST_KINDS = ("hit", "stale", "miss", "bypass")
-"""Counters of ``Pipeline.stats`` that together count every request answered."""
 
 log = logging.getLogger("stoker.admin")
 
@@ -153,7 +150,7 @@ def own(stoker: RunningStoker) -> Figures:
         notifier_reconnects=notifier.reconnects if notifier is not None else 0,
         cache_bytes=pipeline.cache_bytes, origin_bytes=stoker.origin_timing.body_bytes,
         notifier_connected=notifier is None or notifier.connected, node=node_facts(stoker),
-        requests=sum(pipeline.stats[kind] for kind in REQUEST_KINDS),
+        requests=total_requests(pipeline.stats),
         not_cached=pipeline.not_cached.snapshot(), run=f"{os.getpid()}-{id(stoker):x}",
         warm_stored=pipeline.warm_reads.stored, warm_read=pipeline.warm_reads.read,
         refreshed=refreshes.get("refreshed", 0),

@@ -35,7 +35,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from stoker.admin.api import asked_urls, error_response, stored_keys
-from stoker.admin.metrics import REQUEST_KINDS, named_others_said
+from stoker.admin.hit_ratio import total_requests
+from stoker.admin.metrics import named_others_said
 from stoker.admin.why_advice import Site, advise
 from stoker.cache.not_cached import LastSeen, Snapshot, merged, section_of
 from stoker.purge.scope import PurgeRequestError
@@ -74,11 +75,6 @@ HOSTS_SEEN: Final = 16
 """Most other hosts a path's lookup adds from the memory tier, and from the records."""
 SCAN_CHUNK: Final = 4096
 """Memory-tier keys a path's lookup reads between two yields to the event loop."""
-
-
-def total_requests(stats: Mapping[str, int]) -> int:
-    """Requests answered: the sum of the kinds that count each request once."""
-    return sum(stats.get(kind, 0) for kind in REQUEST_KINDS)
 
 
 def cookie_bypass_report(bypasses: Mapping[str, int],

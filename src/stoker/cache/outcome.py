@@ -44,6 +44,11 @@ class Kind(enum.Enum):
 
 
 FROM_CACHE = frozenset({Kind.HIT, Kind.STALE_SWR, Kind.STALE_ERROR})
+ORIGIN_FAILURES = frozenset({"origin-timeout", "origin-down", "origin-error"})
+"""The ``detail`` of Stoker's own answer (an :attr:`Kind.ERROR` outcome) when the origin
+failed: timed out (504), is down (503), failed otherwise (502).  The pipeline answers
+with these, the hit ratio counts them as the origin's, ``error_page`` replaces their
+body."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from stoker.admin.hit_ratio import hit_ratio
+from stoker.admin.hit_ratio import REQUEST_KINDS, hit_ratio, total_requests
 from stoker.cli.common import (
     AdminTokenOpt,
     AdminUrlOpt,
@@ -79,19 +79,6 @@ def counter_rates(before: Mapping[str, int], after: Mapping[str, int],
     return {name: rate(before.get(name, 0), count, seconds) for name, count in after.items()}
 
 
-def _counted_kinds() -> tuple[str, ...]:
-    # Imported here: the admin modules stay unloaded for the other commands.
-    from stoker.admin.metrics import REQUEST_KINDS
-
-    return REQUEST_KINDS
-
-
-def total_requests(requests: Mapping[str, int]) -> int:
-    """Requests answered: the sum of the kinds that count each request once (hit, stale,
-    miss, bypass).  The other counters (collapsed, error) count requests among those."""
-    return sum(requests.get(kind, 0) for kind in _counted_kinds())
-
-
 def warm_progress(status: Mapping[str, Any]) -> float | None:
     """The share (0 to 1) of the active warm run's URLs that are settled; ``None`` when no
     run is active (or no warmer runs) or the run has no URLs yet."""
@@ -130,7 +117,7 @@ def rates_between(before: Sample | None, after: Sample) -> dict[str, Any]:
     if before is None or seconds <= 0:
         return dict.fromkeys(("sampled_over", "requests_per_second", "request_rates"))
     earlier: Mapping[str, int] = before.status.get("requests", {})
-    later = {**dict.fromkeys(_counted_kinds(), 0), **after.status.get("requests", {})}
+    later = {**dict.fromkeys(REQUEST_KINDS, 0), **after.status.get("requests", {})}
     return {
         "sampled_over": round(seconds, 3),
         "requests_per_second": round(
@@ -161,7 +148,7 @@ def request_rows(view: Mapping[str, Any]) -> list[Row]:
     the counters that count requests among the kinds come last, said so."""
     requests: Mapping[str, int] = view.get("requests", {})
     rates: Mapping[str, float] | None = view.get("request_rates")
-    kinds = _counted_kinds()
+    kinds = REQUEST_KINDS
     extra = sorted(set(requests) - set(kinds))
 
     def row(name: str, label: str) -> Row:

@@ -17,21 +17,20 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
-from stoker.cache.outcome import Kind
+from stoker.cache.outcome import ORIGIN_FAILURES, Kind
 from stoker.http.accept import accepts
 from stoker.http.headers import HeaderInput, without
 from stoker.proxy.steps import Synth
 
-ORIGIN_FAILURES: Final = frozenset({502, 503, 504})
-"""The statuses of Stoker's answers to an origin that failed."""
 HTML: Final = b"text/html; charset=utf-8"
 
 
 def with_error_page(synth: Synth, page: bytes | None, request_headers: HeaderInput) -> Synth:
     """``synth`` with ``page`` as its body when it answers an origin failure to a client
     that accepts HTML; else ``synth`` as it is."""
-    failure = synth.status in ORIGIN_FAILURES and synth.outcome is not None and (
-        synth.outcome.kind is Kind.ERROR)
+    outcome = synth.outcome
+    failure = outcome is not None and outcome.kind is Kind.ERROR and (
+        outcome.detail in ORIGIN_FAILURES)
     if page is None or not failure or not accepts(request_headers, "text/html"):
         return synth
     headers = [(b"content-type", HTML), (b"content-length", str(len(page)).encode()),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stoker.admin.hit_ratio import total_requests
 from stoker.admin.why import (
     DESCRIPTIONS,
     NOT_REQUESTED,
@@ -14,7 +15,6 @@ from stoker.admin.why import (
     seen_only,
     split_origin,
     stored_urls,
-    total_requests,
     url_report,
 )
 from stoker.admin.why_advice import Site
