@@ -47,10 +47,11 @@ VOLATILE: Final = ("now", "gc")
 """Keys that change on every compose without anything having happened."""
 
 
-def sse_event(status: dict[str, Any]) -> bytes:
-    """One ``status`` event carrying ``status`` as JSON on one ``data:`` line.  Pure."""
-    return b"event: status\ndata: " + json.dumps(status, separators=(",", ":")).encode() + (
-        b"\n\n")
+def sse(event: str, data: Any) -> bytes:
+    """One Server-Sent Event named ``event`` carrying ``data`` as JSON on one ``data:``
+    line (the status stream's, and the request log's).  Pure."""
+    return (f"event: {event}\ndata: ".encode()
+            + json.dumps(data, separators=(",", ":")).encode() + b"\n\n")
 
 
 def settled(status: dict[str, Any]) -> dict[str, Any]:
@@ -158,7 +159,7 @@ class StatusHub:
     async def _publish(self) -> None:
         status = await self.source.compose()
         self._last = settled(status)
-        event = sse_event(status)
+        event = sse("status", status)
         self.published += 1
         for inbox in tuple(self._subscribers):
             inbox.put(event)
@@ -186,7 +187,7 @@ def events_endpoint(hub: StatusHub, sessions: Sessions) -> Any:
             async with hub.subscribe() as inbox:
                 if inbox is None:
                     return
-                yield sse_event(await hub.source.compose())
+                yield sse("status", await hub.source.compose())
                 while True:
                     event = await inbox.get(hub.keepalive)
                     if session is not None and not sessions.holds(session):

@@ -17,16 +17,15 @@ ended), so a process nobody watches builds no record.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from stoker.admin.api import error_response
-from stoker.admin.events import KEEPALIVE_COMMENT
+from stoker.admin.events import KEEPALIVE_COMMENT, sse
 from stoker.admin.sessions import Session, Sessions
 from stoker.proxy.log_filter import FIELDS, FilterError, describe, parse_filter
 from stoker.proxy.request_tap import Batch
@@ -35,12 +34,6 @@ if TYPE_CHECKING:  # the assembly is above the admin layer: its types only
     from stoker.admin.facade import RunningStoker
 
 KEEPALIVE: Final = 15.0
-
-
-def sse(event: str, data: Any) -> bytes:
-    """One event named ``event`` carrying ``data`` as JSON on one ``data:`` line.  Pure."""
-    return (f"event: {event}\ndata: ".encode()
-            + json.dumps(data, separators=(",", ":")).encode() + b"\n\n")
 
 
 def batch_events(batch: Batch) -> bytes:
