@@ -451,14 +451,20 @@
     if (source) { source.close(); source = null; state("paused", "paused"); }
   }
 
-  async function probe() {
-    close();
+  // A stream that failed: a 401 from /api/status means the session ended (to the login
+  // page); else (an answer, or the listener down) `reopen` again 3 s later.
+  async function retryOrLogIn(reopen) {
     try {
       const answer = await fetch(atRoot("/api/status"), { credentials: "same-origin" });
       if (answer.status === 401) { window.location.assign(atRoot("/login")); return; }
     } catch (e) { /* the listener is down: try the stream again below */ }
+    setTimeout(reopen, 3000);
+  }
+
+  function probe() {
+    close();
     errors = 0;
-    setTimeout(open, 3000);
+    retryOrLogIn(open);
   }
 
   function open() {
@@ -551,15 +557,11 @@
       const n = JSON.parse(event.data).dropped;
       logTake(logNote("… " + n + (n === 1 ? " line" : " lines") + " dropped (this page fell behind)"));
     });
-    logSource.onerror = async () => {
+    logSource.onerror = () => {
       logState("Reconnecting…");
       if (logSource.readyState !== EventSource.CLOSED) return;
       logClose();
-      try {
-        const answer = await fetch(atRoot("/api/status"), { credentials: "same-origin" });
-        if (answer.status === 401) { window.location.assign(atRoot("/login")); return; }
-      } catch (e) { /* the listener is down: try again below */ }
-      setTimeout(logOpen, 3000);
+      retryOrLogIn(logOpen);
     };
   }
 
